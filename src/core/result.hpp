@@ -1,0 +1,85 @@
+#pragma once
+// The error policy of GPUnex, in one place: expected failures are values
+// (Result<T> carrying an Error); each ErrorCode maps to exactly one HTTP status
+// (see http_status()); exceptions are only for what ends a request, and they are
+// caught once at the HTTP edge.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace gpunex::core {
+
+//! What went wrong, in terms a client can act on.
+enum class ErrorCode {
+  invalid_json,       // 400: body is not JSON
+  invalid_field,      // 400: a field has the wrong type or value
+  missing_field,      // 400: a required field is absent
+  unknown_field,      // 400: a field the endpoint does not take
+  bad_request,        // 400: anything else malformed
+  unauthenticated,    // 401
+  forbidden,          // 403
+  not_found,          // 404
+  method_not_allowed, // 405
+  conflict,           // 409
+  payload_too_large,  // 413
+  unprocessable,      // 422: well-formed, but a business rule refuses it
+  rate_limited,       // 429
+  internal,           // 500
+  unavailable,        // 503
+};
+
+//! The HTTP status of an error code: the only place this mapping is written.
+int http_status(ErrorCode code);
+
+//! The snake_case name sent as error.code in API responses.
+std::string_view code_name(ErrorCode code);
+
+//! An expected failure: code, a human message, and the JSON path of the field at fault.
+struct Error {
+  ErrorCode code = ErrorCode::internal;
+  std::string message;
+  std::optional<std::string> field;
+  //! A more specific machine-readable code than code_name(code), e.g. "email_taken".
+  std::optional<std::string> detail_code;
+
+  static Error make(ErrorCode c, std::string msg, std::optional<std::string> field = std::nullopt) {
+    return Error{c, std::move(msg), std::move(field), std::nullopt};
+  }
+  Error&& with_code(std::string c) && {
+    detail_code = std::move(c);
+    return std::move(*this);
+  }
+};
+
+//! A value or an Error. Deliberately small; std::expected is not in C++20.
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  const Error& error() const& { return std::get<1>(v_); }
+  Error&& error() && { return std::get<1>(std::move(v_)); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+//! Result for operations with no value.
+struct Ok {};
+using Status = Result<Ok>;
+inline Status ok_status() { return Ok{}; }
+
+}  // namespace gpunex::core

@@ -1,0 +1,137 @@
+#pragma once
+// HTTP types shared by the server, the router and the API handlers. Handlers
+// are plain synchronous functions Request -> Response; the Beast server runs
+// them on its I/O threads.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.hpp"
+
+namespace gpunex::http {
+
+enum class Method { get, head, post, put, patch, del, options, other };
+
+Method parse_method(std::string_view name);
+std::string_view method_name(Method m);
+
+//! An incoming request, after parsing. Header names are lower-case.
+struct Request {
+  Method method = Method::get;
+  std::string target;  // as sent: path and query
+  std::string path;    // percent-decoded path without the query
+  std::map<std::string, std::string, std::less<>> query;    // decoded query parameters (last one wins)
+  std::multimap<std::string, std::string, std::less<>> headers;
+  std::string body;
+  std::string remote_ip;
+  bool tls = false;
+  std::map<std::string, std::string, std::less<>> params;   // path parameters filled by the router
+  std::string route;       // the matched route pattern, e.g. "/v1/applications/{id}"
+  std::string request_id;  // X-Request-Id, taken from the client or generated
+
+  //! First value of a header (name in any case), or "".
+  std::string header(std::string_view name) const;
+  //! A cookie from the Cookie header.
+  std::optional<std::string> cookie(std::string_view name) const;
+  std::optional<std::string> query_param(std::string_view name) const;
+  std::string param(std::string_view name) const;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  //! A JSON response.
+  static Response json(int status, const nlohmann::json& body);
+  //! The API error shape: {"error": {"code", "message", "field"}} with the code's HTTP status.
+  static Response error(const core::Error& e);
+  static Response error(core::ErrorCode code, std::string message,
+                        std::optional<std::string> field = std::nullopt);
+  Response& header(std::string name, std::string value) {
+    headers.emplace_back(std::move(name), std::move(value));
+    return *this;
+  }
+};
+
+using Handler = std::function<Response(Request&)>;
+
+//! Splits "a=1&b=x%20y" into decoded pairs.
+std::map<std::string, std::string, std::less<>> parse_query(std::string_view query);
+//! Percent-decodes; '+' becomes a space only when form is true. Returns nullopt on a bad escape.
+std::optional<std::string> percent_decode(std::string_view s, bool form);
+
+//! Maps (method, path) to a handler, with "{name}" path parameters.
+class Router {
+ public:
+  void add(Method method, std::string pattern, Handler handler);
+
+  enum class MatchKind { found, method_not_allowed, not_found };
+  struct Match {
+    MatchKind kind = MatchKind::not_found;
+    const Handler* handler = nullptr;
+    std::string pattern;
+    std::map<std::string, std::string, std::less<>> params;
+    std::vector<Method> allowed;  // for 405's Allow header
+  };
+  Match match(Method method, std::string_view path) const;
+
+ private:
+  struct Route {
+    Method method;
+    std::string pattern;
+    std::vector<std::string> segments;
+    Handler handler;
+  };
+  std::vector<Route> routes_;
+};
+
+struct TlsOptions {
+  std::string cert_file;
+  std::string key_file;
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  int threads = 0;                                // 0: one per core
+  std::size_t body_limit = 1 << 20;               // bytes; larger bodies get 413
+  std::chrono::seconds header_timeout{10};        // to receive the whole header
+  std::chrono::seconds read_timeout{30};          // to receive the body
+  std::chrono::seconds idle_timeout{60};          // keep-alive between requests
+  std::chrono::seconds shutdown_grace{10};        // how long stop() waits for requests in flight
+  std::optional<TlsOptions> tls;
+};
+
+//! The asynchronous HTTP/1.1 server (Boost.Beast).
+class Server {
+ public:
+  Server(ServerOptions options, Handler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  //! Binds and starts the I/O threads; returns the bound port (useful with port 0). Throws on failure.
+  std::uint16_t start();
+  //! Stops accepting, lets requests in flight finish (up to shutdown_grace), then stops the threads.
+  void stop();
+  //! Blocks until stop() has completed.
+  void wait();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpunex::http

@@ -1,0 +1,17 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace gpunex::store {
+
+//! One schema step; `sql` holds ';'-separated statements in the portable dialect.
+struct Migration {
+  int version;
+  std::string name;
+  std::string sql;
+};
+
+//! Every migration, ordered by version.
+const std::vector<Migration>& migrations();
+
+}  // namespace gpunex::store

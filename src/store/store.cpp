@@ -1,0 +1,1 @@
+// TODO: implemented in the foundation issue

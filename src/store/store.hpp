@@ -1,0 +1,158 @@
+#pragma once
+// The store: one interface over SQLite and PostgreSQL. Callers write one
+// portable SQL dialect ('?' placeholders, INSERT ... ON CONFLICT, RETURNING,
+// BIGINT epoch-millisecond times, BIGINT micro-USDC money, TEXT ids) and run
+// every request's work inside one transaction with Store::transact().
+//
+// Failures of the database itself (connection lost, disk full, a constraint
+// the caller did not expect) are exceptions: they end the request and are
+// turned into a 5xx once, at the HTTP edge.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace gpunex::store {
+
+//! A parameter or column value. Booleans are stored as 0/1 BIGINT.
+using Value = std::variant<std::nullptr_t, std::int64_t, double, std::string>;
+
+//! One result row; typed getters convert where the driver returned text.
+class Row {
+ public:
+  explicit Row(std::vector<Value> values) : values_(std::move(values)) {}
+  std::size_t size() const { return values_.size(); }
+  bool is_null(std::size_t i) const;
+  std::int64_t i64(std::size_t i) const;
+  double f64(std::size_t i) const;
+  std::string str(std::size_t i) const;
+  bool boolean(std::size_t i) const { return i64(i) != 0; }
+  std::optional<std::int64_t> opt_i64(std::size_t i) const;
+  std::optional<std::string> opt_str(std::size_t i) const;
+  std::optional<double> opt_f64(std::size_t i) const;
+  const Value& raw(std::size_t i) const { return values_.at(i); }
+
+ private:
+  std::vector<Value> values_;
+};
+
+using Params = std::vector<Value>;
+
+//! A database failure that ends the request (answered 500 / 503).
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+//! A unique or primary-key constraint refused a write the caller did not guard with ON CONFLICT.
+class UniqueViolation : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
+//! The store could not be reached or timed out waiting for a lock (answered 503).
+class StoreUnavailable : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
+enum class Dialect { sqlite, postgres };
+
+//! The work of one transaction, on one connection.
+class Tx {
+ public:
+  virtual ~Tx() = default;
+  //! Runs a statement and returns every row it produced.
+  virtual std::vector<Row> query(std::string_view sql, const Params& params = {}) = 0;
+  //! Runs a statement and returns the number of rows it changed.
+  virtual std::int64_t exec(std::string_view sql, const Params& params = {}) = 0;
+  //! Runs several ';'-separated statements without parameters (migrations).
+  virtual void exec_script(std::string_view sql) = 0;
+  virtual Dialect dialect() const = 0;
+
+  //! The first row, or nothing.
+  std::optional<Row> query_one(std::string_view sql, const Params& params = {});
+};
+
+enum class TxMode {
+  read,   // reads only (SQLite: BEGIN DEFERRED)
+  write,  // may write (SQLite: BEGIN IMMEDIATE, so writers queue on the busy timeout instead of deadlocking)
+};
+
+//! Latency observer, called after each statement with the first word of the SQL ("select", "insert", ...).
+using StoreObserver = std::function<void(std::string_view op, double seconds)>;
+
+struct StoreOptions {
+  int pool_size = 8;
+  std::chrono::milliseconds busy_timeout{5000};
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual Dialect dialect() const = 0;
+  //! A short description for logs, with no password ("sqlite:var/gpunex.db", "postgresql://host:5432/db").
+  virtual std::string describe() const = 0;
+  void set_observer(StoreObserver observer) { observer_ = std::move(observer); }
+
+  //! Runs fn(Tx&) in one transaction. Commits when fn returns normally, unless it returns a falsy
+  //! result (a Result holding an Error, or false): then rolls back and returns that value. Any
+  //! exception rolls back and propagates.
+  template <class F>
+  auto transact(F&& fn, TxMode mode = TxMode::write) -> std::invoke_result_t<F, Tx&> {
+    using R = std::invoke_result_t<F, Tx&>;
+    if constexpr (std::is_void_v<R>) {
+      run_in_tx(mode, [&](Tx& tx) {
+        fn(tx);
+        return true;
+      });
+    } else {
+      std::optional<R> out;
+      run_in_tx(mode, [&](Tx& tx) {
+        out.emplace(fn(tx));
+        if constexpr (std::is_constructible_v<bool, R>) {
+          return static_cast<bool>(*out);
+        } else {
+          return true;
+        }
+      });
+      return std::move(*out);
+    }
+  }
+
+ protected:
+  //! Begins a transaction, calls body, commits if it returned true, else rolls back.
+  //! Retries are not done here: a failure to begin or commit throws StoreError.
+  virtual void run_in_tx(TxMode mode, const std::function<bool(Tx&)>& body) = 0;
+  StoreObserver observer_;
+};
+
+//! Opens "sqlite:PATH" (":memory:" allowed) or a "postgresql://" / "postgres://" URL.
+//! Throws StoreError with a clear message on a bad URL or a failed connection.
+std::unique_ptr<Store> open_store(const std::string& url, const StoreOptions& options = {});
+
+//! Applies every migration not yet recorded, in order, inside one transaction
+//! (serialised across replicas). Returns the schema version reached.
+int migrate(Store& store);
+
+//! Milliseconds since the Unix epoch, the store's one time format.
+std::int64_t now_ms();
+
+//! A named lease, so that a singleton worker runs on one replica at a time.
+//! Taken by a conditional upsert: succeeds if the lease is free, expired, or
+//! already held by `holder` (which extends it).
+bool try_take_lease(Tx& tx, std::string_view name, std::string_view holder, std::int64_t now_ms,
+                    std::int64_t ttl_ms);
+//! Gives a lease back early if `holder` holds it.
+void release_lease(Tx& tx, std::string_view name, std::string_view holder);
+
+}  // namespace gpunex::store
