@@ -1,1 +1,59 @@
-int main() { return 0; }
+// gpunex: the command-line client. It speaks only the public REST API.
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "cli/cli.hpp"
+
+using namespace gpunex;  // NOLINT: main only
+
+namespace {
+
+// --server, then GPUNEX_SERVER, then `server = "..."` in the config file, then the stored login's server.
+std::string resolve_server(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* e = std::getenv("GPUNEX_SERVER"); e && *e) return e;
+  try {
+    auto tbl = toml::parse_file(cli::config_dir() + "/config.toml");
+    if (auto s = tbl["server"].value<std::string>()) return *s;
+  } catch (const std::exception&) {
+    // no config file, or unreadable: fall through
+  }
+  if (auto c = cli::load_credentials(); c && !c->server.empty()) return c->server;
+  return "http://127.0.0.1:8080";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpunex: the GPUnex command-line client"};
+  std::string server_flag;
+  bool json = false;
+  app.add_option("--server", server_flag, "server URL (default: $GPUNEX_SERVER, config.toml, last login)");
+  app.add_flag("--json", json, "print JSON instead of text");
+  app.require_subcommand(1);
+
+  std::vector<std::pair<CLI::App*, std::unique_ptr<cli::Command>>> commands;
+  for (auto make : {cli::make_login_command, cli::make_logout_command, cli::make_whoami_command}) {
+    auto cmd = make();
+    CLI::App* sub = cmd->add_to(app);
+    sub->add_flag("--json", json, "print JSON instead of text");
+    commands.emplace_back(sub, std::move(cmd));
+  }
+  CLI11_PARSE(app, argc, argv);
+
+  cli::Context ctx;
+  ctx.server = resolve_server(server_flag);
+  while (!ctx.server.empty() && ctx.server.back() == '/') ctx.server.pop_back();
+  ctx.json = json;
+  ctx.out = &std::cout;
+  ctx.err = &std::cerr;
+  for (auto& [sub, cmd] : commands) {
+    if (sub->parsed()) return cmd->run(ctx);
+  }
+  return 2;
+}

@@ -1,1 +1,243 @@
-// TODO: implemented in the foundation issue
+#include "server/app.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/json_reader.hpp"
+#include "util/crypto.hpp"
+#include "util/log.hpp"
+
+namespace gpunex::server {
+
+using core::Error;
+using core::ErrorCode;
+
+store::Store& Ctx::store() { return app.store(); }
+const Config& Ctx::config() { return app.config(); }
+
+core::Result<nlohmann::json> Ctx::json_body() const { return core::parse_json_object(req.body); }
+
+App::App(Config config, std::unique_ptr<store::Store> store)
+    : config_(std::move(config)),
+      store_(std::move(store)),
+      auth_limiter_(config_.auth_rate_limit_per_minute, std::chrono::seconds(60)),
+      login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)) {
+  store_->set_observer([this](std::string_view op, double s) { metrics_.observe_store(op, s); });
+}
+
+void App::route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler) {
+  router_.add(method, std::move(pattern),
+              [this, options = std::move(options), handler = std::move(handler)](http::Request& req) {
+                return dispatch(req, options, handler);
+              });
+}
+
+namespace {
+
+bool is_mutation(http::Method m) {
+  return m == http::Method::post || m == http::Method::put || m == http::Method::patch || m == http::Method::del;
+}
+
+bool sane_request_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
+std::string bearer_token(const http::Request& req) {
+  auto h = req.header("authorization");
+  constexpr std::string_view prefix = "Bearer ";
+  if (h.size() > prefix.size() && std::equal(prefix.begin(), prefix.end(), h.begin(), [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+      })) {
+    return h.substr(prefix.size());
+  }
+  return {};
+}
+
+}  // namespace
+
+core::Result<std::optional<Principal>> App::authenticate(const http::Request& req) {
+  std::string token = bearer_token(req);
+  Principal::Via via = Principal::Via::session_bearer;
+  if (token.empty()) {
+    auto c = req.cookie(kSessionCookie);
+    if (!c || c->empty()) return std::optional<Principal>{};
+    token = *c;
+    via = Principal::Via::session_cookie;
+  }
+  auto info = store_->transact([&](store::Tx& tx) { return find_session(tx, token, store::now_ms()); },
+                               store::TxMode::read);
+  if (!info) {
+    return Error::make(ErrorCode::unauthenticated, "session is invalid or has expired; log in again")
+        .with_code("invalid_session");
+  }
+  Principal p;
+  p.user = std::move(info->user);
+  p.via = via;
+  p.session_token_hash = info->token_hash;
+  p.csrf_token = info->csrf_token;
+  return std::optional<Principal>(std::move(p));
+}
+
+http::Response App::dispatch(http::Request& req, const RouteOptions& options, const ApiHandler& handler) {
+  if (options.auth_rate_limited && !auth_limiter_.allow(req.remote_ip)) {
+    auto r = http::Response::error(ErrorCode::rate_limited, "too many requests from this address; try again later");
+    r.header("Retry-After", std::to_string(auth_limiter_.retry_after_s(req.remote_ip)));
+    return r;
+  }
+  auto auth = authenticate(req);
+  std::optional<Principal> principal;
+  if (auth.ok()) {
+    principal = std::move(*auth);
+  } else if (options.access != Access::anyone) {
+    return http::Response::error(auth.error());
+  }
+  if (options.access == Access::user && !principal) {
+    return http::Response::error(ErrorCode::unauthenticated, "log in first");
+  }
+  if (principal && principal->via == Principal::Via::session_cookie && is_mutation(req.method)) {
+    // A cookie travels with any request the browser makes; the CSRF header proves the page is ours.
+    if (!util::equal_constant_time(req.header("x-csrf-token"), principal->csrf_token)) {
+      return http::Response::error(Error::make(ErrorCode::forbidden, "missing or wrong X-CSRF-Token header")
+                                       .with_code("csrf_failed"));
+    }
+  }
+  if (!options.roles.empty()) {
+    bool allowed = principal && (principal->user.has_role("admin") ||
+                                 std::any_of(options.roles.begin(), options.roles.end(),
+                                             [&](const std::string& r) { return principal->user.has_role(r); }));
+    if (!allowed) return http::Response::error(ErrorCode::forbidden, "your account lacks the role for this");
+  }
+
+  Ctx ctx{req, principal ? &*principal : nullptr, *this};
+  std::string idem_key = req.header("idempotency-key");
+  if (!options.idempotent || idem_key.empty() || !is_mutation(req.method)) return handler(ctx);
+
+  // Idempotency: reserve the key, run once, store the answer; a repeat replays it.
+  if (idem_key.size() > 255) {
+    return http::Response::error(ErrorCode::invalid_field, "Idempotency-Key must be at most 255 characters",
+                                 "Idempotency-Key");
+  }
+  const std::string scope = principal ? principal->user.id : "ip:" + req.remote_ip;
+  const std::string req_hash =
+      util::sha256_hex(std::string(http::method_name(req.method)) + " " + req.path + "\n" + req.body);
+  auto prior = store_->transact([&](store::Tx& tx) -> std::optional<store::Row> {
+    auto row = tx.query_one("SELECT request_hash, status, body FROM idempotency_keys WHERE scope = ? AND idem_key = ?",
+                            {scope, idem_key});
+    if (row) return row;
+    tx.exec("INSERT INTO idempotency_keys (scope, idem_key, request_hash, status, body, created_at) "
+            "VALUES (?, ?, ?, 0, '', ?) ON CONFLICT (scope, idem_key) DO NOTHING",
+            {scope, idem_key, req_hash, store::now_ms()});
+    return std::nullopt;
+  });
+  if (prior) {
+    if (prior->str(0) != req_hash) {
+      return http::Response::error(
+          Error::make(ErrorCode::unprocessable, "this Idempotency-Key was used for a different request",
+                      "Idempotency-Key")
+              .with_code("idempotency_key_reused"));
+    }
+    if (prior->i64(1) == 0) {
+      return http::Response::error(
+          Error::make(ErrorCode::conflict, "a request with this Idempotency-Key is still in progress",
+                      "Idempotency-Key")
+              .with_code("idempotency_in_progress"));
+    }
+    http::Response replay;
+    replay.status = static_cast<int>(prior->i64(1));
+    replay.body = prior->str(2);
+    replay.header("Idempotent-Replayed", "true");
+    return replay;
+  }
+  http::Response resp;
+  try {
+    resp = handler(ctx);
+  } catch (...) {
+    store_->transact([&](store::Tx& tx) {
+      tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, idem_key});
+    });
+    throw;
+  }
+  store_->transact([&](store::Tx& tx) {
+    if (resp.status >= 500) {
+      tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, idem_key});
+    } else {
+      tx.exec("UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND idem_key = ?",
+              {static_cast<std::int64_t>(resp.status), resp.body, scope, idem_key});
+    }
+  });
+  return resp;
+}
+
+http::Response App::handle(http::Request& req) {
+  const auto started = std::chrono::steady_clock::now();
+  std::string rid = req.header("x-request-id");
+  req.request_id = sane_request_id(rid) ? rid : util::random_token(12);
+
+  http::Response resp;
+  auto match = router_.match(req.method, req.path);
+  std::string route_name = match.pattern;
+  try {
+    switch (match.kind) {
+      case http::Router::MatchKind::found:
+        req.params = std::move(match.params);
+        req.route = match.pattern;
+        resp = (*match.handler)(req);
+        break;
+      case http::Router::MatchKind::method_not_allowed: {
+        resp = http::Response::error(ErrorCode::method_not_allowed,
+                                     std::string(http::method_name(req.method)) + " is not allowed on " + req.path);
+        std::string allow;
+        for (auto m : match.allowed) allow += (allow.empty() ? "" : ", ") + std::string(http::method_name(m));
+        resp.header("Allow", allow);
+        route_name = "(method not allowed)";
+        break;
+      }
+      case http::Router::MatchKind::not_found:
+        resp = http::Response::error(ErrorCode::not_found, "no such endpoint: " + req.path);
+        route_name = "(not found)";
+        break;
+    }
+  } catch (const store::StoreUnavailable& e) {
+    util::log_event("error", "store unavailable", {{"request_id", req.request_id}, {"error", e.what()}});
+    resp = http::Response::error(ErrorCode::unavailable, "the store is busy or unreachable; retry shortly");
+    resp.header("Retry-After", "1");
+  } catch (const std::exception& e) {
+    util::log_event("error", "request failed", {{"request_id", req.request_id}, {"error", e.what()}});
+    resp = http::Response::error(ErrorCode::internal, "internal error (request id " + req.request_id + ")");
+  }
+
+  resp.header("X-Request-Id", req.request_id);
+  resp.header("X-Content-Type-Options", "nosniff");
+  resp.header("X-Frame-Options", "DENY");
+  resp.header("Referrer-Policy", "no-referrer");
+  if (resp.content_type.rfind("application/json", 0) == 0) resp.header("Cache-Control", "no-store");
+
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  metrics_.observe_request(http::method_name(req.method), route_name, resp.status, seconds);
+  if (config_.access_log) {
+    util::log_event("info", "request",
+                    {{"request_id", req.request_id},
+                     {"method", http::method_name(req.method)},
+                     {"path", req.path},
+                     {"route", route_name},
+                     {"status", resp.status},
+                     {"duration_ms", seconds * 1000.0},
+                     {"remote_ip", req.remote_ip},
+                     {"bytes_in", req.body.size()},
+                     {"bytes_out", resp.body.size()}});
+  }
+  return resp;
+}
+
+std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store) {
+  auto app = std::make_unique<App>(std::move(config), std::move(store));
+  register_system_api(*app);
+  register_auth_api(*app);
+  register_web(*app);
+  return app;
+}
+
+}  // namespace gpunex::server

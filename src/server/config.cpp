@@ -1,1 +1,225 @@
-// TODO: implemented in the foundation issue
+#include "server/config.hpp"
+
+#include <cstdlib>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+
+namespace gpunex::server {
+
+namespace {
+
+std::optional<std::string> parse_int(const std::string& v, std::int64_t min, std::int64_t max, std::int64_t& out) {
+  try {
+    std::size_t pos = 0;
+    long long n = std::stoll(v, &pos);
+    if (pos != v.size()) return "must be a whole number, got '" + v + "'";
+    if (n < min || n > max) return "must be between " + std::to_string(min) + " and " + std::to_string(max);
+    out = n;
+    return std::nullopt;
+  } catch (const std::exception&) {
+    return "must be a whole number, got '" + v + "'";
+  }
+}
+
+template <class T>
+ConfigKey int_key(std::string name, std::string help, T Config::*member, std::int64_t min, std::int64_t max) {
+  std::string env = "GPUNEX_";
+  std::string flag = "--";
+  for (char c : name) {
+    env += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+    flag += c == '_' ? '-' : c;
+  }
+  return ConfigKey{name, env, flag, std::move(help),
+                   [member, min, max](Config& cfg, const std::string& v) -> std::optional<std::string> {
+                     std::int64_t n = 0;
+                     if (auto err = parse_int(v, min, max, n)) return err;
+                     cfg.*member = static_cast<T>(n);
+                     return std::nullopt;
+                   }};
+}
+
+ConfigKey string_key(std::string name, std::string help, std::string Config::*member,
+                     std::function<std::optional<std::string>(const std::string&)> check = nullptr) {
+  std::string env = "GPUNEX_";
+  std::string flag = "--";
+  for (char c : name) {
+    env += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+    flag += c == '_' ? '-' : c;
+  }
+  return ConfigKey{name, env, flag, std::move(help),
+                   [member, check](Config& cfg, const std::string& v) -> std::optional<std::string> {
+                     if (check) {
+                       if (auto err = check(v)) return err;
+                     }
+                     cfg.*member = v;
+                     return std::nullopt;
+                   }};
+}
+
+std::optional<std::string> check_listen(const std::string& v) {
+  auto colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0) return "must be HOST:PORT, got '" + v + "'";
+  std::int64_t port = 0;
+  if (parse_int(v.substr(colon + 1), 0, 65535, port)) return "port must be between 0 and 65535, got '" + v + "'";
+  return std::nullopt;
+}
+
+std::optional<std::string> check_db(const std::string& v) {
+  if (v.rfind("sqlite:", 0) == 0 && v.size() > 7) return std::nullopt;
+  if (v.rfind("postgresql://", 0) == 0 || v.rfind("postgres://", 0) == 0) return std::nullopt;
+  return "must be sqlite:PATH or a postgresql:// URL, got '" + v + "'";
+}
+
+std::optional<std::string> check_level(const std::string& v) {
+  for (const char* l : {"trace", "debug", "info", "warn", "error", "off"}) {
+    if (v == l) return std::nullopt;
+  }
+  return "must be one of trace, debug, info, warn, error, off; got '" + v + "'";
+}
+
+std::optional<std::string> check_url(const std::string& v) {
+  if (v.empty() || v.rfind("http://", 0) == 0 || v.rfind("https://", 0) == 0) return std::nullopt;
+  return "must start with http:// or https://, got '" + v + "'";
+}
+
+}  // namespace
+
+std::string Config::host() const {
+  auto colon = listen.rfind(':');
+  std::string h = listen.substr(0, colon);
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  return h;
+}
+
+std::uint16_t Config::port() const {
+  return static_cast<std::uint16_t>(std::stoi(listen.substr(listen.rfind(':') + 1)));
+}
+
+std::string Config::base_url() const {
+  if (!public_url.empty()) {
+    std::string u = public_url;
+    while (!u.empty() && u.back() == '/') u.pop_back();
+    return u;
+  }
+  std::string h = host();
+  if (h == "0.0.0.0" || h == "::") h = "127.0.0.1";
+  return std::string(tls_cert.empty() ? "http" : "https") + "://" + h + ":" + std::to_string(port());
+}
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = [] {
+    std::vector<ConfigKey> k;
+    k.push_back(string_key("listen", "address to serve on, HOST:PORT (port 0 picks a free one)", &Config::listen,
+                           check_listen));
+    k.push_back(string_key("db", "store: sqlite:PATH or postgresql://user:pass@host:port/db", &Config::db, check_db));
+    k.push_back(string_key("data_dir", "folder for local files (mail drop, uploads)", &Config::data_dir));
+    k.push_back(string_key("public_url", "URL clients reach this server at (mails, installer); default from listen",
+                           &Config::public_url, check_url));
+    k.push_back(int_key("heartbeat_interval", "seconds between agent heartbeats", &Config::heartbeat_interval_s, 1,
+                        3600));
+    k.push_back(int_key("threads", "I/O threads (0: one per core)", &Config::threads, 0, 256));
+    k.push_back(int_key("body_limit_bytes", "largest request body accepted (larger: 413)", &Config::body_limit_bytes,
+                        1024, std::int64_t{1} << 30));
+    k.push_back(int_key("header_timeout", "seconds to receive a request's header", &Config::header_timeout_s, 1, 600));
+    k.push_back(int_key("read_timeout", "seconds to receive a request's body", &Config::read_timeout_s, 1, 3600));
+    k.push_back(int_key("idle_timeout", "seconds a keep-alive connection may idle", &Config::idle_timeout_s, 1, 3600));
+    k.push_back(int_key("shutdown_grace", "seconds SIGTERM waits for requests in flight", &Config::shutdown_grace_s, 0,
+                        600));
+    k.push_back(string_key("tls_cert", "PEM certificate chain; with tls_key enables HTTPS", &Config::tls_cert));
+    k.push_back(string_key("tls_key", "PEM private key for tls_cert", &Config::tls_key));
+    k.push_back(string_key("log_level", "trace, debug, info, warn, error or off", &Config::log_level, check_level));
+    k.push_back(int_key("db_pool_size", "store connections", &Config::db_pool_size, 1, 256));
+    k.push_back(int_key("session_ttl_hours", "how long a login lasts", &Config::session_ttl_hours, 1, 24 * 365));
+    k.push_back(int_key("auth_rate_limit_per_minute", "requests per minute per address to /v1/auth/*",
+                        &Config::auth_rate_limit_per_minute, 1, 1000000));
+    k.push_back(int_key("login_failures_per_minute", "failed logins per minute per address before 429",
+                        &Config::login_failures_per_minute, 1, 1000000));
+    k.push_back(ConfigKey{"access_log", "GPUNEX_ACCESS_LOG", "--access-log", "log every request (true or false)",
+                          [](Config& cfg, const std::string& v) -> std::optional<std::string> {
+                            if (v == "true" || v == "1") {
+                              cfg.access_log = true;
+                            } else if (v == "false" || v == "0") {
+                              cfg.access_log = false;
+                            } else {
+                              return "must be true or false, got '" + v + "'";
+                            }
+                            return std::nullopt;
+                          }});
+    k.push_back(string_key("port_file", "write the bound port to this file once listening", &Config::port_file));
+    return k;
+  }();
+  return keys;
+}
+
+core::Status apply_config_values(Config& cfg, const std::vector<std::pair<std::string, std::string>>& values,
+                                 const std::string& source) {
+  for (const auto& [name, value] : values) {
+    const ConfigKey* key = nullptr;
+    for (const auto& k : config_keys()) {
+      if (k.name == name) key = &k;
+    }
+    if (!key) {
+      return core::Error::make(core::ErrorCode::invalid_field, source + ": unknown configuration key '" + name + "'",
+                               name);
+    }
+    if (auto err = key->set(cfg, value)) {
+      return core::Error::make(core::ErrorCode::invalid_field, source + ": " + name + " " + *err, name);
+    }
+  }
+  return core::ok_status();
+}
+
+core::Result<std::vector<std::pair<std::string, std::string>>> read_toml_file(const std::string& path) {
+  toml::table tbl;
+  try {
+    tbl = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << path << ": " << e.description() << " at line " << e.source().begin.line;
+    return core::Error::make(core::ErrorCode::invalid_field, msg.str());
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [k, node] : tbl) {
+    std::string key(k.str());
+    if (auto s = node.value_exact<std::string>()) {
+      out.emplace_back(key, *s);
+    } else if (auto i = node.value_exact<std::int64_t>()) {
+      out.emplace_back(key, std::to_string(*i));
+    } else if (auto b = node.value_exact<bool>()) {
+      out.emplace_back(key, *b ? "true" : "false");
+    } else {
+      return core::Error::make(core::ErrorCode::invalid_field,
+                               path + ": " + key + " must be a string, integer or boolean", key);
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> read_env_values() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& k : config_keys()) {
+    if (const char* v = std::getenv(k.env.c_str())) out.emplace_back(k.name, v);
+  }
+  return out;
+}
+
+core::Status validate_config(const Config& cfg) {
+  if (cfg.tls_cert.empty() != cfg.tls_key.empty()) {
+    return core::Error::make(core::ErrorCode::invalid_field, "tls_cert and tls_key must be given together",
+                             cfg.tls_cert.empty() ? "tls_cert" : "tls_key");
+  }
+  return core::ok_status();
+}
+
+std::string config_help() {
+  std::ostringstream out;
+  out << "Configuration keys (TOML file < environment < flags):\n";
+  for (const auto& k : config_keys()) {
+    out << "  " << k.name << "  (" << k.env << ", " << k.flag << ")\n      " << k.help << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace gpunex::server

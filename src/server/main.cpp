@@ -1,1 +1,145 @@
-int main() { return 0; }
+// gpunex-server: the control plane. `gpunex-server [flags]` serves;
+// `gpunex-server admin ...` runs operator commands.
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <pthread.h>
+
+#include <CLI/CLI.hpp>
+
+#include "server/admin.hpp"
+#include "server/app.hpp"
+#include "server/config.hpp"
+#include "util/crypto.hpp"
+#include "util/log.hpp"
+
+using namespace gpunex;  // NOLINT: main only
+
+namespace {
+
+int serve(server::Config cfg) {
+  if (!util::init_logging(cfg.log_level)) {
+    std::cerr << "error: log_level is not a level\n";
+    return 2;
+  }
+  // Signals are taken by sigwait() below, not by whichever thread they land on.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<store::Store> st;
+  try {
+    store::StoreOptions opts;
+    opts.pool_size = cfg.db_pool_size;
+    st = store::open_store(cfg.db, opts);
+    int version = store::migrate(*st);
+    util::log_event("info", "store ready", {{"db", st->describe()}, {"schema_version", version}});
+  } catch (const std::exception& e) {
+    std::cerr << "error: db: " << e.what() << "\n";
+    return 1;
+  }
+  auto app = server::make_app(cfg, std::move(st));
+
+  http::ServerOptions so;
+  so.host = cfg.host();
+  so.port = cfg.port();
+  so.threads = cfg.threads;
+  so.body_limit = static_cast<std::size_t>(cfg.body_limit_bytes);
+  so.header_timeout = std::chrono::seconds(cfg.header_timeout_s);
+  so.read_timeout = std::chrono::seconds(cfg.read_timeout_s);
+  so.idle_timeout = std::chrono::seconds(cfg.idle_timeout_s);
+  so.shutdown_grace = std::chrono::seconds(cfg.shutdown_grace_s);
+  if (!cfg.tls_cert.empty()) so.tls = http::TlsOptions{cfg.tls_cert, cfg.tls_key};
+  http::Server srv(so, [&app](http::Request& req) { return app->handle(req); });
+  std::uint16_t port = 0;
+  try {
+    port = srv.start();
+  } catch (const std::exception& e) {
+    std::cerr << "error: listen: cannot serve on " << cfg.listen << ": " << e.what() << "\n";
+    return 1;
+  }
+  std::string scheme = so.tls ? "https" : "http";
+  util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", so.tls.has_value()}});
+  if (!cfg.port_file.empty()) {
+    std::ofstream(cfg.port_file) << port << "\n";
+  }
+  std::cout << "GPUnex server listening on " << scheme << "://" << cfg.host() << ":" << port
+            << "  (dashboard: " << scheme << "://" << (cfg.host() == "0.0.0.0" ? "127.0.0.1" : cfg.host()) << ":"
+            << port << "/)" << std::endl;
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  util::log_event("info", "shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  srv.stop();
+  srv.wait();
+  util::log_event("info", "stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  util::init_crypto();
+  CLI::App cli{"gpunex-server: the GPUnex control plane (REST API, dashboard, background workers)"};
+  cli.footer(server::config_help());
+  server::Config cfg;
+  std::string config_file;
+  cli.add_option("--config", config_file, "TOML configuration file")->envname("GPUNEX_CONFIG");
+  std::vector<std::pair<std::string, std::string>> flag_values;
+  std::map<std::string, std::string> flags;
+  for (const auto& key : server::config_keys()) {
+    cli.add_option(key.flag, flags[key.name], key.help);
+  }
+
+  auto* admin = cli.add_subcommand("admin", "operator commands");
+  std::string db, email, role = "customer", full_name;
+  bool password_stdin = false;
+  auto* create = admin->add_subcommand("create-user", "create an account; the password is read from standard input");
+  create->add_option("--db", db, "store URL (sqlite:PATH or postgresql://...)")->required()->envname("GPUNEX_DB");
+  create->add_option("--email", email, "e-mail address")->required();
+  create->add_option("--role", role, "admin, reviewer or customer")->check(CLI::IsMember({"admin", "reviewer", "customer"}));
+  create->add_option("--full-name", full_name, "display name (default: the e-mail)");
+  create->add_flag("--password-stdin", password_stdin, "read the password from standard input (required)")->required();
+  auto* bootstrap = admin->add_subcommand("bootstrap", "create a first admin account if none exists and print it once");
+  bootstrap->add_option("--db", db, "store URL")->required()->envname("GPUNEX_DB");
+  admin->require_subcommand(1);
+
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli.exit(e);
+  }
+  if (*create) return server::admin_create_user(db, email, full_name, role, std::cin, std::cout, std::cerr);
+  if (*bootstrap) return server::admin_bootstrap(db, std::cout, std::cerr);
+
+  if (!config_file.empty()) {
+    auto values = server::read_toml_file(config_file);
+    if (!values) {
+      std::cerr << "error: " << values.error().message << "\n";
+      return 2;
+    }
+    if (auto s = server::apply_config_values(cfg, *values, config_file); !s) {
+      std::cerr << "error: " << s.error().message << "\n";
+      return 2;
+    }
+  }
+  if (auto s = server::apply_config_values(cfg, server::read_env_values(), "environment"); !s) {
+    std::cerr << "error: " << s.error().message << "\n";
+    return 2;
+  }
+  for (const auto& key : server::config_keys()) {
+    if (cli.count(key.flag) > 0) flag_values.emplace_back(key.name, flags[key.name]);
+  }
+  if (auto s = server::apply_config_values(cfg, flag_values, "command line"); !s) {
+    std::cerr << "error: " << s.error().message << "\n";
+    return 2;
+  }
+  if (auto s = server::validate_config(cfg); !s) {
+    std::cerr << "error: " << s.error().message << "\n";
+    return 2;
+  }
+  return serve(cfg);
+}

@@ -1,1 +1,84 @@
-// TODO: implemented in the foundation issue
+#include "server/metrics.hpp"
+
+#include <cstdio>
+
+namespace gpunex::server {
+
+namespace {
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string fmt_double(double d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", d);
+  return buf;
+}
+
+}  // namespace
+
+void Histogram::observe(double seconds) {
+  for (std::size_t i = 0; i < kBounds.size(); ++i) {
+    if (seconds <= kBounds[i]) ++buckets_[i];
+  }
+  ++count_;
+  sum_ += seconds;
+}
+
+void Histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
+  std::string sep = labels.empty() ? "" : ",";
+  for (std::size_t i = 0; i < kBounds.size(); ++i) {
+    out += std::string(name) + "_bucket{" + std::string(labels) + sep + "le=\"" + fmt_double(kBounds[i]) + "\"} " +
+           std::to_string(buckets_[i]) + "\n";
+  }
+  out += std::string(name) + "_bucket{" + std::string(labels) + sep + "le=\"+Inf\"} " + std::to_string(count_) + "\n";
+  std::string lb = labels.empty() ? "" : "{" + std::string(labels) + "}";
+  out += std::string(name) + "_sum" + lb + " " + fmt_double(sum_) + "\n";
+  out += std::string(name) + "_count" + lb + " " + std::to_string(count_) + "\n";
+}
+
+void Metrics::observe_request(std::string_view method, std::string_view route, int status, double seconds) {
+  std::lock_guard lock(mu_);
+  ++requests_[{std::string(method), std::string(route), status}];
+  request_latency_[std::string(route)].observe(seconds);
+}
+
+void Metrics::observe_store(std::string_view op, double seconds) {
+  std::lock_guard lock(mu_);
+  store_latency_[std::string(op)].observe(seconds);
+}
+
+std::string Metrics::render() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  out += "# HELP gpunex_http_requests_total HTTP requests by method, route and status.\n";
+  out += "# TYPE gpunex_http_requests_total counter\n";
+  for (const auto& [key, n] : requests_) {
+    const auto& [method, route, status] = key;
+    out += "gpunex_http_requests_total{method=\"" + escape_label(method) + "\",route=\"" + escape_label(route) +
+           "\",status=\"" + std::to_string(status) + "\"} " + std::to_string(n) + "\n";
+  }
+  out += "# HELP gpunex_http_request_duration_seconds Time from parsed request to response, by route.\n";
+  out += "# TYPE gpunex_http_request_duration_seconds histogram\n";
+  for (const auto& [route, h] : request_latency_) {
+    h.render(out, "gpunex_http_request_duration_seconds", "route=\"" + escape_label(route) + "\"");
+  }
+  out += "# HELP gpunex_store_statement_duration_seconds Store statement latency by kind.\n";
+  out += "# TYPE gpunex_store_statement_duration_seconds histogram\n";
+  for (const auto& [op, h] : store_latency_) {
+    h.render(out, "gpunex_store_statement_duration_seconds", "op=\"" + escape_label(op) + "\"");
+  }
+  return out;
+}
+
+}  // namespace gpunex::server

@@ -1,1 +1,94 @@
-// TODO: implemented in the foundation issue
+// /v1/auth/* and /v1/me: signup, login, logout, the current user.
+
+#include "core/json_reader.hpp"
+#include "server/app.hpp"
+
+namespace gpunex::server {
+
+using core::Error;
+using core::ErrorCode;
+using http::Method;
+using http::Response;
+
+namespace {
+
+std::string cookie(std::string_view name, std::string_view value, std::int64_t max_age_s, bool http_only, bool secure) {
+  std::string c = std::string(name) + "=" + std::string(value) + "; Path=/; Max-Age=" + std::to_string(max_age_s) +
+                  "; SameSite=Strict";
+  if (http_only) c += "; HttpOnly";
+  if (secure) c += "; Secure";
+  return c;
+}
+
+Response signup(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  core::ObjectReader r(*body);
+  NewUser u;
+  u.email = r.required_string("email", 1, 254);
+  u.password = r.required_string("password", 1, 1024);
+  u.full_name = r.required_string("full_name", 1, 200);
+  if (auto s = r.finish(); !s) return Response::error(s.error());
+  auto user = create_user(ctx.store(), u);
+  if (!user) return Response::error(user.error());
+  return Response::json(201, user->to_json());
+}
+
+Response login_handler(Ctx& ctx) {
+  const std::string& ip = ctx.req.remote_ip;
+  auto& failures = ctx.app.login_failures();
+  if (failures.exhausted(ip)) {
+    auto r = Response::error(
+        Error::make(ErrorCode::rate_limited, "too many failed logins from this address; wait a minute")
+            .with_code("too_many_failed_logins"));
+    r.header("Retry-After", std::to_string(failures.retry_after_s(ip)));
+    return r;
+  }
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  core::ObjectReader r(*body);
+  std::string email = r.required_string("email", 1, 254);
+  std::string password = r.required_string("password", 1, 1024);
+  if (auto s = r.finish(); !s) return Response::error(s.error());
+  const std::int64_t ttl_ms = std::int64_t{ctx.config().session_ttl_hours} * 3600 * 1000;
+  auto session = login(ctx.store(), email, password, ttl_ms);
+  if (!session) {
+    failures.record(ip);
+    return Response::error(session.error());
+  }
+  const bool secure = !ctx.config().tls_cert.empty();
+  const std::int64_t max_age = ttl_ms / 1000;
+  auto resp = Response::json(200, {{"token", session->token},
+                                   {"csrf_token", session->csrf_token},
+                                   {"expires_in_s", max_age},
+                                   {"user", session->user.to_json()}});
+  resp.header("Set-Cookie", cookie(kSessionCookie, session->token, max_age, true, secure));
+  resp.header("Set-Cookie", cookie(kCsrfCookie, session->csrf_token, max_age, false, secure));
+  return resp;
+}
+
+Response logout(Ctx& ctx) {
+  if (!ctx.principal->session_token_hash.empty()) {
+    ctx.store().transact([&](store::Tx& tx) { end_session(tx, ctx.principal->session_token_hash); });
+  }
+  const bool secure = !ctx.config().tls_cert.empty();
+  auto resp = Response::json(200, {{"status", "logged_out"}});
+  resp.header("Set-Cookie", cookie(kSessionCookie, "", 0, true, secure));
+  resp.header("Set-Cookie", cookie(kCsrfCookie, "", 0, false, secure));
+  return resp;
+}
+
+Response me(Ctx& ctx) { return Response::json(200, ctx.principal->user.to_json()); }
+
+}  // namespace
+
+void register_auth_api(App& app) {
+  app.route(Method::post, "/v1/auth/signup",
+            RouteOptions::public_route().rate_limited(), signup);
+  app.route(Method::post, "/v1/auth/login",
+            RouteOptions::public_route().no_idempotency().rate_limited(), login_handler);
+  app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency(), logout);
+  app.route(Method::get, "/v1/me", RouteOptions::signed_in(), me);
+}
+
+}  // namespace gpunex::server

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs everything GPUnex needs to build, run and test, from Debian's
+# packages and (for test tooling) npm with a lock file. Idempotent: it checks
+# first, runs `apt-get update` at most once, and installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  # build
+  cmake ninja-build g++ clang libclang-rt-14-dev pkg-config make
+  libboost-dev libssl-dev libcurl4-openssl-dev nlohmann-json3-dev libsqlite3-dev libpq-dev
+  libsodium-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libhowardhinnant-date-dev
+  libgtest-dev tzdata
+  # run and test
+  postgresql sqlite3 python3 python3-aiosmtpd chromium nodejs npm bats curl openssl libxml2-utils
+  # benchmarks
+  wrk nginx-light fio iperf3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# JavaScript for the browser and API tests, pinned by the lock file.
+if [ ! -d tests/js/node_modules ] || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
+  echo "deps: npm ci (tests/js)"
+  (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+fi
+echo "deps: ok"

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `make test`: builds, starts the services the tests need (a throwaway
+# PostgreSQL cluster), runs every test through ctest, and stops the services.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD_DIR=${BUILD_DIR:-build}
+BUILD_TYPE=${BUILD_TYPE:-Release}
+JOBS=${JOBS:-$(nproc)}
+
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null
+ninja -C "$BUILD_DIR"
+
+export GPUNEX_TEST_OUTPUT="$ROOT/test-output"
+rm -rf "$GPUNEX_TEST_OUTPUT"
+mkdir -p "$GPUNEX_TEST_OUTPUT"
+WORK=$(mktemp -d /tmp/gpunex-test.XXXXXX)
+PGDIR="$WORK/pg"
+cleanup() {
+  scripts/pg.sh stop "$PGDIR" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+GPUNEX_TEST_PG_URL=$(scripts/pg.sh start "$PGDIR")
+export GPUNEX_TEST_PG_URL
+echo "test: PostgreSQL at $GPUNEX_TEST_PG_URL"
+
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --timeout 900 "$@"

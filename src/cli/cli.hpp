@@ -1,0 +1,64 @@
+#pragma once
+// The gpunex CLI: shared context (server, credentials, --json output) and the
+// command type each verb implements, in the manner of DCGM's dcgmi Command.
+
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "util/http_client.hpp"
+
+namespace gpunex::cli {
+
+//! Stored login: the server it is for and the session token.
+struct Credentials {
+  std::string server;
+  std::string token;
+  std::string email;
+};
+
+//! Where the CLI keeps its files: $XDG_CONFIG_HOME/gpunex or ~/.config/gpunex.
+std::string config_dir();
+std::optional<Credentials> load_credentials();
+//! Writes the credentials file with mode 0600 (the folder 0700).
+void save_credentials(const Credentials& c);
+void forget_credentials();
+
+struct Context {
+  std::string server;  // resolved: --server, GPUNEX_SERVER, config file, stored login, default
+  bool json = false;
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+
+  //! A client for the server, with the stored token when it is for this server.
+  std::unique_ptr<util::HttpClient> client() const;
+  std::optional<std::string> token() const;
+  //! Prints either the JSON value or the human text.
+  void print(const nlohmann::json& value, const std::string& human) const;
+  //! Prints an API error (JSON error body or transport failure) and returns the exit code.
+  int fail(const std::string& message, const nlohmann::json& detail = nullptr) const;
+};
+
+//! One verb: registers its options, then runs.
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual CLI::App* add_to(CLI::App& parent) = 0;
+  virtual int run(Context& ctx) = 0;
+};
+
+std::unique_ptr<Command> make_login_command();
+std::unique_ptr<Command> make_logout_command();
+std::unique_ptr<Command> make_whoami_command();
+
+//! Sends a request with the stored token; returns the response or prints the failure.
+core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, const std::string& path,
+                                      const std::optional<nlohmann::json>& body = std::nullopt);
+//! Turns a non-2xx response into an exit code with the server's error message printed.
+int report_http_error(const Context& ctx, const util::HttpResponse& r);
+
+}  // namespace gpunex::cli

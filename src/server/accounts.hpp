@@ -1,0 +1,70 @@
+#pragma once
+// Accounts and sessions: users with roles, argon2id password hashes, and
+// session tokens that the store keeps only as SHA-256 hashes.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+//! The roles an account can hold.
+inline const std::vector<std::string>& known_roles() {
+  static const std::vector<std::string> roles = {"customer", "provider", "reviewer", "admin"};
+  return roles;
+}
+
+struct User {
+  std::string id;
+  std::string email;
+  std::string full_name;
+  std::vector<std::string> roles;
+  std::int64_t created_at_ms = 0;
+
+  bool has_role(std::string_view role) const;
+  //! The API shape of /v1/me: {id, email, full_name, roles, created_at}.
+  nlohmann::json to_json() const;
+};
+
+struct NewUser {
+  std::string email;
+  std::string password;
+  std::string full_name;
+  std::string role = "customer";
+};
+
+//! Checks signup input; errors name the field (email, password, full_name, role).
+core::Status validate_new_user(const NewUser& u);
+//! Validates, hashes the password (outside any transaction) and inserts the user; 409 if the e-mail is taken.
+core::Result<User> create_user(store::Store& store, const NewUser& u);
+std::optional<User> find_user(store::Tx& tx, const std::string& user_id);
+
+//! A new login: the token is returned here once and stored only as its hash.
+struct NewSession {
+  std::string token;
+  std::string csrf_token;
+  std::int64_t expires_at_ms = 0;
+  User user;
+};
+
+//! Checks the password (in constant time whether or not the account exists) and opens a session.
+//! Wrong e-mail and wrong password give the same 401.
+core::Result<NewSession> login(store::Store& store, const std::string& email, const std::string& password,
+                               std::int64_t ttl_ms);
+
+//! A live session found by its token.
+struct SessionInfo {
+  User user;
+  std::string csrf_token;
+  std::string token_hash;
+};
+std::optional<SessionInfo> find_session(store::Tx& tx, const std::string& token, std::int64_t now_ms);
+void end_session(store::Tx& tx, const std::string& token_hash);
+
+}  // namespace gpunex::server

@@ -1,0 +1,70 @@
+#pragma once
+// Server configuration: built-in defaults, overridden by a TOML file, then by
+// GPUNEX_* environment variables, then by command-line flags. Every key is
+// listed once in config_keys(), which drives all three sources and --help.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace gpunex::server {
+
+struct Config {
+  std::string listen = "127.0.0.1:8080";
+  std::string db = "sqlite:var/gpunex.db";
+  std::string data_dir = "var";
+  std::string public_url;  // empty: http(s)://<listen>
+  int heartbeat_interval_s = 15;
+  int threads = 0;
+  std::int64_t body_limit_bytes = 1 << 20;
+  int header_timeout_s = 10;
+  int read_timeout_s = 30;
+  int idle_timeout_s = 60;
+  int shutdown_grace_s = 10;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string log_level = "info";
+  int db_pool_size = 8;
+  int session_ttl_hours = 168;
+  int auth_rate_limit_per_minute = 60;
+  int login_failures_per_minute = 10;
+  bool access_log = true;
+  std::string port_file;  // written with the bound port once listening (tests, scripts)
+
+  //! host and port parsed from listen.
+  std::string host() const;
+  std::uint16_t port() const;
+  //! The URL this server is reached at, for mails and the installer.
+  std::string base_url() const;
+};
+
+//! One configuration key: its TOML name, environment variable, flag, help and parser.
+struct ConfigKey {
+  std::string name;  // TOML key, e.g. "heartbeat_interval"
+  std::string env;   // GPUNEX_HEARTBEAT_INTERVAL
+  std::string flag;  // --heartbeat-interval
+  std::string help;
+  //! Parses a textual value into the config; returns an error message (without the key name) on failure.
+  std::function<std::optional<std::string>(Config&, const std::string&)> set;
+};
+
+const std::vector<ConfigKey>& config_keys();
+
+//! Applies key=value pairs from one source; the error names the key and the source.
+core::Status apply_config_values(Config& cfg, const std::vector<std::pair<std::string, std::string>>& values,
+                                 const std::string& source);
+//! Reads a TOML file into key=value pairs (nested tables are refused; keys are checked by apply_config_values).
+core::Result<std::vector<std::pair<std::string, std::string>>> read_toml_file(const std::string& path);
+//! The GPUNEX_* variables present in the environment, as key=value pairs.
+std::vector<std::pair<std::string, std::string>> read_env_values();
+//! Checks cross-key rules (TLS needs both files, listen parses).
+core::Status validate_config(const Config& cfg);
+//! The text listing every key, its variable and default, for --help.
+std::string config_help();
+
+}  // namespace gpunex::server

@@ -1,0 +1,44 @@
+#pragma once
+// Prometheus metrics kept in memory: requests by route and status, request
+// latency, store statement latency. Rendered in the text exposition format.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+namespace gpunex::server {
+
+//! A fixed-bucket latency histogram (seconds).
+class Histogram {
+ public:
+  static constexpr std::array<double, 12> kBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                     0.05,   0.1,   0.25,   0.5,   1.0,  5.0};
+  void observe(double seconds);
+  //! Appends `name_bucket{labels,le=...}`, `name_sum`, `name_count` lines.
+  void render(std::string& out, std::string_view name, std::string_view labels) const;
+
+ private:
+  std::array<std::uint64_t, kBounds.size()> buckets_{};
+  std::uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+class Metrics {
+ public:
+  void observe_request(std::string_view method, std::string_view route, int status, double seconds);
+  void observe_store(std::string_view op, double seconds);
+  //! The Prometheus text exposition of everything observed.
+  std::string render() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::tuple<std::string, std::string, int>, std::uint64_t> requests_;
+  std::map<std::string, Histogram> request_latency_;  // by route
+  std::map<std::string, Histogram> store_latency_;    // by statement kind
+};
+
+}  // namespace gpunex::server

@@ -1,0 +1,91 @@
+// Cookie sessions: HttpOnly + SameSite=Strict cookies, CSRF on cookie-authenticated
+// mutations, expired sessions refused, graceful shutdown on SIGTERM.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { BACKEND, TestServer, Client } from '../lib/server.mjs';
+
+function sql(server, statement) {
+  if (server.db.startsWith('sqlite:')) execFileSync('sqlite3', [server.db.slice(7), statement]);
+  else execFileSync('psql', [server.db, '-q', '-c', statement]);
+}
+
+test(`${BACKEND}: cookie session, CSRF, expiry`, async () => {
+  const server = await new TestServer().start();
+  try {
+    const c = new Client(server.url);
+    await c.request('POST', '/v1/auth/signup',
+      { body: { email: 'kim@example.com', password: 'correct-horse-battery', full_name: 'Kim' } });
+    const login = await c.request('POST', '/v1/auth/login',
+      { body: { email: 'kim@example.com', password: 'correct-horse-battery' } });
+    assert.equal(login.status, 200);
+    const cookies = login.headers.getSetCookie();
+    const session = cookies.find((x) => x.startsWith('gpunex_session='));
+    const csrf = cookies.find((x) => x.startsWith('gpunex_csrf='));
+    assert.match(session, /HttpOnly/);
+    assert.match(session, /SameSite=Strict/);
+    assert.doesNotMatch(csrf, /HttpOnly/);
+    const cookieHeader = [session, csrf].map((x) => x.split(';')[0]).join('; ');
+    const csrfValue = csrf.split(';')[0].split('=')[1];
+    assert.equal(csrfValue, login.json.csrf_token);
+
+    const me = await c.request('GET', '/v1/me', { headers: { Cookie: cookieHeader, Authorization: '' } });
+    assert.equal(me.status, 200);
+    assert.equal(me.json.email, 'kim@example.com');
+
+    const noCsrf = await c.request('POST', '/v1/auth/logout', { headers: { Cookie: cookieHeader, Authorization: '' } });
+    assert.equal(noCsrf.status, 403);
+    assert.equal(noCsrf.json.error.code, 'csrf_failed');
+    const wrongCsrf = await c.request('POST', '/v1/auth/logout',
+      { headers: { Cookie: cookieHeader, Authorization: '', 'X-CSRF-Token': 'nope' } });
+    assert.equal(wrongCsrf.status, 403);
+    const ok = await c.request('POST', '/v1/auth/logout',
+      { headers: { Cookie: cookieHeader, Authorization: '', 'X-CSRF-Token': csrfValue } });
+    assert.equal(ok.status, 200);
+    const after = await c.request('GET', '/v1/me', { headers: { Cookie: cookieHeader, Authorization: '' } });
+    assert.equal(after.status, 401);
+
+    // An expired session is refused.
+    const again = new Client(server.url);
+    await again.login('kim@example.com', 'correct-horse-battery');
+    assert.equal((await again.request('GET', '/v1/me')).status, 200);
+    sql(server, 'UPDATE sessions SET expires_at = 1');
+    const expired = await again.request('GET', '/v1/me');
+    assert.equal(expired.status, 401);
+    assert.equal(expired.json.error.code, 'invalid_session');
+
+    // Session tokens are stored only as hashes.
+    const tokenInDb = execFileSync(server.db.startsWith('sqlite:') ? 'sqlite3' : 'psql',
+      server.db.startsWith('sqlite:') ? [server.db.slice(7), 'SELECT token_hash FROM sessions']
+        : [server.db, '-tA', '-c', 'SELECT token_hash FROM sessions']).toString();
+    assert.ok(!tokenInDb.includes(again.token));
+  } finally {
+    await server.stop();
+  }
+});
+
+test(`${BACKEND}: metrics count requests by route and status`, async () => {
+  const server = await new TestServer().start();
+  try {
+    const c = new Client(server.url);
+    await c.request('GET', '/healthz');
+    await c.request('GET', '/v1/nothing-here');
+    const m = await c.request('GET', '/metrics');
+    assert.equal(m.status, 200);
+    assert.match(m.headers.get('content-type'), /text\/plain/);
+    assert.match(m.body, /gpunex_http_requests_total\{method="GET",route="\/healthz",status="200"\} 1/);
+    assert.match(m.body, /gpunex_http_requests_total\{method="GET",route="\(not found\)",status="404"\} 1/);
+    assert.match(m.body, /gpunex_http_request_duration_seconds_bucket\{route="\/healthz",le="\+Inf"\} 1/);
+    assert.match(m.body, /gpunex_store_statement_duration_seconds_count\{op="select"\} \d+/);
+  } finally {
+    await server.stop();
+  }
+});
+
+test(`${BACKEND}: SIGTERM stops the server cleanly`, async () => {
+  const server = await new TestServer().start();
+  const c = new Client(server.url);
+  assert.equal((await c.request('GET', '/healthz')).status, 200);
+  const r = await server.stop();
+  assert.deepEqual(r, { code: 0, signal: null });
+});

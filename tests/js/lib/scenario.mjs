@@ -1,0 +1,132 @@
+// Runs API scenarios written as data (tests/scenarios/*.scn), in the spirit of
+// DuckDB's .test files. A scenario is a list of steps separated by blank lines:
+//
+//   # comment
+//   signup alice alice@example.com          -> creates and logs in a customer "alice"
+//   operator rita rita@example.com reviewer -> an account made by `gpunex-server admin create-user`
+//   [alice] POST /v1/things                 -> a request, optionally as a named user
+//   Idempotency-Key: k1                     -> request headers (optional)
+//   {"name": "x"}                           -> JSON body (one line), or `raw TEXT` sent as is,
+//                                              or `repeat N BYTE` for a body of N copies of BYTE
+//   => 400                                  -> expected status
+//   {"error": {"field": "name"}}            -> expected JSON, matched as a subset ("*" = any value)
+//   capture id = json.path                  -> keeps a value for ${id} in later steps
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { Client } from './server.mjs';
+
+export function parseScenario(text, file) {
+  const steps = [];
+  const blocks = text.split(/\n\s*\n/);
+  for (const block of blocks) {
+    const lines = block.split('\n').map((l) => l.trimEnd()).filter((l) => l && !l.trimStart().startsWith('#'));
+    if (!lines.length) continue;
+    const first = lines[0];
+    let m;
+    if ((m = first.match(/^signup (\w+) (\S+)$/))) {
+      steps.push({ kind: 'signup', name: m[1], email: m[2] });
+      continue;
+    }
+    if ((m = first.match(/^operator (\w+) (\S+) (admin|reviewer|customer)$/))) {
+      steps.push({ kind: 'operator', name: m[1], email: m[2], role: m[3] });
+      continue;
+    }
+    m = first.match(/^(?:\[(\w+)\] )?(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (\S+)$/);
+    if (!m) throw new Error(`${file}: cannot read step starting "${first}"`);
+    const step = { kind: 'request', as: m[1], method: m[2], path: m[3], headers: {}, captures: [] };
+    let i = 1;
+    for (; i < lines.length && !lines[i].startsWith('=>'); i++) {
+      const line = lines[i];
+      let hm;
+      if ((hm = line.match(/^([A-Za-z][A-Za-z0-9-]*): (.*)$/)) && !line.startsWith('{')) step.headers[hm[1]] = hm[2];
+      else if (line.startsWith('raw ')) step.raw = line.slice(4);
+      else if ((hm = line.match(/^repeat (\d+) (.)$/))) step.raw = hm[2].repeat(Number(hm[1]));
+      else step.body = line;
+    }
+    if (i >= lines.length) throw new Error(`${file}: request "${first}" has no "=> STATUS" line`);
+    step.status = Number(lines[i].slice(2).trim());
+    for (i++; i < lines.length; i++) {
+      const line = lines[i];
+      let cm;
+      if ((cm = line.match(/^capture (\w+) = ([\w.[\]]+)$/))) step.captures.push({ name: cm[1], path: cm[2] });
+      else if ((cm = line.match(/^header ([A-Za-z0-9-]+): (.*)$/))) (step.expectHeaders ||= {})[cm[1]] = cm[2];
+      else step.expect = line;
+    }
+    steps.push(step);
+  }
+  return steps;
+}
+
+function substitute(text, vars) {
+  return text.replace(/\$\{(\w+)\}/g, (_, k) => {
+    if (!(k in vars)) throw new Error(`unknown variable \${${k}}`);
+    return String(vars[k]);
+  });
+}
+
+function pick(obj, path) {
+  return path.split(/\.|\[(\d+)\]/).filter(Boolean).reduce((o, k) => (o == null ? undefined : o[k]), obj);
+}
+
+// Expected JSON matches as a subset: every key in `expected` must be in `actual` with a matching value.
+export function assertSubset(actual, expected, where = '$') {
+  if (expected === '*') {
+    assert.ok(actual !== undefined && actual !== null, `${where}: expected a value`);
+    return;
+  }
+  if (Array.isArray(expected)) {
+    assert.ok(Array.isArray(actual), `${where}: expected an array, got ${JSON.stringify(actual)}`);
+    assert.equal(actual.length, expected.length, `${where}: array length`);
+    expected.forEach((e, i) => assertSubset(actual[i], e, `${where}[${i}]`));
+    return;
+  }
+  if (expected && typeof expected === 'object') {
+    assert.ok(actual && typeof actual === 'object', `${where}: expected an object, got ${JSON.stringify(actual)}`);
+    for (const [k, v] of Object.entries(expected)) assertSubset(actual[k], v, `${where}.${k}`);
+    return;
+  }
+  assert.deepEqual(actual, expected, `${where}`);
+}
+
+export async function runScenario(file, server) {
+  const steps = parseScenario(readFileSync(file, 'utf8'), file);
+  const users = {};
+  const vars = {};
+  const anon = new Client(server.url);
+  for (const [n, step] of steps.entries()) {
+    if (step.kind === 'signup') {
+      const c = new Client(server.url);
+      await c.signupAndLogin(step.email);
+      users[step.name] = c;
+      continue;
+    }
+    if (step.kind === 'operator') {
+      server.createUser(step.email, 'operator-password-1', step.role);
+      const c = new Client(server.url);
+      await c.login(step.email, 'operator-password-1');
+      users[step.name] = c;
+      continue;
+    }
+    const client = step.as ? users[step.as] : anon;
+    if (!client) throw new Error(`${file}: step ${n + 1} uses unknown user ${step.as}`);
+    const headers = Object.fromEntries(Object.entries(step.headers).map(([k, v]) => [k, substitute(v, vars)]));
+    const opts = { headers };
+    if (step.raw !== undefined) opts.raw = substitute(step.raw, vars);
+    else if (step.body !== undefined) opts.body = JSON.parse(substitute(step.body, vars));
+    const res = await client.request(step.method, substitute(step.path, vars), opts);
+    const label = `${file} step ${n + 1} (${step.method} ${step.path})`;
+    assert.equal(res.status, step.status, `${label}: status ${res.status}, body ${res.body}`);
+    if (step.expect) {
+      assert.ok(res.json !== null, `${label}: response is not JSON: ${res.body}`);
+      assertSubset(res.json, JSON.parse(substitute(step.expect, vars)), label);
+    }
+    for (const [h, v] of Object.entries(step.expectHeaders || {})) {
+      assert.equal(res.headers.get(h), v, `${label}: header ${h}`);
+    }
+    for (const c of step.captures) {
+      const v = pick(res.json, c.path);
+      assert.ok(v !== undefined, `${label}: nothing at ${c.path} to capture`);
+      vars[c.name] = v;
+    }
+  }
+}

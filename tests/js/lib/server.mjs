@@ -1,0 +1,116 @@
+// Starts a real gpunex-server for a test, on a fresh SQLite file or a fresh
+// PostgreSQL database (GPUNEX_TEST_DB=postgres with GPUNEX_TEST_PG_URL), on a
+// free loopback port, and stops it afterwards.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const ROOT = path.resolve(new URL('../../..', import.meta.url).pathname);
+export const BIN = process.env.GPUNEX_BIN_DIR || path.join(ROOT, 'build', 'bin');
+export const BACKEND = process.env.GPUNEX_TEST_DB || 'sqlite';
+
+export function outputDir(...parts) {
+  const dir = path.join(process.env.GPUNEX_TEST_OUTPUT || path.join(ROOT, 'test-output'), ...parts);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+function freshDatabaseUrl(dir) {
+  if (BACKEND === 'sqlite') return `sqlite:${path.join(dir, 'gpunex.db')}`;
+  const base = process.env.GPUNEX_TEST_PG_URL;
+  if (!base) throw new Error('GPUNEX_TEST_DB=postgres needs GPUNEX_TEST_PG_URL (make test starts PostgreSQL)');
+  const name = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  execFileSync('psql', [base, '-q', '-c', `CREATE DATABASE ${name}`], { stdio: 'pipe' });
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export class TestServer {
+  constructor(extraArgs = [], env = {}) {
+    this.extraArgs = extraArgs;
+    this.env = env;
+    this.logs = [];
+  }
+
+  async start() {
+    this.dir = mkdtempSync(path.join(tmpdir(), 'gpunex-srv-'));
+    this.db = freshDatabaseUrl(this.dir);
+    const portFile = path.join(this.dir, 'port');
+    this.proc = spawn(path.join(BIN, 'gpunex-server'), [
+      '--listen', '127.0.0.1:0', '--db', this.db, '--data-dir', this.dir,
+      '--port-file', portFile, '--log-level', 'warn', ...this.extraArgs,
+    ], { env: { ...process.env, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc.stdout.on('data', (d) => this.logs.push(d.toString()));
+    this.proc.stderr.on('data', (d) => this.logs.push(d.toString()));
+    this.exited = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })));
+    for (let i = 0; i < 200; i++) {
+      if (existsSync(portFile)) {
+        const text = readFileSync(portFile, 'utf8').trim();
+        if (text) {
+          this.port = Number(text);
+          this.url = `http://127.0.0.1:${this.port}`;
+          return this;
+        }
+      }
+      if (this.proc.exitCode !== null) break;
+      await sleep(50);
+    }
+    throw new Error(`gpunex-server did not start:\n${this.logs.join('')}`);
+  }
+
+  async stop() {
+    if (!this.proc || this.proc.exitCode !== null) return;
+    this.proc.kill('SIGTERM');
+    const r = await Promise.race([this.exited, sleep(15000).then(() => null)]);
+    if (!r) this.proc.kill('SIGKILL');
+    return r;
+  }
+
+  // Runs `gpunex-server admin create-user` against this server's store.
+  createUser(email, password, role, fullName = 'Test Operator') {
+    execFileSync(path.join(BIN, 'gpunex-server'),
+      ['admin', 'create-user', '--db', this.db, '--email', email, '--role', role, '--full-name', fullName,
+        '--password-stdin'],
+      { input: `${password}\n`, stdio: ['pipe', 'pipe', 'pipe'] });
+  }
+}
+
+// A small JSON client: keeps a bearer token or cookies, returns {status, headers, body, json}.
+export class Client {
+  constructor(baseUrl) {
+    this.baseUrl = baseUrl;
+    this.token = null;
+  }
+
+  async request(method, pathAndQuery, { body, headers = {}, raw } = {}) {
+    const h = { ...headers };
+    if (this.token && !h.Authorization) h.Authorization = `Bearer ${this.token}`;
+    let payload;
+    if (raw !== undefined) payload = raw;
+    else if (body !== undefined) {
+      payload = JSON.stringify(body);
+      h['Content-Type'] = 'application/json';
+    }
+    const res = await fetch(this.baseUrl + pathAndQuery, { method, headers: h, body: payload });
+    const text = await res.text();
+    let json = null;
+    try { json = JSON.parse(text); } catch { /* not JSON */ }
+    return { status: res.status, headers: res.headers, body: text, json };
+  }
+
+  async signupAndLogin(email, password = 'correct-horse-battery', fullName = 'Test User') {
+    const s = await this.request('POST', '/v1/auth/signup', { body: { email, password, full_name: fullName } });
+    if (s.status !== 201) throw new Error(`signup failed: ${s.status} ${s.body}`);
+    return this.login(email, password);
+  }
+
+  async login(email, password) {
+    const r = await this.request('POST', '/v1/auth/login', { body: { email, password } });
+    if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.body}`);
+    this.token = r.json.token;
+    return r.json;
+  }
+}
