@@ -430,6 +430,23 @@ TEST_P(StoreTest, DescribeHasNoPassword) {
   }
 }
 
+TEST_P(StoreTest, PostgresReplacesAConnectionTheServerDropped) {
+  if (GetParam() != "postgres") GTEST_SKIP() << "PostgreSQL only";
+  auto store = gpunex::store::open_store(url_, {.pool_size = 1});
+  auto pid = store->transact([](Tx& tx) { return tx.query_one("SELECT pg_backend_pid()")->i64(0); });
+  store_->transact([&](Tx& tx) { tx.query("SELECT pg_terminate_backend(?::integer)", {pid}); });
+  for (int i = 0; i < 100; ++i) {
+    auto alive = store_->transact([&](Tx& tx) {
+      return tx.query_one("SELECT COUNT(*) FROM pg_stat_activity WHERE pid = ?::integer", {pid})->i64(0);
+    });
+    if (alive == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // The pooled connection is dead; the next transaction gets a fresh one.
+  auto again = store->transact([](Tx& tx) { return tx.query_one("SELECT pg_backend_pid()")->i64(0); });
+  EXPECT_NE(again, pid);
+}
+
 TEST(StoreOpen, RejectsUnknownSchemeWithoutEchoingIt) {
   try {
     gpunex::store::open_store("mysql://root:secret@host/db");
