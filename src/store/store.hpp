@@ -9,6 +9,7 @@
 // turned into a 5xx once, at the HTTP edge.
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -119,10 +120,12 @@ class Store {
       std::optional<R> out;
       run_in_tx(mode, [&](Tx& tx) {
         out.emplace(fn(tx));
-        if constexpr (std::is_constructible_v<bool, R>) {
-          return static_cast<bool>(*out);
+        if constexpr (std::is_same_v<R, bool>) {
+          return *out;
+        } else if constexpr (requires { { out->ok() } -> std::convertible_to<bool>; }) {
+          return static_cast<bool>(out->ok());
         } else {
-          return true;
+          return true;  // an int, optional or pointer is a value, never a reason to roll back
         }
       });
       return std::move(*out);

@@ -1,1 +1,272 @@
-// TODO: implemented in the foundation issue
+// The SQLite driver: a pool of connections in WAL mode, prepared statements
+// cached per connection, BEGIN IMMEDIATE for writers so they queue on the busy
+// timeout instead of failing on a lock upgrade.
+
+#include "store/sqlite/sqlite_store.hpp"
+
+#include <sqlite3.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "store/driver_util.hpp"
+
+namespace gpunex::store {
+
+namespace {
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+struct StmtFinalizer {
+  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
+using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+
+constexpr std::size_t kStatementCacheLimit = 256;
+
+[[noreturn]] void throw_sqlite(sqlite3* db, int rc, std::string_view sql) {
+  std::string msg = std::string("sqlite: ") + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  if (!sql.empty()) msg += " [" + detail::sql_excerpt(sql) + "]";
+  if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY) throw UniqueViolation(msg);
+  int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) throw StoreUnavailable(msg);
+  throw StoreError(msg);
+}
+
+//! One sqlite3 handle and its statement cache (destroyed before the handle).
+class SqliteConnection {
+ public:
+  SqliteConnection(const std::string& path, const StoreOptions& options) {
+    sqlite3* raw = nullptr;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+    int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+    db_.reset(raw);
+    if (rc != SQLITE_OK) {
+      std::string msg = "store: cannot open SQLite database " + path + ": " +
+                        (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc));
+      throw StoreUnavailable(msg);
+    }
+    sqlite3_extended_result_codes(raw, 1);
+    sqlite3_busy_timeout(raw, static_cast<int>(options.busy_timeout.count()));
+    exec_raw("PRAGMA journal_mode=WAL");
+    exec_raw("PRAGMA foreign_keys=ON");
+    exec_raw("PRAGMA synchronous=NORMAL");
+  }
+
+  sqlite3* db() const { return db_.get(); }
+
+  //! Runs statements with no parameters and no rows wanted, mapping failures to store exceptions.
+  void exec_raw(std::string_view sql) {
+    std::string text(sql);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_.get(), text.c_str(), nullptr, nullptr, &err);
+    sqlite3_free(err);  // the same text is available from sqlite3_errmsg
+    if (rc != SQLITE_OK) throw_sqlite(db_.get(), sqlite3_extended_errcode(db_.get()), sql);
+  }
+
+  //! A prepared statement for sql, from the cache when it was prepared before.
+  sqlite3_stmt* prepare(std::string_view sql) {
+    std::string key(sql);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second.get();
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    int rc = sqlite3_prepare_v3(db_.get(), key.data(), static_cast<int>(key.size()), SQLITE_PREPARE_PERSISTENT,
+                                &raw, &tail);
+    StmtPtr stmt(raw);
+    if (rc != SQLITE_OK) throw_sqlite(db_.get(), sqlite3_extended_errcode(db_.get()), sql);
+    if (!stmt) throw StoreError("sqlite: empty statement [" + detail::sql_excerpt(sql) + "]");
+    for (const char* p = tail; p && *p; ++p) {
+      if (*p != ' ' && *p != '\n' && *p != '\t' && *p != '\r' && *p != ';') {
+        throw StoreError("sqlite: one statement expected (use exec_script for several) [" +
+                         detail::sql_excerpt(sql) + "]");
+      }
+    }
+    if (cache_.size() >= kStatementCacheLimit) cache_.clear();
+    return cache_.emplace(std::move(key), std::move(stmt)).first->second.get();
+  }
+
+  //! True while a transaction is open on this connection.
+  bool in_transaction() const { return sqlite3_get_autocommit(db_.get()) == 0; }
+
+  //! Rolls back without throwing; false if the connection is left in an unknown state.
+  bool rollback_quietly() noexcept {
+    if (!in_transaction()) return true;
+    sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    return !in_transaction();
+  }
+
+ private:
+  DbPtr db_;
+  std::unordered_map<std::string, StmtPtr> cache_;
+};
+
+//! Resets a cached statement and drops its bindings when a call ends.
+class StatementReset {
+ public:
+  explicit StatementReset(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  StatementReset(const StatementReset&) = delete;
+  StatementReset& operator=(const StatementReset&) = delete;
+  ~StatementReset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+
+ private:
+  sqlite3_stmt* stmt_;
+};
+
+class SqliteTx final : public Tx {
+ public:
+  SqliteTx(SqliteConnection& conn, const StoreObserver& observer) : conn_(conn), observer_(observer) {}
+
+  std::vector<Row> query(std::string_view sql, const Params& params) override {
+    detail::StatementTimer timer(observer_, sql);
+    sqlite3_stmt* stmt = start(sql, params);
+    StatementReset reset(stmt);
+    std::vector<Row> rows;
+    int columns = sqlite3_column_count(stmt);
+    for (;;) {
+      int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) throw_sqlite(conn_.db(), sqlite3_extended_errcode(conn_.db()), sql);
+      std::vector<Value> values;
+      values.reserve(static_cast<std::size_t>(columns));
+      for (int c = 0; c < columns; ++c) values.push_back(column(stmt, c));
+      rows.emplace_back(std::move(values));
+    }
+    return rows;
+  }
+
+  std::int64_t exec(std::string_view sql, const Params& params) override {
+    detail::StatementTimer timer(observer_, sql);
+    sqlite3_stmt* stmt = start(sql, params);
+    StatementReset reset(stmt);
+    for (;;) {
+      int rc = sqlite3_step(stmt);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) throw_sqlite(conn_.db(), sqlite3_extended_errcode(conn_.db()), sql);
+    }
+    return sqlite3_changes64(conn_.db());
+  }
+
+  void exec_script(std::string_view sql) override {
+    detail::StatementTimer timer(observer_, sql);
+    conn_.exec_raw(sql);
+  }
+
+  Dialect dialect() const override { return Dialect::sqlite; }
+
+ private:
+  sqlite3_stmt* start(std::string_view sql, const Params& params) {
+    sqlite3_stmt* stmt = conn_.prepare(sql);
+    int expected = sqlite3_bind_parameter_count(stmt);
+    if (expected != static_cast<int>(params.size())) {
+      throw StoreError("sqlite: statement takes " + std::to_string(expected) + " parameters, got " +
+                       std::to_string(params.size()) + " [" + detail::sql_excerpt(sql) + "]");
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      int index = static_cast<int>(i) + 1;
+      int rc = std::visit(
+          [&](const auto& v) -> int {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::nullptr_t>) {
+              return sqlite3_bind_null(stmt, index);
+            } else if constexpr (std::is_same_v<V, std::int64_t>) {
+              return sqlite3_bind_int64(stmt, index, v);
+            } else if constexpr (std::is_same_v<V, double>) {
+              return sqlite3_bind_double(stmt, index, v);
+            } else {
+              // The caller's params outlive the statement, and StatementReset clears the binding.
+              return sqlite3_bind_text64(stmt, index, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8);
+            }
+          },
+          params[i]);
+      if (rc != SQLITE_OK) {
+        sqlite3_clear_bindings(stmt);
+        throw_sqlite(conn_.db(), rc, sql);
+      }
+    }
+    return stmt;
+  }
+
+  static Value column(sqlite3_stmt* stmt, int c) {
+    switch (sqlite3_column_type(stmt, c)) {
+      case SQLITE_INTEGER: return std::int64_t{sqlite3_column_int64(stmt, c)};
+      case SQLITE_FLOAT: return sqlite3_column_double(stmt, c);
+      case SQLITE_NULL: return nullptr;
+      case SQLITE_BLOB: {
+        const auto* data = static_cast<const char*>(sqlite3_column_blob(stmt, c));
+        auto size = static_cast<std::size_t>(sqlite3_column_bytes(stmt, c));
+        return data ? std::string(data, size) : std::string();
+      }
+      default: {
+        const auto* data = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
+        auto size = static_cast<std::size_t>(sqlite3_column_bytes(stmt, c));
+        return data ? std::string(data, size) : std::string();
+      }
+    }
+  }
+
+  SqliteConnection& conn_;
+  const StoreObserver& observer_;
+};
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(const std::string& path, const StoreOptions& options)
+      : path_(path),
+        // A private ":memory:" database exists per connection, so it gets exactly one.
+        pool_(path == ":memory:" ? 1 : static_cast<std::size_t>(options.pool_size), options.busy_timeout,
+              [path, options] { return std::make_unique<SqliteConnection>(path, options); }) {
+    auto first = pool_.acquire();  // open one now, so a bad path fails here
+  }
+
+  Dialect dialect() const override { return Dialect::sqlite; }
+  std::string describe() const override { return "sqlite:" + path_; }
+
+ protected:
+  void run_in_tx(TxMode mode, const std::function<bool(Tx&)>& body) override {
+    auto conn = pool_.acquire();
+    if (conn->in_transaction() && !conn->rollback_quietly()) {
+      conn.discard();
+      throw StoreError("sqlite: connection left inside a transaction");
+    }
+    {
+      detail::StatementTimer timer(observer_, "begin");
+      conn->exec_raw(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
+    }
+    SqliteTx tx(*conn, observer_);
+    bool commit = false;
+    try {
+      commit = body(tx);
+    } catch (...) {
+      if (!conn->rollback_quietly()) conn.discard();
+      throw;
+    }
+    if (!commit) {
+      if (!conn->rollback_quietly()) conn.discard();
+      return;
+    }
+    try {
+      detail::StatementTimer timer(observer_, "commit");
+      conn->exec_raw("COMMIT");
+    } catch (...) {
+      if (!conn->rollback_quietly()) conn.discard();
+      throw;
+    }
+  }
+
+ private:
+  std::string path_;
+  detail::ConnectionPool<SqliteConnection> pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_sqlite_store(const std::string& path, const StoreOptions& options) {
+  return std::make_unique<SqliteStore>(path, options);
+}
+
+}  // namespace gpunex::store

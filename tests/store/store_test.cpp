@@ -1,0 +1,483 @@
+// One suite for the store interface, run against every driver (drogon's db_test idea):
+// "sqlite" always, "postgres" when GPUNEX_TEST_PG_URL names a server where we may CREATE DATABASE.
+
+#include "store/store.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/result.hpp"
+#include "store/migrations.hpp"
+
+#ifdef GPUNEX_WITH_POSTGRES
+#include <libpq-fe.h>
+#endif
+
+namespace {
+
+using gpunex::core::Error;
+using gpunex::core::ErrorCode;
+using gpunex::core::Ok;
+using gpunex::core::Status;
+using gpunex::store::Dialect;
+using gpunex::store::Params;
+using gpunex::store::Row;
+using gpunex::store::Store;
+using gpunex::store::StoreError;
+using gpunex::store::StoreOptions;
+using gpunex::store::Tx;
+using gpunex::store::TxMode;
+using gpunex::store::UniqueViolation;
+using gpunex::store::Value;
+namespace fs = std::filesystem;
+
+constexpr const char* kPgSkip = "GPUNEX_TEST_PG_URL not set: PostgreSQL store tests skipped";
+
+//! The same URL with its database name replaced.
+std::string with_database(const std::string& url, const std::string& db) {
+  auto scheme = url.find("://");
+  auto slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  auto query = url.find('?');
+  std::string base = url.substr(0, slash == std::string::npos ? (query == std::string::npos ? url.size() : query) : slash);
+  std::string rest = query == std::string::npos ? "" : url.substr(query);
+  return base + "/" + db + rest;
+}
+
+//! Creates one database for this test binary run and drops it at the end.
+class PgDatabase : public ::testing::Environment {
+ public:
+  static std::string& url() {
+    static std::string u;
+    return u;
+  }
+
+  void SetUp() override {
+#ifdef GPUNEX_WITH_POSTGRES
+    const char* admin = std::getenv("GPUNEX_TEST_PG_URL");
+    if (!admin || !*admin) return;
+    admin_ = admin;
+    name_ = "gpunex_store_test_" + std::to_string(::getpid()) + "_" + std::to_string(gpunex::store::now_ms());
+    admin_exec("CREATE DATABASE " + name_ + " ENCODING 'UTF8' TEMPLATE template0");
+    url() = with_database(admin_, name_);
+#endif
+  }
+
+  void TearDown() override {
+#ifdef GPUNEX_WITH_POSTGRES
+    if (!name_.empty()) admin_exec("DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+#endif
+  }
+
+ private:
+#ifdef GPUNEX_WITH_POSTGRES
+  void admin_exec(const std::string& sql) {
+    PGconn* conn = PQconnectdb(admin_.c_str());
+    if (PQstatus(conn) != CONNECTION_OK) {
+      std::string msg = PQerrorMessage(conn);
+      PQfinish(conn);
+      throw std::runtime_error("cannot connect to GPUNEX_TEST_PG_URL: " + msg);
+    }
+    PGresult* res = PQexec(conn, sql.c_str());
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    std::string msg = PQresultErrorMessage(res);
+    PQclear(res);
+    PQfinish(conn);
+    if (!ok) throw std::runtime_error(sql + ": " + msg);
+  }
+#endif
+  std::string admin_;
+  std::string name_;
+};
+
+const auto* const kPgEnv = ::testing::AddGlobalTestEnvironment(new PgDatabase);  // gtest takes ownership
+
+class StoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "postgres") {
+#ifndef GPUNEX_WITH_POSTGRES
+      GTEST_SKIP() << "built without PostgreSQL: PostgreSQL store tests skipped";
+#endif
+      if (PgDatabase::url().empty()) GTEST_SKIP() << kPgSkip;
+      url_ = PgDatabase::url();
+      // Every test starts from an empty database.
+      auto admin = gpunex::store::open_store(url_, {.pool_size = 1});
+      admin->transact([](Tx& tx) { tx.exec_script("DROP SCHEMA public CASCADE; CREATE SCHEMA public"); });
+    } else {
+      dir_ = fs::temp_directory_path() /
+             ("gpunex-store-test-" + std::to_string(::getpid()) + "-" + std::to_string(gpunex::store::now_ms()) +
+              "-" + std::to_string(counter_++));
+      url_ = "sqlite:" + (dir_ / "sub" / "test.db").string();  // "sub" checks the folder is created
+    }
+    store_ = gpunex::store::open_store(url_, options_);
+  }
+
+  void TearDown() override {
+    store_.reset();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  //! Migrates and adds a scratch table holding every value type.
+  void make_things() {
+    gpunex::store::migrate(*store_);
+    store_->transact([](Tx& tx) {
+      tx.exec("CREATE TABLE things (id TEXT PRIMARY KEY, n BIGINT, x DOUBLE PRECISION, s TEXT)");
+    });
+  }
+
+  std::int64_t count_things() {
+    return store_->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM things")->i64(0); },
+                            TxMode::read);
+  }
+
+  static inline std::atomic<int> counter_{0};
+  StoreOptions options_{};
+  fs::path dir_;
+  std::string url_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_P(StoreTest, MigratesFromEmptyAndIsIdempotent) {
+  int want = gpunex::store::migrations().back().version;
+  EXPECT_EQ(gpunex::store::migrate(*store_), want);
+  EXPECT_EQ(gpunex::store::migrate(*store_), want);
+  auto rows = store_->transact([](Tx& tx) { return tx.query("SELECT version, name FROM schema_migrations"); },
+                               TxMode::read);
+  ASSERT_EQ(rows.size(), gpunex::store::migrations().size());
+  EXPECT_EQ(rows.back().i64(0), want);
+  // The tables of migration 1 exist.
+  store_->transact([](Tx& tx) { EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM users")->i64(0), 0); });
+  EXPECT_EQ(store_->dialect(), GetParam() == "sqlite" ? Dialect::sqlite : Dialect::postgres);
+}
+
+TEST_P(StoreTest, RoundTripsEveryValueType) {
+  make_things();
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t small = std::numeric_limits<std::int64_t>::min();
+  const std::string text = "grüße, 東京, emoji 🚀, quote ' and ?";
+  store_->transact([&](Tx& tx) {
+    EXPECT_EQ(tx.exec("INSERT INTO things (id, n, x, s) VALUES (?, ?, ?, ?)", {std::string("a"), big, 0.1, text}),
+              1);
+    tx.exec("INSERT INTO things (id, n, x, s) VALUES (?, ?, ?, ?)", {std::string("b"), small, -1.5e300, std::string()});
+    tx.exec("INSERT INTO things (id, n, x, s) VALUES (?, ?, ?, ?)", {std::string("c"), nullptr, nullptr, nullptr});
+  });
+  auto rows = store_->transact([](Tx& tx) { return tx.query("SELECT id, n, x, s FROM things ORDER BY id"); },
+                               TxMode::read);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].str(0), "a");
+  EXPECT_EQ(rows[0].i64(1), big);
+  EXPECT_EQ(rows[0].f64(2), 0.1);
+  EXPECT_EQ(rows[0].str(3), text);
+  EXPECT_TRUE(std::holds_alternative<std::int64_t>(rows[0].raw(1)));
+  EXPECT_TRUE(std::holds_alternative<double>(rows[0].raw(2)));
+  EXPECT_EQ(rows[0].str(1), std::to_string(big));  // str of an integer is its decimal
+  EXPECT_EQ(rows[1].i64(1), small);
+  EXPECT_EQ(rows[1].f64(2), -1.5e300);
+  EXPECT_EQ(rows[1].str(3), "");
+  EXPECT_FALSE(rows[1].is_null(3));
+  for (std::size_t c = 1; c <= 3; ++c) EXPECT_TRUE(rows[2].is_null(c));
+  EXPECT_EQ(rows[2].opt_i64(1), std::nullopt);
+  EXPECT_EQ(rows[2].opt_f64(2), std::nullopt);
+  EXPECT_EQ(rows[2].opt_str(3), std::nullopt);
+  EXPECT_EQ(rows[0].opt_i64(1), big);
+  EXPECT_THROW(rows[2].i64(1), StoreError);
+  EXPECT_THROW(rows[2].str(3), StoreError);
+  EXPECT_THROW(rows[2].f64(2), StoreError);
+  EXPECT_THROW(rows[0].i64(9), StoreError);
+
+  // Text columns holding numbers convert; a boolean is a 0/1 integer.
+  auto row = store_->transact([](Tx& tx) {
+    return *tx.query_one("SELECT '42', '2.5', 'nope', 1 = 1, 1 = 0, ?", {std::int64_t{7}});
+  });
+  EXPECT_EQ(row.i64(0), 42);
+  EXPECT_EQ(row.f64(1), 2.5);
+  EXPECT_THROW(row.i64(2), StoreError);
+  EXPECT_TRUE(row.boolean(3));
+  EXPECT_FALSE(row.boolean(4));
+  EXPECT_EQ(row.i64(5), 7);
+}
+
+TEST_P(StoreTest, SumOfBigintsIsAnExactInteger) {
+  make_things();
+  const std::int64_t big = 4'000'000'000'000'000'001;  // above 2^53: a double would round it
+  store_->transact([&](Tx& tx) {
+    tx.exec("INSERT INTO things (id, n) VALUES ('a', ?), ('b', ?)", {big, std::int64_t{1}});
+  });
+  auto sum = store_->transact([](Tx& tx) { return tx.query_one("SELECT SUM(n) FROM things")->i64(0); });
+  EXPECT_EQ(sum, big + 1);
+}
+
+TEST_P(StoreTest, ReturningGivesTheRow) {
+  make_things();
+  auto row = store_->transact([](Tx& tx) {
+    return tx.query_one("INSERT INTO things (id, n) VALUES (?, ?) RETURNING id, n", {std::string("r"), std::int64_t{5}});
+  });
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->str(0), "r");
+  EXPECT_EQ(row->i64(1), 5);
+  auto updated = store_->transact([](Tx& tx) {
+    return tx.query("UPDATE things SET n = n + 1 WHERE id = ? RETURNING n", {std::string("r")});
+  });
+  ASSERT_EQ(updated.size(), 1u);
+  EXPECT_EQ(updated[0].i64(0), 6);
+}
+
+TEST_P(StoreTest, OnConflictDoNothingIsDetectable) {
+  make_things();
+  const char* sql = "INSERT INTO things (id, n) VALUES (?, ?) ON CONFLICT (id) DO NOTHING";
+  auto first = store_->transact([&](Tx& tx) { return tx.exec(sql, {std::string("k"), std::int64_t{1}}); });
+  auto second = store_->transact([&](Tx& tx) { return tx.exec(sql, {std::string("k"), std::int64_t{2}}); });
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(second, 0);
+  auto returned = store_->transact([&](Tx& tx) {
+    return tx.query_one(std::string(sql) + " RETURNING id", {std::string("k"), std::int64_t{3}});
+  });
+  EXPECT_FALSE(returned.has_value());
+  auto n = store_->transact([](Tx& tx) { return tx.query_one("SELECT n FROM things WHERE id = 'k'")->i64(0); });
+  EXPECT_EQ(n, 1);
+}
+
+TEST_P(StoreTest, PlainDuplicateThrowsUniqueViolation) {
+  make_things();
+  store_->transact([](Tx& tx) { tx.exec("INSERT INTO things (id) VALUES ('dup')"); });
+  EXPECT_THROW(store_->transact([](Tx& tx) { tx.exec("INSERT INTO things (id) VALUES ('dup')"); }), UniqueViolation);
+  // The failed transaction left the store usable.
+  EXPECT_EQ(count_things(), 1);
+  // A syntax error is a StoreError but not a UniqueViolation.
+  try {
+    store_->transact([](Tx& tx) { tx.exec("INSERT INTO nowhere VALUES (1)"); });
+    FAIL() << "expected StoreError";
+  } catch (const UniqueViolation&) {
+    FAIL() << "not a unique violation";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("nowhere"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(StoreTest, TransactCommitsOnNormalReturn) {
+  make_things();
+  store_->transact([](Tx& tx) { tx.exec("INSERT INTO things (id) VALUES ('a')"); });
+  EXPECT_TRUE(store_->transact([](Tx& tx) { return tx.exec("INSERT INTO things (id) VALUES ('b')") == 1; }));
+  // An integer result of 0 is a value, not a failure: still committed.
+  EXPECT_EQ(store_->transact([](Tx& tx) {
+    tx.exec("INSERT INTO things (id) VALUES ('c')");
+    return 0;
+  }),
+            0);
+  Status ok = store_->transact([](Tx& tx) -> Status {
+    tx.exec("INSERT INTO things (id) VALUES ('d')");
+    return Ok{};
+  });
+  EXPECT_TRUE(ok.ok());
+  EXPECT_EQ(count_things(), 4);
+}
+
+TEST_P(StoreTest, TransactRollsBackOnExceptionFalseAndError) {
+  make_things();
+  EXPECT_THROW(store_->transact([](Tx& tx) {
+    tx.exec("INSERT INTO things (id) VALUES ('a')");
+    throw std::runtime_error("boom");
+  }),
+               std::runtime_error);
+  EXPECT_FALSE(store_->transact([](Tx& tx) {
+    tx.exec("INSERT INTO things (id) VALUES ('b')");
+    return false;
+  }));
+  Status failed = store_->transact([](Tx& tx) -> Status {
+    tx.exec("INSERT INTO things (id) VALUES ('c')");
+    return Error::make(ErrorCode::conflict, "no");
+  });
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code, ErrorCode::conflict);
+  gpunex::core::Result<int> failed_value = store_->transact([](Tx& tx) -> gpunex::core::Result<int> {
+    tx.exec("INSERT INTO things (id) VALUES ('d')");
+    return Error::make(ErrorCode::unprocessable, "no");
+  });
+  EXPECT_FALSE(failed_value.ok());
+  EXPECT_EQ(count_things(), 0);
+}
+
+TEST_P(StoreTest, QuestionMarkInsideLiteralIsNotAPlaceholder) {
+  make_things();
+  store_->transact([](Tx& tx) {
+    tx.exec("INSERT INTO things (id, s) VALUES (?, 'what? really?')", {std::string("q")});
+    tx.exec("INSERT INTO things (id, s) VALUES ('it''s ?', ?)", {std::string("x")});
+  });
+  auto rows = store_->transact([](Tx& tx) {
+    return tx.query("SELECT id, s FROM things WHERE s <> '?' AND id <> ? ORDER BY id", {std::string("none")});
+  });
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].str(0), "it's ?");
+  EXPECT_EQ(rows[0].str(1), "x");
+  EXPECT_EQ(rows[1].str(0), "q");
+  EXPECT_EQ(rows[1].str(1), "what? really?");
+  // A wrong parameter count is reported, not sent.
+  EXPECT_THROW(store_->transact([](Tx& tx) { tx.query("SELECT ?", {}); }), StoreError);
+}
+
+TEST_P(StoreTest, LeasesAreExclusiveUntilExpiry) {
+  gpunex::store::migrate(*store_);
+  using gpunex::store::release_lease;
+  using gpunex::store::try_take_lease;
+  const std::int64_t t0 = 1'000'000;
+  const std::int64_t ttl = 30'000;
+  auto take = [&](const char* who, std::int64_t now) {
+    return store_->transact([&](Tx& tx) { return try_take_lease(tx, "payouts", who, now, ttl); });
+  };
+  auto holder = [&] {
+    return store_->transact([](Tx& tx) {
+      auto row = tx.query_one("SELECT holder, expires_at FROM leases WHERE name = 'payouts'");
+      return row ? row->str(0) + "@" + row->str(1) : std::string("none");
+    });
+  };
+  EXPECT_TRUE(take("A", t0));
+  EXPECT_FALSE(take("B", t0 + 1000));                 // unexpired: refused
+  EXPECT_TRUE(take("A", t0 + 10'000));                // the holder extends it
+  EXPECT_EQ(holder(), "A@" + std::to_string(t0 + 10'000 + ttl));
+  EXPECT_FALSE(take("B", t0 + ttl + 1));              // extended, so still A's
+  EXPECT_TRUE(take("B", t0 + 10'000 + ttl));          // expired: B takes it
+  EXPECT_EQ(holder(), "B@" + std::to_string(t0 + 10'000 + 2 * ttl));
+  store_->transact([](Tx& tx) { release_lease(tx, "payouts", "A"); });  // not A's: no effect
+  EXPECT_EQ(holder(), "B@" + std::to_string(t0 + 10'000 + 2 * ttl));
+  store_->transact([](Tx& tx) { release_lease(tx, "payouts", "B"); });
+  EXPECT_EQ(holder(), "none");
+  EXPECT_TRUE(take("A", t0 + 20'000));                // free again
+}
+
+TEST_P(StoreTest, ConcurrentWritersDoNotLoseUpdates) {
+  make_things();
+  store_->transact([](Tx& tx) { tx.exec("INSERT INTO things (id, n) VALUES ('counter', 0)"); });
+  constexpr int kThreads = 8;
+  constexpr int kEach = 50;
+  std::atomic<int> failures{0};
+  std::mutex error_mutex;
+  std::string first_error;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        try {
+          store_->transact([](Tx& tx) {
+            // Read before writing: on SQLite this needs BEGIN IMMEDIATE, or the lock upgrade fails.
+            auto before = tx.query_one("SELECT n FROM things WHERE id = 'counter'")->i64(0);
+            auto after = tx.query_one("UPDATE things SET n = n + 1 WHERE id = 'counter' RETURNING n")->i64(0);
+            if (after <= before) throw std::logic_error("counter went backwards");
+          });
+        } catch (const std::exception& e) {
+          ++failures;
+          std::lock_guard lock(error_mutex);
+          if (first_error.empty()) first_error = e.what();
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0) << first_error;
+  auto n = store_->transact([](Tx& tx) { return tx.query_one("SELECT n FROM things WHERE id = 'counter'")->i64(0); },
+                            TxMode::read);
+  EXPECT_EQ(n, kThreads * kEach);
+}
+
+TEST_P(StoreTest, ObserverSeesEachStatement) {
+  make_things();
+  std::mutex mutex;
+  std::vector<std::string> ops;
+  double total = 0;
+  store_->set_observer([&](std::string_view op, double seconds) {
+    std::lock_guard lock(mutex);
+    ops.emplace_back(op);
+    total += seconds;
+  });
+  store_->transact([](Tx& tx) {
+    tx.exec("  insert INTO things (id) VALUES ('o')");
+    tx.query("SELECT * FROM things");
+    tx.exec("\n-- a comment\nUPDATE things SET n = 1");
+  });
+  auto has = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
+  EXPECT_TRUE(has("insert"));
+  EXPECT_TRUE(has("select"));
+  EXPECT_TRUE(has("update"));
+  EXPECT_TRUE(has("commit"));
+  EXPECT_GE(total, 0.0);
+}
+
+TEST_P(StoreTest, DescribeHasNoPassword) {
+  auto d = store_->describe();
+  EXPECT_EQ(d.find("secret"), std::string::npos);
+  if (GetParam() == "sqlite") {
+    EXPECT_EQ(d, url_);
+  } else {
+    EXPECT_EQ(d.rfind("postgresql://", 0), 0u) << d;
+    // The test server trusts local connections, so a password in the URL is accepted and ignored.
+    auto at = url_.find('@');
+    ASSERT_NE(at, std::string::npos) << "GPUNEX_TEST_PG_URL without a user";
+    std::string with_password = url_.substr(0, at) + ":secret" + url_.substr(at);
+    if (url_.substr(0, at).find(':', url_.find("://") + 3) == std::string::npos) {
+      auto other = gpunex::store::open_store(with_password, {.pool_size = 1});
+      EXPECT_EQ(other->describe().find("secret"), std::string::npos) << other->describe();
+      EXPECT_EQ(other->describe(), d);
+    }
+  }
+}
+
+TEST_P(StoreTest, PostgresReplacesAConnectionTheServerDropped) {
+  if (GetParam() != "postgres") GTEST_SKIP() << "PostgreSQL only";
+  auto store = gpunex::store::open_store(url_, {.pool_size = 1});
+  auto pid = store->transact([](Tx& tx) { return tx.query_one("SELECT pg_backend_pid()")->i64(0); });
+  store_->transact([&](Tx& tx) { tx.query("SELECT pg_terminate_backend(?::integer)", {pid}); });
+  for (int i = 0; i < 100; ++i) {
+    auto alive = store_->transact([&](Tx& tx) {
+      return tx.query_one("SELECT COUNT(*) FROM pg_stat_activity WHERE pid = ?::integer", {pid})->i64(0);
+    });
+    if (alive == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // The pooled connection is dead; the next transaction gets a fresh one.
+  auto again = store->transact([](Tx& tx) { return tx.query_one("SELECT pg_backend_pid()")->i64(0); });
+  EXPECT_NE(again, pid);
+}
+
+TEST(StoreOpen, RejectsUnknownSchemeWithoutEchoingIt) {
+  try {
+    gpunex::store::open_store("mysql://root:secret@host/db");
+    FAIL() << "expected StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StoreOpen, SqliteInMemoryWorks) {
+  auto store = gpunex::store::open_store("sqlite::memory:");
+  EXPECT_EQ(gpunex::store::migrate(*store), gpunex::store::migrations().back().version);
+  store->transact([](Tx& tx) { tx.exec("INSERT INTO leases VALUES ('x', 'y', 1)"); });
+  auto n = store->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM leases")->i64(0); });
+  EXPECT_EQ(n, 1);
+}
+
+#ifdef GPUNEX_WITH_POSTGRES
+TEST(StoreOpen, PostgresFailureNamesServerButNotPassword) {
+  try {
+    gpunex::store::open_store("postgresql://someone:secret@127.0.0.1:1/nodb?connect_timeout=2");
+    FAIL() << "expected StoreError";
+  } catch (const StoreError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.find("secret"), std::string::npos) << what;
+    EXPECT_NE(what.find("127.0.0.1"), std::string::npos) << what;
+  }
+}
+#endif
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
