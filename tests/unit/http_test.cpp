@@ -512,6 +512,66 @@ TEST_F(ServerTest, StopLetsRequestInFlightFinish) {
   server_->wait();
 }
 
+TEST_F(ServerTest, NoContentResponseHasNoBody) {
+  router_.add(Method::del, "/gone", [](Request&) {
+    Response r = text("ignored");
+    r.status = 204;
+    return r;
+  });
+  router_.add(Method::get, "/bad-status", [](Request&) {
+    Response r = text("x");
+    r.status = 1000;
+    return r;
+  });
+  start();
+  Client c(port_);
+  c.send("DELETE /gone HTTP/1.1\r\nHost: t\r\n\r\n");
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 204);
+  EXPECT_EQ(r->body, "");
+  c.send(get("/bad-status"));  // an impossible status is the handler's bug: 500
+  auto bad = c.read();
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 500);
+  c.send(get("/hello"));  // and the connection is still usable
+  auto ok = c.read();
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->body, "hello world");
+}
+
+TEST(ServerHost, BindsLocalhostByName) {
+  ServerOptions o;
+  o.host = "localhost";
+  o.port = 0;
+  o.threads = 1;
+  Server server(o, [](Request&) { return text("named"); });
+  auto port = server.start();
+  namespace net = boost::asio;
+  net::io_context ioc;
+  net::ip::tcp::resolver resolver(ioc);
+  net::ip::tcp::socket socket(ioc);
+  net::connect(socket, resolver.resolve("localhost", std::to_string(port)));
+  std::string req = "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  net::write(socket, net::buffer(req));
+  std::string reply;
+  boost::system::error_code ec;
+  net::read(socket, net::dynamic_buffer(reply), ec);
+  EXPECT_EQ(ec, net::error::eof);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_EQ(reply.substr(reply.size() - 5), "named");
+}
+
+TEST(ServerHost, BadHostThrowsAndStopIsStillSafe) {
+  ServerOptions o;
+  o.host = "203.0.113.7";  // TEST-NET-3: not an address of this machine
+  o.port = 0;
+  Server server(o, [](Request&) { return text(""); });
+  EXPECT_THROW(server.start(), std::exception);
+  server.stop();
+  server.wait();
+}
+
 // ------------------------------------------------------------------- TLS
 
 class TempDir {

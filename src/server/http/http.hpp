@@ -130,6 +130,7 @@ class Server {
   //! Binds and starts the I/O threads; returns the bound port (useful with port 0). Throws on failure.
   std::uint16_t start();
   //! Stops accepting, lets requests in flight finish (up to shutdown_grace), then stops the threads.
+  //! Idempotent and thread-safe; call it from outside the handlers (a handler would wait out the grace).
   void stop();
   //! Blocks until stop() has completed.
   void wait();

@@ -314,13 +314,16 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
         res.insert(name, value);
       }
       if (!has_request_id) res.set("X-Request-Id", req.request_id);
+      // These statuses carry no body (and Beast refuses to frame one).
+      if (r.status < 200 || r.status == 204 || r.status == 304) r.body.clear();
       res.body() = std::move(r.body);
+      res.keep_alive(keep_alive && !server_.stopping_);
+      res.prepare_payload();
     } catch (...) {
       // Never leak what went wrong to the client; the connection stays usable.
       res = make_error(version, core::ErrorCode::internal, "internal error");
+      res.keep_alive(keep_alive && !server_.stopping_);
     }
-    res.keep_alive(keep_alive && !server_.stopping_);
-    res.prepare_payload();
     // HEAD: the GET's Content-Length, no body.
     if (req.method == Method::head) res.body().clear();
     send(std::move(res));
@@ -430,10 +433,16 @@ std::uint16_t Server::start() {
                                   tcp::resolver::passive | tcp::resolver::numeric_service);
   if (results.empty()) throw std::runtime_error("cannot resolve " + s.options_.host);
   tcp::endpoint endpoint = results.begin()->endpoint();
-  s.acceptor_.open(endpoint.protocol());
-  s.acceptor_.set_option(net::socket_base::reuse_address(true));
-  s.acceptor_.bind(endpoint);
-  s.acceptor_.listen(net::socket_base::max_listen_connections);
+  try {
+    s.acceptor_.open(endpoint.protocol());
+    s.acceptor_.set_option(net::socket_base::reuse_address(true));
+    s.acceptor_.bind(endpoint);
+    s.acceptor_.listen(net::socket_base::max_listen_connections);
+  } catch (...) {
+    beast::error_code ignored;
+    s.acceptor_.close(ignored);  // so that a later start() can try again
+    throw;
+  }
   auto port = s.acceptor_.local_endpoint().port();
 
   s.do_accept();
