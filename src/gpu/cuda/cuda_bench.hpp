@@ -1,0 +1,55 @@
+#pragma once
+// GPU benchmark primitives on the CUDA runtime, cuBLAS and cuBLASLt. This
+// header has no CUDA types, so the agent compiles against it whether or not
+// the toolkit was found; the implementation (cuda_bench.cu) is built only
+// when it was (GPUNEX_HAVE_CUDA). Every function is blocking and returns one
+// figure per repeat; the caller takes the median and samples NVML meanwhile.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace gpunex::gpu::cuda {
+
+struct DeviceProps {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::size_t total_mem = 0;
+  std::size_t free_mem = 0;
+  std::string pci_bus_id;  // "0000:17:00.0", to match NVML's GPUs
+};
+
+//! How long to measure: warm-up launches, timed launches per sample, samples.
+struct Timing {
+  int warmup = 10;
+  int iterations = 20;
+  int repeats = 5;
+};
+
+int device_count();
+core::Result<DeviceProps> device_props(int ordinal);
+
+//! FMA throughput, TFLOP/s (an FMA counts 2 FLOPs; a half2 FMA 4).
+core::Result<std::vector<double>> fma_fp32(int ordinal, const Timing& t);
+core::Result<std::vector<double>> fma_fp16(int ordinal, const Timing& t);
+
+enum class GemmType { fp16, bf16, fp8_e4m3 };
+//! cuBLASLt GEMM (m×k · k×n, FP32 accumulate) on random normal inputs, TFLOP/s = 2mnk / time.
+//! FP8 needs compute capability 8.9 or above.
+core::Result<std::vector<double>> gemm_lt(int ordinal, GemmType type, int m, int n, int k, const Timing& t);
+//! The same through plain cublasGemmEx with default settings: the yardstick gpu-check compares against.
+core::Result<std::vector<double>> gemm_plain(int ordinal, GemmType type, int m, int n, int k, const Timing& t);
+
+enum class MemOp { read, write, copy };
+//! STREAM-style bandwidth over a buffer of `bytes` (copy counts bytes read + written), GB/s.
+core::Result<std::vector<double>> memory_bandwidth(int ordinal, MemOp op, std::size_t bytes, const Timing& t);
+
+enum class Direction { host_to_device, device_to_host };
+//! Pinned-memory cudaMemcpyAsync bandwidth over `bytes`, GB/s.
+core::Result<std::vector<double>> host_link(int ordinal, Direction dir, std::size_t bytes, const Timing& t);
+
+}  // namespace gpunex::gpu::cuda
