@@ -30,6 +30,7 @@ struct Request {
   Method method = Method::get;
   std::string target;  // as sent: path and query
   std::string path;    // percent-decoded path without the query
+  std::string raw_path;  // the path as sent (still percent-encoded): what Router::match takes
   std::map<std::string, std::string, std::less<>> query;    // decoded query parameters (last one wins)
   std::multimap<std::string, std::string, std::less<>> headers;
   std::string body;
@@ -85,7 +86,11 @@ class Router {
     std::map<std::string, std::string, std::less<>> params;
     std::vector<Method> allowed;  // for 405's Allow header
   };
+  //! Takes the raw (still encoded) path, e.g. Request::raw_path: segments are split
+  //! before decoding so an encoded '/' stays inside a parameter.
   Match match(Method method, std::string_view path) const;
+  //! match(req.method, req.raw_path).
+  Match match(const Request& req) const { return match(req.method, req.raw_path); }
 
  private:
   struct Route {
@@ -125,6 +130,7 @@ class Server {
   //! Binds and starts the I/O threads; returns the bound port (useful with port 0). Throws on failure.
   std::uint16_t start();
   //! Stops accepting, lets requests in flight finish (up to shutdown_grace), then stops the threads.
+  //! Idempotent and thread-safe; call it from outside the handlers (a handler would wait out the grace).
   void stop();
   //! Blocks until stop() has completed.
   void wait();

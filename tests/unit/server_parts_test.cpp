@@ -1,0 +1,117 @@
+// Config precedence and validation, the rate limiter, metrics rendering, text rules.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/text.hpp"
+#include "server/config.hpp"
+#include "server/metrics.hpp"
+#include "server/rate_limit.hpp"
+
+using namespace gpunex;  // NOLINT
+
+TEST(Config, TomlThenEnvThenFlags) {
+  auto dir = std::filesystem::temp_directory_path() / "gpunex-config-test";
+  std::filesystem::create_directories(dir);
+  auto file = (dir / "c.toml").string();
+  std::ofstream(file) << "listen = \"127.0.0.1:9000\"\nheartbeat_interval = 20\ndb = \"sqlite:/tmp/x.db\"\n";
+  server::Config cfg;
+  auto values = server::read_toml_file(file);
+  ASSERT_TRUE(values.ok());
+  ASSERT_TRUE(server::apply_config_values(cfg, *values, file).ok());
+  EXPECT_EQ(cfg.port(), 9000);
+  EXPECT_EQ(cfg.heartbeat_interval_s, 20);
+  ::setenv("GPUNEX_HEARTBEAT_INTERVAL", "30", 1);
+  ASSERT_TRUE(server::apply_config_values(cfg, server::read_env_values(), "environment").ok());
+  ::unsetenv("GPUNEX_HEARTBEAT_INTERVAL");
+  EXPECT_EQ(cfg.heartbeat_interval_s, 30);
+  ASSERT_TRUE(server::apply_config_values(cfg, {{"heartbeat_interval", "5"}}, "command line").ok());
+  EXPECT_EQ(cfg.heartbeat_interval_s, 5);
+  EXPECT_EQ(cfg.db, "sqlite:/tmp/x.db");
+}
+
+TEST(Config, InvalidValueNamesTheKey) {
+  server::Config cfg;
+  auto s = server::apply_config_values(cfg, {{"heartbeat_interval", "soon"}}, "environment");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().field, "heartbeat_interval");
+  EXPECT_NE(s.error().message.find("heartbeat_interval"), std::string::npos);
+  EXPECT_FALSE(server::apply_config_values(cfg, {{"listen", "nonsense"}}, "x").ok());
+  EXPECT_FALSE(server::apply_config_values(cfg, {{"db", "mysql://x"}}, "x").ok());
+  EXPECT_FALSE(server::apply_config_values(cfg, {{"threads", "-1"}}, "x").ok());
+  auto unknown = server::apply_config_values(cfg, {{"no_such_key", "1"}}, "x");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().field, "no_such_key");
+}
+
+TEST(Config, TomlSyntaxErrorIsReported) {
+  auto file = (std::filesystem::temp_directory_path() / "gpunex-bad.toml").string();
+  std::ofstream(file) << "listen = \n";
+  auto values = server::read_toml_file(file);
+  ASSERT_FALSE(values.ok());
+  EXPECT_NE(values.error().message.find("line 1"), std::string::npos);
+}
+
+TEST(Config, TlsNeedsBothFiles) {
+  server::Config cfg;
+  cfg.tls_cert = "/etc/cert.pem";
+  auto s = server::validate_config(cfg);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().field, "tls_key");
+}
+
+TEST(Config, HelpListsEveryKey) {
+  auto help = server::config_help();
+  for (const auto& k : server::config_keys()) {
+    EXPECT_NE(help.find(k.name), std::string::npos) << k.name;
+    EXPECT_NE(help.find(k.env), std::string::npos) << k.env;
+  }
+}
+
+TEST(RateLimiter, SlidingWindow) {
+  server::RateLimiter rl(3, std::chrono::seconds(60));
+  auto t0 = server::RateLimiter::Clock::now();
+  EXPECT_TRUE(rl.allow("a", t0));
+  EXPECT_TRUE(rl.allow("a", t0 + std::chrono::seconds(1)));
+  EXPECT_TRUE(rl.allow("a", t0 + std::chrono::seconds(2)));
+  EXPECT_FALSE(rl.allow("a", t0 + std::chrono::seconds(3)));
+  EXPECT_TRUE(rl.allow("b", t0 + std::chrono::seconds(3)));  // per key
+  EXPECT_TRUE(rl.exhausted("a", t0 + std::chrono::seconds(59)));
+  EXPECT_GE(rl.retry_after_s("a", t0 + std::chrono::seconds(30)), 30);
+  EXPECT_TRUE(rl.allow("a", t0 + std::chrono::seconds(61)));  // the first hit left the window
+}
+
+TEST(Metrics, RendersPrometheusText) {
+  server::Metrics m;
+  m.observe_request("GET", "/healthz", 200, 0.0007);
+  m.observe_request("GET", "/healthz", 200, 0.2);
+  m.observe_request("POST", "/v1/auth/login", 401, 0.05);
+  m.observe_store("select", 0.0001);
+  auto text = m.render();
+  EXPECT_NE(text.find("gpunex_http_requests_total{method=\"GET\",route=\"/healthz\",status=\"200\"} 2"),
+            std::string::npos);
+  EXPECT_NE(text.find("gpunex_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.001\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("gpunex_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"0.25\"} 2"),
+            std::string::npos);
+  EXPECT_NE(text.find("gpunex_http_request_duration_seconds_count{route=\"/healthz\"} 2"), std::string::npos);
+  EXPECT_NE(text.find("gpunex_store_statement_duration_seconds_count{op=\"select\"} 1"), std::string::npos);
+}
+
+TEST(Text, Emails) {
+  EXPECT_TRUE(core::is_valid_email("ada@example.com"));
+  EXPECT_TRUE(core::is_valid_email("a.b+c@sub.example.co"));
+  for (const char* bad : {"", "a", "a@", "@b.c", "a@b", "a@@b.c", "a b@c.d", "a@b..c", "a@.b.c", ".a@b.c", "a@b.c."}) {
+    EXPECT_FALSE(core::is_valid_email(bad)) << bad;
+  }
+}
+
+TEST(Text, Utf8) {
+  EXPECT_TRUE(core::is_clean_utf8("Grace Hopper"));
+  EXPECT_TRUE(core::is_clean_utf8("Анна Иванова"));
+  EXPECT_FALSE(core::is_clean_utf8(std::string("a\x00" "b", 3)));
+  EXPECT_FALSE(core::is_clean_utf8("\xc3\x28"));
+  EXPECT_FALSE(core::is_clean_utf8("\xed\xa0\x80"));  // surrogate
+}
