@@ -26,6 +26,10 @@ App::App(Config config, std::unique_ptr<store::Store> store)
   store_->set_observer([this](std::string_view op, double s) { metrics_.observe_store(op, s); });
 }
 
+void App::set_bound_port(std::uint16_t port) {
+  config_.listen = config_.listen.substr(0, config_.listen.rfind(':') + 1) + std::to_string(port);
+}
+
 void App::route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler) {
   router_.add(method, std::move(pattern),
               [this, options = std::move(options), handler = std::move(handler)](http::Request& req) {

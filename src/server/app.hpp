@@ -85,6 +85,9 @@ class App {
   http::Response handle(http::Request& req);
 
   store::Store& store() { return *store_; }
+  //! Records the port actually bound (listen port 0), so base_url() in mails names the real one.
+  //! Called once, right after the server starts and before its address is published.
+  void set_bound_port(std::uint16_t port);
   const Config& config() const { return config_; }
   Metrics& metrics() { return metrics_; }
   RateLimiter& login_failures() { return login_failures_; }

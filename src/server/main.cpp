@@ -83,6 +83,7 @@ int serve(server::Config cfg) {
     std::cerr << "error: listen: cannot serve on " << cfg.listen << ": " << e.what() << "\n";
     return 1;
   }
+  app->set_bound_port(port);
   mail_worker.start();
   std::string scheme = so.tls ? "https" : "http";
   util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", so.tls.has_value()}});
