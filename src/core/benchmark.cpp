@@ -117,6 +117,20 @@ bool is_gpu_metric(Metric m) {
   return k.starts_with("compute.") || k.starts_with("memory.") || k.starts_with("host_link.");
 }
 
+ModelSpec model_spec(const GpuModel& m) {
+  ModelSpec s;
+  s.id = m.id;
+  s.vram_gib = m.vram_gib;
+  s.mem_bw_gbs = m.mem_bw_gbs.value_or(0);
+  s.fp32_tflops = m.fp32_tflops.value_or(0);
+  s.fp16_tflops = m.fp16_tflops.value_or(0);
+  s.fp16_tensor_tflops = m.fp16_tensor_tflops.value_or(0);
+  s.bf16_tensor_tflops = m.bf16_tensor_tflops.value_or(0);
+  s.fp8_tensor_tflops = m.fp8_tensor_tflops;
+  s.pcie_gen = m.pcie_gen ? static_cast<unsigned>(*m.pcie_gen) : 0;
+  return s;
+}
+
 ModelSpec h100_sxm_spec() {
   ModelSpec s;
   s.id = "H100-SXM";

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/gpu_catalog.hpp"
+
 namespace gpunex::core::bench {
 
 //! Every figure the suite measures. The key (see metric_key) is what crosses the wire.
@@ -59,6 +61,9 @@ struct ModelSpec {
   unsigned pcie_gen = 0;
   unsigned pcie_width = 16;
 };
+
+//! A catalog model's figures as the benchmark rules read them (pcie x16 assumed).
+ModelSpec model_spec(const GpuModel& m);
 
 //! The H100 SXM 80GB row of reference/gpu-specs.tsv: the performance score's yardstick.
 ModelSpec h100_sxm_spec();

@@ -412,3 +412,29 @@ TEST(BenchmarkReport, AbsurdFiguresAgainstTheSpec) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().field, "machine[0].median");
 }
+
+TEST(BenchmarkCatalog, H100YardstickMatchesTheCatalog) {
+  const GpuModel* h100 = nullptr;
+  for (const auto& m : builtin_catalog()) {
+    if (m.id == "H100-SXM") h100 = &m;
+  }
+  ASSERT_NE(h100, nullptr);
+  auto s = model_spec(*h100);
+  auto y = h100_sxm_spec();
+  EXPECT_EQ(s.fp16_tensor_tflops, y.fp16_tensor_tflops);
+  EXPECT_EQ(s.fp32_tflops, y.fp32_tflops);
+  EXPECT_EQ(s.mem_bw_gbs, y.mem_bw_gbs);
+  EXPECT_EQ(s.pcie_gen, y.pcie_gen);
+  // Every built-in model yields the three score figures.
+  for (const auto& m : builtin_catalog()) {
+    auto spec = model_spec(m);
+    Policy p;
+    EXPECT_TRUE(performance_score(
+                    {{Metric::fp16_tensor, *expected_figure(spec, Metric::fp16_tensor, p.efficiency)},
+                     {Metric::fp32, *expected_figure(spec, Metric::fp32, p.efficiency)},
+                     {Metric::mem_copy, *expected_figure(spec, Metric::mem_copy, p.efficiency)}},
+                    p)
+                    .has_value())
+        << m.id;
+  }
+}

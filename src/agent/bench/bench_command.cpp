@@ -1,0 +1,216 @@
+#include "agent/bench/bench_command.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <ostream>
+#include <thread>
+
+#include <unistd.h>
+
+#include "core/gpu_catalog.hpp"
+#include "core/text.hpp"
+
+#ifdef GPUNEX_HAVE_CUDA
+#include "gpu/cuda/cuda_bench.hpp"
+#endif
+
+namespace gpunex::agent::bench {
+
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(core::trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(core::trim(cur));
+  out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
+  return out;
+}
+
+const core::GpuModel* find_model(const std::string& id) {
+  const auto want = core::to_lower_ascii(id);
+  for (const auto& m : core::builtin_catalog()) {
+    if (core::to_lower_ascii(m.id) == want) return &m;
+  }
+  return nullptr;
+}
+
+double host_ram_gib() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? static_cast<double>(pages) * static_cast<double>(size) / (1ull << 30) : 0;
+}
+
+}  // namespace
+
+core::Result<std::vector<std::string>> parse_only(const std::string& only) {
+  auto names = split(only, ',');
+  for (const auto& n : names) {
+    const bool known = std::any_of(registry().begin(), registry().end(), [&](const BenchCase& c) {
+      return c.group() == n || c.key() == n;
+    });
+    if (!known) {
+      return Error::make(ErrorCode::invalid_field,
+                         "--only: unknown benchmark '" + n +
+                             "' (groups: compute, memory, host_link, storage, network, or a case key such as "
+                             "compute.fp16_tensor)",
+                         "only");
+    }
+  }
+  return names;
+}
+
+core::Result<std::vector<GpuTarget>> simulated_targets(const std::string& spec) {
+  std::vector<GpuTarget> out;
+  for (const auto& part : split(spec, ',')) {
+    const auto colon = part.rfind(':');
+    const std::string id = part.substr(0, colon);
+    int count = 1;
+    if (colon != std::string::npos) {
+      try {
+        count = std::stoi(part.substr(colon + 1));
+      } catch (...) {
+        count = 0;
+      }
+    }
+    if (count < 1 || count > 16) return Error::make(ErrorCode::invalid_field, "--simulate: bad count in '" + part + "'");
+    const auto* m = find_model(id);
+    if (!m) {
+      std::string ids;
+      for (const auto& c : core::builtin_catalog()) ids += (ids.empty() ? "" : ", ") + c.id;
+      return Error::make(ErrorCode::invalid_field, "--simulate: unknown model '" + id + "' (catalog: " + ids + ")");
+    }
+    for (int i = 0; i < count; ++i) {
+      GpuTarget g;
+      g.index = static_cast<unsigned>(out.size());
+      g.uuid = "GPU-sim-" + m->id + "-" + std::to_string(g.index);
+      g.name = m->nvml_name_pattern.empty() ? m->name : m->nvml_name_pattern;
+      g.model = core::bench::model_spec(*m);
+      g.memory_total_gib = m->vram_gib;
+      if (!m->compute_capability.empty()) g.compute_capability = m->compute_capability;
+      g.simulated = true;
+      g.sample = []() -> std::optional<core::bench::TelemetryPoint> {
+        core::bench::TelemetryPoint p;
+        p.at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+        p.temperature_c = 62;
+        return p;
+      };
+      out.push_back(std::move(g));
+    }
+  }
+  if (out.empty()) return Error::make(ErrorCode::invalid_field, "--simulate: give MODEL:COUNT, e.g. L40S:2");
+  return out;
+}
+
+std::vector<GpuTarget> cuda_targets() {
+  std::vector<GpuTarget> out;
+#ifdef GPUNEX_HAVE_CUDA
+  for (int d = 0; d < gpu::cuda::device_count(); ++d) {
+    auto p = gpu::cuda::device_props(d);
+    if (!p) continue;
+    GpuTarget g;
+    g.index = static_cast<unsigned>(d);
+    g.uuid = "cuda:" + p->pci_bus_id;
+    g.name = p->name;
+    g.memory_total_gib = static_cast<double>(p->total_mem) / (1ull << 30);
+    g.compute_capability = std::to_string(p->cc_major) + "." + std::to_string(p->cc_minor);
+    g.cuda_ordinal = d;
+    for (const auto& m : core::builtin_catalog()) {
+      if (!m.nvml_name_pattern.empty() && m.nvml_name_pattern == p->name) g.model = core::bench::model_spec(m);
+    }
+    out.push_back(std::move(g));
+  }
+#endif
+  return out;
+}
+
+int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOptions& o, std::ostream& out,
+                      std::ostream& err) {
+  auto only = parse_only(o.only);
+  if (!only) {
+    err << "gpunex-agent bench: " << only.error().message << "\n";
+    return 2;
+  }
+  SuiteOptions so;
+  so.only = *only;
+  so.storage.dir = o.data_dir;
+  so.network.server_url = o.server_url;
+  so.network.api_key = o.api_key;
+  so.network.ca_file = o.ca_file;
+  SuiteRun probe(so);
+  const bool wants_gpu = std::any_of(registry().begin(), registry().end(),
+                                     [&](const BenchCase& c) { return c.per_gpu() && probe.selected(c); });
+  if (wants_gpu && gpus.empty()) {
+    err << "gpunex-agent bench: no GPUs to benchmark"
+        << (compiled_with_cuda() ? "" : " (this agent was compiled without CUDA: real GPUs cannot be benchmarked)")
+        << "; use --simulate MODEL:COUNT, or --only storage,network\n";
+  }
+  Progress progress;
+  if (!o.json) progress = [&err](const std::string& line) { err << "  " << line << "\n" << std::flush; };
+  auto report = run_suite(gpus, so, progress);
+
+  core::bench::Policy policy;
+  bool pass = true;
+  double vram = 0;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    vram += gpus[i].memory_total_gib.value_or(0);
+    if (!gpus[i].model) continue;
+    auto v = core::bench::evaluate_gpu(*gpus[i].model, core::bench::figures_of(report.gpus[i].results),
+                                       core::bench::fold_telemetry(report.gpus[i]), policy);
+    pass = pass && v.pass();
+  }
+  auto summary = summary_json(report, gpus, policy);
+  // Machine checks need storage and network; judge them only when the run measured them.
+  auto selected = [&](core::bench::Metric m) {
+    return std::any_of(registry().begin(), registry().end(),
+                       [&](const BenchCase& c) { return c.metric == m && probe.selected(c); });
+  };
+  const bool machine_measured = selected(core::bench::Metric::storage_seq_read) &&
+                                selected(core::bench::Metric::net_down) && !o.server_url.empty();
+  if (machine_measured) {
+    core::bench::MachineFacts facts;
+    facts.gpu_count = static_cast<unsigned>(gpus.size());
+    facts.total_vram_gib = vram;
+    facts.host_ram_gib = host_ram_gib();
+    facts.cpu_cores = std::max(1u, std::thread::hardware_concurrency());
+    auto figs = core::bench::figures_of(report.machine);
+    if (figs.contains(core::bench::Metric::net_down)) facts.net_down_mbps = figs[core::bench::Metric::net_down];
+    if (figs.contains(core::bench::Metric::net_up)) facts.net_up_mbps = figs[core::bench::Metric::net_up];
+    if (figs.contains(core::bench::Metric::storage_seq_read)) {
+      facts.storage_seq_read_mbs = figs[core::bench::Metric::storage_seq_read];
+    }
+    nlohmann::json mf = nlohmann::json::array();
+    for (const auto& f : core::bench::evaluate_machine(facts, policy)) {
+      pass = false;
+      mf.push_back({{"metric", f.metric}, {"measured", f.measured}, {"expected", f.expected}, {"unit", f.unit},
+                    {"recommendation", f.recommendation}});
+    }
+    summary["machine_failures"] = mf;
+  }
+  if (o.json) {
+    out << summary.dump(2) << "\n";
+  } else {
+    out << format_table(report, gpus, policy);
+    if (summary.contains("machine_failures")) {
+      for (const auto& f : summary["machine_failures"]) {
+        out << "machine: FAIL " << f["metric"].get<std::string>() << " " << f["measured"].get<double>() << " "
+            << f["unit"].get<std::string>() << ", needs " << f["expected"].get<double>() << ": "
+            << f["recommendation"].get<std::string>() << "\n";
+      }
+    }
+  }
+  return pass ? 0 : 1;
+}
+
+}  // namespace gpunex::agent::bench

@@ -1,0 +1,39 @@
+#pragma once
+// `gpunex-agent bench`: runs the suite standalone and prints the table (or JSON).
+// The agent's main parses the flags and calls run_bench_command with the GPUs
+// it found; gpu_targets_* build those GPUs without the GPU backend's types.
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/bench/suite.hpp"
+#include "core/result.hpp"
+
+namespace gpunex::agent::bench {
+
+struct BenchCommandOptions {
+  std::string only;        // "compute,memory,storage,network" (groups or case keys); empty: all
+  bool json = false;
+  std::string server_url;  // network cases need it
+  std::string api_key;
+  std::string ca_file;
+  std::string data_dir = "/var/lib/gpunex";  // storage cases write their temporary file here
+};
+
+//! Splits --only and checks each name against the registry; the error names the unknown one.
+core::Result<std::vector<std::string>> parse_only(const std::string& only);
+
+//! Simulated GPUs from "MODEL:COUNT[,MODEL:COUNT...]" over the built-in catalog, without faults.
+//! (The agent's simulated backend, with faults and machine files, replaces this where it is linked.)
+core::Result<std::vector<GpuTarget>> simulated_targets(const std::string& spec);
+
+//! The CUDA devices this build can see, as benchmark targets; empty without CUDA.
+std::vector<GpuTarget> cuda_targets();
+
+//! Runs the suite and prints it. Exit status: 0 when every GPU and machine check passes, 1 otherwise, 2 on usage.
+int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOptions& options, std::ostream& out,
+                      std::ostream& err);
+
+}  // namespace gpunex::agent::bench
