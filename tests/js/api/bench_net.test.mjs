@@ -1,0 +1,48 @@
+// /v1/bench/net/*: the network benchmark endpoints, for provider API keys only, bounded.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+
+import { TestServer, Client, BACKEND, BIN } from '../lib/server.mjs';
+import { approvedProvider } from '../lib/provider.mjs';
+
+test(`${BACKEND}: bench net endpoints need a provider key and are bounded`, async () => {
+  const server = await new TestServer().start();
+  try {
+    const anon = new Client(server.url);
+    assert.equal((await anon.request('GET', '/v1/bench/net/ping')).status, 401);
+    const customer = new Client(server.url);
+    await customer.signupAndLogin('cust@example.com');
+    assert.equal((await customer.request('GET', '/v1/bench/net/ping')).status, 403);
+
+    const { key } = await approvedProvider(server, 'prov@example.com');
+    const auth = { Authorization: `Bearer ${key}` };
+    const ping = await anon.request('GET', '/v1/bench/net/ping', { headers: auth });
+    assert.equal(ping.status, 200, ping.body);
+    const dl = await fetch(`${server.url}/v1/bench/net/download?bytes=1048576`, { headers: auth });
+    assert.equal(dl.status, 200);
+    assert.equal((await dl.arrayBuffer()).byteLength, 1048576);
+    for (const bad of ['0', '-1', 'lots', String(16 * 1024 * 1024 + 1)]) {
+      const r = await anon.request('GET', `/v1/bench/net/download?bytes=${bad}`, { headers: auth });
+      assert.equal(r.status, 400, bad);
+      assert.equal(r.json.error.field, 'bytes');
+    }
+    const up = await anon.request('POST', '/v1/bench/net/upload', { headers: auth, raw: 'x'.repeat(300000) });
+    assert.equal(up.status, 200, up.body);
+    assert.equal(up.json.bytes, 300000);
+    const tooBig = await anon.request('POST', '/v1/bench/net/upload', { headers: auth, raw: 'x'.repeat(2 << 20) });
+    assert.equal(tooBig.status, 413);
+
+    // The agent's network benchmarks, end to end against this server.
+    const out = execFileSync(path.join(BIN, 'gpunex-agent'), ['bench', '--only', 'network', '--json',
+      '--server', server.url], { env: { ...process.env, GPUNEX_API_KEY: key }, encoding: 'utf8' });
+    const res = JSON.parse(out).report.machine;
+    assert.deepEqual(res.map((r) => r.key),
+      ['network.latency_p50', 'network.latency_p99', 'network.download', 'network.upload']);
+    for (const r of res) assert.equal(r.status, 'ok', JSON.stringify(r));
+    assert.ok(res[2].median > 10, `download ${res[2].median} Mbit/s`);
+  } finally {
+    await server.stop();
+  }
+});

@@ -1,0 +1,31 @@
+// An approved provider with an API key, through the real onboarding API:
+// sign up, apply, submit, approve by a reviewer. For tests and benchmarks
+// that need a provider's key (agent, benchmarks).
+import { Client } from './server.mjs';
+
+let reviewers = 0;
+
+export async function approvedProvider(server, email, { gpus } = {}) {
+  const provider = new Client(server.url);
+  await provider.signupAndLogin(email);
+  const app = {
+    full_name: 'Bench Provider', email, company: 'Bench Ltd',
+    gpus: gpus || [{ model: 'L40S', count: 2, system_ram_gb: 256, download_gbps: 10, upload_gbps: 10,
+      availability: '24/7', location: { city: 'Dublin', country: 'IE', region: 'eu-west' } }],
+    ups: true, commitment_months: 12,
+  };
+  const created = await provider.request('POST', '/v1/applications', { body: app });
+  if (created.status !== 201) throw new Error(`application: ${created.status} ${created.body}`);
+  const sub = await provider.request('POST', `/v1/applications/${created.json.id}/submit`);
+  if (sub.status !== 200) throw new Error(`submit: ${sub.status} ${sub.body}`);
+  const reviewerEmail = `reviewer${++reviewers}.${process.pid}@example.com`;
+  server.createUser(reviewerEmail, 'operator-password-1', 'reviewer');
+  const reviewer = new Client(server.url);
+  await reviewer.login(reviewerEmail, 'operator-password-1');
+  const ok = await reviewer.request('POST', `/v1/review/applications/${created.json.id}/decision`,
+    { body: { decision: 'approve', tier: 'enterprise', note: 'ok' } });
+  if (ok.status !== 200) throw new Error(`approve: ${ok.status} ${ok.body}`);
+  // A fresh login picks up the provider role granted at approval.
+  await provider.login(email, 'correct-horse-battery');
+  return { client: provider, key: ok.json.api_key, applicationId: created.json.id };
+}
