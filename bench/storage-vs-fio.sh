@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The agent's storage benchmarks beside Debian's fio doing the same work: the
+# same folder, file size, block size, direct I/O, one request in flight per
+# thread (fio --ioengine=psync), the same thread count for random reads.
+# Prints both figures and their ratio (agent / fio); they should agree within
+# ±15%. Usage: bench/storage-vs-fio.sh [DIR] [FILE_MIB]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${GPUNEX_BIN_DIR:-build/bin}
+DIR=${1:-build/bench-storage}
+MIB=${2:-256}
+command -v fio >/dev/null || { echo "fio is missing: run scripts/deps.sh" >&2; exit 1; }
+[ -x "$BIN/gpunex-agent" ] || { echo "build gpunex-agent first (ninja -C build gpunex-agent)" >&2; exit 1; }
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"; rm -f "$DIR/fio-bench.tmp"' EXIT
+
+echo "folder: $DIR ($(df -T "$DIR" | awk 'NR==2{print $2}')), file ${MIB} MiB, 1 MiB sequential blocks, 4 KiB random reads x 4 threads, O_DIRECT"
+
+# The agent: 3 passes per sequential case, 3 x 1 s random-read samples; medians.
+"$BIN/gpunex-agent" bench --only storage --json --data-dir "$DIR" >"$WORK/agent.json"
+agent() { jq -r --arg k "$1" '.report.machine[] | select(.key == $k) | .median' "$WORK/agent.json"; }
+
+FIO_COMMON=(--filename="$DIR/fio-bench.tmp" --size="${MIB}M" --direct=1 --ioengine=psync --iodepth=1
+  --output-format=json --group_reporting)
+median3() { sort -g | sed -n 2p; }
+fio_seq() {  # $1: write|read; prints MB/s of one pass
+  fio --name="seq$1" --rw="$1" --bs=1M --end_fsync=1 "${FIO_COMMON[@]}" >"$WORK/fio.json"
+  jq -r ".jobs[0].$1.bw_bytes / 1e6" "$WORK/fio.json"
+}
+fio_rand() {
+  fio --name=randread --rw=randread --bs=4k --numjobs=4 --time_based --runtime=1 "${FIO_COMMON[@]}" >"$WORK/fio.json"
+  jq -r '.jobs[0].read.iops' "$WORK/fio.json"
+}
+fio_seq write >/dev/null  # lay the file out once, as the agent's first pass does
+W=$(for i in 1 2 3; do fio_seq write; done | median3)
+R=$(for i in 1 2 3; do fio_seq read; done | median3)
+I=$(for i in 1 2 3; do fio_rand; done | median3)
+
+printf '%-22s %14s %14s %8s\n' metric agent fio ratio
+row() {
+  awk -v m="$1" -v a="$2" -v f="$3" -v u="$4" 'BEGIN {
+    r = (f > 0) ? a / f : 0
+    printf "%-22s %10.0f %-3s %10.0f %-3s %8.3f %s\n", m, a, u, f, u, r, (r >= 0.85 && r <= 1.15) ? "ok" : "OUTSIDE +-15%"
+  }'
+}
+row storage.seq_write "$(agent storage.seq_write)" "$W" MB/s
+row storage.seq_read "$(agent storage.seq_read)" "$R" MB/s
+row storage.rand_read_4k "$(agent storage.rand_read_4k)" "$I" IOPS
