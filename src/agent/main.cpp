@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   bench->add_option("--server", bo.server_url, "server URL for the network benchmarks")->envname("GPUNEX_SERVER");
   bench->add_option("--api-key", bo.api_key, "provider API key")->envname("GPUNEX_API_KEY");
   bench->add_option("--ca-file", bo.ca_file, "CA bundle for the server's TLS certificate")->envname("GPUNEX_CA_FILE");
+  bench->add_option("--net-bytes", bo.net_bytes, "bytes per network throughput sample");
+  bench->add_option("--net-time", bo.net_time_s, "seconds allowed per network case");
   bench->add_option("--data-dir", bo.data_dir, "folder for the storage benchmark's temporary file");
   try {
     app.parse(argc, argv);

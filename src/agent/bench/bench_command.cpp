@@ -148,6 +148,8 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
   so.network.server_url = o.server_url;
   so.network.api_key = o.api_key;
   so.network.ca_file = o.ca_file;
+  if (o.net_bytes > 0) so.network.download_bytes = so.network.upload_bytes = o.net_bytes;
+  if (o.net_time_s > 0) so.network.max_time_per_case = std::chrono::seconds(o.net_time_s);
   SuiteRun probe(so);
   const bool wants_gpu = std::any_of(registry().begin(), registry().end(),
                                      [&](const BenchCase& c) { return c.per_gpu() && probe.selected(c); });

@@ -3,6 +3,7 @@
 // The agent's main parses the flags and calls run_bench_command with the GPUs
 // it found; gpu_targets_* build those GPUs without the GPU backend's types.
 
+#include <cstdint>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -20,6 +21,8 @@ struct BenchCommandOptions {
   std::string api_key;
   std::string ca_file;
   std::string data_dir = "/var/lib/gpunex";  // storage cases write their temporary file here
+  std::uint64_t net_bytes = 0;      // per network throughput sample; 0: the suite default
+  unsigned net_time_s = 0;          // time budget per network case; 0: the suite default
 };
 
 //! Splits --only and checks each name against the registry; the error names the unknown one.

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The agent's network benchmarks (HTTP to gpunex-server's /v1/bench/net/*)
+# beside Debian's iperf3 on the same loopback: one TCP stream each way, the
+# same number of bytes per sample (iperf3 -n), medians of 3. Prints both and
+# their ratio (agent / iperf3). Usage: bench/network-vs-iperf3.sh [MIB_PER_SAMPLE]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${GPUNEX_BIN_DIR:-build/bin}
+MIB=${1:-256}
+command -v iperf3 >/dev/null || { echo "iperf3 is missing: run scripts/deps.sh" >&2; exit 1; }
+command -v node >/dev/null || { echo "node is missing: run scripts/deps.sh" >&2; exit 1; }
+for b in gpunex-agent gpunex-server; do
+  [ -x "$BIN/$b" ] || { echo "build $b first (ninja -C build $b)" >&2; exit 1; }
+done
+WORK=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+GPUNEX_BIN_DIR=$(cd "$BIN" && pwd) node bench/lib/provider-server.mjs "$WORK/server" >"$WORK/server.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do [ -s "$WORK/server" ] && break; sleep 0.1; done
+[ -s "$WORK/server" ] || { echo "gpunex-server did not start:"; cat "$WORK/server.log"; exit 1; } >&2
+read -r URL KEY <"$WORK/server"
+
+# The agent: 3 samples of MIB each way, 30 s budget per case (far more than loopback needs).
+GPUNEX_API_KEY=$KEY "$BIN/gpunex-agent" bench --only network --json --server "$URL" \
+  --net-bytes "$((MIB * 1048576))" --net-time 30 >"$WORK/agent.json"
+agent() { jq -r --arg k "$1" '.report.machine[] | select(.key == $k) | .median' "$WORK/agent.json"; }
+
+PORT=$(free_port)
+median3() { sort -g | sed -n 2p; }
+iperf() {  # a one-shot iperf3 server per run; $1: "" (client sends: upload) or -R (server sends: download); prints Mbit/s
+  iperf3 -s -1 -p "$PORT" >/dev/null 2>&1 &
+  local spid=$!
+  sleep 0.2
+  iperf3 -c 127.0.0.1 -p "$PORT" -n "${MIB}M" $1 -J >"$WORK/iperf.json"
+  wait "$spid" 2>/dev/null || true
+  jq -r '.end.sum_received.bits_per_second / 1e6' "$WORK/iperf.json"
+}
+DOWN=$(for i in 1 2 3; do iperf -R; done | median3)
+UP=$(for i in 1 2 3; do iperf ""; done | median3)
+
+echo "loopback, one TCP stream, ${MIB} MiB per sample, medians of 3 (agent: HTTP/1.1 via libcurl to gpunex-server)"
+printf '%-20s %16s %16s %8s\n' metric agent iperf3 ratio
+row() {
+  awk -v m="$1" -v a="$2" -v f="$3" 'BEGIN {
+    r = (f > 0) ? a / f : 0
+    printf "%-20s %9.0f Mbit/s %9.0f Mbit/s %8.3f %s\n", m, a, f, r, (r >= 0.85 && r <= 1.15) ? "ok" : "OUTSIDE +-15%"
+  }'
+}
+row network.download "$(agent network.download)" "$DOWN"
+row network.upload "$(agent network.upload)" "$UP"
+printf '%-20s %9.3f ms (p99 %.3f ms)\n' network.latency_p50 "$(agent network.latency_p50)" "$(agent network.latency_p99)"
