@@ -85,15 +85,12 @@ Result<std::vector<double>> simulated(const SuiteRun& run, const GpuTarget& g, M
 #ifdef GPUNEX_HAVE_CUDA
 int gemm_size_for(const SuiteRun& run, const GpuTarget& g) {
   if (run.options().gemm_size > 0) return run.options().gemm_size;
-  return g.memory_total_gib.value_or(0) >= 8 ? 8192 : 4096;
+  return gpu::cuda::gemm_size_for_memory(g.memory_total_gib.value_or(0));
 }
 
 Result<std::vector<double>> real(const SuiteRun& run, const GpuTarget& g, Metric m) {
   namespace cu = gpunex::gpu::cuda;
-  const cu::Timing fma{5, 10, 5};
-  const cu::Timing gemm{50, 20, 5};
-  const cu::Timing mem{3, 10, 5};
-  const cu::Timing link{2, 4, 5};
+  const cu::Timing fma = cu::kFmaTiming, gemm = cu::kGemmTiming, mem = cu::kMemoryTiming, link = cu::kHostLinkTiming;
   const int d = g.cuda_ordinal;
   const int s = gemm_size_for(run, g);
   switch (m) {

@@ -30,6 +30,14 @@ struct Timing {
   int repeats = 5;
 };
 
+//! What the agent's suite uses (and bench/gpu-check.sh with it): ≥ 50 warm-up and 100 timed GEMMs.
+inline constexpr Timing kFmaTiming{5, 10, 5};
+inline constexpr Timing kGemmTiming{50, 20, 5};
+inline constexpr Timing kMemoryTiming{3, 10, 5};
+inline constexpr Timing kHostLinkTiming{2, 4, 5};
+//! The GEMM size: 8192³ where the GPU has the memory (it saturates big GPUs), else 4096³.
+inline int gemm_size_for_memory(double total_gib) { return total_gib >= 8 ? 8192 : 4096; }
+
 int device_count();
 core::Result<DeviceProps> device_props(int ordinal);
 
