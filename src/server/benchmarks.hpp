@@ -1,0 +1,63 @@
+#pragma once
+// Benchmark runs on the server: scheduling (after first registration, weekly,
+// after a driver or GPU change; never two at once on a machine), delivery as a
+// `run_benchmark` command in the heartbeat reply, ingestion of the agent's
+// results (validated, stored with raw samples), each GPU's performance score
+// and quality ratio, delisting at once with a notification naming the failed
+// metric, measured vs expected and a recommendation, and relisting when a
+// later run passes. The judgement itself is core/benchmark.hpp; every function
+// here works inside the caller's transaction.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/benchmark.hpp"
+#include "core/result.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+struct BenchmarkSettings {
+  core::bench::Policy policy;
+  std::int64_t interval_ms = 7LL * 24 * 3600 * 1000;    // a full run this often
+  std::int64_t run_timeout_ms = 2LL * 3600 * 1000;      // a delivered run with no result expires
+  std::int64_t rerun_min_interval_ms = 3600 * 1000;     // a provider's re-run button, per machine
+  std::string base_url;                                  // for links in mails
+};
+
+//! Opens the runs that are due on online machines with no open run. Returns how many.
+std::size_t schedule_benchmarks(store::Tx& tx, const BenchmarkSettings& s, std::int64_t now_ms);
+
+//! The commands for a heartbeat reply: a `run_benchmark` for a requested run (marked delivered), else none.
+//! Expires runs delivered longer ago than the timeout first.
+nlohmann::json benchmark_commands(store::Tx& tx, const std::string& machine_id, const BenchmarkSettings& s,
+                                  std::int64_t now_ms);
+
+//! POST /v1/agent/benchmarks: validates and stores a run, judges each GPU, delists or relists, notifies.
+//! Any fault (malformed, another machine's id or GPU, implausible figures) is a 400 naming the field,
+//! and nothing is stored.
+core::Result<nlohmann::json> record_benchmark_run(store::Tx& tx, const std::string& provider_id,
+                                                  std::string_view body, const BenchmarkSettings& s,
+                                                  std::int64_t now_ms);
+
+//! GET /v1/provider/machines/{id}/benchmarks: per GPU the listing state, the latest figures against the
+//! reference, the score history; and the machine's runs. 404 when not this provider's machine.
+core::Result<nlohmann::json> machine_benchmarks(store::Tx& tx, const std::string& provider_id,
+                                                const std::string& machine_id);
+
+//! The provider's re-run: 404 not theirs, 409 a run is open, 429 within the minimum interval.
+core::Result<nlohmann::json> request_benchmark_rerun(store::Tx& tx, const std::string& provider_id,
+                                                     const std::string& machine_id, const BenchmarkSettings& s,
+                                                     std::int64_t now_ms);
+
+//! The listing state of a GPU for the marketplace: perf score, whether it is listed.
+struct GpuListing {
+  bool listed = false;
+  std::optional<double> perf_score;
+};
+std::optional<GpuListing> gpu_listing(store::Tx& tx, const std::string& machine_id, const std::string& uuid);
+
+}  // namespace gpunex::server
