@@ -1,0 +1,88 @@
+// Benchmarks: the agent's results (POST /v1/agent/benchmarks), the provider's
+// view per machine and the rate-limited re-run button.
+
+#include "server/app.hpp"
+#include "server/benchmarks.hpp"
+#include "server/machines.hpp"
+
+namespace gpunex::server {
+
+using core::Error;
+using core::ErrorCode;
+
+namespace {
+
+BenchmarkSettings settings_of(const Config& c) {
+  BenchmarkSettings s;
+  s.base_url = c.base_url();
+  s.interval_ms = static_cast<std::int64_t>(c.benchmark_interval_hours) * 3600 * 1000;
+  s.rerun_min_interval_ms = static_cast<std::int64_t>(c.benchmark_rerun_min_minutes) * 60 * 1000;
+  return s;
+}
+
+std::string caller_provider(Ctx& ctx, store::Tx& tx) {
+  if (ctx.principal->via == Principal::Via::api_key) return provider_id_for_api_key(tx, ctx.principal->api_key_id);
+  return provider_id_for_user(tx, ctx.principal->user.id);
+}
+
+Error not_a_provider() {
+  return Error::make(ErrorCode::forbidden, "only providers have machines; apply to provide GPUs first")
+      .with_code("not_a_provider");
+}
+
+http::Response agent_benchmarks(Ctx& ctx) {
+  if (ctx.principal == nullptr || ctx.principal->via != Principal::Via::api_key) {
+    return http::Response::error(
+        Error::make(ErrorCode::forbidden, "agent endpoints take a provider API key (Authorization: Bearer gpx_...)")
+            .with_code("api_key_required"));
+  }
+  const auto settings = settings_of(ctx.config());
+  const auto now = store::now_ms();
+  auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    const std::string pid = provider_id_for_api_key(tx, ctx.principal->api_key_id);
+    if (pid.empty()) {
+      return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
+    }
+    return record_benchmark_run(tx, pid, ctx.req.body, settings, now);
+  });
+  if (!out) return http::Response::error(out.error());
+  return http::Response::json(200, *out);
+}
+
+http::Response provider_benchmarks(Ctx& ctx) {
+  const std::string id = ctx.req.param("id");
+  auto out = ctx.store().transact(
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        const std::string pid = caller_provider(ctx, tx);
+        if (pid.empty()) return not_a_provider();
+        return machine_benchmarks(tx, pid, id);
+      },
+      store::TxMode::read);
+  if (!out) return http::Response::error(out.error());
+  return http::Response::json(200, *out);
+}
+
+http::Response rerun(Ctx& ctx) {
+  const std::string id = ctx.req.param("id");
+  const auto settings = settings_of(ctx.config());
+  const auto now = store::now_ms();
+  auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    const std::string pid = caller_provider(ctx, tx);
+    if (pid.empty()) return not_a_provider();
+    return request_benchmark_rerun(tx, pid, id, settings, now);
+  });
+  if (!out) return http::Response::error(out.error());
+  return http::Response::json(202, *out);
+}
+
+}  // namespace
+
+void register_benchmarks_api(App& app) {
+  app.route(http::Method::post, "/v1/agent/benchmarks", RouteOptions::signed_in().no_idempotency().api_key_allowed(),
+            agent_benchmarks);
+  auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
+  app.route(http::Method::get, "/v1/provider/machines/{id}/benchmarks", provider, provider_benchmarks);
+  app.route(http::Method::post, "/v1/provider/machines/{id}/benchmarks/run", provider, rerun);
+}
+
+}  // namespace gpunex::server
