@@ -41,7 +41,9 @@ nlohmann::json toml_to_json(const toml::node& n) {
   return s.str();
 }
 
-int need_login(Context& ctx) { return ctx.fail("not logged in to " + ctx.server + "; run `gpunex login`"); }
+int need_login(Context& ctx) {
+  return ctx.fail("not logged in to " + ctx.server + "; run `gpunex login`");
+}
 
 //! GET/POST/... that must answer `expect`; on success parses the body into `out`.
 int request_json(Context& ctx, const std::string& method, const std::string& path,
@@ -78,7 +80,9 @@ std::string describe_application(const nlohmann::json& a) {
         << ")\n";
     }
   }
-  if (a.contains("ups")) s << "UPS: " << (a["ups"].get<bool>() ? "yes" : "no") << "; commitment: " << str(a, "commitment_months") << " months\n";
+  if (a.contains("ups"))
+    s << "UPS: " << (a["ups"].get<bool>() ? "yes" : "no") << "; commitment: " << str(a, "commitment_months")
+      << " months\n";
   s << "suggested tier: " << str(a, "suggested_tier");
   if (a.contains("tier") && a["tier"].is_string()) s << "; tier: " << a["tier"].get<std::string>();
   s << "\n";
@@ -109,7 +113,8 @@ std::string describe_application(const nlohmann::json& a) {
 class ApplyCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    auto* c = parent.add_subcommand("apply", "apply to provide GPUs from a TOML file (see docs/application.example.toml)");
+    auto* c =
+        parent.add_subcommand("apply", "apply to provide GPUs from a TOML file (see docs/application.example.toml)");
     c->add_option("--file", file_, "the application, in TOML")->required()->check(CLI::ExistingFile);
     c->add_flag("--draft", draft_, "only save it as a draft; do not submit");
     return c;
@@ -239,18 +244,21 @@ class ReviewShowCommand : public Command {
 //! approve, reject or needs-info: one command type, three verbs.
 class ReviewDecideCommand : public Command {
  public:
-  ReviewDecideCommand(std::string verb, std::string decision) : verb_(std::move(verb)), decision_(std::move(decision)) {}
+  ReviewDecideCommand(std::string verb, std::string decision)
+      : verb_(std::move(verb)), decision_(std::move(decision)) {}
 
   CLI::App* add_to(CLI::App& parent) override {
     const bool approve = decision_ == "approve";
     auto* c = group(parent, "review", "review provider applications (reviewers)")
-                  ->add_subcommand(verb_, approve ? "approve an application with a tier"
-                                                  : decision_ == "reject" ? "reject an application (a note is required)"
-                                                                          : "send an application back for more information");
+                  ->add_subcommand(verb_, approve                 ? "approve an application with a tier"
+                                          : decision_ == "reject" ? "reject an application (a note is required)"
+                                                                  : "send an application back for more information");
     c->add_option("id", id_, "application id")->required();
     auto* note = c->add_option("--note", note_, "the note for the applicant");
     if (approve) {
-      c->add_option("--tier", tier_, "community or enterprise")->required()->check(CLI::IsMember({"community", "enterprise"}));
+      c->add_option("--tier", tier_, "community or enterprise")
+          ->required()
+          ->check(CLI::IsMember({"community", "enterprise"}));
       c->add_option("--add-model-id", model_id_, "add the applicant's \"other\" GPU to the catalog with this id");
       c->add_option("--add-model-name", model_name_, "its display name");
       c->add_option("--add-model-vram", model_vram_, "its memory in GiB");
@@ -354,19 +362,35 @@ class KeysRevokeCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_apply_command() { return std::make_unique<ApplyCommand>(); }
-std::unique_ptr<Command> make_application_status_command() { return std::make_unique<ApplicationStatusCommand>(); }
-std::unique_ptr<Command> make_review_list_command() { return std::make_unique<ReviewListCommand>(); }
-std::unique_ptr<Command> make_review_show_command() { return std::make_unique<ReviewShowCommand>(); }
+std::unique_ptr<Command> make_apply_command() {
+  return std::make_unique<ApplyCommand>();
+}
+std::unique_ptr<Command> make_application_status_command() {
+  return std::make_unique<ApplicationStatusCommand>();
+}
+std::unique_ptr<Command> make_review_list_command() {
+  return std::make_unique<ReviewListCommand>();
+}
+std::unique_ptr<Command> make_review_show_command() {
+  return std::make_unique<ReviewShowCommand>();
+}
 std::unique_ptr<Command> make_review_approve_command() {
   return std::make_unique<ReviewDecideCommand>("approve", "approve");
 }
-std::unique_ptr<Command> make_review_reject_command() { return std::make_unique<ReviewDecideCommand>("reject", "reject"); }
+std::unique_ptr<Command> make_review_reject_command() {
+  return std::make_unique<ReviewDecideCommand>("reject", "reject");
+}
 std::unique_ptr<Command> make_review_needs_info_command() {
   return std::make_unique<ReviewDecideCommand>("needs-info", "needs_info");
 }
-std::unique_ptr<Command> make_keys_list_command() { return std::make_unique<KeysListCommand>(); }
-std::unique_ptr<Command> make_keys_rotate_command() { return std::make_unique<KeysRotateCommand>(); }
-std::unique_ptr<Command> make_keys_revoke_command() { return std::make_unique<KeysRevokeCommand>(); }
+std::unique_ptr<Command> make_keys_list_command() {
+  return std::make_unique<KeysListCommand>();
+}
+std::unique_ptr<Command> make_keys_rotate_command() {
+  return std::make_unique<KeysRotateCommand>();
+}
+std::unique_ptr<Command> make_keys_revoke_command() {
+  return std::make_unique<KeysRevokeCommand>();
+}
 
 }  // namespace gpunex::cli
