@@ -54,6 +54,17 @@ class Command {
 std::unique_ptr<Command> make_login_command();
 std::unique_ptr<Command> make_logout_command();
 std::unique_ptr<Command> make_whoami_command();
+// Provider onboarding (onboarding_commands.cpp).
+std::unique_ptr<Command> make_apply_command();
+std::unique_ptr<Command> make_application_status_command();
+std::unique_ptr<Command> make_review_list_command();
+std::unique_ptr<Command> make_review_show_command();
+std::unique_ptr<Command> make_review_approve_command();
+std::unique_ptr<Command> make_review_reject_command();
+std::unique_ptr<Command> make_review_needs_info_command();
+std::unique_ptr<Command> make_keys_list_command();
+std::unique_ptr<Command> make_keys_rotate_command();
+std::unique_ptr<Command> make_keys_revoke_command();
 
 //! Sends a request with the stored token; returns the response or prints the failure.
 core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, const std::string& path,
