@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   bench->add_option("--ca-file", bo.ca_file, "CA bundle for the server's TLS certificate")->envname("GPUNEX_CA_FILE");
   bench->add_option("--net-bytes", bo.net_bytes, "bytes per network throughput sample");
   bench->add_option("--net-time", bo.net_time_s, "seconds allowed per network case");
+  bench->add_flag("--submit", bo.submit, "send the results to the server (needs --server, --api-key, --machine-id)");
+  bench->add_option("--machine-id", bo.machine_id, "this machine's id at the server");
+  bench->add_option("--run-id", bo.run_id, "the server's run id, when it asked for the run");
   bench->add_option("--data-dir", bo.data_dir, "folder for the storage benchmark's temporary file");
   try {
     app.parse(argc, argv);

@@ -9,6 +9,7 @@
 
 #include "core/gpu_catalog.hpp"
 #include "core/text.hpp"
+#include "util/http_client.hpp"
 
 #ifdef GPUNEX_HAVE_CUDA
 #include "gpu/cuda/cuda_bench.hpp"
@@ -135,6 +136,25 @@ std::vector<GpuTarget> cuda_targets() {
   return out;
 }
 
+core::Result<nlohmann::json> submit_report(const core::bench::RunReport& report, const std::string& server_url,
+                                           const std::string& api_key, const std::string& ca_file) {
+  util::HttpClientOptions opts;
+  opts.ca_file = ca_file;
+  util::HttpClient client(server_url, opts);
+  auto r = client.request("POST", "/v1/agent/benchmarks", core::bench::to_json(report).dump(),
+                          {{"Authorization", "Bearer " + api_key}});
+  if (!r) return r.error();
+  auto body = nlohmann::json::parse(r->body, nullptr, false);
+  if (r->status != 200) {
+    std::string msg = "the server refused the benchmark results: HTTP " + std::to_string(r->status);
+    if (body.is_object() && body.contains("error") && body["error"].contains("message")) {
+      msg += ": " + body["error"]["message"].get<std::string>();
+    }
+    return Error::make(r->status == 401 ? ErrorCode::unauthenticated : ErrorCode::unavailable, msg);
+  }
+  return body;
+}
+
 int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOptions& o, std::ostream& out,
                       std::ostream& err) {
   auto only = parse_only(o.only);
@@ -161,6 +181,8 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
   Progress progress;
   if (!o.json) progress = [&err](const std::string& line) { err << "  " << line << "\n" << std::flush; };
   auto report = run_suite(gpus, so, progress);
+  report.machine_id = o.machine_id;
+  report.run_id = o.run_id;
 
   core::bench::Policy policy;
   bool pass = true;
@@ -200,6 +222,17 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
     }
     summary["machine_failures"] = mf;
   }
+  int status = pass ? 0 : 1;
+  if (o.submit) {
+    auto sent = submit_report(report, o.server_url, o.api_key, o.ca_file);
+    if (!sent) {
+      err << "gpunex-agent bench: " << sent.error().message << "\n";
+      status = 1;
+    } else {
+      summary["server"] = *sent;
+      if (!o.json) err << "  submitted: " << sent->dump() << "\n";
+    }
+  }
   if (o.json) {
     out << summary.dump(2) << "\n";
   } else {
@@ -212,7 +245,7 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
       }
     }
   }
-  return pass ? 0 : 1;
+  return status;
 }
 
 }  // namespace gpunex::agent::bench

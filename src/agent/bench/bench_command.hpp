@@ -23,6 +23,9 @@ struct BenchCommandOptions {
   std::string data_dir = "/var/lib/gpunex";  // storage cases write their temporary file here
   std::uint64_t net_bytes = 0;      // per network throughput sample; 0: the suite default
   unsigned net_time_s = 0;          // time budget per network case; 0: the suite default
+  bool submit = false;              // POST the run to the server (POST /v1/agent/benchmarks)
+  std::string machine_id;           // the machine the run belongs to (from the agent's identity)
+  std::optional<std::string> run_id;  // the server's run, when it asked for this one
 };
 
 //! Splits --only and checks each name against the registry; the error names the unknown one.
@@ -34,6 +37,10 @@ core::Result<std::vector<GpuTarget>> simulated_targets(const std::string& spec);
 
 //! The CUDA devices this build can see, as benchmark targets; empty without CUDA.
 std::vector<GpuTarget> cuda_targets();
+
+//! POSTs a run to the server; the reply (scores, listing) or the server's error.
+core::Result<nlohmann::json> submit_report(const core::bench::RunReport& report, const std::string& server_url,
+                                           const std::string& api_key, const std::string& ca_file);
 
 //! Runs the suite and prints it. Exit status: 0 when every GPU and machine check passes, 1 otherwise, 2 on usage.
 int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOptions& options, std::ostream& out,
