@@ -1,0 +1,181 @@
+// Benchmarks end to end: the real gpunex-agent on simulated GPUs gets a
+// run_benchmark command in a heartbeat reply, runs the suite (storage and
+// network for real, against this server) and submits it; the server delists a
+// GPU that falls short with a notification naming the metric, the ratio and
+// what to do, and relists it when a later run passes. Forged or malformed
+// result bodies are refused with 400 naming the field, and nothing is stored.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BIN, BACKEND, TestServer, Client } from '../lib/server.mjs';
+import { approvedProvider } from '../lib/provider.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what, fn, timeoutMs = 60000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+// The agent's host has 23 GiB of RAM on CI; a 1:2 RAM:VRAM policy keeps the machine checks about the GPU.
+const SERVER_ARGS = ['--benchmark-schedule-interval-ms', '300', '--benchmark-host-ram-per-vram', '0.25'];
+
+class Agent {
+  constructor(serverUrl, key, dataDir, machineFile) {
+    this.logs = [];
+    this.proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dataDir,
+      '--heartbeat-interval', '1', '--simulate', machineFile, '--bench-storage-mib', '32', '--bench-net-mib', '8'],
+    { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc.stdout.on('data', (d) => this.logs.push(d.toString()));
+    this.proc.stderr.on('data', (d) => this.logs.push(d.toString()));
+    this.exited = new Promise((resolve) => this.proc.on('exit', (code) => resolve(code)));
+  }
+  async stop() {
+    if (this.proc.exitCode === null) this.proc.kill('SIGTERM');
+    return this.exited;
+  }
+}
+
+function machineFile(dir, faults) {
+  const file = path.join(dir, 'machine.toml');
+  const extra = Object.entries(faults).map(([k, v]) => `${k} = ${v}`).join('\n');
+  writeFileSync(file, `[[gpu]]\nmodel = "L40S"\ncount = 1\n${extra}\n`);
+  return file;
+}
+
+async function onlyMachine(client) {
+  return until('the machine to register', async () => {
+    const r = await client.request('GET', '/v1/provider/machines');
+    return r.status === 200 && r.json.items.length === 1 ? r.json.items[0].id : null;
+  });
+}
+
+async function completedRuns(client, id, n) {
+  return until(`${n} completed benchmark run(s)`, async () => {
+    const r = await client.request('GET', `/v1/provider/machines/${id}/benchmarks`);
+    assert.equal(r.status, 200, r.body);
+    return r.json.runs.filter((x) => x.status === 'completed').length >= n ? r.json : null;
+  }, 90000);
+}
+
+test(`${BACKEND}: perf factor 0.7 delists naming FP16 tensor throughput; 1.0 and a re-run relists`, async () => {
+  const server = await new TestServer(SERVER_ARGS).start();
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
+  let agent;
+  try {
+    const { client, key } = await approvedProvider(server, 'slow@example.com');
+    agent = new Agent(server.url, key, dir, machineFile(dir, { perf_factor: 0.7 }));
+    const id = await onlyMachine(client);
+    const first = await completedRuns(client, id, 1);
+    assert.equal(first.runs.find((r) => r.status === 'completed').reason, 'first_registration');
+    const gpu = first.gpus[0];
+    assert.equal(gpu.listed, false, JSON.stringify(gpu));
+    assert.match(gpu.delist_reason, /FP16 tensor throughput/);
+    assert.match(gpu.delist_reason, /ratio 0\.70/);
+    assert.ok(Math.abs(gpu.quality_ratio - 0.7) < 0.01, `quality ${gpu.quality_ratio}`);
+    assert.ok(gpu.latest.figures['compute.fp16_tensor'] > 0);
+    assert.ok(gpu.latest.expected['compute.fp16_tensor'] > gpu.latest.figures['compute.fp16_tensor']);
+    assert.ok(gpu.latest.figures['storage.seq_read'] === undefined, 'machine figures are not GPU figures');
+
+    const notes = await client.request('GET', '/v1/notifications');
+    const delisted = notes.json.items.find((n) => n.kind === 'gpu_delisted');
+    assert.ok(delisted, JSON.stringify(notes.json));
+    assert.match(delisted.title, /FP16 tensor throughput/);
+    assert.match(delisted.body, /ratio 0\.70/);
+
+    await agent.stop();
+    agent = new Agent(server.url, key, dir, machineFile(dir, { perf_factor: 1.0 }));
+    const rerun = await client.request('POST', `/v1/provider/machines/${id}/benchmarks/run`);
+    assert.equal(rerun.status, 202, rerun.body);
+    const again = await client.request('POST', `/v1/provider/machines/${id}/benchmarks/run`);
+    assert.equal(again.status, 409, again.body);  // one at a time
+    const second = await completedRuns(client, id, 2);
+    assert.equal(second.gpus[0].listed, true, JSON.stringify(second.gpus[0]));
+    assert.equal(second.gpus[0].delist_reason, null);
+    assert.ok(second.gpus[0].history.length >= 2);
+    const notes2 = await client.request('GET', '/v1/notifications');
+    assert.ok(notes2.json.items.find((n) => n.kind === 'gpu_relisted'), JSON.stringify(notes2.json));
+    const soon = await client.request('POST', `/v1/provider/machines/${id}/benchmarks/run`);
+    assert.equal(soon.status, 429, soon.body);  // rate-limited
+  } finally {
+    if (agent) await agent.stop();
+    await server.stop();
+  }
+});
+
+test(`${BACKEND}: a thermal-throttle fault recommends cooling`, async () => {
+  const server = await new TestServer(SERVER_ARGS).start();
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
+  let agent;
+  try {
+    const { client, key } = await approvedProvider(server, 'hot@example.com');
+    agent = new Agent(server.url, key, dir, machineFile(dir, { thermal_throttle: true }));
+    const id = await onlyMachine(client);
+    const run = await completedRuns(client, id, 1);
+    const gpu = run.gpus[0];
+    assert.equal(gpu.listed, false);
+    assert.match(gpu.recommendation, /cooling/);
+    assert.equal(gpu.latest.failures[0].cause, 'thermal_throttling');
+  } finally {
+    if (agent) await agent.stop();
+    await server.stop();
+  }
+});
+
+test(`${BACKEND}: forged and malformed results are refused, nothing stored`, async () => {
+  const server = await new TestServer(SERVER_ARGS).start();
+  const dirA = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
+  const dirB = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
+  const agents = [];
+  try {
+    const a = await approvedProvider(server, 'alice@example.com');
+    const b = await approvedProvider(server, 'bob@example.com');
+    agents.push(new Agent(server.url, a.key, dirA, machineFile(dirA, {})));
+    agents.push(new Agent(server.url, b.key, dirB, machineFile(dirB, {})));
+    const idA = await onlyMachine(a.client);
+    const idB = await onlyMachine(b.client);
+    const runsA = await completedRuns(a.client, idA, 1);
+    await completedRuns(b.client, idB, 1);
+    const uuid = runsA.gpus[0].uuid;
+
+    const good = {
+      protocol: 1, machine_id: idA, simulated: true, started_at_ms: Date.now() - 1000, finished_at_ms: Date.now(),
+      gpus: [{ index: 0, uuid, results: [{ key: 'compute.fp16_tensor', status: 'ok', median: 290, samples: [289, 290, 291] }] }],
+      machine: [],
+    };
+    const post = (key, body, raw) => new Client(server.url).request('POST', '/v1/agent/benchmarks',
+      { headers: { Authorization: `Bearer ${key}` }, ...(raw ? { raw, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' } } : { body }) });
+    const cases = [
+      ['another provider\'s machine', b.key, good, 'machine_id'],
+      ['negative figure', a.key, { ...good, gpus: [{ ...good.gpus[0], results: [{ ...good.gpus[0].results[0], median: -1 }] }] }, 'gpus[0].results[0].median'],
+      ['absurd figure', a.key, { ...good, gpus: [{ ...good.gpus[0], results: [{ ...good.gpus[0].results[0], median: 5000, samples: [5000] }] }] }, 'gpus[0].results[0].median'],
+      ['another GPU', a.key, { ...good, gpus: [{ ...good.gpus[0], uuid: 'GPU-not-mine' }] }, 'gpus[0].uuid'],
+      ['unknown run', a.key, { ...good, run_id: 'bench_nope' }, 'run_id'],
+    ];
+    for (const [name, key, body, field] of cases) {
+      const r = await post(key, body);
+      assert.equal(r.status, 400, `${name}: ${r.body}`);
+      assert.equal(r.json.error.field, field, `${name}: ${r.body}`);
+    }
+    const nan = await post(a.key, null, JSON.stringify(good).replace('"median":290', '"median":NaN'));
+    assert.equal(nan.status, 400, nan.body);
+    assert.equal(nan.json.error.field, 'median');
+
+    const after = await a.client.request('GET', `/v1/provider/machines/${idA}/benchmarks`);
+    assert.equal(after.json.runs.filter((r) => r.status === 'completed').length, 1, 'nothing stored');
+    assert.equal(after.json.gpus[0].history.length, 1);
+    const ok = await post(a.key, good);
+    assert.equal(ok.status, 200, ok.body);
+  } finally {
+    for (const ag of agents) await ag.stop();
+    await server.stop();
+  }
+});
