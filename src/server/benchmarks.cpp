@@ -76,6 +76,16 @@ void tell_provider(Tx& tx, const std::string& provider_id, const std::string& ki
 
 }  // namespace
 
+BenchmarkSettings benchmark_settings(const Config& c) {
+  BenchmarkSettings s;
+  s.base_url = c.base_url();
+  s.interval_ms = static_cast<std::int64_t>(c.benchmark_interval_hours) * 3600 * 1000;
+  s.rerun_min_interval_ms = static_cast<std::int64_t>(c.benchmark_rerun_min_minutes) * 60 * 1000;
+  s.policy.min_quality_ratio = c.benchmark_min_quality_pct / 100.0;
+  s.policy.host_ram_per_vram = c.benchmark_host_ram_pct / 100.0;
+  return s;
+}
+
 std::size_t schedule_benchmarks(Tx& tx, const BenchmarkSettings& s, std::int64_t now) {
   std::size_t opened = 0;
   // Rentals are not in the store yet; when they are, machines whose GPUs are rented are skipped here.

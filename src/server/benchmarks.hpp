@@ -16,6 +16,7 @@
 
 #include "core/benchmark.hpp"
 #include "core/result.hpp"
+#include "server/config.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {
@@ -27,6 +28,9 @@ struct BenchmarkSettings {
   std::int64_t rerun_min_interval_ms = 3600 * 1000;     // a provider's re-run button, per machine
   std::string base_url;                                  // for links in mails
 };
+
+//! The settings from the server's configuration.
+BenchmarkSettings benchmark_settings(const Config& c);
 
 //! Opens the runs that are due on online machines with no open run. Returns how many.
 std::size_t schedule_benchmarks(store::Tx& tx, const BenchmarkSettings& s, std::int64_t now_ms);

@@ -164,6 +164,16 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::mail_poll_interval_ms, 10, 3600000));
     k.push_back(int_key("mail_retry_base_ms", "first mail retry delay in milliseconds (doubles per attempt, max 1 h)",
                         &Config::mail_retry_base_ms, 10, 3600000));
+    k.push_back(int_key("benchmark_interval_hours", "hours between full benchmark runs of a machine",
+                        &Config::benchmark_interval_hours, 1, 24 * 365));
+    k.push_back(int_key("benchmark_rerun_min_minutes", "minutes a provider waits between benchmark re-runs",
+                        &Config::benchmark_rerun_min_minutes, 0, 24 * 60));
+    k.push_back(int_key("benchmark_schedule_interval_ms", "milliseconds between looks for due benchmark runs",
+                        &Config::benchmark_schedule_interval_ms, 10, 3600000));
+    k.push_back(int_key("benchmark_min_quality_pct", "quality ratio (percent of the model's expected figures) that "
+                        "delists below it", &Config::benchmark_min_quality_pct, 1, 100));
+    k.push_back(int_key("benchmark_host_ram_pct", "host RAM a machine needs, in percent of its total VRAM",
+                        &Config::benchmark_host_ram_pct, 0, 1000));
     return k;
   }();
   return keys;

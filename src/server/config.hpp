@@ -39,6 +39,11 @@ struct Config {
   std::string mail_from = "GPUnex <noreply@gpunex.localhost>";
   int mail_poll_interval_ms = 5000;  // how often the mail worker looks at the outbox
   int mail_retry_base_ms = 30000;    // first retry delay; doubles per failed attempt, capped at one hour
+  int benchmark_interval_hours = 168;         // a full benchmark run this often (and after driver/GPU changes)
+  int benchmark_rerun_min_minutes = 60;       // a provider's re-run button, per machine
+  int benchmark_schedule_interval_ms = 60000; // how often the scheduler looks for due runs
+  int benchmark_min_quality_pct = 85;         // quality ratio below this delists
+  int benchmark_host_ram_pct = 100;           // host RAM needed, as a share of the machine's total VRAM
 
   //! host and port parsed from listen.
   std::string host() const;

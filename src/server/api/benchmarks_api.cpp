@@ -12,13 +12,7 @@ using core::ErrorCode;
 
 namespace {
 
-BenchmarkSettings settings_of(const Config& c) {
-  BenchmarkSettings s;
-  s.base_url = c.base_url();
-  s.interval_ms = static_cast<std::int64_t>(c.benchmark_interval_hours) * 3600 * 1000;
-  s.rerun_min_interval_ms = static_cast<std::int64_t>(c.benchmark_rerun_min_minutes) * 60 * 1000;
-  return s;
-}
+BenchmarkSettings settings_of(const Config& c) { return benchmark_settings(c); }
 
 std::string caller_provider(Ctx& ctx, store::Tx& tx) {
   if (ctx.principal->via == Principal::Via::api_key) return provider_id_for_api_key(tx, ctx.principal->api_key_id);
