@@ -12,10 +12,14 @@ PACKAGES=(
   libsodium-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libhowardhinnant-date-dev
   libgtest-dev tzdata
   # run and test
-  postgresql sqlite3 python3 python3-aiosmtpd chromium nodejs npm bats curl openssl libxml2-utils
+  postgresql sqlite3 python3 python3-aiosmtpd chromium bats curl openssl libxml2-utils
   # benchmarks
   wrk nginx-light fio iperf3
 )
+
+# Node.js may come from Debian (nodejs + npm) or from a nodejs package that bundles npm.
+command -v node >/dev/null || PACKAGES+=(nodejs)
+command -v npm >/dev/null || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

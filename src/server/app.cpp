@@ -177,7 +177,7 @@ http::Response App::handle(http::Request& req) {
   req.request_id = sane_request_id(rid) ? rid : util::random_token(12);
 
   http::Response resp;
-  auto match = router_.match(req.method, req.path);
+  auto match = router_.match(req);
   std::string route_name = match.pattern;
   try {
     switch (match.kind) {

@@ -68,6 +68,9 @@ struct Response {
 
 using Handler = std::function<Response(Request&)>;
 
+//! Parses one complete HTTP/1.1 request from bytes (the fuzzer's entry; the server parses incrementally).
+core::Result<Request> parse_raw_request(std::string_view raw, std::size_t body_limit);
+
 //! Splits "a=1&b=x%20y" into decoded pairs.
 std::map<std::string, std::string, std::less<>> parse_query(std::string_view query);
 //! Percent-decodes; '+' becomes a space only when form is true. Returns nullopt on a bad escape.

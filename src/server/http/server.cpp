@@ -98,7 +98,49 @@ bhttp::response<bhttp::string_body> make_error(unsigned version, core::ErrorCode
   return res;
 }
 
+// Turns a parsed Beast message into a Request (method, target, path, query, headers, body).
+core::Result<Request> request_from_message(bhttp::request<bhttp::string_body>&& msg) {
+  Request req;
+  req.method = parse_method(std::string_view(msg.method_string().data(), msg.method_string().size()));
+  req.target = std::string(msg.target());
+  for (const auto& f : msg) {
+    req.headers.emplace(lower(std::string_view(f.name_string().data(), f.name_string().size())),
+                        std::string(f.value()));
+  }
+  req.body = std::move(msg.body());
+  std::string_view target = req.target;
+  auto q = target.find('?');
+  req.raw_path = std::string(target.substr(0, q));
+  if (q != std::string_view::npos) req.query = parse_query(target.substr(q + 1));
+  auto decoded = percent_decode(req.raw_path, false);
+  if (!decoded || req.raw_path.empty() || req.raw_path.front() != '/') {
+    return core::Error::make(core::ErrorCode::bad_request, "bad request target");
+  }
+  req.path = std::move(*decoded);
+  return req;
+}
+
 }  // namespace
+
+core::Result<Request> parse_raw_request(std::string_view raw, std::size_t body_limit) {
+  bhttp::request_parser<bhttp::string_body> parser;
+  parser.header_limit(16 * 1024);
+  parser.body_limit(body_limit);
+  parser.eager(true);
+  beast::error_code ec;
+  std::size_t offset = 0;
+  while (!ec && !parser.is_done() && offset < raw.size()) {
+    std::size_t used = parser.put(net::buffer(raw.data() + offset, raw.size() - offset), ec);
+    if (used == 0) break;
+    offset += used;
+  }
+  if (ec == bhttp::error::need_more) ec = {};
+  if (!ec && !parser.is_done()) parser.put_eof(ec);
+  if (ec || !parser.is_done()) {
+    return core::Error::make(core::ErrorCode::bad_request, "malformed HTTP request");
+  }
+  return request_from_message(parser.release());
+}
 
 // What stop() needs from a session, independent of the stream type.
 class SessionBase {
@@ -276,27 +318,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void handle() {
     auto& msg = parser_->get();
     ++served_;
-    Request req;
-    req.method = parse_method(std::string_view(msg.method_string().data(), msg.method_string().size()));
-    req.target = std::string(msg.target());
-    req.tls = is_tls;
-    req.remote_ip = remote_ip_;
-    for (const auto& f : msg) {
-      req.headers.emplace(lower(std::string_view(f.name_string().data(), f.name_string().size())),
-                          std::string(f.value()));
-    }
-    req.body = std::move(msg.body());
-    std::string_view target = req.target;
-    auto q = target.find('?');
-    req.raw_path = std::string(target.substr(0, q));
-    if (q != std::string_view::npos) req.query = parse_query(target.substr(q + 1));
-    auto decoded = percent_decode(req.raw_path, false);
     bool keep_alive = msg.keep_alive();
     unsigned version = msg.version();
-    if (!decoded || req.raw_path.empty() || req.raw_path.front() != '/') {
-      return send(make_error(version, core::ErrorCode::bad_request, "bad request target"));
-    }
-    req.path = std::move(*decoded);
+    auto parsed = request_from_message(std::move(msg));
+    if (!parsed) return send(make_error(version, core::ErrorCode::bad_request, parsed.error().message));
+    Request req = std::move(*parsed);
+    req.tls = is_tls;
+    req.remote_ip = remote_ip_;
     auto id = req.header("x-request-id");
     req.request_id = valid_request_id(id) ? id : new_request_id();
 

@@ -64,7 +64,10 @@ export class TestServer {
   async stop() {
     if (!this.proc || this.proc.exitCode !== null) return;
     this.proc.kill('SIGTERM');
-    const r = await Promise.race([this.exited, sleep(15000).then(() => null)]);
+    let timer;
+    const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve(null), 15000); });
+    const r = await Promise.race([this.exited, timeout]);
+    clearTimeout(timer);
     if (!r) this.proc.kill('SIGKILL');
     return r;
   }
