@@ -39,7 +39,11 @@ void sleep_until(Clock::time_point until, const std::atomic<bool>& stop) {
 class Runner {
  public:
   Runner(const AgentConfig& cfg, gpu::GpuBackend& backend, AgentState& state, std::atomic<bool>& stop)
-      : cfg_(cfg), backend_(backend), state_(state), stop_(stop), rng_(std::random_device{}()),
+      : cfg_(cfg),
+        backend_(backend),
+        state_(state),
+        stop_(stop),
+        rng_(std::random_device{}()),
         client_(cfg.server_url, util::HttpClientOptions{cfg.request_timeout, cfg.ca_file, true, ""}) {}
 
   ExitCode run();
@@ -101,15 +105,16 @@ void Runner::backoff(const char* what, const std::string& detail) {
   ++attempt_;
   retry_at_ = Clock::now() + delay;
   util::log_event("warn", what,
-                  {{"detail", detail}, {"retry_in_ms", delay.count()}, {"attempt", attempt_},
+                  {{"detail", detail},
+                   {"retry_in_ms", delay.count()},
+                   {"attempt", attempt_},
                    {"spooled", spool_ ? spool_->size() : 0}});
 }
 
 ExitCode Runner::register_machine() {
   auto host = read_host_info(state_.data_dir());
   const bool same_server = state_.identity().server_url == cfg_.server_url;
-  const std::string body =
-      register_body(state_, to_json(host), gpus_, backend_.simulated(), same_server).dump();
+  const std::string body = register_body(state_, to_json(host), gpus_, backend_.simulated(), same_server).dump();
   while (!stop_.load()) {
     nlohmann::json reply;
     switch (post("/v1/agent/register", body, &reply)) {
@@ -127,8 +132,11 @@ ExitCode Runner::register_machine() {
           interval_s_ = std::max(1u, reply["heartbeat_interval_s"].get<unsigned>());
         }
         if (cfg_.heartbeat_interval_s) interval_s_ = *cfg_.heartbeat_interval_s;
-        util::log_event("info", "registered", {{"machine_id", id}, {"heartbeat_interval_s", interval_s_},
-                                               {"gpus", gpus_.size()}, {"simulated", backend_.simulated()}});
+        util::log_event("info", "registered",
+                        {{"machine_id", id},
+                         {"heartbeat_interval_s", interval_s_},
+                         {"gpus", gpus_.size()},
+                         {"simulated", backend_.simulated()}});
         return ExitCode::ok;
       }
       case Outcome::key_refused:
@@ -159,12 +167,16 @@ core::Status Runner::take_heartbeat() {
       }
       continue;
     }
-    telemetry.push_back({{"index", gpus_[i].index}, {"uuid", gpus_[i].uuid}, {"at", util::rfc3339(wall_ms())},
+    telemetry.push_back({{"index", gpus_[i].index},
+                         {"uuid", gpus_[i].uuid},
+                         {"at", util::rfc3339(wall_ms())},
                          {"error", s.error().message}});
     if (!gpu_lost_[i]) {
       gpu_lost_[i] = true;
       util::log_event("error", "GPU stopped answering", {{"uuid", gpus_[i].uuid}, {"error", s.error().message}});
-      events.push_back({{"type", "gpu_lost"}, {"uuid", gpus_[i].uuid}, {"at", util::rfc3339(wall_ms())},
+      events.push_back({{"type", "gpu_lost"},
+                        {"uuid", gpus_[i].uuid},
+                        {"at", util::rfc3339(wall_ms())},
                         {"message", s.error().message}});
     }
   }
@@ -227,8 +239,7 @@ Runner::Outcome Runner::flush() {
 
 ExitCode Runner::run() {
   if (backend_.simulated()) {
-    util::log_event("warn", "SIMULATED GPUs: " + backend_.describe() +
-                                " (not real hardware; registered as simulated)");
+    util::log_event("warn", "SIMULATED GPUs: " + backend_.describe() + " (not real hardware; registered as simulated)");
   }
   auto gpus = backend_.list_gpus();
   if (!gpus) {
@@ -285,7 +296,8 @@ ExitCode Runner::run() {
 
 }  // namespace
 
-std::chrono::milliseconds backoff_delay(unsigned attempt, milliseconds initial, milliseconds max, std::mt19937_64& rng) {
+std::chrono::milliseconds backoff_delay(unsigned attempt, milliseconds initial, milliseconds max,
+                                        std::mt19937_64& rng) {
   const unsigned shift = std::min(attempt, 20u);
   const std::int64_t cap = std::min<std::int64_t>(max.count(), initial.count() << shift);
   std::uniform_int_distribution<std::int64_t> half(0, cap / 2);

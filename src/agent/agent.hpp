@@ -34,7 +34,7 @@ enum class ExitCode : int {
 struct AgentConfig {
   std::string server_url;
   std::string api_key;
-  std::string ca_file;  // custom CA bundle; TLS is always verified
+  std::string ca_file;                           // custom CA bundle; TLS is always verified
   std::optional<unsigned> heartbeat_interval_s;  // overrides the server's value (tests)
   SpoolLimits spool;
   std::chrono::milliseconds backoff_initial{1000};

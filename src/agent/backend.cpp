@@ -6,8 +6,7 @@
 namespace gpunex::agent {
 
 core::Result<std::unique_ptr<gpu::GpuBackend>> open_backend(const std::optional<std::string>& simulate,
-                                                            const std::string& seed,
-                                                            const std::string& nvml_library) {
+                                                            const std::string& seed, const std::string& nvml_library) {
   if (simulate) {
     auto machine = gpu::sim::parse_spec(*simulate);
     if (!machine) return std::move(machine).error();

@@ -12,7 +12,6 @@ namespace gpunex::agent {
 
 //! `seed` keeps simulated UUIDs stable per machine; `nvml_library` is the library dlopen tries.
 core::Result<std::unique_ptr<gpu::GpuBackend>> open_backend(const std::optional<std::string>& simulate,
-                                                            const std::string& seed,
-                                                            const std::string& nvml_library);
+                                                            const std::string& seed, const std::string& nvml_library);
 
 }  // namespace gpunex::agent

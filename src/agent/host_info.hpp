@@ -12,7 +12,7 @@ namespace gpunex::agent {
 struct HostInfo {
   std::string hostname;
   std::string cpu_model;
-  unsigned cpu_cores = 0;          // logical CPUs
+  unsigned cpu_cores = 0;  // logical CPUs
   std::uint64_t ram_mib = 0;
   std::uint64_t disk_free_mib = 0;  // in the data folder
   std::string os;                   // PRETTY_NAME from os-release

@@ -1,12 +1,12 @@
 // gpunex-agent: runs on a provider's host; see API.md "Command-line contract".
 
+#include <unistd.h>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -25,9 +25,13 @@ using gpunex::agent::ExitCode;
 
 std::atomic<bool> g_stop{false};
 
-void on_signal(int) { g_stop.store(true); }
+void on_signal(int) {
+  g_stop.store(true);
+}
 
-int code(ExitCode c) { return static_cast<int>(c); }
+int code(ExitCode c) {
+  return static_cast<int>(c);
+}
 
 //! The seed for simulated UUIDs: the machine's fingerprint when the data folder has one.
 std::string read_seed(const std::string& data_dir) {
@@ -66,12 +70,14 @@ int main(int argc, char** argv) {
   gpunex::agent::AgentConfig cfg;
   unsigned heartbeat_override = 0;
   auto* run = app.add_subcommand("run", "register and heartbeat until stopped");
-  run->add_option("--server", cfg.server_url, "server URL, e.g. https://gpunex.example.com")->required()
+  run->add_option("--server", cfg.server_url, "server URL, e.g. https://gpunex.example.com")
+      ->required()
       ->envname("GPUNEX_SERVER");
   run->add_option("--api-key", cfg.api_key, "provider API key (gpx_...)")->envname("GPUNEX_API_KEY");
   run->add_option("--data-dir", data_dir, "where the machine identity and spool live")->envname("GPUNEX_DATA_DIR");
   run->add_option("--simulate", simulate, "MODEL:COUNT or a machine description file")->envname("GPUNEX_SIMULATE");
-  run->add_option("--ca-file", cfg.ca_file, "CA bundle to verify the server's TLS certificate")->envname("GPUNEX_CA_FILE");
+  run->add_option("--ca-file", cfg.ca_file, "CA bundle to verify the server's TLS certificate")
+      ->envname("GPUNEX_CA_FILE");
   run->add_option("--heartbeat-interval", heartbeat_override, "seconds; overrides the server's value (testing)");
   run->add_option("--spool-max-entries", cfg.spool.max_entries, "messages kept while the server is unreachable");
   run->add_option("--nvml-library", nvml_library, "NVML library to load")->group("");
@@ -79,7 +85,8 @@ int main(int argc, char** argv) {
   bool json_out = false;
   auto* info = app.add_subcommand("info", "print the GPUs and host facts this agent detects");
   info->add_option("--simulate", simulate, "MODEL:COUNT or a machine description file")->envname("GPUNEX_SIMULATE");
-  info->add_option("--data-dir", data_dir, "data folder (for the simulated GPUs' stable ids)")->envname("GPUNEX_DATA_DIR");
+  info->add_option("--data-dir", data_dir, "data folder (for the simulated GPUs' stable ids)")
+      ->envname("GPUNEX_DATA_DIR");
   info->add_flag("--json", json_out, "print JSON");
   info->add_option("--nvml-library", nvml_library, "NVML library to load")->group("");
 
@@ -101,7 +108,8 @@ int main(int argc, char** argv) {
   gpunex::util::init_crypto();
 
   if (bench->parsed()) {
-    std::fprintf(stderr, "gpunex-agent bench: the benchmark suite is not in this version yet (it comes with issue 5)\n");
+    std::fprintf(stderr,
+                 "gpunex-agent bench: the benchmark suite is not in this version yet (it comes with issue 5)\n");
     return code(ExitCode::failure);
   }
 
@@ -129,8 +137,8 @@ int main(int argc, char** argv) {
     if ((*backend)->simulated()) std::cout << "SIMULATED GPUs: " << (*backend)->describe() << "\n";
     const auto& h = out["host"];
     std::cout << "host: " << h["hostname"].get<std::string>() << ", " << h["cpu_model"].get<std::string>() << " ("
-              << h["cpu_cores"] << " cores), " << h["ram_mib"] << " MiB RAM, " << h["disk_free_mib"]
-              << " MiB free in " << disk_dir << "\n"
+              << h["cpu_cores"] << " cores), " << h["ram_mib"] << " MiB RAM, " << h["disk_free_mib"] << " MiB free in "
+              << disk_dir << "\n"
               << "os: " << h["os"].get<std::string>() << ", kernel " << h["kernel"].get<std::string>() << "\n"
               << "docker: " << (h["docker_version"].is_string() ? h["docker_version"].get<std::string>() : "not found")
               << "\n";
@@ -166,7 +174,10 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   gpunex::util::log_event("info", "gpunex-agent starting",
-                          {{"server", cfg.server_url}, {"data_dir", data_dir}, {"version", gpunex::agent::kAgentVersion},
-                           {"fingerprint", state->identity().fingerprint}, {"machine_id", state->identity().machine_id}});
+                          {{"server", cfg.server_url},
+                           {"data_dir", data_dir},
+                           {"version", gpunex::agent::kAgentVersion},
+                           {"fingerprint", state->identity().fingerprint},
+                           {"machine_id", state->identity().machine_id}});
   return code(gpunex::agent::run_agent(cfg, **backend, *state, g_stop));
 }

@@ -96,16 +96,17 @@ core::Result<std::optional<SpoolEntry>> Spool::front() const {
   if (index_.empty()) return std::optional<SpoolEntry>();
   const auto& [seq, meta] = *index_.begin();
   std::ifstream in(meta.file, std::ios::binary);
-  if (!in) return Error::make(ErrorCode::internal, "cannot read spooled message " + meta.file + ": " + std::strerror(errno));
+  if (!in)
+    return Error::make(ErrorCode::internal, "cannot read spooled message " + meta.file + ": " + std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
   auto j = nlohmann::json::parse(ss.str(), nullptr, false);
   if (!j.is_object() || !j.contains("body") || !j["body"].is_string() || !j.contains("endpoint") ||
       !j["endpoint"].is_string()) {
-    return Error::make(ErrorCode::internal, "spooled message " + meta.file + " is damaged")
-        .with_code("spool_damaged");
+    return Error::make(ErrorCode::internal, "spooled message " + meta.file + " is damaged").with_code("spool_damaged");
   }
-  return std::optional<SpoolEntry>(SpoolEntry{seq, meta.kind, j["endpoint"].get<std::string>(), j["body"].get<std::string>()});
+  return std::optional<SpoolEntry>(
+      SpoolEntry{seq, meta.kind, j["endpoint"].get<std::string>(), j["body"].get<std::string>()});
 }
 
 core::Status Spool::remove(std::uint64_t seq) {

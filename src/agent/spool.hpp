@@ -26,7 +26,7 @@ struct SpoolEntry {
 };
 
 struct SpoolLimits {
-  std::size_t max_entries = 5760;              // a day of 15 s heartbeats
+  std::size_t max_entries = 5760;  // a day of 15 s heartbeats
   std::uint64_t max_bytes = 64ULL * 1024 * 1024;
 };
 

@@ -17,10 +17,10 @@ namespace gpunex::gpu {
 //! What does not change while the agent runs: identity, memory, link, limits.
 struct GpuInfo {
   unsigned index = 0;
-  std::string name;            // as NVML reports it, e.g. "NVIDIA L40S"
-  std::string model;           // catalog id when known ("L40S"), else empty
-  std::string uuid;            // "GPU-xxxxxxxx-..."
-  std::string serial;          // empty where the board has none
+  std::string name;    // as NVML reports it, e.g. "NVIDIA L40S"
+  std::string model;   // catalog id when known ("L40S"), else empty
+  std::string uuid;    // "GPU-xxxxxxxx-..."
+  std::string serial;  // empty where the board has none
   std::uint64_t memory_total_mib = 0;
   std::string driver_version;  // "550.54.15"
   std::string cuda_version;    // CUDA driver API version, "12.4"
@@ -46,8 +46,8 @@ struct GpuSample {
   std::optional<unsigned> util_mem_pct;
   std::optional<unsigned> sm_clock_mhz;
   std::optional<unsigned> mem_clock_mhz;
-  std::uint64_t clock_event_bits = 0;      // NVML clocks-event (throttle) reasons bitmask
-  std::vector<std::string> clock_events;   // the same, decoded (see clock_event_names)
+  std::uint64_t clock_event_bits = 0;     // NVML clocks-event (throttle) reasons bitmask
+  std::vector<std::string> clock_events;  // the same, decoded (see clock_event_names)
   std::optional<std::uint64_t> ecc_corrected;
   std::optional<std::uint64_t> ecc_uncorrected;
 };

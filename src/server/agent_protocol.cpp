@@ -124,14 +124,21 @@ core::Status parse_event(const nlohmann::json& j, const std::string& path, Agent
   return r.finish();
 }
 
-std::string item_path(const std::string& list, std::size_t i) { return list + "[" + std::to_string(i) + "]"; }
+std::string item_path(const std::string& list, std::size_t i) {
+  return list + "[" + std::to_string(i) + "]";
+}
 
 }  // namespace
 
 nlohmann::json AgentHost::to_json() const {
-  return {{"hostname", hostname}, {"cpu_model", cpu_model},         {"cpu_cores", cpu_cores},
-          {"ram_mib", ram_mib},   {"disk_free_mib", disk_free_mib}, {"os", os},
-          {"kernel", kernel},     {"docker_version", docker_version ? nlohmann::json(*docker_version) : nlohmann::json()}};
+  return {{"hostname", hostname},
+          {"cpu_model", cpu_model},
+          {"cpu_cores", cpu_cores},
+          {"ram_mib", ram_mib},
+          {"disk_free_mib", disk_free_mib},
+          {"os", os},
+          {"kernel", kernel},
+          {"docker_version", docker_version ? nlohmann::json(*docker_version) : nlohmann::json()}};
 }
 
 nlohmann::json AgentGpu::facts() const {
@@ -191,7 +198,8 @@ Result<RegisterRequest> parse_register_request(const nlohmann::json& body) {
       }
       for (const auto& prev : req.gpus) {
         if (prev.uuid == g.uuid) {
-          r.fail(Error::make(ErrorCode::invalid_field, "the same GPU UUID appears twice", item_path("gpus", i) + ".uuid"));
+          r.fail(
+              Error::make(ErrorCode::invalid_field, "the same GPU UUID appears twice", item_path("gpus", i) + ".uuid"));
         }
       }
       req.gpus.push_back(std::move(g));

@@ -19,7 +19,9 @@ namespace {
 constexpr std::int64_t kMinuteMs = 60'000;
 constexpr std::int64_t kDayMs = 86'400'000;
 
-std::int64_t minute_of(std::int64_t ms) { return ms - (ms % kMinuteMs); }
+std::int64_t minute_of(std::int64_t ms) {
+  return ms - (ms % kMinuteMs);
+}
 
 Error machine_not_found(const std::string& id) {
   return Error::make(ErrorCode::not_found, "no machine " + id + " for this provider", std::string("machine_id"));
@@ -28,8 +30,7 @@ Error machine_not_found(const std::string& id) {
 void add_event(Tx& tx, const std::string& machine_id, std::int64_t at, const std::string& kind,
                const nlohmann::json& detail, std::optional<std::int64_t> seq = std::nullopt) {
   tx.exec("INSERT INTO machine_events (id, machine_id, at, kind, detail, seq) VALUES (?, ?, ?, ?, ?, ?)",
-          {util::new_id("mev"), machine_id, at, kind, detail.dump(),
-           seq ? store::Value(*seq) : store::Value(nullptr)});
+          {util::new_id("mev"), machine_id, at, kind, detail.dump(), seq ? store::Value(*seq) : store::Value(nullptr)});
 }
 
 //! The catalog id of a GPU: the agent's (simulated GPUs know theirs), else matched by NVML name.
@@ -49,15 +50,18 @@ struct MachineRow {
 };
 
 std::optional<MachineRow> find_machine(Tx& tx, std::string_view where, const Params& params) {
-  auto r = tx.query_one("SELECT id, provider_id, status, driver_version, simulated FROM machines WHERE " +
-                            std::string(where),
-                        params);
+  auto r = tx.query_one(
+      "SELECT id, provider_id, status, driver_version, simulated FROM machines WHERE " + std::string(where), params);
   if (!r) return std::nullopt;
   return MachineRow{r->str(0), r->str(1), r->str(2), r->str(3), r->boolean(4)};
 }
 
-std::string driver_of(const RegisterRequest& req) { return req.gpus.empty() ? "" : req.gpus.front().driver_version; }
-std::string cuda_of(const RegisterRequest& req) { return req.gpus.empty() ? "" : req.gpus.front().cuda_version; }
+std::string driver_of(const RegisterRequest& req) {
+  return req.gpus.empty() ? "" : req.gpus.front().driver_version;
+}
+std::string cuda_of(const RegisterRequest& req) {
+  return req.gpus.empty() ? "" : req.gpus.front().cuda_version;
+}
 
 nlohmann::json gpu_summary(const Row& r) {
   // uuid, idx, name, model, memory_mib, present, facts, latest sample
@@ -260,8 +264,8 @@ core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provide
 
 nlohmann::json list_machines(Tx& tx, const std::string& provider_id) {
   nlohmann::json items = nlohmann::json::array();
-  for (const Row& m : tx.query(std::string(kMachineColumns) + "WHERE provider_id = ? ORDER BY created_at, id",
-                               {provider_id})) {
+  for (const Row& m :
+       tx.query(std::string(kMachineColumns) + "WHERE provider_id = ? ORDER BY created_at, id", {provider_id})) {
     items.push_back(machine_summary(tx, m));
   }
   return {{"items", std::move(items)}, {"next_cursor", nullptr}};
@@ -276,11 +280,11 @@ core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_
   const std::int64_t since = minute_of(now) - kDayMs + kMinuteMs;
   for (auto& g : out["gpus"]) {
     nlohmann::json series = nlohmann::json::array();
-    for (const Row& r : tx.query(
-             "SELECT minute, samples, errors, temp_n, temp_sum, temp_max, power_n, power_sum, power_max, util_n, "
-             "util_sum, util_max, mem_used_max, throttled, ecc_uncorrected_max FROM telemetry_minute "
-             "WHERE machine_id = ? AND uuid = ? AND minute >= ? ORDER BY minute",
-             {machine_id, g["uuid"].get<std::string>(), since})) {
+    for (const Row& r :
+         tx.query("SELECT minute, samples, errors, temp_n, temp_sum, temp_max, power_n, power_sum, power_max, util_n, "
+                  "util_sum, util_max, mem_used_max, throttled, ecc_uncorrected_max FROM telemetry_minute "
+                  "WHERE machine_id = ? AND uuid = ? AND minute >= ? ORDER BY minute",
+                  {machine_id, g["uuid"].get<std::string>(), since})) {
       auto avg = [&](std::size_t n_col, std::size_t sum_col) {
         return r.i64(n_col) > 0 ? nlohmann::json(r.f64(sum_col) / static_cast<double>(r.i64(n_col))) : nlohmann::json();
       };
@@ -302,8 +306,8 @@ core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_
     }
     g["series_24h"] = std::move(series);
   }
-  auto present = tx.query_one("SELECT COUNT(*) FROM presence_minute WHERE machine_id = ? AND minute >= ?",
-                              {machine_id, since});
+  auto present =
+      tx.query_one("SELECT COUNT(*) FROM presence_minute WHERE machine_id = ? AND minute >= ?", {machine_id, since});
   out["presence_minutes_24h"] = present ? present->i64(0) : 0;
   nlohmann::json events = nlohmann::json::array();
   for (const Row& r : tx.query("SELECT at, kind, detail FROM machine_events WHERE machine_id = ? "
@@ -320,8 +324,8 @@ core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_
 std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::int64_t now) {
   const std::int64_t cutoff = now - std::int64_t{settings.offline_after_missed} * settings.heartbeat_interval_s * 1000;
   std::size_t changed = 0;
-  for (const Row& r : tx.query("SELECT id, last_seen_at FROM machines WHERE status = 'online' AND last_seen_at < ?",
-                               {cutoff})) {
+  for (const Row& r :
+       tx.query("SELECT id, last_seen_at FROM machines WHERE status = 'online' AND last_seen_at < ?", {cutoff})) {
     if (tx.exec("UPDATE machines SET status = 'offline' WHERE id = ? AND status = 'online'", {r.str(0)}) == 1) {
       add_event(tx, r.str(0), now, "offline",
                 {{"last_seen_at", util::rfc3339(r.i64(1))}, {"missed_heartbeats", settings.offline_after_missed}});

@@ -17,15 +17,14 @@ namespace gpunex::server {
 
 struct MachineSettings {
   int heartbeat_interval_s = 15;
-  int offline_after_missed = 3;        // heartbeats missed before a machine is Offline
-  int telemetry_retention_days = 30;   // telemetry_minute, presence_minute, agent_seq
+  int offline_after_missed = 3;       // heartbeats missed before a machine is Offline
+  int telemetry_retention_days = 30;  // telemetry_minute, presence_minute, agent_seq
 };
 
 //! Registers or re-attaches (same provider and fingerprint, or the machine id it already has).
 //! Returns the register reply {machine_id, heartbeat_interval_s}. 404 for another provider's machine id.
-core::Result<nlohmann::json> register_machine(store::Tx& tx, const std::string& provider_id,
-                                              const RegisterRequest& req, const MachineSettings& settings,
-                                              std::int64_t now_ms);
+core::Result<nlohmann::json> register_machine(store::Tx& tx, const std::string& provider_id, const RegisterRequest& req,
+                                              const MachineSettings& settings, std::int64_t now_ms);
 
 //! Stores one heartbeat. A seq already stored answers the same reply and stores nothing.
 //! 404 when the machine is not this provider's; 400 naming the field when a sample names another GPU.

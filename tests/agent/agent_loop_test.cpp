@@ -36,8 +36,8 @@ class FakeServer {
   http::Response handle(http::Request& r) {
     std::lock_guard lock(mu_);
     if (r.header("authorization") != "Bearer gpx_test") {
-      return http::Response::error(core::Error::make(core::ErrorCode::unauthenticated, "API key revoked")
-                                       .with_code("api_key_revoked"));
+      return http::Response::error(
+          core::Error::make(core::ErrorCode::unauthenticated, "API key revoked").with_code("api_key_revoked"));
     }
     auto body = nlohmann::json::parse(r.body, nullptr, false);
     if (body.is_discarded()) ADD_FAILURE() << "not JSON: " << r.path << " [" << r.body << "]";
@@ -200,7 +200,8 @@ TEST_F(AgentLoop, LostGpuIsReportedAsAnEvent) {
   TempDir dir;
   auto st = AgentState::open(dir.str());
   ASSERT_TRUE(st);
-  auto machine = gpu::sim::parse_machine_toml("[[gpu]]\nmodel = \"L4\"\n[[gpu]]\nmodel = \"L4\"\noff_bus_after = 1\n", "m");
+  auto machine =
+      gpu::sim::parse_machine_toml("[[gpu]]\nmodel = \"L4\"\n[[gpu]]\nmodel = \"L4\"\noff_bus_after = 1\n", "m");
   ASSERT_TRUE(machine);
   gpu::sim::SimBackend backend(std::move(*machine), st->identity().fingerprint);
   std::atomic<bool> stop{false};

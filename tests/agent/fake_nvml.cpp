@@ -38,9 +38,15 @@ struct FakePci {
   char bus_id[32];
 };
 
-Ret nvmlInit_v2() { return kOk; }
-Ret nvmlShutdown() { return kOk; }
-const char* nvmlErrorString(Ret r) { return r == kLost ? "GPU is lost" : r == kNotSupported ? "Not Supported" : "Unknown Error"; }
+Ret nvmlInit_v2() {
+  return kOk;
+}
+Ret nvmlShutdown() {
+  return kOk;
+}
+const char* nvmlErrorString(Ret r) {
+  return r == kLost ? "GPU is lost" : r == kNotSupported ? "Not Supported" : "Unknown Error";
+}
 Ret nvmlDeviceGetCount_v2(unsigned* n) {
   *n = 2;
   return kOk;
@@ -71,7 +77,9 @@ Ret nvmlDeviceGetMemoryInfo(void* d, FakeMemory* m) {
   m->free = m->total - m->used;
   return kOk;
 }
-Ret nvmlSystemGetDriverVersion(char* out, unsigned len) { return copy("550.54.15", out, len); }
+Ret nvmlSystemGetDriverVersion(char* out, unsigned len) {
+  return copy("550.54.15", out, len);
+}
 Ret nvmlSystemGetCudaDriverVersion_v2(int* v) {
   *v = 12040;
   return kOk;
@@ -81,10 +89,22 @@ Ret nvmlDeviceGetPciInfo_v3(void* d, FakePci* p) {
   std::strcpy(p->bus_id, static_cast<Dev*>(d)->index == 0 ? "00000000:17:00.0" : "00000000:65:00.0");
   return kOk;
 }
-Ret nvmlDeviceGetCurrPcieLinkGeneration(void*, unsigned* v) { *v = 4; return kOk; }
-Ret nvmlDeviceGetMaxPcieLinkGeneration(void*, unsigned* v) { *v = 5; return kOk; }
-Ret nvmlDeviceGetCurrPcieLinkWidth(void*, unsigned* v) { *v = 8; return kOk; }
-Ret nvmlDeviceGetMaxPcieLinkWidth(void*, unsigned* v) { *v = 16; return kOk; }
+Ret nvmlDeviceGetCurrPcieLinkGeneration(void*, unsigned* v) {
+  *v = 4;
+  return kOk;
+}
+Ret nvmlDeviceGetMaxPcieLinkGeneration(void*, unsigned* v) {
+  *v = 5;
+  return kOk;
+}
+Ret nvmlDeviceGetCurrPcieLinkWidth(void*, unsigned* v) {
+  *v = 8;
+  return kOk;
+}
+Ret nvmlDeviceGetMaxPcieLinkWidth(void*, unsigned* v) {
+  *v = 16;
+  return kOk;
+}
 Ret nvmlDeviceGetTemperature(void* d, int sensor, unsigned* v) {
   if (lost(d)) return kLost;
   if (sensor != 0) return kInvalid;
@@ -96,7 +116,10 @@ Ret nvmlDeviceGetPowerUsage(void* d, unsigned* mw) {
   *mw = 612345;
   return kOk;
 }
-Ret nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) { *mw = 700000; return kOk; }
+Ret nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
+  *mw = 700000;
+  return kOk;
+}
 Ret nvmlDeviceGetUtilizationRates(void*, FakeUtil* u) {
   u->gpu = 97;
   u->memory = 55;

@@ -18,9 +18,13 @@ class SimTest : public ::testing::Test {
   void SetUp() override { util::init_crypto(); }
 };
 
-std::int64_t fixed_now() { return 1'796'000'000'000; }
+std::int64_t fixed_now() {
+  return 1'796'000'000'000;
+}
 
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 TEST_F(SimTest, ModelCountSpec) {
   auto m = parse_spec("L40S:2");

@@ -7,7 +7,7 @@
 
 namespace gpunex::gpu::nvml {
 
-using Return = int;  // nvmlReturn_t
+using Return = int;                   // nvmlReturn_t
 using Device = struct DeviceOpaque*;  // nvmlDevice_t
 
 inline constexpr Return kSuccess = 0;
@@ -15,14 +15,14 @@ inline constexpr Return kErrorNotSupported = 3;
 inline constexpr Return kErrorFunctionNotFound = 13;
 inline constexpr Return kErrorGpuIsLost = 15;
 
-inline constexpr unsigned kNameBufferSize = 96;      // NVML_DEVICE_NAME_V2_BUFFER_SIZE
-inline constexpr unsigned kUuidBufferSize = 96;      // NVML_DEVICE_UUID_V2_BUFFER_SIZE
-inline constexpr unsigned kSerialBufferSize = 30;    // NVML_DEVICE_SERIAL_BUFFER_SIZE
+inline constexpr unsigned kNameBufferSize = 96;           // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+inline constexpr unsigned kUuidBufferSize = 96;           // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+inline constexpr unsigned kSerialBufferSize = 30;         // NVML_DEVICE_SERIAL_BUFFER_SIZE
 inline constexpr unsigned kDriverVersionBufferSize = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
 
-inline constexpr int kTemperatureGpu = 0;  // NVML_TEMPERATURE_GPU
-inline constexpr int kClockSm = 1;         // NVML_CLOCK_SM
-inline constexpr int kClockMem = 2;        // NVML_CLOCK_MEM
+inline constexpr int kTemperatureGpu = 0;          // NVML_TEMPERATURE_GPU
+inline constexpr int kClockSm = 1;                 // NVML_CLOCK_SM
+inline constexpr int kClockMem = 2;                // NVML_CLOCK_MEM
 inline constexpr int kMemoryErrorCorrected = 0;    // NVML_MEMORY_ERROR_TYPE_CORRECTED
 inline constexpr int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 inline constexpr int kVolatileEcc = 0;             // NVML_VOLATILE_ECC (since the last driver load)

@@ -59,8 +59,7 @@ void resolve(void* lib, const char* name, Fn& out) {
 }
 
 std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -76,8 +75,7 @@ class NvmlBackend final : public GpuBackend {
     return std::string(fn) + " failed: " + (s != nullptr ? s : "NVML error " + std::to_string(rc));
   }
   Error error(const char* fn, nvml::Return rc) const {
-    return Error::make(rc == nvml::kErrorGpuIsLost ? ErrorCode::unavailable : ErrorCode::internal,
-                       error_text(fn, rc));
+    return Error::make(rc == nvml::kErrorGpuIsLost ? ErrorCode::unavailable : ErrorCode::internal, error_text(fn, rc));
   }
 
   core::Result<nvml::Device> handle(unsigned index) {
@@ -206,7 +204,8 @@ class NvmlBackend final : public GpuBackend {
     rc = api_.get_power_usage(*dev, &v);
     if (auto st = check(rc, "nvmlDeviceGetPowerUsage"); !st) return std::move(st).error();
     if (rc == nvml::kSuccess) s.power_w = v / 1000.0;
-    if (api_.get_power_limit != nullptr && api_.get_power_limit(*dev, &v) == nvml::kSuccess) s.power_limit_w = v / 1000.0;
+    if (api_.get_power_limit != nullptr && api_.get_power_limit(*dev, &v) == nvml::kSuccess)
+      s.power_limit_w = v / 1000.0;
     nvml::Utilization util{};
     rc = api_.get_utilization(*dev, &util);
     if (auto st = check(rc, "nvmlDeviceGetUtilizationRates"); !st) return std::move(st).error();
@@ -232,7 +231,8 @@ class NvmlBackend final : public GpuBackend {
     if (api_.get_ecc != nullptr) {
       unsigned long long n = 0;
       // ECC is off or absent on many boards (GeForce): NOT_SUPPORTED, left empty.
-      if (api_.get_ecc(*dev, nvml::kMemoryErrorCorrected, nvml::kVolatileEcc, &n) == nvml::kSuccess) s.ecc_corrected = n;
+      if (api_.get_ecc(*dev, nvml::kMemoryErrorCorrected, nvml::kVolatileEcc, &n) == nvml::kSuccess)
+        s.ecc_corrected = n;
       if (api_.get_ecc(*dev, nvml::kMemoryErrorUncorrected, nvml::kVolatileEcc, &n) == nvml::kSuccess) {
         s.ecc_uncorrected = n;
       }
@@ -311,15 +311,16 @@ core::Result<std::unique_ptr<GpuBackend>> open_nvml_backend(const std::string& l
   };
   for (const Required& r : required) {
     if (!r.present) {
-      return Error::make(ErrorCode::unavailable, library + " has no " + r.name +
-                                                     ": the NVIDIA driver is too old or damaged; install a current driver");
+      return Error::make(
+          ErrorCode::unavailable,
+          library + " has no " + r.name + ": the NVIDIA driver is too old or damaged; install a current driver");
     }
   }
   if (nvml::Return rc = api.init(); rc != nvml::kSuccess) {
     const char* s = api.error_string != nullptr ? api.error_string(rc) : nullptr;
-    return Error::make(ErrorCode::unavailable,
-                       std::string("nvmlInit_v2 failed: ") + (s != nullptr ? s : "NVML error " + std::to_string(rc)) +
-                           " (is the NVIDIA kernel driver loaded? check nvidia-smi)");
+    return Error::make(ErrorCode::unavailable, std::string("nvmlInit_v2 failed: ") +
+                                                   (s != nullptr ? s : "NVML error " + std::to_string(rc)) +
+                                                   " (is the NVIDIA kernel driver loaded? check nvidia-smi)");
   }
   return std::unique_ptr<GpuBackend>(std::make_unique<NvmlBackend>(std::move(lib), api));
 }

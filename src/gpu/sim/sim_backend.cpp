@@ -53,7 +53,8 @@ core::Result<Machine> parse_model_counts(std::string_view spec) {
   std::size_t start = 0;
   while (start <= spec.size()) {
     std::size_t comma = spec.find(',', start);
-    std::string_view part = spec.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view part =
+        spec.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     std::size_t colon = part.rfind(':');
     if (colon == std::string_view::npos) {
       return spec_error("--simulate '" + std::string(part) + "': expected MODEL:COUNT (e.g. L40S:2) or a machine file");
@@ -85,7 +86,9 @@ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
-double unit(std::uint64_t x) { return static_cast<double>(mix(x) >> 11) / 9007199254740992.0; }
+double unit(std::uint64_t x) {
+  return static_cast<double>(mix(x) >> 11) / 9007199254740992.0;
+}
 
 std::int64_t system_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -138,7 +141,8 @@ core::Result<Machine> parse_machine_toml(std::string_view text, const std::strin
     auto model_id = (*t)["model"].value<std::string>();
     if (!model_id) return spec_error(where + ".model is required (one of " + model_list() + ")");
     const CatalogEntry* model = find_model(*model_id);
-    if (model == nullptr) return spec_error(where + ".model: unknown GPU model '" + *model_id + "'; known models: " + model_list());
+    if (model == nullptr)
+      return spec_error(where + ".model: unknown GPU model '" + *model_id + "'; known models: " + model_list());
     std::int64_t count = 1;
     Faults f;
     for (auto&& [key, value] : *t) {
@@ -218,7 +222,9 @@ core::Result<Machine> parse_spec(std::string_view spec) {
 }
 
 SimBackend::SimBackend(Machine machine, std::string seed)
-    : machine_(std::move(machine)), seed_(std::move(seed)), samples_taken_(machine_.gpus.size(), 0),
+    : machine_(std::move(machine)),
+      seed_(std::move(seed)),
+      samples_taken_(machine_.gpus.size(), 0),
       now_ms_(&system_now_ms) {}
 
 std::string SimBackend::uuid(unsigned index) const {
@@ -227,7 +233,9 @@ std::string SimBackend::uuid(unsigned index) const {
          h.substr(20, 12);
 }
 
-std::string SimBackend::describe() const { return machine_.summary(); }
+std::string SimBackend::describe() const {
+  return machine_.summary();
+}
 
 core::Result<std::vector<GpuInfo>> SimBackend::list_gpus() {
   std::vector<GpuInfo> out;

@@ -29,9 +29,9 @@ core::Result<std::string> agent_provider(Ctx& ctx, store::Tx& tx) {
 
 std::optional<http::Response> require_api_key(Ctx& ctx) {
   if (ctx.principal != nullptr && ctx.principal->via == Principal::Via::api_key) return std::nullopt;
-  return http::Response::error(Error::make(ErrorCode::forbidden,
-                                           "agent endpoints take a provider API key (Authorization: Bearer gpx_...)")
-                                   .with_code("api_key_required"));
+  return http::Response::error(
+      Error::make(ErrorCode::forbidden, "agent endpoints take a provider API key (Authorization: Bearer gpx_...)")
+          .with_code("api_key_required"));
 }
 
 template <class Parse, class Apply>
@@ -52,8 +52,12 @@ http::Response agent_call(Ctx& ctx, Parse parse, Apply apply) {
   return http::Response::json(200, *out);
 }
 
-http::Response agent_register(Ctx& ctx) { return agent_call(ctx, parse_register_request, register_machine); }
-http::Response agent_heartbeat(Ctx& ctx) { return agent_call(ctx, parse_heartbeat_request, record_heartbeat); }
+http::Response agent_register(Ctx& ctx) {
+  return agent_call(ctx, parse_register_request, register_machine);
+}
+http::Response agent_heartbeat(Ctx& ctx) {
+  return agent_call(ctx, parse_heartbeat_request, record_heartbeat);
+}
 
 //! The provider the caller acts for (a key's provider, or the signed-in provider's own).
 std::string caller_provider(Ctx& ctx, store::Tx& tx) {
