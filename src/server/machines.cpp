@@ -342,6 +342,16 @@ std::int64_t prune_telemetry(Tx& tx, const MachineSettings& settings, std::int64
          tx.exec("DELETE FROM agent_seq WHERE received_at < ?", {oldest});
 }
 
+std::string agent_installer(const std::string& server_url) {
+  std::string out(agent_installer_template());
+  const std::string placeholder = "__GPUNEX_SERVER_URL__";
+  for (auto pos = out.find(placeholder); pos != std::string::npos; pos = out.find(placeholder, pos)) {
+    out.replace(pos, placeholder.size(), server_url);
+    pos += server_url.size();
+  }
+  return out;
+}
+
 std::string provider_id_for_api_key(Tx& tx, const std::string& api_key_id) {
   auto r = tx.query_one("SELECT provider_id FROM api_keys WHERE id = ? AND revoked_at IS NULL", {api_key_id});
   return r ? r->str(0) : std::string();

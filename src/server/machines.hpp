@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -47,5 +48,10 @@ std::int64_t prune_telemetry(store::Tx& tx, const MachineSettings& settings, std
 //! The provider a caller acts for: an API key's provider, or the signed-in user's; empty when none.
 std::string provider_id_for_api_key(store::Tx& tx, const std::string& api_key_id);
 std::string provider_id_for_user(store::Tx& tx, const std::string& user_id);
+
+//! deploy/agent/install.sh as embedded at build time, with the placeholder __GPUNEX_SERVER_URL__.
+std::string_view agent_installer_template();
+//! The installer with this server's URL filled in.
+std::string agent_installer(const std::string& server_url);
 
 }  // namespace gpunex::server

@@ -15,6 +15,8 @@ namespace {
 MachineSettings settings_of(const Config& c) {
   MachineSettings s;
   s.heartbeat_interval_s = c.heartbeat_interval_s;
+  s.offline_after_missed = c.offline_after_missed;
+  s.telemetry_retention_days = c.telemetry_retention_days;
   return s;
 }
 
@@ -96,6 +98,13 @@ http::Response provider_machine(Ctx& ctx) {
   return http::Response::json(200, *out);
 }
 
+http::Response install_script(Ctx& ctx) {
+  http::Response r;
+  r.content_type = "text/x-shellscript; charset=utf-8";
+  r.body = agent_installer(ctx.config().base_url());
+  return r;
+}
+
 }  // namespace
 
 void register_agent_api(App& app) {
@@ -103,7 +112,8 @@ void register_agent_api(App& app) {
   auto agent = RouteOptions::signed_in().no_idempotency().api_key_allowed();
   app.route(http::Method::post, "/v1/agent/register", agent, agent_register);
   app.route(http::Method::post, "/v1/agent/heartbeat", agent, agent_heartbeat);
-  auto provider = RouteOptions::signed_in().api_key_allowed();
+  auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
+  app.route(http::Method::get, "/agent/install.sh", RouteOptions::public_route(), install_script);
   app.route(http::Method::get, "/v1/provider/machines", provider, provider_machines);
   app.route(http::Method::get, "/v1/provider/machines/{id}", provider, provider_machine);
 }
