@@ -241,9 +241,11 @@ GpuVerdict evaluate_gpu(const ModelSpec& model, const Figures& measured, const R
               "return, the card needs an RMA."};
     v.failures.push_back(std::move(f));
   }
-  if (t.memory_total_gib && model.vram_gib > 0 &&
-      *t.memory_total_gib < model.vram_gib * (1.0 - policy.max_vram_shortfall)) {
-    v.failures.push_back(Finding{"vram", "GPU memory", *t.memory_total_gib, model.vram_gib, "GiB", "vram_short",
+  // Catalog sizes are marketed gigabytes (10^9 bytes): an L40S "48 GB" reports 46068 MiB = 48.3 GB.
+  const std::optional<double> memory_gb =
+      t.memory_total_gib ? std::optional<double>(*t.memory_total_gib * 1.073741824) : std::nullopt;
+  if (memory_gb && model.vram_gib > 0 && *memory_gb < model.vram_gib * (1.0 - policy.max_vram_shortfall)) {
+    v.failures.push_back(Finding{"vram", "GPU memory", *memory_gb, model.vram_gib, "GB", "vram_short",
                                  "The GPU reports less memory than its model has: check that it is the model "
                                  "you listed and that no memory is disabled (row remapping pending a reset); "
                                  "otherwise list it as the model it is."});

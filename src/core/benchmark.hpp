@@ -51,7 +51,7 @@ bool is_gpu_metric(Metric m);
 //! A catalog model's spec peaks (reference/gpu-specs.tsv). Zero or nullopt: not known.
 struct ModelSpec {
   std::string id;                  // "H100-SXM"
-  double vram_gib = 0;
+  double vram_gib = 0;             // as marketed: gigabytes of 10^9 bytes (the catalog's vram_gib)
   double mem_bw_gbs = 0;
   double fp32_tflops = 0;
   double fp16_tflops = 0;          // non-tensor

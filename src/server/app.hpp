@@ -113,7 +113,9 @@ void register_system_api(App& app);
 void register_auth_api(App& app);
 void register_applications_api(App& app);
 void register_provider_api(App& app);
+void register_agent_api(App& app);
 void register_bench_net_api(App& app);
+void register_benchmarks_api(App& app);
 void register_web(App& app);
 
 //! Builds the App with every route registered.

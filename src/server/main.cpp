@@ -1,6 +1,7 @@
 // gpunex-server: the control plane. `gpunex-server [flags]` serves;
 // `gpunex-server admin ...` runs operator commands.
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,8 @@
 #include "server/catalog.hpp"
 #include "server/config.hpp"
 #include "server/mail/mailer.hpp"
+#include "server/workers/machines_worker.hpp"
+#include "server/benchmarks.hpp"
 #include "server/workers/mail_worker.hpp"
 #include "server/workers/worker.hpp"
 #include "util/crypto.hpp"
@@ -65,6 +68,22 @@ int serve(server::Config cfg) {
                                                                           cfg.mail_retry_base_ms);
                                       });
 
+  // Offline detection (missed heartbeats) and telemetry retention, a few times per heartbeat interval.
+  server::MachineSettings machine_settings;
+  machine_settings.heartbeat_interval_s = cfg.heartbeat_interval_s;
+  machine_settings.offline_after_missed = cfg.offline_after_missed;
+  machine_settings.telemetry_retention_days = cfg.telemetry_retention_days;
+  server::workers::Worker machines_worker(
+      app->store(), "machines", std::chrono::milliseconds(std::clamp(cfg.heartbeat_interval_s * 1000 / 3, 200, 5000)),
+      [&] { server::workers::sweep_machines(app->store(), machine_settings, store::now_ms()); });
+
+  // Benchmark runs that are due (first registration, weekly, after a driver or GPU change).
+  server::workers::Worker benchmarks_worker(
+      app->store(), "benchmarks", std::chrono::milliseconds(cfg.benchmark_schedule_interval_ms), [&] {
+        const auto settings = server::benchmark_settings(app->config());
+        app->store().transact([&](store::Tx& tx) { server::schedule_benchmarks(tx, settings, store::now_ms()); });
+      });
+
   http::ServerOptions so;
   so.host = cfg.host();
   so.port = cfg.port();
@@ -85,6 +104,8 @@ int serve(server::Config cfg) {
   }
   app->set_bound_port(port);
   mail_worker.start();
+  machines_worker.start();
+  benchmarks_worker.start();
   std::string scheme = so.tls ? "https" : "http";
   util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", so.tls.has_value()}});
   if (!cfg.port_file.empty()) {
@@ -100,6 +121,8 @@ int serve(server::Config cfg) {
   srv.stop();
   srv.wait();
   mail_worker.stop();
+  machines_worker.stop();
+  benchmarks_worker.stop();
   util::log_event("info", "stopped");
   return 0;
 }

@@ -125,6 +125,134 @@ CREATE TABLE notifications (
 );
 CREATE INDEX notifications_user ON notifications (user_id, created_at);
 )sql"},
+      {3, "agent: machines, GPUs, telemetry (latest, per minute), presence, events, sequence dedupe",
+       R"sql(
+CREATE TABLE machines (
+  id TEXT PRIMARY KEY,
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  fingerprint TEXT NOT NULL,
+  hostname TEXT NOT NULL,
+  host TEXT NOT NULL,
+  simulated BIGINT NOT NULL,
+  agent_version TEXT NOT NULL,
+  protocol_version BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  driver_version TEXT NOT NULL,
+  cuda_version TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  registered_at BIGINT NOT NULL,
+  last_seen_at BIGINT,
+  last_seq BIGINT NOT NULL,
+  UNIQUE (provider_id, fingerprint)
+);
+CREATE INDEX machines_status ON machines (status, last_seen_at);
+CREATE TABLE machine_gpus (
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  uuid TEXT NOT NULL,
+  idx BIGINT NOT NULL,
+  name TEXT NOT NULL,
+  model TEXT,
+  memory_mib BIGINT NOT NULL,
+  facts TEXT NOT NULL,
+  present BIGINT NOT NULL,
+  first_seen_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (machine_id, uuid)
+);
+CREATE TABLE telemetry_latest (
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  uuid TEXT NOT NULL,
+  at BIGINT NOT NULL,
+  sample TEXT NOT NULL,
+  PRIMARY KEY (machine_id, uuid)
+);
+CREATE TABLE telemetry_minute (
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  uuid TEXT NOT NULL,
+  minute BIGINT NOT NULL,
+  samples BIGINT NOT NULL,
+  errors BIGINT NOT NULL,
+  temp_n BIGINT NOT NULL,
+  temp_sum DOUBLE PRECISION NOT NULL,
+  temp_max DOUBLE PRECISION NOT NULL,
+  power_n BIGINT NOT NULL,
+  power_sum DOUBLE PRECISION NOT NULL,
+  power_max DOUBLE PRECISION NOT NULL,
+  util_n BIGINT NOT NULL,
+  util_sum DOUBLE PRECISION NOT NULL,
+  util_max DOUBLE PRECISION NOT NULL,
+  mem_used_max BIGINT NOT NULL,
+  throttled BIGINT NOT NULL,
+  ecc_uncorrected_max BIGINT NOT NULL,
+  PRIMARY KEY (machine_id, uuid, minute)
+);
+CREATE INDEX telemetry_minute_age ON telemetry_minute (minute);
+CREATE TABLE presence_minute (
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  minute BIGINT NOT NULL,
+  beats BIGINT NOT NULL,
+  PRIMARY KEY (machine_id, minute)
+);
+CREATE INDEX presence_minute_age ON presence_minute (minute);
+CREATE TABLE machine_events (
+  id TEXT PRIMARY KEY,
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  at BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  seq BIGINT
+);
+CREATE INDEX machine_events_machine ON machine_events (machine_id, at);
+CREATE TABLE agent_seq (
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  seq BIGINT NOT NULL,
+  received_at BIGINT NOT NULL,
+  PRIMARY KEY (machine_id, seq)
+);
+CREATE INDEX agent_seq_age ON agent_seq (received_at);
+)sql"},
+      {4, "benchmarks: runs with raw results, per-GPU results and scores, listing state",
+       R"sql(
+CREATE TABLE benchmark_runs (
+  id TEXT PRIMARY KEY,
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  reason TEXT NOT NULL,
+  status TEXT NOT NULL,
+  requested_at BIGINT NOT NULL,
+  delivered_at BIGINT,
+  completed_at BIGINT,
+  simulated BIGINT NOT NULL,
+  report TEXT,
+  machine_failures TEXT
+);
+CREATE INDEX benchmark_runs_machine ON benchmark_runs (machine_id, status, requested_at);
+CREATE TABLE gpu_benchmarks (
+  run_id TEXT NOT NULL REFERENCES benchmark_runs(id),
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  uuid TEXT NOT NULL,
+  model TEXT,
+  perf_score DOUBLE PRECISION,
+  quality_ratio DOUBLE PRECISION,
+  pass BIGINT NOT NULL,
+  figures TEXT NOT NULL,
+  failures TEXT NOT NULL,
+  at BIGINT NOT NULL,
+  PRIMARY KEY (run_id, uuid)
+);
+CREATE INDEX gpu_benchmarks_gpu ON gpu_benchmarks (machine_id, uuid, at);
+CREATE TABLE gpu_listing (
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  uuid TEXT NOT NULL,
+  listed BIGINT NOT NULL,
+  perf_score DOUBLE PRECISION,
+  quality_ratio DOUBLE PRECISION,
+  delist_reason TEXT,
+  recommendation TEXT,
+  last_run_id TEXT,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (machine_id, uuid)
+);
+)sql"},
   };
   return list;
 }

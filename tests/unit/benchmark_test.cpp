@@ -206,11 +206,11 @@ TEST(BenchmarkVerdict, EccAndVramDelist) {
   EXPECT_NE(v.failures[0].recommendation.find("RMA"), std::string::npos);
 
   RunTelemetry short_mem;
-  short_mem.memory_total_gib = 44.0;  // 48 GiB model, 8% short
+  short_mem.memory_total_gib = 42.0;  // 45.1 GB of a 48 GB model: 6% short
   v = evaluate_gpu(l40s(), healthy(l40s()), short_mem, p);
   ASSERT_EQ(v.failures.size(), 1u);
   EXPECT_EQ(v.failures[0].metric, "vram");
-  short_mem.memory_total_gib = 46.0;  // 4% short: within tolerance
+  short_mem.memory_total_gib = 42.9;  // 46.1 GB: 4% short, within tolerance
   EXPECT_TRUE(evaluate_gpu(l40s(), healthy(l40s()), short_mem, p).pass());
 }
 

@@ -1,0 +1,361 @@
+#include "agent/agent.hpp"
+
+#include <mutex>
+
+#include "agent/bench/bench_runner.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "agent/host_info.hpp"
+#include "util/http_client.hpp"
+#include "util/log.hpp"
+#include "util/time.hpp"
+
+namespace gpunex::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+constexpr const char* kKeyRefusedLine =
+    "API key refused by the server (revoked or invalid): create a new key in the dashboard and restart the agent";
+
+//! The error code and message of an API error body, when it is one.
+std::pair<std::string, std::string> api_error(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return {"", body.substr(0, 200)};
+  const auto& e = j["error"];
+  return {e.value("code", std::string()), e.value("message", std::string())};
+}
+
+//! Waits until `until` or a stop, in short slices so a signal ends the agent promptly.
+void sleep_until(Clock::time_point until, const std::atomic<bool>& stop) {
+  while (!stop.load() && Clock::now() < until) {
+    std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), milliseconds(200)));
+  }
+}
+
+class Runner {
+ public:
+  Runner(const AgentConfig& cfg, gpu::GpuBackend& backend, AgentState& state, std::atomic<bool>& stop)
+      : cfg_(cfg),
+        backend_(backend),
+        state_(state),
+        stop_(stop),
+        rng_(std::random_device{}()),
+        client_(cfg.server_url, util::HttpClientOptions{cfg.request_timeout, cfg.ca_file, true, ""}) {}
+
+  ExitCode run();
+
+ private:
+  enum class Outcome { delivered, retry_later, rejected, machine_unknown, key_refused };
+
+  Outcome post(const std::string& path, const std::string& body, nlohmann::json* reply);
+  ExitCode register_machine();
+  core::Status take_heartbeat();
+  //! Sends spooled messages oldest first until the spool is empty or a send fails.
+  Outcome flush();
+  //! Acts on the commands of a heartbeat reply (run_benchmark; others are logged).
+  void handle_commands(const nlohmann::json& commands);
+  void backoff(const char* what, const std::string& detail);
+
+  const AgentConfig& cfg_;
+  gpu::GpuBackend& backend_;
+  AgentState& state_;
+  std::atomic<bool>& stop_;
+  std::mt19937_64 rng_;
+  util::HttpClient client_;
+  std::optional<Spool> spool_;
+  std::vector<gpu::GpuInfo> gpus_;
+  std::mutex backend_mu_;  // the benchmark thread samples the GPUs too
+  std::optional<bench::BackgroundBench> bench_;
+  std::vector<bool> gpu_lost_;
+  unsigned interval_s_ = 15;
+  unsigned attempt_ = 0;
+  Clock::time_point retry_at_{};
+  std::uint64_t delivered_ = 0;
+};
+
+Runner::Outcome Runner::post(const std::string& path, const std::string& body, nlohmann::json* reply) {
+  auto resp = client_.request("POST", path, body, {{"Authorization", "Bearer " + cfg_.api_key}});
+  if (!resp) {
+    backoff("server unreachable", resp.error().message);
+    return Outcome::retry_later;
+  }
+  if (resp->status >= 200 && resp->status < 300) {
+    attempt_ = 0;
+    if (reply != nullptr) *reply = nlohmann::json::parse(resp->body, nullptr, false);
+    return Outcome::delivered;
+  }
+  if (is_key_refused(resp->status, resp->body)) return Outcome::key_refused;
+  auto [code, message] = api_error(resp->body);
+  if (resp->status == 404) {
+    util::log_event("warn", "the server does not know this machine; registering again",
+                    {{"path", path}, {"code", code}, {"message", message}});
+    return Outcome::machine_unknown;
+  }
+  if (resp->status == 429 || resp->status >= 500 || resp->status == 408) {
+    backoff("server busy or failing", "HTTP " + std::to_string(resp->status) + " " + code + " " + message);
+    return Outcome::retry_later;
+  }
+  util::log_event("error", "the server refused a message",
+                  {{"path", path}, {"status", resp->status}, {"code", code}, {"message", message}});
+  return Outcome::rejected;
+}
+
+void Runner::backoff(const char* what, const std::string& detail) {
+  const milliseconds delay = backoff_delay(attempt_, cfg_.backoff_initial, cfg_.backoff_max, rng_);
+  ++attempt_;
+  retry_at_ = Clock::now() + delay;
+  util::log_event("warn", what,
+                  {{"detail", detail},
+                   {"retry_in_ms", delay.count()},
+                   {"attempt", attempt_},
+                   {"spooled", spool_ ? spool_->size() : 0}});
+}
+
+ExitCode Runner::register_machine() {
+  auto host = read_host_info(state_.data_dir());
+  const bool same_server = state_.identity().server_url == cfg_.server_url;
+  const std::string body = register_body(state_, to_json(host), gpus_, backend_.simulated(), same_server).dump();
+  while (!stop_.load()) {
+    nlohmann::json reply;
+    switch (post("/v1/agent/register", body, &reply)) {
+      case Outcome::delivered: {
+        if (!reply.is_object() || !reply.contains("machine_id") || !reply["machine_id"].is_string()) {
+          util::log_event("error", "the server's register reply has no machine_id", {{"reply", reply.dump()}});
+          return ExitCode::failure;
+        }
+        const std::string id = reply["machine_id"];
+        if (auto s = state_.set_machine_id(id, cfg_.server_url); !s) {
+          util::log_event("error", s.error().message);
+          return ExitCode::failure;
+        }
+        if (reply.contains("heartbeat_interval_s") && reply["heartbeat_interval_s"].is_number_unsigned()) {
+          interval_s_ = std::max(1u, reply["heartbeat_interval_s"].get<unsigned>());
+        }
+        if (cfg_.heartbeat_interval_s) interval_s_ = *cfg_.heartbeat_interval_s;
+        util::log_event("info", "registered",
+                        {{"machine_id", id},
+                         {"heartbeat_interval_s", interval_s_},
+                         {"gpus", gpus_.size()},
+                         {"simulated", backend_.simulated()}});
+        return ExitCode::ok;
+      }
+      case Outcome::key_refused:
+        util::log_event("error", kKeyRefusedLine);
+        return ExitCode::key_refused;
+      case Outcome::rejected:
+      case Outcome::machine_unknown:
+        // The server will not take this registration as it stands; retrying the same body cannot help.
+        return ExitCode::failure;
+      case Outcome::retry_later:
+        sleep_until(retry_at_, stop_);
+        break;
+    }
+  }
+  return ExitCode::ok;
+}
+
+core::Status Runner::take_heartbeat() {
+  nlohmann::json telemetry = nlohmann::json::array();
+  nlohmann::json events = nlohmann::json::array();
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    auto s = [&] {
+      std::lock_guard lock(backend_mu_);
+      return backend_.sample(gpus_[i].index);
+    }();
+    if (s) {
+      telemetry.push_back(gpu::to_json(*s));
+      if (gpu_lost_[i]) {
+        gpu_lost_[i] = false;
+        events.push_back({{"type", "gpu_recovered"}, {"uuid", gpus_[i].uuid}, {"at", util::rfc3339(wall_ms())}});
+      }
+      continue;
+    }
+    telemetry.push_back({{"index", gpus_[i].index},
+                         {"uuid", gpus_[i].uuid},
+                         {"at", util::rfc3339(wall_ms())},
+                         {"error", s.error().message}});
+    if (!gpu_lost_[i]) {
+      gpu_lost_[i] = true;
+      util::log_event("error", "GPU stopped answering", {{"uuid", gpus_[i].uuid}, {"error", s.error().message}});
+      events.push_back({{"type", "gpu_lost"},
+                        {"uuid", gpus_[i].uuid},
+                        {"at", util::rfc3339(wall_ms())},
+                        {"message", s.error().message}});
+    }
+  }
+  auto seq = state_.next_seq();
+  if (!seq) return std::move(seq).error();
+  nlohmann::json body = {{"protocol_version", kProtocolVersion},
+                         {"machine_id", state_.identity().machine_id},
+                         {"seq", *seq},
+                         {"sent_at", util::rfc3339(wall_ms())},
+                         {"telemetry", std::move(telemetry)},
+                         {"jobs", nlohmann::json::array()}};
+  const SpoolKind kind = events.empty() ? SpoolKind::telemetry : SpoolKind::event;
+  if (!events.empty()) body["events"] = std::move(events);
+  auto dropped = spool_->push(SpoolEntry{*seq, kind, "/v1/agent/heartbeat", body.dump()});
+  if (!dropped) return std::move(dropped).error();
+  if (*dropped > 0) {
+    util::log_event("warn", "spool full: dropped the oldest telemetry",
+                    {{"dropped", *dropped}, {"spooled", spool_->size()}, {"bytes", spool_->bytes()}});
+  }
+  return core::ok_status();
+}
+
+void Runner::handle_commands(const nlohmann::json& commands) {
+  for (const auto& c : commands) {
+    const std::string type = c.is_object() && c.contains("type") && c["type"].is_string() ? c["type"].get<std::string>() : "";
+    if (type != "run_benchmark") {
+      util::log_event("info", "command not handled by this agent version", {{"command", c}});
+      continue;
+    }
+    if (!bench_) {
+      bench::BenchRunConfig bc{cfg_.server_url, cfg_.api_key, cfg_.ca_file, state_.data_dir(), cfg_.bench_storage_mib,
+                               cfg_.bench_net_mib};
+      bench_.emplace(backend_, backend_mu_, std::move(bc));
+    }
+    if (!bench_->start(c, gpus_, state_.identity().machine_id)) {
+      util::log_event("warn", "a benchmark run is already going; the new request waits for the next one", {{"command", c}});
+    }
+  }
+}
+
+Runner::Outcome Runner::flush() {
+  while (!stop_.load()) {
+    auto front = spool_->front();
+    if (!front) {
+      // A damaged file cannot be sent; remove it so it does not block the rest.
+      util::log_event("error", front.error().message + "; removed");
+      if (auto seq = spool_->first_seq(); seq) (void)spool_->remove(*seq);
+      continue;
+    }
+    if (!front->has_value()) return Outcome::delivered;
+    SpoolEntry e = std::move(**front);
+    // The machine id is set at send time: a re-registration may have changed it since spooling.
+    auto body = nlohmann::json::parse(e.body, nullptr, false);
+    if (body.is_object()) body["machine_id"] = state_.identity().machine_id;
+    nlohmann::json reply;
+    Outcome out = post(e.endpoint, body.is_object() ? body.dump() : e.body, &reply);
+    if (out == Outcome::delivered || out == Outcome::rejected) {
+      if (out == Outcome::delivered) {
+        ++delivered_;
+        if (reply.is_object() && reply.contains("commands") && reply["commands"].is_array() &&
+            !reply["commands"].empty()) {
+          handle_commands(reply["commands"]);
+        }
+        if (reply.is_object() && reply.contains("heartbeat_interval_s") &&
+            reply["heartbeat_interval_s"].is_number_unsigned() && !cfg_.heartbeat_interval_s) {
+          interval_s_ = std::max(1u, reply["heartbeat_interval_s"].get<unsigned>());
+        }
+      }
+      if (auto s = spool_->remove(e.seq); !s) util::log_event("error", s.error().message);
+      if (cfg_.max_heartbeats > 0 && delivered_ >= cfg_.max_heartbeats) return Outcome::delivered;
+      continue;
+    }
+    return out;
+  }
+  return Outcome::retry_later;
+}
+
+ExitCode Runner::run() {
+  if (backend_.simulated()) {
+    util::log_event("warn", "SIMULATED GPUs: " + backend_.describe() + " (not real hardware; registered as simulated)");
+  }
+  auto gpus = backend_.list_gpus();
+  if (!gpus) {
+    util::log_event("error", "GPU discovery failed: " + gpus.error().message);
+    return ExitCode::failure;
+  }
+  gpus_ = std::move(*gpus);
+  gpu_lost_.assign(gpus_.size(), false);
+  util::log_event("info", "GPUs found", {{"backend", backend_.describe()}, {"count", gpus_.size()}});
+
+  auto spool = Spool::open(state_.data_dir() + "/spool", cfg_.spool);
+  if (!spool) {
+    util::log_event("error", spool.error().message);
+    return ExitCode::failure;
+  }
+  spool_.emplace(std::move(*spool));
+  if (spool_->size() > 0) util::log_event("info", "spooled messages from an earlier run", {{"count", spool_->size()}});
+
+  if (ExitCode rc = register_machine(); rc != ExitCode::ok || stop_.load()) return rc;
+
+  Clock::time_point next_beat = Clock::now();
+  while (!stop_.load()) {
+    const Clock::time_point now = Clock::now();
+    if (now >= next_beat) {
+      if (auto s = take_heartbeat(); !s) {
+        util::log_event("error", "cannot spool a heartbeat: " + s.error().message);
+        return ExitCode::failure;
+      }
+      next_beat += std::chrono::seconds(interval_s_);
+      if (next_beat < now) next_beat = now + std::chrono::seconds(interval_s_);
+    }
+    if (spool_->size() > 0 && Clock::now() >= retry_at_) {
+      switch (flush()) {
+        case Outcome::key_refused:
+          util::log_event("error", kKeyRefusedLine);
+          return ExitCode::key_refused;
+        case Outcome::machine_unknown:
+          if (ExitCode rc = register_machine(); rc != ExitCode::ok) return rc;
+          continue;
+        case Outcome::rejected:
+        case Outcome::delivered:
+        case Outcome::retry_later:
+          break;
+      }
+      if (cfg_.max_heartbeats > 0 && delivered_ >= cfg_.max_heartbeats) return ExitCode::ok;
+    }
+    Clock::time_point wake = next_beat;
+    if (spool_->size() > 0) wake = std::min(wake, std::max(retry_at_, Clock::now() + milliseconds(10)));
+    sleep_until(wake, stop_);
+  }
+  util::log_event("info", "stopping", {{"spooled", spool_->size()}, {"last_seq", state_.last_seq()}});
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+std::chrono::milliseconds backoff_delay(unsigned attempt, milliseconds initial, milliseconds max,
+                                        std::mt19937_64& rng) {
+  const unsigned shift = std::min(attempt, 20u);
+  const std::int64_t cap = std::min<std::int64_t>(max.count(), initial.count() << shift);
+  std::uniform_int_distribution<std::int64_t> half(0, cap / 2);
+  return milliseconds(cap - cap / 2 + half(rng));
+}
+
+nlohmann::json register_body(const AgentState& state, const nlohmann::json& host, const std::vector<gpu::GpuInfo>& gpus,
+                             bool simulated, bool include_machine_id) {
+  nlohmann::json g = nlohmann::json::array();
+  for (const auto& info : gpus) g.push_back(gpu::to_json(info));
+  nlohmann::json body = {{"protocol_version", kProtocolVersion},
+                         {"agent_version", kAgentVersion},
+                         {"machine_fingerprint", state.identity().fingerprint},
+                         {"host", host},
+                         {"gpus", std::move(g)},
+                         {"simulated", simulated}};
+  if (include_machine_id && !state.identity().machine_id.empty()) body["machine_id"] = state.identity().machine_id;
+  return body;
+}
+
+bool is_key_refused(long status, const std::string& body) {
+  if (status != 401) return false;
+  // Only our own API's error body counts, so a proxy's stray 401 page is retried instead.
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  return j.is_object() && j.contains("error") && j["error"].is_object();
+}
+
+ExitCode run_agent(const AgentConfig& config, gpu::GpuBackend& backend, AgentState& state, std::atomic<bool>& stop) {
+  Runner runner(config, backend, state, stop);
+  return runner.run();
+}
+
+}  // namespace gpunex::agent

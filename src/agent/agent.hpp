@@ -1,0 +1,62 @@
+#pragma once
+// The agent's main loop: register with the provider API key, then heartbeat
+// with telemetry through the on-disk spool, backing off while the server is
+// unreachable and stopping for good when the key is refused.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/spool.hpp"
+#include "agent/state.hpp"
+#include "gpu/gpu_backend.hpp"
+
+namespace gpunex::agent {
+
+//! Version of the agent ↔ server messages; sent in every message.
+inline constexpr int kProtocolVersion = 1;
+inline constexpr const char* kAgentVersion = "0.1.0";
+
+//! Process exit codes of gpunex-agent.
+enum class ExitCode : int {
+  ok = 0,
+  failure = 1,
+  usage = 2,
+  no_gpu_backend = 3,  // no NVIDIA driver and no --simulate
+  key_refused = 4,     // the server refused the API key (revoked or invalid)
+};
+
+struct AgentConfig {
+  std::string server_url;
+  std::string api_key;
+  std::string ca_file;                           // custom CA bundle; TLS is always verified
+  std::optional<unsigned> heartbeat_interval_s;  // overrides the server's value (tests)
+  SpoolLimits spool;
+  std::chrono::milliseconds backoff_initial{1000};
+  std::chrono::milliseconds backoff_max{60000};
+  std::chrono::milliseconds request_timeout{10000};
+  std::uint64_t max_heartbeats = 0;  // stop after this many heartbeats are delivered (0: run until stopped)
+  unsigned bench_storage_mib = 256;  // benchmark runs the server asks for: storage test file
+  unsigned bench_net_mib = 256;      // ... and bytes per network throughput sample
+};
+
+//! Delay before retry `attempt` (0-based): exponential, capped, with "equal jitter" (half fixed, half random).
+std::chrono::milliseconds backoff_delay(unsigned attempt, std::chrono::milliseconds initial,
+                                        std::chrono::milliseconds max, std::mt19937_64& rng);
+
+//! The register body of API.md (plus protocol_version, agent_version, machine_id when known).
+nlohmann::json register_body(const AgentState& state, const nlohmann::json& host, const std::vector<gpu::GpuInfo>& gpus,
+                             bool simulated, bool include_machine_id);
+
+//! True when a response is the server refusing the API key: retrying cannot help.
+bool is_key_refused(long status, const std::string& body);
+
+//! Runs until `stop` is set, the key is refused, or max_heartbeats is reached.
+ExitCode run_agent(const AgentConfig& config, gpu::GpuBackend& backend, AgentState& state, std::atomic<bool>& stop);
+
+}  // namespace gpunex::agent

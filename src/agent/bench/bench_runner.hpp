@@ -1,0 +1,48 @@
+#pragma once
+// Runs the benchmark suite in the background when a heartbeat reply carries a
+// `run_benchmark` command, and submits the results; one run at a time, so the
+// heartbeats go on meanwhile. The backend mutex is shared with the heartbeat
+// thread, which samples the same GPUs.
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/gpu_backend.hpp"
+
+namespace gpunex::agent::bench {
+
+struct BenchRunConfig {
+  std::string server_url;
+  std::string api_key;
+  std::string ca_file;
+  std::string data_dir;
+  unsigned storage_mib = 256;  // the storage benchmark's file
+  unsigned net_mib = 256;      // per network throughput sample
+};
+
+class BackgroundBench {
+ public:
+  BackgroundBench(gpu::GpuBackend& backend, std::mutex& backend_mutex, BenchRunConfig config);
+  ~BackgroundBench();
+  BackgroundBench(const BackgroundBench&) = delete;
+  BackgroundBench& operator=(const BackgroundBench&) = delete;
+
+  //! Starts the run a `run_benchmark` command asks for, unless one is running (then false).
+  bool start(const nlohmann::json& command, const std::vector<gpu::GpuInfo>& gpus, const std::string& machine_id);
+  bool running() const { return running_.load(); }
+
+ private:
+  gpu::GpuBackend& backend_;
+  std::mutex& backend_mutex_;
+  BenchRunConfig config_;
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+};
+
+}  // namespace gpunex::agent::bench

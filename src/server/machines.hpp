@@ -1,0 +1,57 @@
+#pragma once
+// Provider machines as the agent reports them: registration (re-attaching by
+// fingerprint), heartbeats with telemetry (latest sample, per-minute aggregates,
+// per-minute presence), sequence-number dedupe, events, and offline detection.
+// Every function works inside the caller's transaction.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.hpp"
+#include "server/agent_protocol.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+struct MachineSettings {
+  int heartbeat_interval_s = 15;
+  int offline_after_missed = 3;       // heartbeats missed before a machine is Offline
+  int telemetry_retention_days = 30;  // telemetry_minute, presence_minute, agent_seq
+};
+
+//! Registers or re-attaches (same provider and fingerprint, or the machine id it already has).
+//! Returns the register reply {machine_id, heartbeat_interval_s}. 404 for another provider's machine id.
+core::Result<nlohmann::json> register_machine(store::Tx& tx, const std::string& provider_id, const RegisterRequest& req,
+                                              const MachineSettings& settings, std::int64_t now_ms);
+
+//! Stores one heartbeat. A seq already stored answers the same reply and stores nothing.
+//! 404 when the machine is not this provider's; 400 naming the field when a sample names another GPU.
+core::Result<nlohmann::json> record_heartbeat(store::Tx& tx, const std::string& provider_id,
+                                              const HeartbeatRequest& req, const MachineSettings& settings,
+                                              std::int64_t now_ms);
+
+//! GET /v1/provider/machines: {items: [...], next_cursor: null}.
+nlohmann::json list_machines(store::Tx& tx, const std::string& provider_id);
+//! GET /v1/provider/machines/{id}: the machine, its GPUs with the latest sample and a 24 h per-minute series.
+core::Result<nlohmann::json> machine_detail(store::Tx& tx, const std::string& provider_id,
+                                            const std::string& machine_id, std::int64_t now_ms);
+
+//! Marks machines whose last heartbeat is older than offline_after_missed intervals Offline, with an event.
+//! Returns how many changed.
+std::size_t mark_offline_machines(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms);
+//! Deletes aggregates, presence and dedupe rows older than the retention. Returns rows deleted.
+std::int64_t prune_telemetry(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms);
+
+//! The provider a caller acts for: an API key's provider, or the signed-in user's; empty when none.
+std::string provider_id_for_api_key(store::Tx& tx, const std::string& api_key_id);
+std::string provider_id_for_user(store::Tx& tx, const std::string& user_id);
+
+//! deploy/agent/install.sh as embedded at build time, with the placeholder __GPUNEX_SERVER_URL__.
+std::string_view agent_installer_template();
+//! The installer with this server's URL filled in.
+std::string agent_installer(const std::string& server_url);
+
+}  // namespace gpunex::server
