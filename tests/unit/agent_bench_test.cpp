@@ -129,6 +129,7 @@ TEST(BenchSuite, PerfFactorShowsInFiguresAndVerdict) {
   const auto* t = find(rep.gpus[0].results, Metric::fp16_tensor);
   ASSERT_NE(t, nullptr);
   EXPECT_NEAR(t->median, 362.05 * 0.8 * 0.7, 1e-6);
+  EXPECT_NEAR(find(rep.gpus[0].results, Metric::h2d)->median, 31.5 * 0.8, 0.01);  // the slot is not the GPU
   auto s = summary_json(rep, gpus);
   EXPECT_EQ(s["evaluation"][0]["pass"], false);
   EXPECT_EQ(s["evaluation"][0]["failures"][0]["label"], "FP16 tensor throughput");

@@ -70,8 +70,10 @@ std::optional<std::string> no_filter(SuiteRun&, const GpuTarget*) { return std::
 Result<std::vector<double>> simulated(const SuiteRun& run, const GpuTarget& g, Metric m) {
   auto expected = core::bench::expected_figure(*g.model, m, core::bench::Efficiency{});
   if (!expected) return Error::make(ErrorCode::unprocessable, "no reference figure");
-  double factor = g.sim_perf_factor;
-  if (core::bench::metric_key(m).starts_with("compute.")) factor *= g.sim_compute_derate;
+  // The performance factor is about the GPU (compute and memory); the host link is about the slot.
+  const auto key = core::bench::metric_key(m);
+  double factor = key.starts_with("host_link.") ? 1.0 : g.sim_perf_factor;
+  if (key.starts_with("compute.")) factor *= g.sim_compute_derate;
   // Deterministic ±0.6% spread around the figure, symmetric so the median is the figure itself.
   static constexpr double spread[] = {0.0, -0.004, 0.004, -0.006, 0.006, -0.002, 0.002};
   std::vector<double> out;

@@ -5,10 +5,11 @@
 // percentile for latency). GPU cases run per GPU while a thread samples its
 // telemetry; storage and network cases run once per machine.
 //
-// On a simulated GPU the compute, memory and host-link figures are the model's
-// expected figures × the configured performance factor (× a derating for a
+// On a simulated GPU the compute and memory figures are the model's expected
+// figures × the configured performance factor (× a derating for a
 // simulated thermal or power fault, whose clock-event bits show in the
-// telemetry); storage and network are always measured for real.
+// telemetry), the host link its expected figure; storage and network are
+// always measured for real.
 
 #include <chrono>
 #include <functional>
