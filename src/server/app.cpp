@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/json_reader.hpp"
+#include "server/providers.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 
@@ -23,6 +24,10 @@ App::App(Config config, std::unique_ptr<store::Store> store)
       auth_limiter_(config_.auth_rate_limit_per_minute, std::chrono::seconds(60)),
       login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)) {
   store_->set_observer([this](std::string_view op, double s) { metrics_.observe_store(op, s); });
+}
+
+void App::set_bound_port(std::uint16_t port) {
+  config_.listen = config_.listen.substr(0, config_.listen.rfind(':') + 1) + std::to_string(port);
 }
 
 void App::route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler) {
@@ -60,6 +65,7 @@ std::string bearer_token(const http::Request& req) {
 
 core::Result<std::optional<Principal>> App::authenticate(const http::Request& req) {
   std::string token = bearer_token(req);
+  if (token.rfind(kApiKeyPrefix, 0) == 0) return authenticate_api_key(token);
   Principal::Via via = Principal::Via::session_bearer;
   if (token.empty()) {
     auto c = req.cookie(kSessionCookie);
@@ -81,6 +87,31 @@ core::Result<std::optional<Principal>> App::authenticate(const http::Request& re
   return std::optional<Principal>(std::move(p));
 }
 
+core::Result<std::optional<Principal>> App::authenticate_api_key(const std::string& key) {
+  const auto now = store::now_ms();
+  auto found = store_->transact(
+      [&](store::Tx& tx) -> std::optional<std::pair<ApiKeyInfo, User>> {
+        auto k = find_api_key(tx, key);
+        if (!k) return std::nullopt;
+        auto u = find_user(tx, k->user_id);
+        if (!u) return std::nullopt;
+        return std::make_pair(std::move(*k), std::move(*u));
+      },
+      store::TxMode::read);
+  if (!found) {
+    return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
+  }
+  auto& [info, user] = *found;
+  if (!info.last_used_at_ms || *info.last_used_at_ms <= now - 60'000) {
+    store_->transact([&](store::Tx& tx) { touch_api_key(tx, info.key_id, now); });
+  }
+  Principal p;
+  p.user = std::move(user);
+  p.via = Principal::Via::api_key;
+  p.api_key_id = info.key_id;
+  return std::optional<Principal>(std::move(p));
+}
+
 http::Response App::dispatch(http::Request& req, const RouteOptions& options, const ApiHandler& handler) {
   if (options.auth_rate_limited && !auth_limiter_.allow(req.remote_ip)) {
     auto r = http::Response::error(ErrorCode::rate_limited, "too many requests from this address; try again later");
@@ -96,6 +127,11 @@ http::Response App::dispatch(http::Request& req, const RouteOptions& options, co
   }
   if (options.access == Access::user && !principal) {
     return http::Response::error(ErrorCode::unauthenticated, "log in first");
+  }
+  if (principal && principal->via == Principal::Via::api_key && !options.allow_api_key) {
+    return http::Response::error(Error::make(ErrorCode::forbidden,
+                                             "a provider API key cannot be used here; log in with a session")
+                                     .with_code("api_key_not_allowed"));
   }
   if (principal && principal->via == Principal::Via::session_cookie && is_mutation(req.method)) {
     // A cookie travels with any request the browser makes; the CSRF header proves the page is ours.
@@ -236,6 +272,8 @@ std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store
   auto app = std::make_unique<App>(std::move(config), std::move(store));
   register_system_api(*app);
   register_auth_api(*app);
+  register_applications_api(*app);
+  register_provider_api(*app);
   register_web(*app);
   return app;
 }

@@ -47,12 +47,17 @@ struct RouteOptions {
   bool idempotent = true;
   //! Counted against the per-address auth rate limit.
   bool auth_rate_limited = false;
+  //! Whether a provider API key (Bearer gpx_...) may call this route. Off by default: keys are for
+  //! the agent and provider automation; account and session endpoints (logout, applications,
+  //! review, key creation) need a logged-in session and answer 403 api_key_not_allowed.
+  bool allow_api_key = false;
 
   static RouteOptions public_route() { return RouteOptions{Access::anyone, {}, true, false}; }
   static RouteOptions signed_in() { return RouteOptions{Access::user, {}, true, false}; }
   static RouteOptions for_roles(std::vector<std::string> roles) { return RouteOptions{Access::user, std::move(roles), true, false}; }
   RouteOptions& no_idempotency() { idempotent = false; return *this; }
   RouteOptions& rate_limited() { auth_rate_limited = true; return *this; }
+  RouteOptions& api_key_allowed() { allow_api_key = true; return *this; }
 };
 
 class App;
@@ -80,6 +85,9 @@ class App {
   http::Response handle(http::Request& req);
 
   store::Store& store() { return *store_; }
+  //! Records the port actually bound (listen port 0), so base_url() in mails names the real one.
+  //! Called once, right after the server starts and before its address is published.
+  void set_bound_port(std::uint16_t port);
   const Config& config() const { return config_; }
   Metrics& metrics() { return metrics_; }
   RateLimiter& login_failures() { return login_failures_; }
@@ -87,6 +95,7 @@ class App {
  private:
   http::Response dispatch(http::Request& req, const RouteOptions& options, const ApiHandler& handler);
   core::Result<std::optional<Principal>> authenticate(const http::Request& req);
+  core::Result<std::optional<Principal>> authenticate_api_key(const std::string& key);
 
   Config config_;
   std::unique_ptr<store::Store> store_;
@@ -102,6 +111,8 @@ inline constexpr const char* kCsrfCookie = "gpunex_csrf";
 
 void register_system_api(App& app);
 void register_auth_api(App& app);
+void register_applications_api(App& app);
+void register_provider_api(App& app);
 void register_web(App& app);
 
 //! Builds the App with every route registered.

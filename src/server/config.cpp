@@ -148,6 +148,22 @@ const std::vector<ConfigKey>& config_keys() {
                             return std::nullopt;
                           }});
     k.push_back(string_key("port_file", "write the bound port to this file once listening", &Config::port_file));
+    k.push_back(string_key("smtp_url", "SMTP server for mail, smtp://host:port (empty: .eml files in <data_dir>/mail)",
+                           &Config::smtp_url, [](const std::string& v) -> std::optional<std::string> {
+                             if (v.empty() || v.rfind("smtp://", 0) == 0 || v.rfind("smtps://", 0) == 0) return std::nullopt;
+                             return "must start with smtp:// or smtps://, got '" + v + "'";
+                           }));
+    k.push_back(string_key("mail_from", "sender of mails, e.g. \"GPUnex <noreply@example.com>\"", &Config::mail_from,
+                           [](const std::string& v) -> std::optional<std::string> {
+                             if (v.find('@') == std::string::npos || v.find_first_of("\r\n") != std::string::npos) {
+                               return "must be an e-mail address, got '" + v + "'";
+                             }
+                             return std::nullopt;
+                           }));
+    k.push_back(int_key("mail_poll_interval_ms", "milliseconds between looks at the mail outbox",
+                        &Config::mail_poll_interval_ms, 10, 3600000));
+    k.push_back(int_key("mail_retry_base_ms", "first mail retry delay in milliseconds (doubles per attempt, max 1 h)",
+                        &Config::mail_retry_base_ms, 10, 3600000));
     return k;
   }();
   return keys;

@@ -35,6 +35,10 @@ struct Config {
   int login_failures_per_minute = 10;
   bool access_log = true;
   std::string port_file;  // written with the bound port once listening (tests, scripts)
+  std::string smtp_url;   // smtp://host:port; empty: mails are written as .eml files under <data_dir>/mail/
+  std::string mail_from = "GPUnex <noreply@gpunex.localhost>";
+  int mail_poll_interval_ms = 5000;  // how often the mail worker looks at the outbox
+  int mail_retry_base_ms = 30000;    // first retry delay; doubles per failed attempt, capped at one hour
 
   //! host and port parsed from listen.
   std::string host() const;

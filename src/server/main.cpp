@@ -2,6 +2,7 @@
 // `gpunex-server admin ...` runs operator commands.
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <pthread.h>
@@ -10,7 +11,11 @@
 
 #include "server/admin.hpp"
 #include "server/app.hpp"
+#include "server/catalog.hpp"
 #include "server/config.hpp"
+#include "server/mail/mailer.hpp"
+#include "server/workers/mail_worker.hpp"
+#include "server/workers/worker.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 
@@ -41,7 +46,24 @@ int serve(server::Config cfg) {
     std::cerr << "error: db: " << e.what() << "\n";
     return 1;
   }
+  try {
+    server::seed_catalog(*st);
+  } catch (const std::exception& e) {
+    std::cerr << "error: db: seeding the GPU catalog: " << e.what() << "\n";
+    return 1;
+  }
   auto app = server::make_app(cfg, std::move(st));
+
+  // The mail outbox worker: SMTP when smtp_url is set, else .eml files under <data_dir>/mail.
+  std::unique_ptr<server::mail::Mailer> mailer =
+      cfg.smtp_url.empty() ? server::mail::make_file_drop_mailer((std::filesystem::path(cfg.data_dir) / "mail").string())
+                           : server::mail::make_smtp_mailer(cfg.smtp_url);
+  util::log_event("info", "mail", {{"mailer", mailer->describe()}});
+  server::workers::Worker mail_worker(app->store(), "mail", std::chrono::milliseconds(cfg.mail_poll_interval_ms),
+                                      [&] {
+                                        server::workers::deliver_due_mail(app->store(), *mailer, cfg.mail_from,
+                                                                          cfg.mail_retry_base_ms);
+                                      });
 
   http::ServerOptions so;
   so.host = cfg.host();
@@ -61,6 +83,8 @@ int serve(server::Config cfg) {
     std::cerr << "error: listen: cannot serve on " << cfg.listen << ": " << e.what() << "\n";
     return 1;
   }
+  app->set_bound_port(port);
+  mail_worker.start();
   std::string scheme = so.tls ? "https" : "http";
   util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", so.tls.has_value()}});
   if (!cfg.port_file.empty()) {
@@ -75,6 +99,7 @@ int serve(server::Config cfg) {
   util::log_event("info", "shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   srv.stop();
   srv.wait();
+  mail_worker.stop();
   util::log_event("info", "stopped");
   return 0;
 }

@@ -45,6 +45,86 @@ CREATE TABLE idempotency_keys (
   PRIMARY KEY (scope, idem_key)
 );
 )sql"},
+      {2, "provider onboarding: GPU catalog, applications, providers, API keys, outbox, notifications",
+       R"sql(
+CREATE TABLE gpu_models (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  nvml_name_pattern TEXT NOT NULL,
+  vram_gib DOUBLE PRECISION NOT NULL,
+  figures TEXT NOT NULL,
+  builtin BIGINT NOT NULL,
+  added_by TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TABLE applications (
+  id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL REFERENCES users(id),
+  status TEXT NOT NULL,
+  form TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  submitted_at BIGINT,
+  decided_at BIGINT,
+  decided_by TEXT,
+  tier TEXT
+);
+CREATE INDEX applications_user ON applications (user_id, created_at);
+CREATE INDEX applications_status ON applications (status, submitted_at);
+CREATE TABLE application_history (
+  application_id TEXT NOT NULL REFERENCES applications(id),
+  seq BIGINT NOT NULL,
+  at BIGINT NOT NULL,
+  by_user TEXT NOT NULL,
+  from_status TEXT,
+  to_status TEXT NOT NULL,
+  note TEXT NOT NULL,
+  PRIMARY KEY (application_id, seq)
+);
+CREATE TABLE providers (
+  id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL UNIQUE REFERENCES users(id),
+  application_id TEXT NOT NULL REFERENCES applications(id),
+  tier TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  key_hash TEXT NOT NULL UNIQUE,
+  prefix TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  last_used_at BIGINT,
+  revoked_at BIGINT
+);
+CREATE INDEX api_keys_provider ON api_keys (provider_id);
+CREATE TABLE outbox (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  to_addr TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  body TEXT NOT NULL,
+  secret TEXT,
+  created_at BIGINT NOT NULL,
+  attempts BIGINT NOT NULL,
+  next_attempt_at BIGINT NOT NULL,
+  last_error TEXT,
+  sent_at BIGINT
+);
+CREATE INDEX outbox_due ON outbox (sent_at, next_attempt_at);
+CREATE TABLE notifications (
+  id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL REFERENCES users(id),
+  kind TEXT NOT NULL,
+  title TEXT NOT NULL,
+  body TEXT NOT NULL,
+  link TEXT,
+  created_at BIGINT NOT NULL,
+  read_at BIGINT
+);
+CREATE INDEX notifications_user ON notifications (user_id, created_at);
+)sql"},
   };
   return list;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/json_reader.hpp"
 #include "server/app.hpp"
 #include "server/http/http.hpp"
 #include "store/store.hpp"

@@ -135,7 +135,7 @@ core::Result<Request> parse_raw_request(std::string_view raw, std::size_t body_l
     offset += used;
   }
   if (ec == bhttp::error::need_more) ec = {};
-  if (!ec && !parser.is_done()) parser.put_eof(ec);
+  if (!ec && !parser.is_done() && parser.got_some()) parser.put_eof(ec);
   if (ec || !parser.is_done()) {
     return core::Error::make(core::ErrorCode::bad_request, "malformed HTTP request");
   }

@@ -11,6 +11,9 @@
 //   => 400                                  -> expected status
 //   {"error": {"field": "name"}}            -> expected JSON, matched as a subset ("*" = any value)
 //   capture id = json.path                  -> keeps a value for ${id} in later steps
+//   let app = {"a": 1}                      -> keeps a JSON value for ${app} in later steps (one line)
+//   from app                                -> as a request body: the value of `let app`, optionally
+//   from app unset x.y[0].z set {"a.b": 2}     with one path removed and paths set (JSON values)
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Client } from './server.mjs';
@@ -31,6 +34,10 @@ export function parseScenario(text, file) {
       steps.push({ kind: 'operator', name: m[1], email: m[2], role: m[3] });
       continue;
     }
+    if ((m = first.match(/^let (\w+) = (.*)$/))) {
+      steps.push({ kind: 'let', name: m[1], json: m[2] });
+      continue;
+    }
     m = first.match(/^(?:\[(\w+)\] )?(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (\S+)$/);
     if (!m) throw new Error(`${file}: cannot read step starting "${first}"`);
     const step = { kind: 'request', as: m[1], method: m[2], path: m[3], headers: {}, captures: [] };
@@ -40,6 +47,9 @@ export function parseScenario(text, file) {
       let hm;
       if ((hm = line.match(/^([A-Za-z][A-Za-z0-9-]*): (.*)$/)) && !line.startsWith('{')) step.headers[hm[1]] = hm[2];
       else if (line.startsWith('raw ')) step.raw = line.slice(4);
+      else if ((hm = line.match(/^from (\w+)(?: unset ([\w.[\]]+))?(?: set (.*))?$/))) {
+        step.from = { name: hm[1], unset: hm[2], set: hm[3] };
+      }
       else if ((hm = line.match(/^repeat (\d+) (.)$/))) step.raw = hm[2].repeat(Number(hm[1]));
       else step.body = line;
     }
@@ -60,8 +70,25 @@ export function parseScenario(text, file) {
 function substitute(text, vars) {
   return text.replace(/\$\{(\w+)\}/g, (_, k) => {
     if (!(k in vars)) throw new Error(`unknown variable \${${k}}`);
-    return String(vars[k]);
+    return typeof vars[k] === 'object' ? JSON.stringify(vars[k]) : String(vars[k]);
   });
+}
+
+function pathKeys(path) {
+  return path.split(/\.|\[(\d+)\]/).filter((k) => k !== undefined && k !== '');
+}
+
+// A copy of `base` with the value at `unset` removed and each "path": value of `set` written.
+function derive(base, unset, set) {
+  const out = structuredClone(base);
+  const walk = (path, fn) => {
+    const keys = pathKeys(path);
+    const parent = keys.slice(0, -1).reduce((o, k) => o[k], out);
+    fn(parent, keys[keys.length - 1]);
+  };
+  if (unset) walk(unset, (p, k) => (Array.isArray(p) ? p.splice(Number(k), 1) : delete p[k]));
+  for (const [path, v] of Object.entries(set || {})) walk(path, (p, k) => { p[k] = v; });
+  return out;
 }
 
 function pick(obj, path) {
@@ -100,6 +127,10 @@ export async function runScenario(file, server) {
       users[step.name] = c;
       continue;
     }
+    if (step.kind === 'let') {
+      vars[step.name] = JSON.parse(substitute(step.json, vars));
+      continue;
+    }
     if (step.kind === 'operator') {
       server.createUser(step.email, 'operator-password-1', step.role);
       const c = new Client(server.url);
@@ -111,7 +142,11 @@ export async function runScenario(file, server) {
     if (!client) throw new Error(`${file}: step ${n + 1} uses unknown user ${step.as}`);
     const headers = Object.fromEntries(Object.entries(step.headers).map(([k, v]) => [k, substitute(v, vars)]));
     const opts = { headers };
-    if (step.raw !== undefined) opts.raw = substitute(step.raw, vars);
+    if (step.from) {
+      if (!(step.from.name in vars)) throw new Error(`${file}: step ${n + 1} uses unknown value ${step.from.name}`);
+      const set = step.from.set ? JSON.parse(substitute(step.from.set, vars)) : undefined;
+      opts.body = derive(vars[step.from.name], step.from.unset, set);
+    } else if (step.raw !== undefined) opts.raw = substitute(step.raw, vars);
     else if (step.body !== undefined) opts.body = JSON.parse(substitute(step.body, vars));
     const res = await client.request(step.method, substitute(step.path, vars), opts);
     const label = `${file} step ${n + 1} (${step.method} ${step.path})`;

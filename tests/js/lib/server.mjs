@@ -2,7 +2,7 @@
 // PostgreSQL database (GPUNEX_TEST_DB=postgres with GPUNEX_TEST_PG_URL), on a
 // free loopback port, and stops it afterwards.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,10 +35,14 @@ export class TestServer {
     this.logs = [];
   }
 
+  // A second start() after stop() reuses the same data folder and database (restart tests).
   async start() {
-    this.dir = mkdtempSync(path.join(tmpdir(), 'gpunex-srv-'));
-    this.db = freshDatabaseUrl(this.dir);
+    if (!this.dir) {
+      this.dir = mkdtempSync(path.join(tmpdir(), 'gpunex-srv-'));
+      this.db = freshDatabaseUrl(this.dir);
+    }
     const portFile = path.join(this.dir, 'port');
+    rmSync(portFile, { force: true });
     this.proc = spawn(path.join(BIN, 'gpunex-server'), [
       '--listen', '127.0.0.1:0', '--db', this.db, '--data-dir', this.dir,
       '--port-file', portFile, '--log-level', 'warn', ...this.extraArgs,

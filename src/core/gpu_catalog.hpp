@@ -1,0 +1,54 @@
+#pragma once
+// The GPU catalog: models named by id ("L40S", "H100-SXM"), a display name and
+// the reference figures of DESIGN §4 (spec peaks from reference/gpu-specs.tsv).
+// The built-in models are project data (data/gpu-catalog.tsv), embedded at
+// build time; reviewers add others, which live beside them in the store.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.hpp"
+
+namespace gpunex::core {
+
+//! One GPU model and its reference figures; absent figures (NA) are nullopt.
+struct GpuModel {
+  std::string id;                 // catalog id, e.g. "RTX-4090"
+  std::string name;               // display name, e.g. "NVIDIA GeForce RTX 4090"
+  std::string nvml_name_pattern;  // what NVML reports for this model ("" when unknown)
+  double vram_gib = 0;
+  std::optional<double> mem_bw_gbs;
+  std::optional<double> fp32_tflops;
+  std::optional<double> fp16_tflops;
+  std::optional<double> fp16_tensor_tflops;
+  std::optional<double> bf16_tensor_tflops;
+  std::optional<double> fp8_tensor_tflops;
+  std::optional<double> tdp_w;
+  std::optional<int> pcie_gen;
+  std::string compute_capability;  // "8.9", "" when unknown
+  bool builtin = true;
+};
+
+//! The names of the optional reference figures, as used in JSON and the TSV header.
+const std::vector<std::string>& reference_figure_names();
+
+//! A catalog id: 2–32 characters of A–Z, 0–9 and '-', starting with a letter or digit.
+bool is_valid_model_id(std::string_view id);
+
+//! Parses the catalog TSV ('#' comments, a header row naming the columns, tab-separated rows).
+Result<std::vector<GpuModel>> parse_catalog_tsv(std::string_view text);
+//! The built-in catalog's TSV, embedded from data/gpu-catalog.tsv at build time.
+std::string_view builtin_catalog_tsv();
+//! The built-in catalog, parsed once (the embedded data is checked by a unit test).
+const std::vector<GpuModel>& builtin_catalog();
+
+//! The API shape: {id, name, nvml_name_pattern, vram_gib, <figures or null>, builtin}.
+nlohmann::json to_json(const GpuModel& m);
+//! Reads a reviewer's new model ({id, name, vram_gib, figures...}); errors name fields under `path`.
+Result<GpuModel> parse_gpu_model(const nlohmann::json& j, const std::string& path);
+
+}  // namespace gpunex::core

@@ -1,0 +1,189 @@
+// /v1/applications (the applicant) and /v1/review/applications (reviewers):
+// draft, edit, submit, read, the review queue and decisions.
+
+#include "core/json_reader.hpp"
+#include "core/text.hpp"
+#include "server/app.hpp"
+#include "server/applications.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+using core::Error;
+using core::ErrorCode;
+using http::Method;
+using http::Response;
+
+namespace {
+
+Error not_found() { return Error::make(ErrorCode::not_found, "no such application"); }
+
+bool is_reviewer(const User& u) { return u.has_role("reviewer") || u.has_role("admin"); }
+
+//! The application if the caller owns it (or, with `reviewers_too`, reviews); else 404, never 403.
+core::Result<Application> visible_application(store::Tx& tx, const Ctx& ctx, bool reviewers_too) {
+  auto app = load_application(tx, ctx.req.param("id"));
+  if (!app) return not_found();
+  const User& u = ctx.principal->user;
+  if (app->user_id != u.id && !(reviewers_too && is_reviewer(u))) return not_found();
+  return std::move(*app);
+}
+
+Response respond(const core::Result<nlohmann::json>& r, int status = 200) {
+  if (!r) return Response::error(r.error());
+  return Response::json(status, *r);
+}
+
+Response create(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto form = read_form(tx, *body);
+    if (!form) return std::move(form).error();
+    auto app = create_application(tx, ctx.principal->user, *form);
+    if (!app) return std::move(app).error();
+    return to_json(*app, store::now_ms());
+  });
+  return respond(r, 201);
+}
+
+Response edit(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto app = visible_application(tx, ctx, false);
+    if (!app) return std::move(app).error();
+    // The state is checked before the body, so editing a submitted application is 409 whatever it sends.
+    if (auto s = core::apply_action(app->status, core::ApplicationAction::edit); !s) return std::move(s).error();
+    auto form = read_form(tx, *body);
+    if (!form) return std::move(form).error();
+    auto edited = edit_application(tx, std::move(*app), *form);
+    if (!edited) return std::move(edited).error();
+    return to_json(*edited, store::now_ms());
+  });
+  return respond(r);
+}
+
+Response submit(Ctx& ctx) {
+  auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto app = visible_application(tx, ctx, false);
+    if (!app) return std::move(app).error();
+    auto done = submit_application(tx, std::move(*app), ctx.principal->user, ctx.config().base_url());
+    if (!done) return std::move(done).error();
+    return to_json(*done, store::now_ms());
+  });
+  return respond(r);
+}
+
+Response get_one(Ctx& ctx) {
+  auto r = ctx.store().transact(
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        auto app = visible_application(tx, ctx, true);
+        if (!app) return std::move(app).error();
+        return to_json(*app, store::now_ms());
+      },
+      store::TxMode::read);
+  return respond(r);
+}
+
+Response list_mine(Ctx& ctx) {
+  auto items = ctx.store().transact(
+      [&](store::Tx& tx) {
+        nlohmann::json items = nlohmann::json::array();
+        for (const auto& a : list_user_applications(tx, ctx.principal->user.id)) items.push_back(to_json(a, store::now_ms()));
+        return items;
+      },
+      store::TxMode::read);
+  return Response::json(200, {{"items", items}, {"next_cursor", nullptr}});
+}
+
+Response queue(Ctx& ctx) {
+  auto status_s = ctx.req.query_param("status").value_or("submitted");
+  auto status = core::parse_status(status_s);
+  if (!status) {
+    return Response::error(ErrorCode::invalid_field,
+                           "status must be one of draft, submitted, needs_info, approved, rejected", "status");
+  }
+  auto items = ctx.store().transact(
+      [&](store::Tx& tx) {
+        nlohmann::json items = nlohmann::json::array();
+        const auto now = store::now_ms();
+        for (const auto& a : review_queue(tx, *status)) items.push_back(queue_entry_json(a, now));
+        return items;
+      },
+      store::TxMode::read);
+  return Response::json(200, {{"items", items}, {"next_cursor", nullptr}});
+}
+
+Response decide(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  core::ObjectReader r(*body);
+  Decision d;
+  const std::string decision = r.required_string("decision", 1, 20);
+  auto tier = r.optional_string("tier", 20);
+  auto note = r.optional_string("note", 4000);
+  const auto* add_model = r.optional_value("add_model");
+  if (auto s = r.finish(); !s) return Response::error(s.error());
+  if (decision == "approve") {
+    d.action = core::ApplicationAction::approve;
+  } else if (decision == "reject") {
+    d.action = core::ApplicationAction::reject;
+  } else if (decision == "needs_info") {
+    d.action = core::ApplicationAction::request_info;
+  } else {
+    return Response::error(ErrorCode::invalid_field, "decision must be approve, reject or needs_info", "decision");
+  }
+  d.note = note ? core::trim(*note) : "";
+  if (d.action != core::ApplicationAction::approve && d.note.empty()) {
+    return Response::error(ErrorCode::missing_field, "note is required: tell the applicant why", "note");
+  }
+  if (tier) {
+    if (d.action != core::ApplicationAction::approve) {
+      return Response::error(ErrorCode::invalid_field, "tier is only for approve", "tier");
+    }
+    d.tier = core::parse_tier(*tier);
+    if (!d.tier) return Response::error(ErrorCode::invalid_field, "tier must be community or enterprise", "tier");
+  }
+  if (add_model) {
+    if (d.action != core::ApplicationAction::approve) {
+      return Response::error(ErrorCode::invalid_field, "add_model is only for approve", "add_model");
+    }
+    auto m = core::parse_gpu_model(*add_model, "add_model");
+    if (!m) return Response::error(m.error());
+    d.add_model = std::move(*m);
+  }
+  auto result = ctx.store().transact([&](store::Tx& tx) -> core::Result<DecisionResult> {
+    auto app = load_application(tx, ctx.req.param("id"));
+    if (!app) return not_found();
+    if (app->user_id == ctx.principal->user.id) {
+      return Error::make(ErrorCode::forbidden, "you cannot review your own application").with_code("own_application");
+    }
+    return decide_application(tx, std::move(*app), ctx.principal->user, d, ctx.config().base_url());
+  });
+  if (!result) return Response::error(result.error());
+  nlohmann::json out = {{"application", to_json(result->app, store::now_ms())}};
+  if (result->api_key) {
+    out["provider_id"] = *result->provider_id;
+    out["api_key"] = *result->api_key;
+    out["api_key_id"] = *result->api_key_id;
+    out["tier"] = *result->app.tier;
+  }
+  return Response::json(200, out);
+}
+
+}  // namespace
+
+void register_applications_api(App& app) {
+  app.route(Method::post, "/v1/applications", RouteOptions::signed_in(), create);
+  app.route(Method::get, "/v1/applications", RouteOptions::signed_in(), list_mine);
+  app.route(Method::get, "/v1/applications/{id}", RouteOptions::signed_in(), get_one);
+  app.route(Method::patch, "/v1/applications/{id}", RouteOptions::signed_in(), edit);
+  app.route(Method::post, "/v1/applications/{id}/submit", RouteOptions::signed_in(), submit);
+  app.route(Method::get, "/v1/review/applications", RouteOptions::for_roles({"reviewer"}), queue);
+  // The approval answer carries the API key, so it is never stored for Idempotency-Key replay.
+  app.route(Method::post, "/v1/review/applications/{id}/decision",
+            RouteOptions::for_roles({"reviewer"}).no_idempotency(), decide);
+}
+
+}  // namespace gpunex::server

@@ -1,0 +1,139 @@
+// Provider self-service (/v1/provider/profile, /v1/provider/api-keys), the GPU
+// catalog (/v1/catalog/gpus) and the in-app notifications (/v1/notifications).
+
+#include "core/json_reader.hpp"
+#include "server/app.hpp"
+#include "server/catalog.hpp"
+#include "server/notifications.hpp"
+#include "server/providers.hpp"
+#include "util/time.hpp"
+
+namespace gpunex::server {
+
+using core::Error;
+using core::ErrorCode;
+using http::Method;
+using http::Response;
+
+namespace {
+
+core::Result<Provider> caller_provider(store::Tx& tx, const Ctx& ctx) {
+  auto p = find_provider_by_user(tx, ctx.principal->user.id);
+  if (!p) return Error::make(ErrorCode::not_found, "this account has no provider profile").with_code("not_a_provider");
+  return std::move(*p);
+}
+
+Response profile(Ctx& ctx) {
+  auto r = ctx.store().transact(
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        auto p = caller_provider(tx, ctx);
+        if (!p) return std::move(p).error();
+        auto j = p->to_json();
+        j["via"] = ctx.principal->via == Principal::Via::api_key ? "api_key" : "session";
+        return j;
+      },
+      store::TxMode::read);
+  if (!r) return Response::error(r.error());
+  return Response::json(200, *r);
+}
+
+Response list_keys(Ctx& ctx) {
+  auto r = ctx.store().transact(
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        auto p = caller_provider(tx, ctx);
+        if (!p) return std::move(p).error();
+        return list_api_keys(tx, p->id);
+      },
+      store::TxMode::read);
+  if (!r) return Response::error(r.error());
+  return Response::json(200, *r);
+}
+
+Response create_key(Ctx& ctx) {
+  std::optional<std::string> revoke;
+  if (!ctx.req.body.empty()) {
+    auto body = ctx.json_body();
+    if (!body) return Response::error(body.error());
+    core::ObjectReader r(*body);
+    revoke = r.optional_string("revoke", 64);
+    if (auto s = r.finish(); !s) return Response::error(s.error());
+  }
+  auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto p = caller_provider(tx, ctx);
+    if (!p) return std::move(p).error();
+    const auto now = store::now_ms();
+    nlohmann::json out;
+    if (revoke) {
+      auto revoked = revoke_api_key(tx, p->id, *revoke, now);
+      if (!revoked) return Error::make(ErrorCode::not_found, "no such API key to revoke", "revoke");
+      out["revoked"] = *revoked;
+    }
+    auto k = create_api_key(tx, p->id, now);
+    out["id"] = k.id;
+    out["api_key"] = k.key;
+    out["prefix"] = k.prefix;
+    out["created_at"] = util::rfc3339(now);
+    out["provider_id"] = p->id;
+    return out;
+  });
+  if (!r) return Response::error(r.error());
+  return Response::json(201, *r);
+}
+
+Response delete_key(Ctx& ctx) {
+  auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto p = caller_provider(tx, ctx);
+    if (!p) return std::move(p).error();
+    return revoke_api_key(tx, p->id, ctx.req.param("id"), store::now_ms());
+  });
+  if (!r) return Response::error(r.error());
+  return Response::json(200, *r);
+}
+
+Response catalog(Ctx& ctx) {
+  auto items = ctx.store().transact(
+      [&](store::Tx& tx) {
+        nlohmann::json items = nlohmann::json::array();
+        for (const auto& m : list_models(tx)) items.push_back(core::to_json(m));
+        return items;
+      },
+      store::TxMode::read);
+  return Response::json(200, {{"items", items}, {"next_cursor", nullptr}});
+}
+
+Response catalog_one(Ctx& ctx) {
+  auto m = ctx.store().transact([&](store::Tx& tx) { return find_model(tx, ctx.req.param("id")); }, store::TxMode::read);
+  if (!m) return Response::error(ErrorCode::not_found, "no such GPU model");
+  return Response::json(200, core::to_json(*m));
+}
+
+Response notifications(Ctx& ctx) {
+  auto j = ctx.store().transact([&](store::Tx& tx) { return list_notifications(tx, ctx.principal->user.id, 100); },
+                                store::TxMode::read);
+  return Response::json(200, j);
+}
+
+Response read_notification(Ctx& ctx) {
+  bool ok = ctx.store().transact([&](store::Tx& tx) {
+    return mark_notification_read(tx, ctx.principal->user.id, ctx.req.param("id"), store::now_ms());
+  });
+  if (!ok) return Response::error(ErrorCode::not_found, "no such notification");
+  return Response::json(200, {{"id", ctx.req.param("id")}, {"read", true}});
+}
+
+}  // namespace
+
+void register_provider_api(App& app) {
+  // An API key may read its provider's profile and keys (what an agent needs); creating and
+  // revoking keys needs a logged-in session, so a leaked key cannot mint new ones.
+  app.route(Method::get, "/v1/provider/profile", RouteOptions::for_roles({"provider"}).api_key_allowed(), profile);
+  app.route(Method::get, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).api_key_allowed(), list_keys);
+  app.route(Method::post, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).no_idempotency(), create_key);
+  app.route(Method::del, "/v1/provider/api-keys/{id}", RouteOptions::for_roles({"provider"}), delete_key);
+  app.route(Method::get, "/v1/catalog/gpus", RouteOptions::public_route(), catalog);
+  app.route(Method::get, "/v1/catalog/gpus/{id}", RouteOptions::public_route(), catalog_one);
+  app.route(Method::get, "/v1/notifications", RouteOptions::signed_in(), notifications);
+  app.route(Method::post, "/v1/notifications/{id}/read", RouteOptions::signed_in(), read_notification);
+}
+
+}  // namespace gpunex::server

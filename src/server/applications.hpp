@@ -1,0 +1,82 @@
+#pragma once
+// Provider applications in the store: create, edit, submit, review decisions,
+// each transition appended to the history with who, when and the note, and
+// mailed to the applicant through the outbox. One call = one transaction's work.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/application.hpp"
+#include "core/gpu_catalog.hpp"
+#include "core/result.hpp"
+#include "server/accounts.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+struct HistoryEntry {
+  std::int64_t at_ms = 0;
+  std::string by;  // user id
+  std::optional<std::string> from;
+  std::string to;
+  std::string note;
+};
+
+struct Application {
+  std::string id;
+  std::string user_id;
+  core::ApplicationStatus status = core::ApplicationStatus::draft;
+  core::ApplicationForm form;
+  std::int64_t created_at_ms = 0;
+  std::int64_t updated_at_ms = 0;
+  std::optional<std::int64_t> submitted_at_ms;
+  std::optional<std::int64_t> decided_at_ms;
+  std::optional<std::string> tier;
+  std::vector<HistoryEntry> history;
+};
+
+//! The API shape, with the suggested tier and its reasons, expected review date and history.
+nlohmann::json to_json(const Application& a, std::int64_t now_ms);
+
+//! Validates an application body against the catalog in `tx` and the system's time zones.
+core::Result<core::ApplicationForm> read_form(store::Tx& tx, const nlohmann::json& body);
+
+//! Loads an application; with `viewer` set, one that the viewer may not see is reported as absent.
+std::optional<Application> load_application(store::Tx& tx, const std::string& id);
+
+//! Creates a draft for `user`; 409 when the user already has an open application or is a provider.
+core::Result<Application> create_application(store::Tx& tx, const User& user, const core::ApplicationForm& form);
+//! Replaces the editable fields (draft or needs_info only, else 409).
+core::Result<Application> edit_application(store::Tx& tx, Application app, const core::ApplicationForm& form);
+//! draft/needs_info → submitted; queues the "submitted" mail.
+core::Result<Application> submit_application(store::Tx& tx, Application app, const User& by,
+                                             const std::string& base_url);
+
+std::vector<Application> list_user_applications(store::Tx& tx, const std::string& user_id);
+//! The review queue: applications in `status`, oldest submission first.
+std::vector<Application> review_queue(store::Tx& tx, core::ApplicationStatus status);
+//! A queue entry: summary, suggested tier, age and whether the 3-business-day promise is broken.
+nlohmann::json queue_entry_json(const Application& a, std::int64_t now_ms);
+
+//! A reviewer's decision.
+struct Decision {
+  core::ApplicationAction action = core::ApplicationAction::approve;
+  std::optional<core::Tier> tier;
+  std::string note;
+  std::optional<core::GpuModel> add_model;
+};
+//! What an approval hands out once.
+struct DecisionResult {
+  Application app;
+  std::optional<std::string> provider_id;
+  std::optional<std::string> api_key;
+  std::optional<std::string> api_key_id;
+};
+core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, const User& reviewer,
+                                                const Decision& d, const std::string& base_url);
+
+}  // namespace gpunex::server

@@ -1,0 +1,22 @@
+#pragma once
+// The GPU catalog in the store (table gpu_models): the built-in models,
+// upserted at start-up from the embedded data, and models reviewers add.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/gpu_catalog.hpp"
+#include "core/result.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+//! Upserts every built-in model (reviewer-added ones are left alone). Run at start-up.
+void seed_catalog(store::Store& store);
+std::vector<core::GpuModel> list_models(store::Tx& tx);
+std::optional<core::GpuModel> find_model(store::Tx& tx, const std::string& id);
+//! Adds a reviewer's model; 409 (field `field`) when the id is taken.
+core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string& added_by, const std::string& field);
+
+}  // namespace gpunex::server

@@ -1,0 +1,56 @@
+#pragma once
+// Notifications: the durable mail outbox (written in the same transaction as
+// the change it reports, delivered later by the mail worker) and the in-app
+// notification list of each user.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+//! A mail to queue. `secret` (an API key) is kept apart from the body, which holds the
+//! placeholder kSecretPlaceholder; it is put in only when sending and erased once sent.
+struct OutgoingMail {
+  std::string kind;  // "application_submitted", ...
+  std::string to;
+  std::string subject;
+  std::string body;
+  std::optional<std::string> secret;
+};
+inline constexpr const char* kSecretPlaceholder = "{{secret}}";
+
+//! Queues a mail in the outbox; returns its id.
+std::string enqueue_mail(store::Tx& tx, const OutgoingMail& mail, std::int64_t now_ms);
+
+//! A mail due for delivery, with the secret already put into the body.
+struct DueMail {
+  std::string id;
+  std::string to;
+  std::string subject;
+  std::string body;
+  std::int64_t created_at_ms = 0;
+  std::int64_t attempts = 0;
+};
+std::vector<DueMail> due_mails(store::Tx& tx, std::int64_t now_ms, int limit);
+//! Marks a mail sent and erases its secret.
+void mark_mail_sent(store::Tx& tx, const std::string& id, std::int64_t now_ms);
+//! Records a failed attempt and when to try again.
+void mark_mail_failed(store::Tx& tx, const std::string& id, const std::string& error, std::int64_t next_attempt_ms);
+//! The delay before retry number `attempts` (1-based): base · 2^(attempts-1), at most one hour.
+std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms);
+
+//! Adds an in-app notification for a user.
+void notify_user(store::Tx& tx, const std::string& user_id, const std::string& kind, const std::string& title,
+                 const std::string& body, const std::string& link, std::int64_t now_ms);
+//! The user's notifications, newest first, as {items, unread, next_cursor}.
+nlohmann::json list_notifications(store::Tx& tx, const std::string& user_id, int limit);
+//! Marks one of the user's notifications read; false when it is not theirs or does not exist.
+bool mark_notification_read(store::Tx& tx, const std::string& user_id, const std::string& id, std::int64_t now_ms);
+
+}  // namespace gpunex::server

@@ -1,0 +1,33 @@
+#include "server/workers/mail_worker.hpp"
+
+#include "server/notifications.hpp"
+#include "util/log.hpp"
+
+namespace gpunex::server::workers {
+
+MailRoundResult deliver_due_mail(store::Store& store, mail::Mailer& mailer, const std::string& from,
+                                 std::int64_t retry_base_ms, int batch) {
+  MailRoundResult result;
+  auto due = store.transact([&](store::Tx& tx) { return due_mails(tx, store::now_ms(), batch); }, store::TxMode::read);
+  for (const auto& m : due) {
+    mail::Message msg{m.id, from, m.to, m.subject, m.body, store::now_ms()};
+    auto sent = mailer.send(msg);
+    const auto now = store::now_ms();
+    if (sent) {
+      store.transact([&](store::Tx& tx) { mark_mail_sent(tx, m.id, now); });
+      util::log_event("info", "mail sent", {{"mail_id", m.id}, {"attempt", m.attempts + 1}});
+      ++result.sent;
+    } else {
+      const auto delay = mail_retry_delay_ms(m.attempts + 1, retry_base_ms);
+      store.transact([&](store::Tx& tx) { mark_mail_failed(tx, m.id, sent.error().message, now + delay); });
+      util::log_event("warn", "mail not sent; will retry",
+                      {{"mail_id", m.id}, {"attempt", m.attempts + 1}, {"retry_in_ms", delay},
+                       {"error", sent.error().message}, {"mailer", mailer.describe()}});
+      ++result.failed;
+      break;  // the server is likely down for every mail; the rest stay due for the next round
+    }
+  }
+  return result;
+}
+
+}  // namespace gpunex::server::workers

@@ -1,0 +1,23 @@
+#pragma once
+// The mail worker's round: deliver every due outbox mail through a Mailer,
+// marking each sent only after the server accepted it, else scheduling a
+// retry with exponential backoff. Secrets in mails never reach the logs.
+
+#include <cstdint>
+#include <string>
+
+#include "server/mail/mailer.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server::workers {
+
+struct MailRoundResult {
+  int sent = 0;
+  int failed = 0;
+};
+
+//! One round over the due mails (at most `batch`).
+MailRoundResult deliver_due_mail(store::Store& store, mail::Mailer& mailer, const std::string& from,
+                                 std::int64_t retry_base_ms, int batch = 50);
+
+}  // namespace gpunex::server::workers

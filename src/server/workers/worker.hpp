@@ -1,0 +1,46 @@
+#pragma once
+// A small reusable background worker: a thread that every interval takes a
+// named lease in the store (so one replica runs it at a time) and then does
+// its work. Started and stopped with the server.
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "store/store.hpp"
+
+namespace gpunex::server::workers {
+
+class Worker {
+ public:
+  //! `work` runs on the worker thread while this replica holds lease `name`; exceptions are logged.
+  Worker(store::Store& store, std::string name, std::chrono::milliseconds interval, std::function<void()> work);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void start();
+  //! Wakes the thread, waits for the current round to end, and gives the lease back.
+  void stop();
+  //! Runs a round soon instead of waiting for the interval (e.g. after queuing a mail).
+  void poke();
+
+ private:
+  void loop();
+
+  store::Store& store_;
+  std::string name_;
+  std::string holder_;
+  std::chrono::milliseconds interval_;
+  std::function<void()> work_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool poked_ = false;
+  std::thread thread_;
+};
+
+}  // namespace gpunex::server::workers

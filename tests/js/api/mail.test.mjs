@@ -1,0 +1,164 @@
+// Mail through a real SMTP server (Debian python3-aiosmtpd on a loopback port):
+// the onboarding flow's mails arrive as proper RFC 5322 messages, the approval
+// mail carries the install command with this server's URL and the API key, and
+// a mail queued while the SMTP server is down survives a restart of both.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ROOT, BACKEND, TestServer, Client } from '../lib/server.mjs';
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+// Debian's interpreter, where python3-aiosmtpd lives (a python3 first on PATH may be another one).
+const PYTHON = process.env.GPUNEX_PYTHON || (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
+
+class SmtpSink {
+  constructor(port, dir) {
+    this.port = port;
+    this.dir = dir;
+  }
+
+  async start() {
+    this.proc = spawn(PYTHON, [path.join(ROOT, 'tests/js/lib/smtp_sink.py'), String(this.port), this.dir],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.exited = new Promise((resolve) => this.proc.on('exit', resolve));
+    await new Promise((resolve, reject) => {
+      let err = '';
+      this.proc.stderr.on('data', (d) => { err += d; });
+      this.proc.stdout.on('data', (d) => { if (String(d).includes('ready')) resolve(); });
+      this.proc.on('exit', (code) => reject(new Error(`smtp sink exited ${code}: ${err}`)));
+    });
+    return this;
+  }
+
+  async stop() {
+    if (this.proc.exitCode !== null) return;
+    this.proc.kill('SIGTERM');
+    await this.exited;
+  }
+
+  messages() {
+    return readdirSync(this.dir).filter((f) => f.endsWith('.eml') && !f.startsWith('.')).sort()
+      .map((f) => readFileSync(path.join(this.dir, f), 'utf8'));
+  }
+
+  async waitFor(pred, what, ms = 15000) {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      const m = this.messages().find(pred);
+      if (m) return m;
+      await sleep(100);
+    }
+    throw new Error(`no mail ${what} within ${ms} ms; got:\n${this.messages().join('\n----\n')}`);
+  }
+}
+
+const subjectHas = (s) => (m) => new RegExp(`^Subject: .*${s}`, 'm').test(m);
+
+function application(email, name) {
+  return {
+    full_name: name, email, company: 'Mail Test Ltd',
+    gpus: [{ model: 'H100-SXM', count: 8, system_ram_gb: 2048, download_gbps: 10, upload_gbps: 10, availability: '24/7',
+      location: { city: 'Dublin', country: 'IE', region: 'eu-west' } },
+    { model: 'L4', count: 2, system_ram_gb: 64, download_gbps: 2, upload_gbps: 2, availability: '24/7',
+      location: { city: 'Cork', country: 'IE', region: 'eu-west' } }],
+    ups: true, commitment_months: 12,
+  };
+}
+
+async function applyAndSubmit(server, email, name) {
+  const c = new Client(server.url);
+  await c.signupAndLogin(email);
+  const created = await c.request('POST', '/v1/applications', { body: application(email, name) });
+  assert.equal(created.status, 201, created.body);
+  const sub = await c.request('POST', `/v1/applications/${created.json.id}/submit`);
+  assert.equal(sub.status, 200, sub.body);
+  return { client: c, id: created.json.id };
+}
+
+function serverArgs(smtpPort) {
+  return ['--smtp-url', `smtp://127.0.0.1:${smtpPort}`, '--mail-from', 'GPUnex <noreply@gpunex.test>',
+    '--mail-poll-interval-ms', '200', '--mail-retry-base-ms', '200'];
+}
+
+test(`${BACKEND}: onboarding mails reach a real SMTP server`, async () => {
+  const smtpPort = await freePort();
+  const sink = await new SmtpSink(smtpPort, mkdtempSync(path.join(tmpdir(), 'gpunex-smtp-'))).start();
+  const server = await new TestServer(serverArgs(smtpPort)).start();
+  try {
+    const { id } = await applyAndSubmit(server, 'ada@example.com', 'Ada Lovelace');
+    const submitted = await sink.waitFor(subjectHas('we received'), 'about the submission');
+    assert.match(submitted, /^X-Envelope-To: ada@example\.com/m);
+    assert.match(submitted, /^X-Envelope-From: noreply@gpunex\.test/m);
+    assert.match(submitted, /^Date: \w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} \+0000/m);
+    assert.match(submitted, /^Message-ID: <mail_\w+@gpunex\.test>/m);
+    assert.match(submitted, /^From: GPUnex <noreply@gpunex\.test>/m);
+    assert.match(submitted, /^To: ada@example\.com/m);
+    assert.match(submitted, /expect our answer by \w+day, \d{2} \w+ \d{4}/);
+    assert.match(submitted, new RegExp(`${id}`));
+
+    server.createUser('rita@example.com', 'operator-password-1', 'reviewer');
+    const rita = new Client(server.url);
+    await rita.login('rita@example.com', 'operator-password-1');
+    const ask = await rita.request('POST', `/v1/review/applications/${id}/decision`,
+      { body: { decision: 'needs_info', note: 'Which PSU feeds the H100 host?' } });
+    assert.equal(ask.status, 200, ask.body);
+    const needsInfo = await sink.waitFor(subjectHas('more information'), 'asking for more information');
+    assert.match(needsInfo, /Which PSU feeds the H100 host\?/);
+    assert.ok(needsInfo.includes(`${server.url}/#/applications/${id}`), 'needs_info mail links the application');
+
+    const ada = new Client(server.url);
+    await ada.login('ada@example.com', 'correct-horse-battery');
+    assert.equal((await ada.request('POST', `/v1/applications/${id}/submit`)).status, 200);
+    const ok = await rita.request('POST', `/v1/review/applications/${id}/decision`,
+      { body: { decision: 'approve', tier: 'enterprise', note: 'Welcome' } });
+    assert.equal(ok.status, 200, ok.body);
+    const key = ok.json.api_key;
+    assert.match(key, /^gpx_[A-Za-z0-9_-]{43}$/);
+    const approved = await sink.waitFor(subjectHas('approved'), 'about the approval');
+    assert.match(approved, /Subject: GPUnex: you are approved as a Enterprise provider|Subject: .*Enterprise/);
+    assert.ok(approved.includes(`curl -fsSL ${server.url}/agent/install.sh | bash`), approved);
+    assert.ok(approved.includes(key), 'the approval mail carries the API key');
+    assert.ok(!server.logs.join('').includes(key), 'the API key never reaches the logs');
+  } finally {
+    await server.stop();
+    await sink.stop();
+  }
+});
+
+test(`${BACKEND}: a mail queued while SMTP is down is delivered after a restart`, async () => {
+  const smtpPort = await freePort();
+  const sink = new SmtpSink(smtpPort, mkdtempSync(path.join(tmpdir(), 'gpunex-smtp-')));
+  const server = await new TestServer(serverArgs(smtpPort)).start();
+  try {
+    // No SMTP server yet: the worker fails, backs off and keeps the mail.
+    await applyAndSubmit(server, 'bob@example.com', 'Bob Builder');
+    await sleep(1000);
+    await server.stop();
+    assert.deepEqual(readdirSync(sink.dir), []);
+
+    await sink.start();
+    await server.start();
+    const m = await sink.waitFor(subjectHas('we received'), 'after the restart', 20000);
+    assert.match(m, /^To: bob@example\.com/m);
+    await sleep(1000);
+    assert.equal(sink.messages().length, 1, 'delivered exactly once');
+  } finally {
+    await server.stop();
+    await sink.stop().catch(() => {});
+  }
+});
