@@ -5,14 +5,6 @@
 
 namespace gpunex::core {
 
-std::string_view tier_name(Tier t) { return t == Tier::enterprise ? "enterprise" : "community"; }
-
-std::optional<Tier> parse_tier(std::string_view s) {
-  if (s == "community") return Tier::community;
-  if (s == "enterprise") return Tier::enterprise;
-  return std::nullopt;
-}
-
 double perf_per_usdc(double perf_score, MicroUsdc price) {
   if (price <= 0) return 0;
   return perf_score / (static_cast<double>(price) / static_cast<double>(kMicroPerUsdc));

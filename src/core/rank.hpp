@@ -11,14 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/application.hpp"  // Tier, tier_name, parse_tier
 #include "core/money.hpp"
 
 namespace gpunex::core {
-
-enum class Tier { community, enterprise };
-std::string_view tier_name(Tier t);
-//! "community" / "enterprise"; nullopt for anything else.
-std::optional<Tier> parse_tier(std::string_view s);
 
 //! Every constant of the rank, with DESIGN §4's defaults (operator configuration).
 struct RankConfig {

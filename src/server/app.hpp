@@ -113,6 +113,7 @@ void register_system_api(App& app);
 void register_auth_api(App& app);
 void register_applications_api(App& app);
 void register_provider_api(App& app);
+void register_market_api(App& app);
 void register_web(App& app);
 
 //! Builds the App with every route registered.
