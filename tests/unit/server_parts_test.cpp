@@ -115,3 +115,17 @@ TEST(Text, Utf8) {
   EXPECT_FALSE(core::is_clean_utf8("\xc3\x28"));
   EXPECT_FALSE(core::is_clean_utf8("\xed\xa0\x80"));  // surrogate
 }
+
+#include "util/time.hpp"
+
+TEST(Time, Rfc3339RoundTrip) {
+  EXPECT_EQ(util::rfc3339(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(util::rfc3339(1700000000123), "2023-11-14T22:13:20.123Z");
+  EXPECT_EQ(util::parse_rfc3339("2023-11-14T22:13:20.123Z"), 1700000000123);
+  EXPECT_EQ(util::parse_rfc3339("2023-11-14T23:13:20+01:00"), 1700000000000);
+  EXPECT_EQ(util::parse_rfc3339("2023-11-14T17:13:20.5-05:00"), 1700000000500);
+  for (const char* bad : {"", "2023-11-14", "2023-11-14T22:13:20", "2023-02-30T00:00:00Z", "2023-11-14T24:00:00Z",
+                          "2023-11-14T22:13:20Zx", "2023-11-14T22:13:20+1:00", "2023-11-14 22:13:20Z"}) {
+    EXPECT_FALSE(util::parse_rfc3339(bad).has_value()) << bad;
+  }
+}
