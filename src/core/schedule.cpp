@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 
 #include "core/json_reader.hpp"
+#include "core/rfc3339.hpp"
 
 namespace gpunex::core {
 
@@ -72,13 +72,9 @@ nlohmann::json days_to_json(DaySet days) {
 }
 
 std::optional<UtcTime> parse_utc(const std::string& s) {
-  for (const char* fmt : {"%FT%TZ", "%FT%T%Ez"}) {
-    std::istringstream in{s};
-    date::sys_seconds tp;
-    in >> date::parse(fmt, tp);
-    if (!in.fail() && in.peek() == std::char_traits<char>::eof()) return tp;
-  }
-  return std::nullopt;
+  const auto ms = parse_rfc3339_ms(s);
+  if (!ms) return std::nullopt;
+  return date::floor<seconds>(date::sys_time<std::chrono::milliseconds>{std::chrono::milliseconds{*ms}});
 }
 
 // ---- wall-clock intervals ----

@@ -1,18 +1,17 @@
 #include "core/marketplace.hpp"
 
-#include <sstream>
-
 #include <gtest/gtest.h>
+
+#include "core/rfc3339.hpp"
 
 using namespace gpunex::core;  // NOLINT: test file
 
 namespace {
 
 UtcTime utc(const std::string& s) {
-  std::istringstream in{s};
-  date::sys_seconds t;
-  in >> date::parse("%FT%TZ", t);
-  return t;
+  const auto ms = parse_rfc3339_ms(s);
+  EXPECT_TRUE(ms.has_value()) << s;
+  return UtcTime{std::chrono::seconds{ms.value_or(0) / 1000}};
 }
 
 OfferCandidate candidate(std::string id, std::string model, MicroUsdc price, double perf) {
