@@ -65,11 +65,19 @@ Result<MicroUsdc> parse_rate(std::string_view text) {
 std::string format_usdc(MicroUsdc amount) {
   const bool negative = amount < 0;
   // Work in unsigned so that the most negative value does not overflow on negation.
-  const std::uint64_t magnitude = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(amount)
-                                           : static_cast<std::uint64_t>(amount);
-  std::string frac = std::to_string(magnitude % static_cast<std::uint64_t>(kMicroPerUsdc));
-  frac.insert(0, 6 - frac.size(), '0');
-  return (negative ? "-" : "") + std::to_string(magnitude / static_cast<std::uint64_t>(kMicroPerUsdc)) + "." + frac;
+  std::uint64_t magnitude = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(amount)
+                                     : static_cast<std::uint64_t>(amount);
+  // Digits from the right: six decimals, the point, then at least one integer digit.
+  char buf[32];
+  char* p = buf + sizeof buf;
+  for (int i = 0; i < 6; ++i, magnitude /= 10) *--p = static_cast<char>('0' + magnitude % 10);
+  *--p = '.';
+  do {
+    *--p = static_cast<char>('0' + magnitude % 10);
+    magnitude /= 10;
+  } while (magnitude != 0);
+  if (negative) *--p = '-';
+  return std::string(p, buf + sizeof buf);
 }
 
 }  // namespace gpunex::core
