@@ -54,6 +54,9 @@ class Command {
 std::unique_ptr<Command> make_login_command();
 std::unique_ptr<Command> make_logout_command();
 std::unique_ptr<Command> make_whoami_command();
+std::unique_ptr<Command> make_price_command();
+std::unique_ptr<Command> make_schedule_command();
+std::unique_ptr<Command> make_market_command();
 
 //! Sends a request with the stored token; returns the response or prints the failure.
 core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, const std::string& path,

@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   std::vector<std::pair<CLI::App*, std::unique_ptr<cli::Command>>> commands;
-  for (auto make : {cli::make_login_command, cli::make_logout_command, cli::make_whoami_command}) {
+  for (auto make : {cli::make_login_command, cli::make_logout_command, cli::make_whoami_command,
+                    cli::make_price_command, cli::make_schedule_command, cli::make_market_command}) {
     auto cmd = make();
     CLI::App* sub = cmd->add_to(app);
     sub->add_flag("--json", json, "print JSON instead of text");
