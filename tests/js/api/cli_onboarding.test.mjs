@@ -1,0 +1,202 @@
+// The gpunex CLI for onboarding: apply from TOML (draft, submit, resubmit after needs_info),
+// application status, the reviewer's review list/show/needs-info/approve/reject, and the
+// provider's keys list/rotate/revoke; --json everywhere; errors print the server's message
+// and the field it names.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BACKEND, BIN, ROOT, TestServer, Client } from '../lib/server.mjs';
+
+function gpunex(home, args, input) {
+  const r = spawnSync(path.join(BIN, 'gpunex'), args, {
+    input, env: { PATH: process.env.PATH, HOME: home }, encoding: 'utf8',
+  });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+const json = (r) => { assert.equal(r.code, 0, r.err + r.out); return JSON.parse(r.out); };
+
+function login(server, email, password) {
+  const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
+  const r = gpunex(home, ['--server', server.url, 'login', '--email', email, '--password-stdin'], `${password}\n`);
+  assert.equal(r.code, 0, r.err);
+  return home;
+}
+
+test(`${BACKEND}: gpunex apply, application status, review, keys`, async () => {
+  const server = await new TestServer().start();
+  try {
+    await new Client(server.url).signupAndLogin('alice@example.com', 'correct-horse-battery', 'Alice Provider');
+    server.createUser('rita@example.com', 'operator-password-1', 'reviewer');
+    const alice = login(server, 'alice@example.com', 'correct-horse-battery');
+    const rita = login(server, 'rita@example.com', 'operator-password-1');
+    const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-toml-'));
+
+    // The example in docs/ is a valid application; --draft only saves it.
+    const example = path.join(dir, 'application.toml');
+    copyFileSync(path.join(ROOT, 'docs', 'application.example.toml'), example);
+    const draft = json(gpunex(alice, ['apply', '--file', example, '--draft', '--json']));
+    assert.equal(draft.status, 'draft');
+    assert.equal(draft.gpus.length, 2);
+    assert.equal(draft.gpus[1].model, 'other');
+    assert.deepEqual(draft.gpus[1].availability.windows[1], { days: ['sat', 'sun'], start: '00:00', end: '24:00' });
+
+    // A bad field: the server's message and the field it names, in text and in --json.
+    const bad = path.join(dir, 'bad.toml');
+    writeFileSync(bad, `full_name = "Alice Provider"
+email = "alice@example.com"
+ups = false
+commitment_months = 9
+[[gpus]]
+model = "L4"
+count = 1
+system_ram_gb = 64
+download_gbps = 1.0
+upload_gbps = 1.0
+availability = "24/7"
+location = { city = "Lisbon", country = "PT", region = "eu-west" }
+`);
+    const badText = gpunex(alice, ['apply', '--file', bad]);
+    assert.equal(badText.code, 1);
+    assert.match(badText.err, /commitment_months must be one of 3, 6, 12 or 24 \(field: commitment_months\)/);
+    const badJson = gpunex(alice, ['apply', '--file', bad, '--json']);
+    assert.equal(badJson.code, 1);
+    assert.equal(JSON.parse(badJson.out).error.field, 'commitment_months');
+    writeFileSync(path.join(dir, 'broken.toml'), 'full_name = "unterminated\n');
+    const broken = gpunex(alice, ['apply', '--file', path.join(dir, 'broken.toml')]);
+    assert.equal(broken.code, 1);
+    assert.match(broken.err, /broken\.toml:1:/);
+
+    // Submitting updates the open draft rather than starting a second application.
+    const good = path.join(dir, 'good.toml');
+    writeFileSync(good, `full_name = "Alice Provider"
+email = "alice@example.com"
+company = "Alice Compute GmbH"
+ups = true
+commitment_months = 12
+[[gpus]]
+model = "L40S"
+count = 4
+system_ram_gb = 512
+download_gbps = 10
+upload_gbps = 10
+availability = "24/7"
+location = { city = "Berlin", country = "DE", region = "eu-central" }
+[[gpus]]
+model = "RTX-4090"
+count = 2
+system_ram_gb = 128
+download_gbps = 1
+upload_gbps = 0.5
+location = { city = "Munich", country = "DE", region = "eu-central" }
+[gpus.availability]
+timezone = "Europe/Berlin"
+windows = [{ days = ["mon", "tue", "wed", "thu", "fri"], start = "18:00", end = "08:00" }]
+`);
+    const sub = gpunex(alice, ['apply', '--file', good]);
+    assert.equal(sub.code, 0, sub.err);
+    assert.match(sub.out, new RegExp(`application ${draft.id}: submitted\\nexpected review by \\d{4}-`));
+
+    const st = json(gpunex(alice, ['application', 'status', '--json']));
+    assert.equal(st.id, draft.id);
+    assert.equal(st.status, 'submitted');
+    const stText = gpunex(alice, ['application', 'status', draft.id]);
+    assert.match(stText.out, /: submitted\n/);
+    assert.match(stText.out, /draft -> submitted/);
+
+    // A customer has no review console.
+    const notReviewer = gpunex(alice, ['review', 'list']);
+    assert.equal(notReviewer.code, 1);
+    assert.match(notReviewer.err, /error: /);
+
+    const queue = json(gpunex(rita, ['review', 'list', '--json']));
+    assert.deepEqual(queue.items.map((a) => a.id), [draft.id]);
+    assert.match(gpunex(rita, ['review', 'list']).out, new RegExp(`${draft.id}  Alice Provider .* 6 GPUs  suggested community`));
+    const shown = gpunex(rita, ['review', 'show', draft.id]);
+    assert.match(shown.out, /\[FAIL\] availability: gpus\[1\] is available on a schedule, not 24\/7/);
+    assert.match(shown.out, /\[pass\] ups/);
+
+    // Enterprise is refused by a rule; the message names the rule and the field.
+    const refused = gpunex(rita, ['review', 'approve', draft.id, '--tier', 'enterprise', '--note', 'hi']);
+    assert.equal(refused.code, 1);
+    assert.match(refused.err, /Enterprise tier refused by rule 'availability'.*\(field: tier\)/);
+    const refusedJson = JSON.parse(gpunex(rita, ['review', 'approve', draft.id, '--tier', 'enterprise', '--json']).out);
+    assert.equal(refusedJson.error.code, 'tier_rule_failed');
+
+    const ask = json(gpunex(rita, ['review', 'needs-info', draft.id, '--note', 'Make the 4090 host 24/7, 1 Gbit/s up', '--json']));
+    assert.equal(ask.application.status, 'needs_info');
+    const needs = gpunex(alice, ['application', 'status']);
+    assert.match(needs.out, /needs_info .*"Make the 4090 host 24\/7, 1 Gbit\/s up"/);
+
+    // Resubmit: the same command edits the application sent back and submits it again.
+    writeFileSync(good, `full_name = "Alice Provider"
+email = "alice@example.com"
+company = "Alice Compute GmbH"
+ups = true
+commitment_months = 12
+[[gpus]]
+model = "L40S"
+count = 4
+system_ram_gb = 512
+download_gbps = 10
+upload_gbps = 10
+availability = "24/7"
+location = { city = "Berlin", country = "DE", region = "eu-central" }
+`);
+    const again = json(gpunex(alice, ['apply', '--file', good, '--json']));
+    assert.equal(again.id, draft.id);
+    assert.equal(again.status, 'submitted');
+    assert.equal(again.suggested_tier, 'enterprise');
+
+    // Approve: the reviewer learns a key was issued, never the key.
+    const approved = gpunex(rita, ['review', 'approve', draft.id, '--tier', 'enterprise', '--note', 'Welcome', '--json']);
+    const a = json(approved);
+    assert.equal(a.tier, 'enterprise');
+    assert.equal(a.api_key_issued, true);
+    assert.ok(a.provider_id && a.api_key_id);
+    assert.ok(!('api_key' in a));
+    assert.doesNotMatch(approved.out, /gpx_/);
+    const approvedText = gpunex(rita, ['review', 'reject', draft.id, '--note', 'too late']);
+    assert.equal(approvedText.code, 1, 'deciding twice is a conflict');
+
+    // Keys: list, rotate (the new key once), revoke.
+    const list = json(gpunex(alice, ['keys', 'list', '--json']));
+    assert.deepEqual(list.items.map((k) => k.id), [a.api_key_id]);
+    const rotated = gpunex(alice, ['keys', 'rotate', '--revoke', a.api_key_id]);
+    assert.equal(rotated.code, 0, rotated.err);
+    assert.match(rotated.err, /shown only now/);
+    const key = rotated.out.trim();
+    assert.match(key, /^gpx_[A-Za-z0-9_-]{43}$/);
+    const prof = await fetch(`${server.url}/v1/provider/profile`, { headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(prof.status, 200);
+    const listText = gpunex(alice, ['keys', 'list']);
+    assert.match(listText.out, new RegExp(`${a.api_key_id} .* revoked `));
+    assert.match(listText.out, / active\n/);
+    const created = json(gpunex(alice, ['keys', 'rotate', '--json']));
+    assert.match(created.api_key, /^gpx_/);
+    const newId = JSON.parse(gpunex(alice, ['keys', 'list', '--json']).out).items.find((k) => k.active && k.id !== created.id).id;
+    const revoked = json(gpunex(alice, ['keys', 'revoke', newId, '--json']));
+    assert.equal(revoked.active, false);
+    const gone = await fetch(`${server.url}/v1/provider/profile`, { headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(gone.status, 401);
+    const missing = gpunex(alice, ['keys', 'rotate', '--revoke', 'key_nope']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, /no such API key to revoke \(field: revoke\)/);
+
+    // Rejection needs a note, and a reject with one works (a second applicant).
+    await new Client(server.url).signupAndLogin('mallory@example.com', 'correct-horse-battery', 'Mallory M');
+    const mallory = login(server, 'mallory@example.com', 'correct-horse-battery');
+    const m = json(gpunex(mallory, ['apply', '--file', example, '--json']));
+    const noNote = gpunex(rita, ['review', 'reject', m.id]);
+    assert.notEqual(noNote.code, 0);
+    assert.match(noNote.err, /--note is required/, 'the CLI asks for --note');
+    const rej = gpunex(rita, ['review', 'reject', m.id, '--note', 'Not enough bandwidth']);
+    assert.equal(rej.code, 0, rej.err);
+    assert.match(rej.out, /: rejected/);
+    assert.match(gpunex(mallory, ['application', 'status']).out, /rejected .*"Not enough bandwidth"/);
+  } finally {
+    await server.stop();
+  }
+});

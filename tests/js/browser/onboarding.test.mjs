@@ -1,0 +1,272 @@
+// Browser: the provider journey of DESIGN §3.2–3.5 through the dashboard. Apply with two
+// GPU entries (one on a weekly schedule), a bad field shows its message next to it, the
+// reviewer asks for more information in the review console, the applicant edits and
+// resubmits, the reviewer approves as Enterprise (after the console shows the 422 for a
+// schedule), the provider sees the approval and a new API key exactly once, and the
+// approval mail reached a real SMTP server.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BACKEND, TestServer } from '../lib/server.mjs';
+import { launchBrowser, screenshotter } from '../lib/browser.mjs';
+import { freePort, SmtpSink } from '../lib/smtp.mjs';
+
+const subjectHas = (s) => (m) => new RegExp(`^Subject: .*${s}`, 'm').test(m);
+
+async function login(page, url, email, password) {
+  await page.goto(`${url}/#/login`);
+  await page.getByRole('heading', { name: 'Log in' }).waitFor();
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('heading', { name: 'Roles' }).waitFor();
+}
+
+async function fillGpu(entry, g) {
+  await entry.getByLabel('GPU model').selectOption(g.model);
+  await entry.getByLabel('Number of GPUs').fill(String(g.count));
+  await entry.getByLabel('Host system RAM (GB)').fill(String(g.ram));
+  await entry.getByLabel('Download speed (Gbit/s)').fill(String(g.down));
+  await entry.getByLabel('Upload speed (Gbit/s)').fill(String(g.up));
+  await entry.getByLabel('City').fill(g.city);
+  await entry.getByLabel('Country').fill(g.country);
+  await entry.getByLabel('Region').fill(g.region);
+}
+
+test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown once, mail sent`, async () => {
+  const smtpPort = await freePort();
+  const sink = await new SmtpSink(smtpPort, mkdtempSync(path.join(tmpdir(), 'gpunex-smtp-'))).start();
+  const server = await new TestServer(['--smtp-url', `smtp://127.0.0.1:${smtpPort}`,
+    '--mail-from', 'GPUnex <noreply@gpunex.test>', '--mail-poll-interval-ms', '200', '--mail-retry-base-ms', '200']).start();
+  server.createUser('rita@example.com', 'operator-password-1', 'reviewer', 'Rita Reviewer');
+  // Two browsers, so the applicant and the reviewer each keep their own session.
+  const alice = await launchBrowser();
+  const rita = await launchBrowser();
+  const shot = screenshotter(`onboarding-${BACKEND}`);
+  const errors = [];
+  try {
+    const p = await alice.newPage();
+    p.on('pageerror', (e) => errors.push(`applicant: ${e.message}`));
+    await p.goto(`${server.url}/#/signup`);
+    await p.getByLabel('Full name').fill('Alice Provider');
+    await p.getByLabel('E-mail').fill('alice@example.com');
+    await p.getByLabel(/^Password/).fill('correct-horse-battery');
+    await p.getByRole('button', { name: 'Sign up' }).click();
+    await p.getByRole('heading', { name: 'Roles' }).waitFor();
+    await shot(p, 'roles');
+
+    await p.getByRole('link', { name: 'Apply to Provide GPUs' }).click();
+    await p.getByRole('heading', { name: 'Apply to provide GPUs' }).waitFor();
+    assert.equal(await p.getByLabel('Full legal name').inputValue(), 'Alice Provider');
+    await shot(p, 'apply-empty');
+    await p.getByLabel('Company (optional)').fill('Alice Compute GmbH');
+    const e1 = p.getByRole('group', { name: 'GPU entry 1' });
+    await fillGpu(e1, { model: 'L40S', count: 4, ram: 512, down: 10, up: 10, city: 'Berlin', country: 'DE', region: 'eu-central' });
+
+    // Entries can be added and removed.
+    await p.getByRole('button', { name: 'Add another GPU entry' }).click();
+    await p.getByRole('button', { name: 'Add another GPU entry' }).click();
+    await p.getByRole('group', { name: 'GPU entry 3' }).waitFor();
+    await p.getByRole('button', { name: 'Remove GPU entry 3' }).click();
+    assert.equal(await p.getByRole('group', { name: /^GPU entry \d$/ }).count(), 2);
+
+    // The second entry: a weekly schedule with two windows, and (at first) no country.
+    const e2 = p.getByRole('group', { name: 'GPU entry 2' });
+    await fillGpu(e2, { model: 'RTX-4090', count: 2, ram: 128, down: 1, up: 0.5, city: 'Munich', country: '', region: 'eu-central' });
+    await e2.getByLabel('Weekly schedule').check();
+    await e2.getByLabel('Time zone').fill('Europe/Berlin');
+    await e2.getByRole('button', { name: 'Add a window' }).click();
+    const w2 = e2.getByRole('group', { name: 'Window 2' });
+    for (const d of ['Mon', 'Tue', 'Wed', 'Thu', 'Fri']) await w2.getByLabel(d, { exact: true }).uncheck();
+    for (const d of ['Sat', 'Sun']) await w2.getByLabel(d, { exact: true }).check();
+    await w2.getByLabel('Start (HH:MM)').fill('00:00');
+    await w2.getByLabel('End (HH:MM)').fill('24:00');
+    await p.getByRole('group', { name: /UPS/ }).getByLabel('Yes').check();
+    await p.getByLabel('Commitment period').selectOption('12');
+    await p.getByLabel('Maintenance notes (optional)').fill('Sundays 02:00-04:00 CET');
+
+    // Validation: the server names gpus[1].location.country; the message sits next to that entry's field.
+    await p.getByRole('button', { name: 'Submit application' }).click();
+    const country2 = e2.getByLabel('Country');
+    await p.locator('#f-gpus-1-location-country-error', { hasText: 'gpus[1].location.country' }).waitFor();
+    assert.equal(await country2.getAttribute('aria-invalid'), 'true');
+    assert.equal(await e1.getByLabel('Country').getAttribute('aria-invalid'), null);
+    assert.ok(await country2.evaluate((e) => e === document.activeElement), 'the bad field has the focus');
+    await shot(p, 'apply-validation-error');
+
+    // A bad schedule time is named too, next to the window's start field.
+    await w2.getByLabel('Start (HH:MM)').fill('7:00');
+    await country2.fill('DE');
+    await p.getByRole('button', { name: 'Save as draft' }).click();
+    await p.locator('#f-gpus-1-availability-windows-1-start-error', { hasText: /start/ }).waitFor();
+    assert.equal(await country2.getAttribute('aria-invalid'), null, 'the fixed field is no longer marked');
+    await shot(p, 'apply-schedule-error');
+    await w2.getByLabel('Start (HH:MM)').fill('00:00');
+    await p.getByRole('button', { name: 'Save as draft' }).click();
+    await p.getByRole('status').filter({ hasText: 'Draft saved' }).waitFor();
+    await shot(p, 'apply-draft-saved');
+
+    await p.getByRole('button', { name: 'Submit application' }).click();
+    await p.getByRole('heading', { name: 'Your provider application' }).waitFor();
+    await p.locator('#app-status', { hasText: 'Submitted' }).waitFor();
+    assert.match(await p.locator('#expected-review').textContent(), /\d{4}.*1–3 business days/);
+    const appUrl = p.url();
+    const appId = appUrl.split('/').pop();
+    await shot(p, 'status-submitted');
+
+    // The reviewer: queue, detail with the suggested tier and the reasons, a refused Enterprise, needs_info.
+    const r = await rita.newPage();
+    r.on('pageerror', (e) => errors.push(`reviewer: ${e.message}`));
+    await login(r, server.url, 'rita@example.com', 'operator-password-1');
+    await r.getByRole('link', { name: 'Review', exact: true }).click();
+    await r.getByRole('heading', { name: 'Review queue' }).waitFor();
+    const row = r.getByRole('table', { name: 'Review queue' }).getByRole('row', { name: /Alice Provider/ });
+    assert.match(await row.textContent(), /6 × .*L40S.*RTX-4090/);
+    assert.match(await row.textContent(), /of 3 business days/);
+    await shot(r, 'review-queue');
+    await row.getByRole('link', { name: 'Alice Provider' }).click();
+    await r.getByRole('heading', { name: 'Application from Alice Provider' }).waitFor();
+    assert.match(await r.locator('#suggested-tier').textContent(), /Community/);
+    const rules = r.getByRole('table', { name: 'Tier rules' });
+    assert.match(await rules.getByRole('row', { name: /24\/7 availability/ }).textContent(),
+      /fail.*gpus\[1\] is available on a schedule/);
+    await shot(r, 'review-detail');
+
+    await r.getByLabel('Tier', { exact: true }).selectOption('enterprise');
+    await r.getByLabel('Note to the applicant').fill('welcome');
+    await r.getByRole('button', { name: 'Record decision' }).click();
+    await r.locator('#f-tier-error', { hasText: "Enterprise tier refused by rule 'availability'" }).waitFor();
+    assert.equal(await r.getByLabel('Tier', { exact: true }).getAttribute('aria-invalid'), 'true');
+    await shot(r, 'review-enterprise-refused');
+
+    await r.getByLabel('Ask for more information').check();
+    assert.ok(await r.getByLabel('Tier', { exact: true }).isHidden(), 'the tier is only for approval');
+    await r.getByLabel('Note to the applicant').fill('For Enterprise, make the RTX 4090 host 24/7 with 1 Gbit/s up.');
+    await r.getByRole('button', { name: 'Record decision' }).click();
+    await r.getByRole('status').filter({ hasText: 'Decision recorded: More information needed' }).waitFor();
+    await shot(r, 'review-needs-info-recorded');
+
+    // The applicant: the notification, the note on the status page, edit and resubmit.
+    await p.getByRole('link', { name: /^Notifications/ }).click();
+    await p.getByRole('heading', { name: 'Notifications' }).waitFor();
+    const note = p.getByRole('listitem').filter({ hasText: 'More information needed' });
+    assert.match(await note.textContent(), /make the RTX 4090 host 24\/7/);
+    assert.equal(await p.locator('#unread').textContent(), '2');
+    await shot(p, 'notifications');
+    await note.getByRole('button', { name: /Mark .* as read/ }).click();
+    await p.locator('#unread-count', { hasText: '1 unread' }).waitFor();
+    await note.getByRole('link', { name: 'Open' }).click();
+    await p.getByRole('heading', { name: 'Your provider application' }).waitFor();
+    assert.match(await p.locator('.reviewer-note').textContent(), /make the RTX 4090 host 24\/7 with 1 Gbit\/s up/);
+    await shot(p, 'status-needs-info');
+    await p.getByRole('link', { name: 'Edit and resubmit' }).click();
+    await p.getByRole('heading', { name: 'Edit your application' }).waitFor();
+    const e2b = p.getByRole('group', { name: 'GPU entry 2' });
+    assert.equal(await e2b.getByLabel('Time zone').inputValue(), 'Europe/Berlin');
+    assert.equal(await e2b.getByRole('group', { name: 'Window 2' }).getByLabel('End (HH:MM)').inputValue(), '24:00');
+    await e2b.getByLabel('24/7').check();
+    await e2b.getByLabel('Upload speed (Gbit/s)').fill('1');
+    await shot(p, 'apply-edit');
+    await p.getByRole('button', { name: 'Resubmit application' }).click();
+    await p.locator('#app-status', { hasText: 'Submitted' }).waitFor();
+    assert.match(await p.getByRole('table', { name: 'History' }).textContent(), /resubmitted/);
+    await shot(p, 'status-resubmitted');
+
+    // The reviewer approves as Enterprise, now the suggestion; the console says a key was issued, not what it is.
+    await r.goto(`${server.url}/#/review`);
+    await r.getByRole('link', { name: 'Alice Provider' }).click();
+    await r.getByRole('heading', { name: 'Application from Alice Provider' }).waitFor();
+    assert.match(await r.locator('#suggested-tier').textContent(), /Enterprise/);
+    assert.equal(await r.getByLabel('Tier', { exact: true }).inputValue(), 'enterprise');
+    await r.getByLabel('Note to the applicant').fill('Welcome aboard');
+    await r.getByRole('button', { name: 'Record decision' }).click();
+    const issued = r.getByRole('status').filter({ hasText: 'Approved as Enterprise' });
+    await issued.waitFor();
+    assert.match(await issued.textContent(), new RegExp(`API key \\w+ was issued.*curl -fsSL ${server.url}/agent/install.sh \\| bash`));
+    assert.doesNotMatch(await r.content(), /gpx_/, 'the reviewer never sees the provider key');
+    await shot(r, 'review-approved');
+
+    // The provider: the approval, then a key shown once.
+    await p.getByRole('link', { name: 'Roles' }).click();
+    await p.getByRole('heading', { name: 'Roles' }).waitFor();
+    await p.getByRole('link', { name: 'Application', exact: true }).click();
+    await p.getByRole('heading', { name: 'Approved as Enterprise provider' }).waitFor();
+    assert.equal(p.url(), appUrl);
+    await shot(p, 'status-approved');
+    await p.getByRole('link', { name: 'Manage API keys' }).click();
+    await p.getByRole('heading', { name: 'API keys' }).waitFor();
+    const keys = p.getByRole('table', { name: 'Your API keys' });
+    assert.equal(await keys.getByRole('row').count(), 2, 'the key issued at approval is listed');
+    const firstPrefix = (await keys.locator('tbody code').first().textContent()).replace('…', '');
+    await shot(p, 'keys-before');
+    await p.getByRole('button', { name: 'Create a new API key' }).click();
+    await p.getByRole('heading', { name: 'Your new API key' }).waitFor();
+    const key = await p.getByLabel('API key', { exact: true }).inputValue();
+    assert.match(key, /^gpx_[A-Za-z0-9_-]{43}$/);
+    assert.match(await p.locator('#new-key-warning').textContent(), /only time it is shown/);
+    await shot(p, 'keys-new-key-once');
+    const profile = await fetch(`${server.url}/v1/provider/profile`, { headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(profile.status, 200);
+    assert.equal((await profile.json()).tier, 'enterprise');
+
+    // A second view lists the key by prefix only.
+    await p.getByRole('link', { name: 'Roles' }).click();
+    await p.getByRole('heading', { name: 'Roles' }).waitFor();
+    await p.getByRole('link', { name: 'API keys' }).first().click();
+    await p.getByRole('heading', { name: 'API keys' }).waitFor();
+    assert.equal(await keys.getByRole('row').count(), 3);
+    assert.equal(await p.locator('#new-key').count(), 0);
+    assert.doesNotMatch(await p.content(), new RegExp(key));
+    await shot(p, 'keys-second-view');
+    await p.reload();
+    await p.getByRole('heading', { name: 'API keys' }).waitFor();
+    assert.doesNotMatch(await p.content(), /gpx_[A-Za-z0-9_-]{20,}/);
+
+    // Rotate the approval key: a new one shown once, the old one revoked.
+    await p.getByRole('button', { name: `Rotate key ${firstPrefix}` }).click();
+    await p.getByRole('heading', { name: 'Your new API key' }).waitFor();
+    assert.match(await p.getByRole('row', { name: new RegExp(firstPrefix) }).textContent(), /revoked/);
+    await shot(p, 'keys-rotated');
+
+    // The approval mail went out through SMTP with the approval key and the install command.
+    const mail = await sink.waitFor(subjectHas('approved as a Enterprise provider'), 'about the approval');
+    assert.match(mail, /^To: alice@example\.com/m);
+    assert.ok(mail.includes(`curl -fsSL ${server.url}/agent/install.sh | bash`));
+    assert.ok(mail.includes(firstPrefix), 'the mailed key is the one issued at approval');
+    assert.ok(!mail.includes(key), 'keys made later are never mailed');
+    assert.ok(mail.includes(appId));
+    assert.deepEqual(errors, []);
+  } finally {
+    await alice.close();
+    await rita.close();
+    await server.stop();
+    await sink.stop();
+  }
+});
+
+test(`${BACKEND}: another user cannot open an application; a customer has no review console`, async () => {
+  const server = await new TestServer().start();
+  const browser = await launchBrowser();
+  const shot = screenshotter(`onboarding-access-${BACKEND}`);
+  try {
+    const p = await browser.newPage();
+    await p.goto(`${server.url}/#/signup`);
+    await p.getByLabel('Full name').fill('Bob Nosy');
+    await p.getByLabel('E-mail').fill('bob@example.com');
+    await p.getByLabel(/^Password/).fill('correct-horse-battery');
+    await p.getByRole('button', { name: 'Sign up' }).click();
+    await p.getByRole('heading', { name: 'Roles' }).waitFor();
+    assert.equal(await p.getByRole('link', { name: 'Review', exact: true }).isHidden(), true);
+    await p.goto(`${server.url}/#/applications/app_doesnotexist`);
+    await p.getByRole('heading', { name: 'Not found' }).waitFor();
+    await shot(p, 'application-not-found');
+    await p.goto(`${server.url}/#/review`);
+    await p.getByText('The review console is for reviewers.').waitFor();
+    await shot(p, 'review-not-allowed');
+  } finally {
+    await browser.close();
+    await server.stop();
+  }
+});
