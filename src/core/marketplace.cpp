@@ -19,12 +19,8 @@ std::vector<Offer> assemble_offers(std::vector<OfferCandidate> candidates, UtcTi
   visible.reserve(candidates.size());
   for (auto& c : candidates) {
     if (c.gpu_count_available <= 0 || c.price <= 0) continue;
-    std::optional<UtcTime> until;
-    if (c.schedule) {
-      if (!is_available(*c.schedule, now)) continue;
-      until = available_until(*c.schedule, now);
-    }
-    visible.push_back(Offer{std::move(c), {}, until});
+    if (c.schedule && !is_available(*c.schedule, now)) continue;
+    visible.push_back(Offer{std::move(c), {}, std::nullopt});
   }
   std::map<std::string, std::vector<double>, std::less<>> values;
   for (const auto& o : visible)
@@ -61,6 +57,10 @@ std::vector<Offer> assemble_offers(std::vector<OfferCandidate> candidates, UtcTi
     return key(a) < key(b);
   });
   return out;
+}
+
+void fill_available_until(Offer& o, UtcTime now) {
+  o.available_until = o.candidate.schedule ? available_until(*o.candidate.schedule, now) : std::nullopt;
 }
 
 nlohmann::json to_json(const Offer& o) {

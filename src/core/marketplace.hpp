@@ -6,6 +6,7 @@
 // and pages. Pure: the store query that yields candidates is in server/.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,7 +31,7 @@ struct OfferCandidate {
   std::int64_t commitment_months = 0;
   std::string city, country, region;
   double vram_gib = 0;
-  std::optional<Schedule> schedule;  // nullopt: always available
+  std::shared_ptr<const Schedule> schedule;  // null: always available (shared: machines share schedules)
 };
 
 enum class OfferSort { rank, price, perf };
@@ -54,8 +55,13 @@ struct Offer {
 };
 
 //! Visible, filtered, sorted offers. Ties sort by machine id then model, so pages are stable.
+//! available_until is left empty: it costs a scan of the schedule, so only the page shown gets it
+//! (fill_available_until).
 std::vector<Offer> assemble_offers(std::vector<OfferCandidate> candidates, UtcTime now, const OfferFilter& filter,
                                    const RankConfig& config = {});
+
+//! Sets o.available_until from its schedule (empty for an always-on machine without maintenance).
+void fill_available_until(Offer& o, UtcTime now);
 
 //! The API form: {machine_id, model, gpu_count_available, usdc_per_gpu_hour, perf_score,
 //! reliability, reliability_is_prior, tier, location, rank, rank_explanation, available_until}.

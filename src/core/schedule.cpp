@@ -129,20 +129,6 @@ UtcInterval to_utc(const date::time_zone& zone, const LocalInterval& l) {
   return {crossings(zone, l.first).first, crossings(zone, l.second).second};
 }
 
-//! Calls fn(UtcInterval, bool maintenance) for every occurrence that starts on local days [from, to].
-template <class F>
-void for_each_occurrence(const Schedule& s, LocalDay from, LocalDay to, F&& fn) {
-  for (LocalDay d = from; d <= to; d += days{1}) {
-    if (!s.always) {
-      for (const auto& w : s.windows)
-        if (has_day(w.days, d)) fn(to_utc(*s.zone, local_interval(d, w.start_min, w.end_min)), false);
-    }
-    for (const auto& m : s.maintenance)
-      if (m.kind != MaintenanceWindow::Kind::one_off && recurs_on(m, d))
-        fn(to_utc(*s.zone, local_interval(d, m.start_min, m.end_min)), true);
-  }
-}
-
 //! The local days whose occurrences can contain `t`: a window lasts at most two days, and the
 //! zone's offset can move its ends by hours either way.
 std::pair<LocalDay, LocalDay> days_around(const Schedule& s, UtcTime t) {
@@ -150,12 +136,45 @@ std::pair<LocalDay, LocalDay> days_around(const Schedule& s, UtcTime t) {
   return {d - days{2}, d + days{1}};
 }
 
+//! to_utc for the occurrences around [from, to]: plain arithmetic with one offset when the zone
+//! has no transition within four days of the range (nearly always), the zone's rules otherwise.
+class UtcMapper {
+ public:
+  UtcMapper(const date::time_zone& zone, UtcTime from, UtcTime to) : zone_(zone) {
+    const date::sys_info info = zone.get_info(from - days{4});
+    if (info.end > to + days{4}) offset_ = info.offset;
+  }
+  UtcInterval operator()(const LocalInterval& l) const {
+    if (!offset_) return to_utc(zone_, l);
+    return {UtcTime{(l.first - *offset_).time_since_epoch()}, UtcTime{(l.second - *offset_).time_since_epoch()}};
+  }
+
+ private:
+  const date::time_zone& zone_;
+  std::optional<seconds> offset_;
+};
+
+//! Calls fn(UtcInterval, bool maintenance) for every occurrence around [from, to].
+template <class F>
+void for_each_occurrence(const Schedule& s, UtcTime from, UtcTime to, F&& fn) {
+  const UtcMapper map(*s.zone, from, to);
+  const LocalDay first = days_around(s, from).first;
+  const LocalDay last = days_around(s, to).second;
+  for (LocalDay d = first; d <= last; d += days{1}) {
+    if (!s.always) {
+      for (const auto& w : s.windows)
+        if (has_day(w.days, d)) fn(map(local_interval(d, w.start_min, w.end_min)), false);
+    }
+    for (const auto& m : s.maintenance)
+      if (m.kind != MaintenanceWindow::Kind::one_off && recurs_on(m, d))
+        fn(map(local_interval(d, m.start_min, m.end_min)), true);
+  }
+}
+
 //! Every instant in (from, to) at which availability may change, sorted.
 std::vector<UtcTime> change_points(const Schedule& s, UtcTime from, UtcTime to) {
   std::vector<UtcTime> out;
-  const auto [first, unused] = days_around(s, from);
-  const auto [unused2, last] = days_around(s, to);
-  for_each_occurrence(s, first, last, [&](const UtcInterval& i, bool) {
+  for_each_occurrence(s, from, to, [&](const UtcInterval& i, bool) {
     out.push_back(i.first);
     out.push_back(i.second);
   });
@@ -454,8 +473,7 @@ bool in_maintenance(const Schedule& s, UtcTime t) {
   bool hit = false;
   for (const auto& m : s.maintenance)
     if (m.kind == MaintenanceWindow::Kind::one_off && m.start_utc <= t && t < m.end_utc) return true;
-  const auto [from, to] = days_around(s, t);
-  for_each_occurrence(s, from, to, [&](const UtcInterval& i, bool maintenance) {
+  for_each_occurrence(s, t, t, [&](const UtcInterval& i, bool maintenance) {
     if (maintenance && i.first <= t && t < i.second) hit = true;
   });
   return hit;
@@ -466,8 +484,7 @@ bool is_available(const Schedule& s, UtcTime t) {
     if (m.kind == MaintenanceWindow::Kind::one_off && m.start_utc <= t && t < m.end_utc) return false;
   bool in_window = s.always;
   bool in_maint = false;
-  const auto [from, to] = days_around(s, t);
-  for_each_occurrence(s, from, to, [&](const UtcInterval& i, bool maintenance) {
+  for_each_occurrence(s, t, t, [&](const UtcInterval& i, bool maintenance) {
     if (i.first <= t && t < i.second) (maintenance ? in_maint : in_window) = true;
   });
   return in_window && !in_maint;

@@ -187,7 +187,22 @@ nlohmann::json schedule_json(const std::string& machine_id, const core::Schedule
   return j;
 }
 
-std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, const std::optional<std::string>& model) {
+std::shared_ptr<const core::Schedule> ScheduleCache::get(const std::string& spec) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = parsed_.find(spec); it != parsed_.end()) return it->second;
+  }
+  auto s = core::parse_schedule(nlohmann::json::parse(spec));
+  if (!s) throw store::StoreError("stored schedule is invalid: " + s.error().message);
+  auto shared = std::make_shared<const core::Schedule>(std::move(s).value());
+  std::lock_guard lock(mutex_);
+  if (parsed_.size() >= capacity_) parsed_.clear();
+  parsed_.emplace(spec, shared);
+  return shared;
+}
+
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, const std::optional<std::string>& model,
+                                                   ScheduleCache& schedules) {
   // One row per (machine, model). Indexes: machine_gpus by (model, listed), machines by status,
   // provider_current_prices by (provider_id, model) (its primary key).
   std::string sql =
@@ -223,11 +238,7 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, const std::opt
     c.region = r.str(8);
     c.commitment_months = r.i64(9);
     c.vram_gib = r.f64(10);
-    if (auto spec = r.opt_str(11)) {
-      auto s = core::parse_schedule(nlohmann::json::parse(*spec));
-      if (!s) throw store::StoreError("machine " + c.machine_id + ": stored schedule is invalid: " + s.error().message);
-      c.schedule = std::move(s).value();
-    }
+    if (auto spec = r.opt_str(11)) c.schedule = schedules.get(*spec);
     out.push_back(std::move(c));
   }
   return out;

@@ -5,6 +5,9 @@
 // price recommendation. The formulas themselves live in core/.
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,11 +68,26 @@ std::optional<core::Schedule> load_schedule(store::Tx& tx, const std::string& ma
 //! The schedule's API form plus, at `now_ms`: available_now, available_until, next_window_start.
 nlohmann::json schedule_json(const std::string& machine_id, const core::Schedule& s, std::int64_t now_ms);
 
+//! Parsed schedules by their stored text: machines often share one, and parsing (about 20 µs)
+//! would otherwise dominate an offer search. Thread-safe; emptied when it reaches its capacity.
+class ScheduleCache {
+ public:
+  explicit ScheduleCache(std::size_t capacity = 16384) : capacity_(capacity) {}
+  //! The schedule stored as `spec`; throws store::StoreError if it no longer parses.
+  std::shared_ptr<const core::Schedule> get(const std::string& spec);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const core::Schedule>> parsed_;
+  std::size_t capacity_;
+};
+
 //! Every machine's listed, priced GPUs that could be offered now (of `model`, when given): GPUs
 //! present and listed (not delisted) on online machines of providers (approved by construction),
 //! with the provider's current price for the model. Availability windows, rank and the other
 //! filters are applied by core::assemble_offers, so each offer is ranked against its whole model.
 //! Uses machines/machine_gpus (issue 4) and machine_gpus.listed/perf_score (issue 5).
-std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, const std::optional<std::string>& model);
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, const std::optional<std::string>& model,
+                                                   ScheduleCache& schedules);
 
 }  // namespace gpunex::server

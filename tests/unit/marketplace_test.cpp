@@ -66,11 +66,14 @@ TEST(Marketplace, OutsideItsWindowAMachineIsHidden) {
   auto s = parse_schedule(nlohmann::json::parse(
       R"({"timezone": "UTC", "always": false, "windows": [{"days": ["mon"], "start": "08:00", "end": "18:00"}]})"));
   ASSERT_TRUE(s.ok());
-  in.schedule = *s;
-  out.schedule = *s;
-  out.schedule->windows[0].start_min = 13 * 60;  // opens 13:00
+  in.schedule = std::make_shared<const Schedule>(*s);
+  auto later = *s;
+  later.windows[0].start_min = 13 * 60;  // opens 13:00
+  out.schedule = std::make_shared<const Schedule>(later);
   auto offers = assemble_offers({in, out}, utc("2026-01-05T12:00:00Z"), {});  // a Monday
   ASSERT_EQ(ids(offers), std::vector<std::string>{"m-in"});
+  EXPECT_TRUE(to_json(offers[0])["available_until"].is_null());  // filled only for the page shown
+  fill_available_until(offers[0], utc("2026-01-05T12:00:00Z"));
   EXPECT_EQ(to_json(offers[0])["available_until"], "2026-01-05T18:00:00Z");
 }
 
