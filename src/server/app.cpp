@@ -276,6 +276,7 @@ std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store
   register_auth_api(*app);
   register_applications_api(*app);
   register_provider_api(*app);
+  register_market_api(*app);
   register_web(*app);
   return app;
 }

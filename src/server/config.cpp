@@ -40,6 +40,32 @@ ConfigKey int_key(std::string name, std::string help, T Config::*member, std::in
                    }};
 }
 
+//! A decimal number in [min, max], stored through `set` (the member may be nested).
+ConfigKey number_key(std::string name, std::string help, std::function<void(Config&, double)> set, double min,
+                     double max) {
+  std::string env = "GPUNEX_";
+  std::string flag = "--";
+  for (char c : name) {
+    env += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+    flag += c == '_' ? '-' : c;
+  }
+  return ConfigKey{name, env, flag, std::move(help),
+                   [set, min, max](Config& cfg, const std::string& v) -> std::optional<std::string> {
+                     std::size_t used = 0;
+                     double d = 0;
+                     try {
+                       d = std::stod(v, &used);
+                     } catch (const std::exception&) {
+                       used = 0;
+                     }
+                     if (used == 0 || used != v.size() || !(d >= min && d <= max))
+                       return "must be a number from " + std::to_string(min) + " to " + std::to_string(max) +
+                              ", got '" + v + "'";
+                     set(cfg, d);
+                     return std::nullopt;
+                   }};
+}
+
 ConfigKey string_key(std::string name, std::string help, std::string Config::*member,
                      std::function<std::optional<std::string>(const std::string&)> check = nullptr) {
   std::string env = "GPUNEX_";
@@ -164,6 +190,18 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::mail_poll_interval_ms, 10, 3600000));
     k.push_back(int_key("mail_retry_base_ms", "first mail retry delay in milliseconds (doubles per attempt, max 1 h)",
                         &Config::mail_retry_base_ms, 10, 3600000));
+    k.push_back(number_key("rank_enterprise_boost", "marketplace rank factor for Enterprise providers",
+                           [](Config& c, double v) { c.rank.enterprise_boost = v; }, 0.1, 10));
+    k.push_back(number_key("rank_commitment_6m_boost", "rank factor for a commitment of 6 to 11 months",
+                           [](Config& c, double v) { c.rank.commitment_mid_boost = v; }, 0.1, 10));
+    k.push_back(number_key("rank_commitment_12m_boost", "rank factor for a commitment of 12 months or more",
+                           [](Config& c, double v) { c.rank.commitment_long_boost = v; }, 0.1, 10));
+    k.push_back(number_key("rank_reliability_prior", "reliability (0-100) a machine carries until it is scored",
+                           [](Config& c, double v) { c.rank.reliability_prior = v; }, 0, 100));
+    k.push_back(number_key("price_recommendation_min_listings",
+                           "listings a region (then all regions) needs before the catalog price is used",
+                           [](Config& c, double v) { c.recommendation.min_listings = static_cast<std::size_t>(v); }, 1,
+                           1000));
     return k;
   }();
   return keys;

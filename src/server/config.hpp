@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/price_recommendation.hpp"
+#include "core/rank.hpp"
 #include "core/result.hpp"
 
 namespace gpunex::server {
@@ -39,6 +41,8 @@ struct Config {
   std::string mail_from = "GPUnex <noreply@gpunex.localhost>";
   int mail_poll_interval_ms = 5000;  // how often the mail worker looks at the outbox
   int mail_retry_base_ms = 30000;    // first retry delay; doubles per failed attempt, capped at one hour
+  core::RankConfig rank;                      // marketplace rank constants (DESIGN §4)
+  core::RecommendationConfig recommendation;  // price recommendation constants (DESIGN §4)
 
   //! host and port parsed from listen.
   std::string host() const;
