@@ -15,6 +15,7 @@ export GPUNEX_TEST_OUTPUT="$ROOT/test-output"
 rm -rf "$GPUNEX_TEST_OUTPUT"
 mkdir -p "$GPUNEX_TEST_OUTPUT"
 WORK=$(mktemp -d /tmp/gpunex-test.XXXXXX)
+chmod 0755 "$WORK"  # the postgres user (when run as root) must reach the cluster folder
 PGDIR="$WORK/pg"
 cleanup() {
   scripts/pg.sh stop "$PGDIR" >/dev/null 2>&1 || true

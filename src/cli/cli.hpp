@@ -65,6 +65,13 @@ std::unique_ptr<Command> make_review_needs_info_command();
 std::unique_ptr<Command> make_keys_list_command();
 std::unique_ptr<Command> make_keys_rotate_command();
 std::unique_ptr<Command> make_keys_revoke_command();
+// Prices, schedules and the marketplace (market_commands.cpp).
+std::unique_ptr<Command> make_price_set_command();
+std::unique_ptr<Command> make_price_list_command();
+std::unique_ptr<Command> make_price_recommend_command();
+std::unique_ptr<Command> make_schedule_set_command();
+std::unique_ptr<Command> make_schedule_show_command();
+std::unique_ptr<Command> make_market_search_command();
 
 //! Sends a request with the stored token; returns the response or prints the failure.
 core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, const std::string& path,

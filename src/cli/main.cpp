@@ -42,7 +42,9 @@ int main(int argc, char** argv) {
        {cli::make_login_command, cli::make_logout_command, cli::make_whoami_command, cli::make_apply_command,
         cli::make_application_status_command, cli::make_review_list_command, cli::make_review_show_command,
         cli::make_review_approve_command, cli::make_review_reject_command, cli::make_review_needs_info_command,
-        cli::make_keys_list_command, cli::make_keys_rotate_command, cli::make_keys_revoke_command}) {
+        cli::make_keys_list_command, cli::make_keys_rotate_command, cli::make_keys_revoke_command, cli::make_price_set_command,
+        cli::make_price_list_command, cli::make_price_recommend_command, cli::make_schedule_set_command,
+        cli::make_schedule_show_command, cli::make_market_search_command}) {
     auto cmd = make();
     CLI::App* sub = cmd->add_to(app);
     sub->add_flag("--json", json, "print JSON instead of text");

@@ -101,9 +101,11 @@ core::Result<std::optional<Principal>> App::authenticate_api_key(const std::stri
   if (!found) {
     return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
   }
-  auto& [info, user] = *found;
+  ApiKeyInfo& info = found->first;
+  User& user = found->second;
   if (!info.last_used_at_ms || *info.last_used_at_ms <= now - 60'000) {
-    store_->transact([&](store::Tx& tx) { touch_api_key(tx, info.key_id, now); });
+    const std::string& key_id = info.key_id;
+    store_->transact([&](store::Tx& tx) { touch_api_key(tx, key_id, now); });
   }
   Principal p;
   p.user = std::move(user);
@@ -277,6 +279,7 @@ std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store
   register_agent_api(*app);
   register_bench_net_api(*app);
   register_benchmarks_api(*app);
+  register_market_api(*app);
   register_web(*app);
   return app;
 }

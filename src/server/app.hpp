@@ -15,6 +15,7 @@
 #include "core/result.hpp"
 #include "server/accounts.hpp"
 #include "server/config.hpp"
+#include "server/market.hpp"
 #include "server/http/http.hpp"
 #include "server/metrics.hpp"
 #include "server/rate_limit.hpp"
@@ -91,6 +92,7 @@ class App {
   const Config& config() const { return config_; }
   Metrics& metrics() { return metrics_; }
   RateLimiter& login_failures() { return login_failures_; }
+  ScheduleCache& schedule_cache() { return schedule_cache_; }
 
  private:
   http::Response dispatch(http::Request& req, const RouteOptions& options, const ApiHandler& handler);
@@ -102,6 +104,7 @@ class App {
   Metrics metrics_;
   RateLimiter auth_limiter_;
   RateLimiter login_failures_;
+  ScheduleCache schedule_cache_;
   http::Router router_;
 };
 
@@ -116,6 +119,7 @@ void register_provider_api(App& app);
 void register_agent_api(App& app);
 void register_bench_net_api(App& app);
 void register_benchmarks_api(App& app);
+void register_market_api(App& app);
 void register_web(App& app);
 
 //! Builds the App with every route registered.

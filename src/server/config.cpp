@@ -40,6 +40,32 @@ ConfigKey int_key(std::string name, std::string help, T Config::*member, std::in
                    }};
 }
 
+//! A decimal number in [min, max], stored through `set` (the member may be nested).
+ConfigKey number_key(std::string name, std::string help, std::function<void(Config&, double)> set, double min,
+                     double max) {
+  std::string env = "GPUNEX_";
+  std::string flag = "--";
+  for (char c : name) {
+    env += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+    flag += c == '_' ? '-' : c;
+  }
+  return ConfigKey{name, env, flag, std::move(help),
+                   [set, min, max](Config& cfg, const std::string& v) -> std::optional<std::string> {
+                     std::size_t used = 0;
+                     double d = 0;
+                     try {
+                       d = std::stod(v, &used);
+                     } catch (const std::exception&) {
+                       used = 0;
+                     }
+                     if (used == 0 || used != v.size() || !(d >= min && d <= max))
+                       return "must be a number from " + std::to_string(min) + " to " + std::to_string(max) +
+                              ", got '" + v + "'";
+                     set(cfg, d);
+                     return std::nullopt;
+                   }};
+}
+
 ConfigKey string_key(std::string name, std::string help, std::string Config::*member,
                      std::function<std::optional<std::string>(const std::string&)> check = nullptr) {
   std::string env = "GPUNEX_";
@@ -178,6 +204,18 @@ const std::vector<ConfigKey>& config_keys() {
                         "delists below it", &Config::benchmark_min_quality_pct, 1, 100));
     k.push_back(int_key("benchmark_host_ram_pct", "host RAM a machine needs, in percent of its total VRAM",
                         &Config::benchmark_host_ram_pct, 0, 1000));
+    k.push_back(number_key("rank_enterprise_boost", "marketplace rank factor for Enterprise providers",
+                           [](Config& c, double v) { c.rank.enterprise_boost = v; }, 0.1, 10));
+    k.push_back(number_key("rank_commitment_6m_boost", "rank factor for a commitment of 6 to 11 months",
+                           [](Config& c, double v) { c.rank.commitment_mid_boost = v; }, 0.1, 10));
+    k.push_back(number_key("rank_commitment_12m_boost", "rank factor for a commitment of 12 months or more",
+                           [](Config& c, double v) { c.rank.commitment_long_boost = v; }, 0.1, 10));
+    k.push_back(number_key("rank_reliability_prior", "reliability (0-100) a machine carries until it is scored",
+                           [](Config& c, double v) { c.rank.reliability_prior = v; }, 0, 100));
+    k.push_back(number_key("price_recommendation_min_listings",
+                           "listings a region (then all regions) needs before the catalog price is used",
+                           [](Config& c, double v) { c.recommendation.min_listings = static_cast<std::size_t>(v); }, 1,
+                           1000));
     return k;
   }();
   return keys;

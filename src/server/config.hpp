@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/price_recommendation.hpp"
+#include "core/rank.hpp"
 #include "core/result.hpp"
 
 namespace gpunex::server {
@@ -46,6 +48,8 @@ struct Config {
   int benchmark_schedule_interval_ms = 60000; // how often the scheduler looks for due runs
   int benchmark_min_quality_pct = 85;         // quality ratio below this delists
   int benchmark_host_ram_pct = 100;           // host RAM needed, as a share of the machine's total VRAM
+  core::RankConfig rank;                      // marketplace rank constants (DESIGN §4)
+  core::RecommendationConfig recommendation;  // price recommendation constants (DESIGN §4)
 
   //! host and port parsed from listen.
   std::string host() const;

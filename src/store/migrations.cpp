@@ -253,6 +253,70 @@ CREATE TABLE gpu_listing (
   PRIMARY KEY (machine_id, uuid)
 );
 )sql"},
+      // Numbered 5: 3 and 4 are taken by the agent (machines) and benchmark branches.
+      {5, "market: provider prices (history), machine schedules, maintenance windows, reference prices",
+       R"sql(
+CREATE TABLE provider_prices (
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  model TEXT NOT NULL REFERENCES gpu_models(id),
+  seq BIGINT NOT NULL,
+  usdc_micro BIGINT NOT NULL,
+  region TEXT NOT NULL,
+  started_at BIGINT NOT NULL,
+  set_by TEXT NOT NULL,
+  PRIMARY KEY (provider_id, model, seq)
+);
+CREATE TABLE provider_current_prices (
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  model TEXT NOT NULL REFERENCES gpu_models(id),
+  usdc_micro BIGINT NOT NULL,
+  region TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  started_at BIGINT NOT NULL,
+  PRIMARY KEY (provider_id, model)
+);
+CREATE INDEX provider_current_prices_market ON provider_current_prices (model, region, usdc_micro);
+CREATE TABLE provider_market_profiles (
+  provider_id TEXT PRIMARY KEY REFERENCES providers(id),
+  city TEXT NOT NULL,
+  country TEXT NOT NULL,
+  region TEXT NOT NULL,
+  commitment_months BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TABLE machine_schedules (
+  machine_id TEXT PRIMARY KEY,
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  timezone TEXT NOT NULL,
+  always_on BIGINT NOT NULL,
+  spec TEXT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TABLE maintenance_windows (
+  machine_id TEXT NOT NULL,
+  idx BIGINT NOT NULL,
+  category TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  starts_at BIGINT,
+  ends_at BIGINT,
+  recurrence TEXT,
+  start_local TEXT,
+  end_local TEXT,
+  note TEXT NOT NULL,
+  declared_at BIGINT NOT NULL,
+  PRIMARY KEY (machine_id, idx)
+);
+CREATE INDEX maintenance_windows_one_off ON maintenance_windows (starts_at, ends_at);
+CREATE TABLE gpu_reference_prices (
+  model TEXT PRIMARY KEY,
+  usdc_micro BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+INSERT INTO gpu_reference_prices (model, usdc_micro, updated_at) VALUES
+  ('H100-SXM', 2500000, 0), ('H100-PCIE', 2200000, 0), ('H200', 3200000, 0),
+  ('A100-SXM-80GB', 1500000, 0), ('A100-PCIE-40GB', 1100000, 0), ('A100-PCIE-80GB', 1400000, 0),
+  ('L40S', 900000, 0), ('L4', 400000, 0), ('RTX-4090', 400000, 0), ('RTX-A6000', 550000, 0);
+)sql"},
   };
   return list;
 }

@@ -1,0 +1,226 @@
+// gpunex price set|list|recommend, schedule set|show, market search: one Command per verb.
+
+#include <cctype>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "cli/cli.hpp"
+
+namespace gpunex::cli {
+
+namespace {
+
+//! Runs one request and prints the JSON answer, or the human text made from it.
+int request_and_print(Context& ctx, const std::string& method, const std::string& path,
+                      const std::optional<nlohmann::json>& body,
+                      const std::function<std::string(const nlohmann::json&)>& human) {
+  auto r = call(ctx, method, path, body);
+  if (!r) return ctx.fail(r.error().message);
+  if (r->status < 200 || r->status >= 300) return report_http_error(ctx, *r);
+  const auto j = nlohmann::json::parse(r->body);
+  ctx.print(j, human(j));
+  return 0;
+}
+
+std::string url_encode(const std::string& s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+//! The group subcommand ("price", "schedule", "market") under `parent`, made on first use.
+CLI::App* group(CLI::App& parent, const std::string& name, const std::string& description) {
+  auto found = parent.get_subcommands([&](CLI::App* a) { return a->get_name() == name; });
+  if (!found.empty()) return found.front();
+  auto* g = parent.add_subcommand(name, description);
+  g->require_subcommand(1);
+  return g;
+}
+
+CLI::App* price_group(CLI::App& parent) {
+  return group(parent, "price", "your rates per GPU model (USDC per GPU-hour)");
+}
+CLI::App* schedule_group(CLI::App& parent) {
+  return group(parent, "schedule", "a machine's availability schedule and maintenance windows");
+}
+
+class PriceSetCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = price_group(parent)->add_subcommand("set", "set the rate for a model; running rentals keep theirs");
+    c->add_option("MODEL", model_, "catalog id, e.g. H100-SXM")->required();
+    c->add_option("USDC", usdc_, "USDC per GPU-hour, up to 6 decimals, e.g. 2.50")->required();
+    return c;
+  }
+  int run(Context& ctx) override {
+    return request_and_print(ctx, "PUT", "/v1/provider/prices/" + url_encode(model_),
+                             nlohmann::json{{"usdc_per_gpu_hour", usdc_}}, [](const nlohmann::json& j) {
+                               return j["model"].get<std::string>() + ": " + j["usdc_per_gpu_hour"].get<std::string>() +
+                                      " USDC per GPU-hour from " + j["started_at"].get<std::string>();
+                             });
+  }
+
+ private:
+  std::string model_, usdc_;
+};
+
+class PriceListCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override { return price_group(parent)->add_subcommand("list", "your current rates"); }
+  int run(Context& ctx) override {
+    return request_and_print(ctx, "GET", "/v1/provider/prices", std::nullopt, [](const nlohmann::json& j) {
+      std::string out;
+      for (const auto& p : j["items"])
+        out += p["model"].get<std::string>() + "\t" + p["usdc_per_gpu_hour"].get<std::string>() + "\n";
+      return out.empty() ? std::string("no rates set") : out.substr(0, out.size() - 1);
+    });
+  }
+};
+
+class PriceRecommendCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = price_group(parent)->add_subcommand("recommend", "the platform's recommended rate for a model");
+    c->add_option("MODEL", model_, "catalog id")->required();
+    c->add_option("--region", region_, "region (default: yours)");
+    return c;
+  }
+  int run(Context& ctx) override {
+    std::string path = "/v1/provider/price-recommendations?model=" + url_encode(model_);
+    if (!region_.empty()) path += "&region=" + url_encode(region_);
+    return request_and_print(ctx, "GET", path, std::nullopt, [](const nlohmann::json& j) {
+      return j["model"].get<std::string>() + " in " + j["region"].get<std::string>() + ": " +
+             j["recommended"].get<std::string>() + " USDC/GPU-h (band " + j["p25"].get<std::string>() + "–" +
+             j["p75"].get<std::string>() + ", basis " + j["basis"].get<std::string>() + ")";
+    });
+  }
+
+ private:
+  std::string model_, region_;
+};
+
+std::string schedule_text(const nlohmann::json& j) {
+  std::string s = "machine " + j["machine_id"].get<std::string>() + " (" + j["timezone"].get<std::string>() +
+                  "): " + (j["available_now"].get<bool>() ? "available" : "not available");
+  if (j["available_until"].is_string()) s += " until " + j["available_until"].get<std::string>();
+  if (j["next_window_start"].is_string()) s += "; next window " + j["next_window_start"].get<std::string>();
+  return s;
+}
+
+//! A .json file is sent as is; anything else is read as TOML and sent as the same JSON.
+core::Result<nlohmann::json> read_schedule_file(const std::string& file) {
+  using core::Error;
+  using core::ErrorCode;
+  std::ifstream in(file);
+  if (!in) return Error::make(ErrorCode::bad_request, "cannot read " + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    if (file.size() > 5 && file.substr(file.size() - 5) == ".json") return nlohmann::json::parse(text.str());
+    const toml::table tbl = toml::parse(text.str(), file);
+    std::stringstream json;
+    json << toml::json_formatter{tbl};
+    return nlohmann::json::parse(json.str());
+  } catch (const std::exception& e) {
+    return Error::make(ErrorCode::bad_request, file + ": " + e.what());
+  }
+}
+
+class ScheduleSetCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = schedule_group(parent)->add_subcommand("set", "replace a machine's schedule from a TOML (or JSON) file");
+    c->add_option("MACHINE", machine_, "machine id")->required();
+    c->add_option("--file", file_, "schedule.toml: timezone, always, [[windows]], [[maintenance]]")->required();
+    return c;
+  }
+  int run(Context& ctx) override {
+    auto body = read_schedule_file(file_);
+    if (!body) return ctx.fail(body.error().message);
+    return request_and_print(ctx, "PUT", "/v1/provider/machines/" + url_encode(machine_) + "/schedule", *body,
+                             schedule_text);
+  }
+
+ private:
+  std::string machine_, file_;
+};
+
+class ScheduleShowCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = schedule_group(parent)->add_subcommand("show", "a machine's schedule and whether it is available now");
+    c->add_option("MACHINE", machine_, "machine id")->required();
+    return c;
+  }
+  int run(Context& ctx) override {
+    return request_and_print(ctx, "GET", "/v1/provider/machines/" + url_encode(machine_) + "/schedule", std::nullopt,
+                             schedule_text);
+  }
+
+ private:
+  std::string machine_;
+};
+
+class MarketSearchCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = group(parent, "market", "the marketplace")->add_subcommand("search", "offers visible now");
+    c->add_option("--model", model_, "catalog id, e.g. H100-SXM");
+    c->add_option("--region", region_, "region");
+    c->add_option("--min-vram-gb", min_vram_, "least VRAM per GPU, GB");
+    c->add_option("--max-price", max_price_, "most USDC per GPU-hour");
+    c->add_option("--min-reliability", min_reliability_, "least reliability, 0-100");
+    c->add_option("--tier", tier_, "community or enterprise");
+    c->add_option("--sort", sort_, "rank (default), price or perf");
+    c->add_option("--limit", limit_, "offers per page");
+    return c;
+  }
+  int run(Context& ctx) override {
+    std::string query;
+    for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+             {"model", model_}, {"region", region_}, {"min_vram_gb", min_vram_}, {"max_price", max_price_},
+             {"min_reliability", min_reliability_}, {"tier", tier_}, {"sort", sort_}, {"limit", limit_}}) {
+      if (!v.empty()) query += (query.empty() ? "?" : "&") + k + "=" + url_encode(v);
+    }
+    return request_and_print(ctx, "GET", "/v1/marketplace/offers" + query, std::nullopt, [](const nlohmann::json& j) {
+      std::string out = "machine\tmodel\tgpus\tUSDC/GPU-h\tperf\treliability\ttier\tregion\trank";
+      for (const auto& o : j["items"]) {
+        std::ostringstream line;
+        line << "\n"
+             << o["machine_id"].get<std::string>() << "\t" << o["model"].get<std::string>() << "\t"
+             << o["gpu_count_available"] << "\t" << o["usdc_per_gpu_hour"].get<std::string>() << "\t"
+             << o["perf_score"] << "\t" << o["reliability"] << (o["reliability_is_prior"].get<bool>() ? " (prior)" : "")
+             << "\t" << o["tier"].get<std::string>() << "\t" << o["location"]["region"].get<std::string>() << "\t"
+             << o["rank"];
+        out += line.str();
+      }
+      return j["items"].empty() ? std::string("no offers match") : out;
+    });
+  }
+
+ private:
+  std::string model_, region_, min_vram_, max_price_, min_reliability_, tier_, sort_, limit_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_price_set_command() { return std::make_unique<PriceSetCommand>(); }
+std::unique_ptr<Command> make_price_list_command() { return std::make_unique<PriceListCommand>(); }
+std::unique_ptr<Command> make_price_recommend_command() { return std::make_unique<PriceRecommendCommand>(); }
+std::unique_ptr<Command> make_schedule_set_command() { return std::make_unique<ScheduleSetCommand>(); }
+std::unique_ptr<Command> make_schedule_show_command() { return std::make_unique<ScheduleShowCommand>(); }
+std::unique_ptr<Command> make_market_search_command() { return std::make_unique<MarketSearchCommand>(); }
+
+}  // namespace gpunex::cli

@@ -1,0 +1,251 @@
+// Prices, price recommendations and availability schedules (issue 6):
+// /v1/provider/prices, /v1/provider/price-recommendations,
+// /v1/provider/machines/{id}/schedule, and the public /v1/marketplace/offers.
+
+#include <charconv>
+
+#include "core/json_reader.hpp"
+#include "core/marketplace.hpp"
+#include "core/money.hpp"
+#include "core/price_recommendation.hpp"
+#include "core/schedule.hpp"
+#include "server/app.hpp"
+#include "server/catalog.hpp"
+#include "server/market.hpp"
+#include "server/providers.hpp"
+
+namespace gpunex::server {
+
+using core::Error;
+using core::ErrorCode;
+using http::Method;
+using http::Response;
+
+namespace {
+
+core::Result<Provider> caller_provider(store::Tx& tx, const Ctx& ctx) {
+  auto p = find_provider_by_user(tx, ctx.principal->user.id);
+  if (!p) return Error::make(ErrorCode::not_found, "this account has no provider profile").with_code("not_a_provider");
+  return std::move(*p);
+}
+
+template <class F>
+Response respond(Ctx& ctx, F&& fn, store::TxMode mode = store::TxMode::write) {
+  auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> { return fn(tx); }, mode);
+  if (!r) return Response::error(r.error());
+  return Response::json(200, *r);
+}
+
+Response put_price(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  core::ObjectReader r(*body);
+  const auto* raw = r.required_value("usdc_per_gpu_hour");
+  if (auto s = r.finish(); !s) return Response::error(s.error());
+  if (!raw->is_string()) {
+    // A JSON number is a binary float: money travels as a decimal string.
+    return Response::error(Error::make(ErrorCode::invalid_field,
+                                       "usdc_per_gpu_hour must be a decimal string such as \"2.50\"",
+                                       "usdc_per_gpu_hour")
+                               .with_code("invalid_amount"));
+  }
+  auto rate = core::parse_rate(raw->get<std::string>());
+  if (!rate) {
+    Error e = std::move(rate).error();
+    e.message = "usdc_per_gpu_hour: " + e.message;
+    e.field = "usdc_per_gpu_hour";
+    return Response::error(std::move(e));
+  }
+  const std::string model = ctx.req.param("model");
+  return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto p = caller_provider(tx, ctx);
+    if (!p) return std::move(p).error();
+    auto row = set_price(tx, *p, model, *rate, ctx.principal->user.id, store::now_ms());
+    if (!row) return std::move(row).error();
+    return row->to_json();
+  });
+}
+
+Response list_prices(Ctx& ctx) {
+  return respond(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        auto p = caller_provider(tx, ctx);
+        if (!p) return std::move(p).error();
+        auto items = nlohmann::json::array();
+        for (const auto& row : current_prices(tx, p->id)) items.push_back(row.to_json());
+        return nlohmann::json{{"items", std::move(items)}, {"next_cursor", nullptr}};
+      },
+      store::TxMode::read);
+}
+
+Response price_history_handler(Ctx& ctx) {
+  return respond(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        auto p = caller_provider(tx, ctx);
+        if (!p) return std::move(p).error();
+        auto items = nlohmann::json::array();
+        for (const auto& row : price_history(tx, p->id, ctx.req.param("model"))) items.push_back(row.to_json());
+        if (items.empty()) return Error::make(ErrorCode::not_found, "no price set for this model");
+        return nlohmann::json{{"current", items.front()}, {"items", std::move(items)}, {"next_cursor", nullptr}};
+      },
+      store::TxMode::read);
+}
+
+Response recommendation(Ctx& ctx) {
+  const auto model = ctx.req.query_param("model");
+  if (!model || model->empty())
+    return Response::error(Error::make(ErrorCode::missing_field, "model is required (?model=H100-SXM)", "model"));
+  const auto region_param = ctx.req.query_param("region");
+  return respond(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        auto p = caller_provider(tx, ctx);
+        if (!p) return std::move(p).error();
+        if (!find_model(tx, *model))
+          return Error::make(ErrorCode::unprocessable, "model: \"" + *model + "\" is not in the GPU catalog", "model")
+              .with_code("unknown_model");
+        // Without ?region=, the provider's own region for this model.
+        const std::string region = region_param && !region_param->empty()
+                                       ? *region_param
+                                       : market_profile(tx, *p, *model, store::now_ms()).region;
+        const auto rec = core::recommend_price(recommendation_input(tx, *model, region), ctx.config().recommendation);
+        if (!rec)
+          return Error::make(ErrorCode::not_found, "no listings and no reference price for this model")
+              .with_code("no_price_basis");
+        return nlohmann::json{{"model", *model},
+                              {"region", region},
+                              {"recommended", core::format_usdc(rec->recommended)},
+                              {"p25", core::format_usdc(rec->p25)},
+                              {"p75", core::format_usdc(rec->p75)},
+                              {"basis", core::basis_name(rec->basis)},
+                              {"listings", rec->listings},
+                              {"median", core::format_usdc(rec->median)}};
+      },
+      store::TxMode::read);
+}
+
+Response put_schedule(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  // The body is validated before the machine is looked up, so bad input answers 400 naming the
+  // field whatever the machine.
+  auto schedule = core::parse_schedule(*body);
+  if (!schedule) return Response::error(schedule.error());
+  const std::string machine_id = ctx.req.param("id");
+  return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto p = caller_provider(tx, ctx);
+    if (!p) return std::move(p).error();
+    const auto owner = machine_owner(tx, machine_id);
+    if (!owner || *owner != p->id) return Error::make(ErrorCode::not_found, "no such machine");
+    const auto now = store::now_ms();
+    save_schedule(tx, p->id, machine_id, *schedule, now);
+    return schedule_json(machine_id, *schedule, now);
+  });
+}
+
+Response get_schedule(Ctx& ctx) {
+  const std::string machine_id = ctx.req.param("id");
+  return respond(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        auto p = caller_provider(tx, ctx);
+        if (!p) return std::move(p).error();
+        const auto owner = machine_owner(tx, machine_id);
+        if (!owner || *owner != p->id) return Error::make(ErrorCode::not_found, "no such machine");
+        const auto s = load_schedule(tx, machine_id).value_or(core::always_available());
+        return schedule_json(machine_id, s, store::now_ms());
+      },
+      store::TxMode::read);
+}
+
+//! A query parameter that must be a number in [min, max]; the error names the parameter.
+core::Result<std::optional<double>> number_param(const http::Request& req, const char* name, double min, double max) {
+  const auto v = req.query_param(name);
+  if (!v || v->empty()) return std::optional<double>{};
+  double d = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), d);
+  if (ec != std::errc{} || end != v->data() + v->size() || !(d >= min && d <= max))
+    return Error::make(ErrorCode::invalid_field,
+                       std::string(name) + " must be a number from " + std::to_string(static_cast<int>(min)) + " to " +
+                           std::to_string(static_cast<int>(max)),
+                       name);
+  return std::optional<double>{d};
+}
+
+core::Result<core::OfferFilter> offer_filter(const http::Request& req) {
+  core::OfferFilter f;
+  const auto text = [&](const char* name) -> std::optional<std::string> {
+    auto v = req.query_param(name);
+    if (!v || v->empty()) return std::nullopt;
+    return v;
+  };
+  f.model = text("model");
+  f.region = text("region");
+  auto vram = number_param(req, "min_vram_gb", 0, 100000);
+  if (!vram) return std::move(vram).error();
+  f.min_vram_gb = *vram;
+  auto rel = number_param(req, "min_reliability", 0, 100);
+  if (!rel) return std::move(rel).error();
+  f.min_reliability = *rel;
+  if (auto price = text("max_price")) {
+    auto p = core::parse_usdc(*price);
+    if (!p) {
+      Error e = std::move(p).error();
+      e.message = "max_price: " + e.message;
+      e.field = "max_price";
+      return e;
+    }
+    f.max_price = *p;
+  }
+  if (auto tier = text("tier")) {
+    f.tier = core::parse_tier(*tier);
+    if (!f.tier) return Error::make(ErrorCode::invalid_field, "tier must be community or enterprise", "tier");
+  }
+  if (auto sort = text("sort")) {
+    auto s = core::parse_offer_sort(*sort);
+    if (!s) return Error::make(ErrorCode::invalid_field, "sort must be rank, price or perf", "sort");
+    f.sort = *s;
+  }
+  return f;
+}
+
+Response offers(Ctx& ctx) {
+  auto filter = offer_filter(ctx.req);
+  if (!filter) return Response::error(filter.error());
+  auto limit = number_param(ctx.req, "limit", 1, 500);
+  if (!limit) return Response::error(limit.error());
+  auto cursor = number_param(ctx.req, "cursor", 0, 1e9);
+  if (!cursor) return Response::error(cursor.error());
+  const auto page = static_cast<std::size_t>(limit->value_or(50));
+  const auto from = static_cast<std::size_t>(cursor->value_or(0));
+  auto candidates = ctx.store().transact([&](store::Tx& tx) { return offer_candidates(tx, filter->model, ctx.app.schedule_cache()); },
+                                         store::TxMode::read);
+  const core::UtcTime now{std::chrono::seconds{store::now_ms() / 1000}};
+  auto all = core::assemble_offers(std::move(candidates), now, *filter, ctx.app.config().rank);
+  auto items = nlohmann::json::array();
+  for (std::size_t i = from; i < all.size() && i < from + page; ++i) {
+    core::fill_available_until(all[i], now);
+    items.push_back(core::to_json(all[i]));
+  }
+  nlohmann::json next = nullptr;
+  if (from + page < all.size()) next = std::to_string(from + page);
+  return Response::json(200, {{"items", std::move(items)}, {"next_cursor", next}, {"total", all.size()}});
+}
+
+}  // namespace
+
+void register_market_api(App& app) {
+  // Prices and schedules are provider automation too: an API key may set them.
+  const auto provider = [] { return RouteOptions::for_roles({"provider"}).api_key_allowed(); };
+  app.route(Method::put, "/v1/provider/prices/{model}", provider(), put_price);
+  app.route(Method::get, "/v1/provider/prices", provider(), list_prices);
+  app.route(Method::get, "/v1/provider/prices/{model}", provider(), price_history_handler);
+  app.route(Method::get, "/v1/provider/price-recommendations", provider(), recommendation);
+  app.route(Method::put, "/v1/provider/machines/{id}/schedule", provider(), put_schedule);
+  app.route(Method::get, "/v1/provider/machines/{id}/schedule", provider(), get_schedule);
+  app.route(Method::get, "/v1/marketplace/offers", RouteOptions::public_route(), offers);
+}
+
+}  // namespace gpunex::server

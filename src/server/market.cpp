@@ -1,0 +1,247 @@
+#include "server/market.hpp"
+
+#include <map>
+#include <tuple>
+
+#include "server/applications.hpp"
+#include "server/catalog.hpp"
+#include "util/time.hpp"
+
+namespace gpunex::server {
+
+using core::Error;
+using core::ErrorCode;
+
+namespace {
+
+PriceRow price_row(const store::Row& r) {
+  return PriceRow{r.str(0), r.i64(1), r.str(2), r.i64(3), r.i64(4)};
+}
+
+constexpr const char* kPriceColumns = "model, usdc_micro, region, seq, started_at";
+
+}  // namespace
+
+nlohmann::json PriceRow::to_json() const {
+  return {{"model", model},
+          {"usdc_per_gpu_hour", core::format_usdc(usdc_micro)},
+          {"region", region},
+          {"started_at", util::rfc3339(started_at_ms)}};
+}
+
+MarketProfile market_profile(store::Tx& tx, const Provider& p, const std::string& model, std::int64_t now_ms) {
+  if (auto r = tx.query_one("SELECT city, country, region, commitment_months FROM provider_market_profiles "
+                            "WHERE provider_id = ?",
+                            {p.id})) {
+    return MarketProfile{r->str(0), r->str(1), r->str(2), r->i64(3)};
+  }
+  MarketProfile m;
+  if (auto app = load_application(tx, p.application_id)) {
+    m.commitment_months = app->form.commitment_months;
+    const core::GpuEntry* entry = nullptr;
+    for (const auto& g : app->form.gpus) {
+      if (g.model == model) {
+        entry = &g;
+        break;
+      }
+    }
+    if (!entry && !app->form.gpus.empty()) entry = &app->form.gpus.front();
+    if (entry) m = MarketProfile{entry->location.city, entry->location.country, entry->location.region, m.commitment_months};
+  }
+  tx.exec("INSERT INTO provider_market_profiles (provider_id, city, country, region, commitment_months, updated_at) "
+          "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (provider_id) DO NOTHING",
+          {p.id, m.city, m.country, m.region, m.commitment_months, now_ms});
+  return m;
+}
+
+core::Result<PriceRow> set_price(store::Tx& tx, const Provider& p, const std::string& model, core::MicroUsdc rate,
+                                 const std::string& by_user, std::int64_t now_ms) {
+  if (!find_model(tx, model)) {
+    return Error::make(ErrorCode::unprocessable, "model: \"" + model + "\" is not in the GPU catalog", "model")
+        .with_code("unknown_model");
+  }
+  const auto current = tx.query_one(std::string("SELECT ") + kPriceColumns +
+                                        " FROM provider_current_prices WHERE provider_id = ? AND model = ?",
+                                    {p.id, model});
+  if (current && current->i64(1) == rate) return price_row(*current);
+  const std::int64_t seq = current ? current->i64(3) + 1 : 1;
+  const MarketProfile profile = market_profile(tx, p, model, now_ms);
+  tx.exec("INSERT INTO provider_prices (provider_id, model, seq, usdc_micro, region, started_at, set_by) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?)",
+          {p.id, model, seq, rate, profile.region, now_ms, by_user});
+  tx.exec("INSERT INTO provider_current_prices (provider_id, model, usdc_micro, region, seq, started_at) "
+          "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (provider_id, model) DO UPDATE SET usdc_micro = excluded.usdc_micro, "
+          "region = excluded.region, seq = excluded.seq, started_at = excluded.started_at",
+          {p.id, model, rate, profile.region, seq, now_ms});
+  return PriceRow{model, rate, profile.region, seq, now_ms};
+}
+
+std::vector<PriceRow> current_prices(store::Tx& tx, const std::string& provider_id) {
+  std::vector<PriceRow> out;
+  for (const auto& r : tx.query(std::string("SELECT ") + kPriceColumns +
+                                    " FROM provider_current_prices WHERE provider_id = ? ORDER BY model",
+                                {provider_id})) {
+    out.push_back(price_row(r));
+  }
+  return out;
+}
+
+std::vector<PriceRow> price_history(store::Tx& tx, const std::string& provider_id, const std::string& model) {
+  std::vector<PriceRow> out;
+  for (const auto& r : tx.query(std::string("SELECT ") + kPriceColumns +
+                                    " FROM provider_prices WHERE provider_id = ? AND model = ? ORDER BY seq DESC",
+                                {provider_id, model})) {
+    out.push_back(price_row(r));
+  }
+  return out;
+}
+
+core::RecommendationInput recommendation_input(store::Tx& tx, const std::string& model, const std::string& region) {
+  core::RecommendationInput in;
+  for (const auto& r : tx.query("SELECT usdc_micro, region FROM provider_current_prices WHERE model = ?", {model})) {
+    in.global.prices.push_back(r.i64(0));
+    if (r.str(1) == region) in.regional.prices.push_back(r.i64(0));
+  }
+  if (auto r = tx.query_one("SELECT usdc_micro FROM gpu_reference_prices WHERE model = ?", {model})) {
+    in.catalog_price = r->i64(0);
+  }
+  return in;
+}
+
+std::optional<std::string> machine_owner(store::Tx& tx, const std::string& machine_id) {
+  auto r = tx.query_one("SELECT provider_id FROM machines WHERE id = ?", {machine_id});
+  if (!r) return std::nullopt;
+  return r->str(0);
+}
+
+void save_schedule(store::Tx& tx, const std::string& provider_id, const std::string& machine_id,
+                   const core::Schedule& s, std::int64_t now_ms) {
+  const nlohmann::json spec = core::schedule_to_json(s);
+  tx.exec("INSERT INTO machine_schedules (machine_id, provider_id, timezone, always_on, spec, updated_at) "
+          "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (machine_id) DO UPDATE SET timezone = excluded.timezone, "
+          "always_on = excluded.always_on, spec = excluded.spec, updated_at = excluded.updated_at",
+          {machine_id, provider_id, s.timezone, std::int64_t{s.always ? 1 : 0}, spec.dump(), now_ms});
+  // A window keeps the time it was first declared while its definition stays the same.
+  using Key = std::tuple<std::string, std::string, std::string>;  // kind, category, canonical JSON
+  std::map<Key, std::int64_t> declared;
+  for (const auto& r : tx.query("SELECT kind, category, recurrence, starts_at, ends_at, start_local, end_local, "
+                                "declared_at FROM maintenance_windows WHERE machine_id = ?",
+                                {machine_id})) {
+    const std::string shape = r.opt_str(2).value_or("") + "|" + std::to_string(r.opt_i64(3).value_or(0)) + "|" +
+                              std::to_string(r.opt_i64(4).value_or(0)) + "|" + r.opt_str(5).value_or("") + "|" +
+                              r.opt_str(6).value_or("");
+    declared.emplace(Key{r.str(0), r.str(1), shape}, r.i64(7));
+  }
+  tx.exec("DELETE FROM maintenance_windows WHERE machine_id = ?", {machine_id});
+  const auto& items = spec["maintenance"];
+  for (std::size_t i = 0; i < s.maintenance.size(); ++i) {
+    const auto& m = s.maintenance[i];
+    const auto& j = items[i];
+    const bool once = m.kind == core::MaintenanceWindow::Kind::one_off;
+    const std::string kind = once ? "one_off" : m.kind == core::MaintenanceWindow::Kind::weekly ? "weekly" : "monthly";
+    const std::string recurrence = once ? "" : j["recurrence"].dump();
+    const std::int64_t starts = once ? m.start_utc.time_since_epoch().count() * 1000 : 0;
+    const std::int64_t ends = once ? m.end_utc.time_since_epoch().count() * 1000 : 0;
+    const std::string start_local = once ? "" : j["start"].get<std::string>();
+    const std::string end_local = once ? "" : j["end"].get<std::string>();
+    const std::string shape = recurrence + "|" + std::to_string(starts) + "|" + std::to_string(ends) + "|" +
+                              start_local + "|" + end_local;
+    const auto it = declared.find(Key{kind, std::string(core::category_name(m.category)), shape});
+    const auto opt_text = [](const std::string& v) -> store::Value {
+      if (v.empty()) return nullptr;
+      return v;
+    };
+    const auto opt_ms = [&](std::int64_t v) -> store::Value {
+      if (!once) return nullptr;
+      return v;
+    };
+    tx.exec("INSERT INTO maintenance_windows (machine_id, idx, category, kind, starts_at, ends_at, recurrence, "
+            "start_local, end_local, note, declared_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {machine_id, static_cast<std::int64_t>(i), std::string(core::category_name(m.category)), kind,
+             opt_ms(starts), opt_ms(ends), opt_text(recurrence), opt_text(start_local), opt_text(end_local), m.note,
+             it == declared.end() ? now_ms : it->second});
+  }
+}
+
+std::optional<core::Schedule> load_schedule(store::Tx& tx, const std::string& machine_id) {
+  auto r = tx.query_one("SELECT spec FROM machine_schedules WHERE machine_id = ?", {machine_id});
+  if (!r) return std::nullopt;
+  auto s = core::parse_schedule(nlohmann::json::parse(r->str(0)));
+  // Stored schedules were validated when saved; one that no longer parses (a time zone removed
+  // from the OS database) fails loudly rather than silently listing the machine.
+  if (!s) throw store::StoreError("machine " + machine_id + ": stored schedule is invalid: " + s.error().message);
+  return std::move(s).value();
+}
+
+nlohmann::json schedule_json(const std::string& machine_id, const core::Schedule& s, std::int64_t now_ms) {
+  const core::UtcTime now{std::chrono::seconds{now_ms / 1000}};
+  const auto ms = [](std::optional<core::UtcTime> t) -> nlohmann::json {
+    if (!t) return nullptr;
+    return util::rfc3339(t->time_since_epoch().count() * 1000);
+  };
+  nlohmann::json j = core::schedule_to_json(s);
+  j["machine_id"] = machine_id;
+  j["available_now"] = core::is_available(s, now);
+  j["available_until"] = ms(core::available_until(s, now));
+  j["next_window_start"] = ms(core::next_window_start(s, now));
+  return j;
+}
+
+std::shared_ptr<const core::Schedule> ScheduleCache::get(const std::string& spec) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = parsed_.find(spec); it != parsed_.end()) return it->second;
+  }
+  auto s = core::parse_schedule(nlohmann::json::parse(spec));
+  if (!s) throw store::StoreError("stored schedule is invalid: " + s.error().message);
+  auto shared = std::make_shared<const core::Schedule>(std::move(s).value());
+  std::lock_guard lock(mutex_);
+  if (parsed_.size() >= capacity_) parsed_.clear();
+  parsed_.emplace(spec, shared);
+  return shared;
+}
+
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, const std::optional<std::string>& model,
+                                                   ScheduleCache& schedules) {
+  // One row per (machine, model). Indexes: machine_gpus by (model, listed), machines by status,
+  // provider_current_prices by (provider_id, model) (its primary key).
+  std::string sql =
+      "SELECT m.id, g.model, COUNT(*), AVG(g.perf_score), cp.usdc_micro, p.tier, "
+      "COALESCE(mp.city, ''), COALESCE(mp.country, ''), COALESCE(mp.region, ''), COALESCE(mp.commitment_months, 0), "
+      "gm.vram_gib, ms.spec "
+      "FROM machine_gpus g "
+      "JOIN machines m ON m.id = g.machine_id "
+      "JOIN providers p ON p.id = m.provider_id "
+      "JOIN provider_current_prices cp ON cp.provider_id = p.id AND cp.model = g.model "
+      "JOIN gpu_models gm ON gm.id = g.model "
+      "LEFT JOIN provider_market_profiles mp ON mp.provider_id = p.id "
+      "LEFT JOIN machine_schedules ms ON ms.machine_id = m.id "
+      "WHERE g.present = 1 AND g.listed = 1 AND g.perf_score IS NOT NULL AND m.status = 'online'";
+  store::Params params;
+  if (model) {
+    sql += " AND g.model = ?";
+    params.emplace_back(*model);
+  }
+  sql += " GROUP BY m.id, g.model, cp.usdc_micro, p.tier, mp.city, mp.country, mp.region, mp.commitment_months, "
+         "gm.vram_gib, ms.spec";
+  std::vector<core::OfferCandidate> out;
+  for (const auto& r : tx.query(sql, params)) {
+    core::OfferCandidate c;
+    c.machine_id = r.str(0);
+    c.model = r.str(1);
+    c.gpu_count_available = r.i64(2);  // no rentals yet: every listed GPU is free
+    c.perf_score = r.f64(3);
+    c.price = r.i64(4);
+    c.tier = core::parse_tier(r.str(5)).value_or(core::Tier::community);
+    c.city = r.str(6);
+    c.country = r.str(7);
+    c.region = r.str(8);
+    c.commitment_months = r.i64(9);
+    c.vram_gib = r.f64(10);
+    if (auto spec = r.opt_str(11)) c.schedule = schedules.get(*spec);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace gpunex::server

@@ -1,0 +1,93 @@
+#pragma once
+// Store access for the marketplace (issue 6): provider prices with their
+// history, the market profile an offer shows (location, commitment), machine
+// availability schedules with their maintenance windows, and the inputs of the
+// price recommendation. The formulas themselves live in core/.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/marketplace.hpp"
+#include "core/money.hpp"
+#include "core/price_recommendation.hpp"
+#include "core/result.hpp"
+#include "core/schedule.hpp"
+#include "server/providers.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+//! One price of a provider for a model; a change adds a row, so the history is kept and the
+//! current price is the row with the highest seq. Rentals will record the price they start at.
+struct PriceRow {
+  std::string model;
+  core::MicroUsdc usdc_micro = 0;
+  std::string region;
+  std::int64_t seq = 0;
+  std::int64_t started_at_ms = 0;
+  nlohmann::json to_json() const;
+};
+
+//! Sets a provider's rate for a catalog model (422 unknown_model, field "model", otherwise);
+//! setting the current rate again changes nothing and returns the current row.
+core::Result<PriceRow> set_price(store::Tx& tx, const Provider& p, const std::string& model, core::MicroUsdc rate,
+                                 const std::string& by_user, std::int64_t now_ms);
+//! The current rate of each model the provider prices, by model id.
+std::vector<PriceRow> current_prices(store::Tx& tx, const std::string& provider_id);
+//! Every rate the provider has set for a model, newest first.
+std::vector<PriceRow> price_history(store::Tx& tx, const std::string& provider_id, const std::string& model);
+
+//! Where a provider's GPUs are and for how long it committed, taken from its approved application.
+struct MarketProfile {
+  std::string city, country, region;
+  std::int64_t commitment_months = 0;
+};
+//! The profile (creating the row from the application on first use); `model` picks the
+//! application's GPU entry whose location is used, falling back to the first entry.
+MarketProfile market_profile(store::Tx& tx, const Provider& p, const std::string& model, std::int64_t now_ms);
+
+//! The recommendation's market for (model, region): each provider's current price counts as one
+//! active listing (until rentals exist, utilisation is unknown: the factor is neutral).
+core::RecommendationInput recommendation_input(store::Tx& tx, const std::string& model, const std::string& region);
+
+//! The provider that owns a machine, if the machine exists.
+std::optional<std::string> machine_owner(store::Tx& tx, const std::string& machine_id);
+//! Replaces a machine's schedule and maintenance windows; a maintenance window that was already
+//! declared keeps its declared_at (uptime excludes only maintenance declared in advance).
+void save_schedule(store::Tx& tx, const std::string& provider_id, const std::string& machine_id,
+                   const core::Schedule& s, std::int64_t now_ms);
+//! A machine's schedule; nullopt when none was set (the machine is then available 24/7).
+std::optional<core::Schedule> load_schedule(store::Tx& tx, const std::string& machine_id);
+//! The schedule's API form plus, at `now_ms`: available_now, available_until, next_window_start.
+nlohmann::json schedule_json(const std::string& machine_id, const core::Schedule& s, std::int64_t now_ms);
+
+//! Parsed schedules by their stored text: machines often share one, and parsing (about 20 µs)
+//! would otherwise dominate an offer search. Thread-safe; emptied when it reaches its capacity.
+class ScheduleCache {
+ public:
+  explicit ScheduleCache(std::size_t capacity = 16384) : capacity_(capacity) {}
+  //! The schedule stored as `spec`; throws store::StoreError if it no longer parses.
+  std::shared_ptr<const core::Schedule> get(const std::string& spec);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const core::Schedule>> parsed_;
+  std::size_t capacity_;
+};
+
+//! Every machine's listed, priced GPUs that could be offered now (of `model`, when given): GPUs
+//! present and listed (not delisted) on online machines of providers (approved by construction),
+//! with the provider's current price for the model. Availability windows, rank and the other
+//! filters are applied by core::assemble_offers, so each offer is ranked against its whole model.
+//! Uses machines/machine_gpus (issue 4) and machine_gpus.listed/perf_score (issue 5).
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, const std::optional<std::string>& model,
+                                                   ScheduleCache& schedules);
+
+}  // namespace gpunex::server
