@@ -89,13 +89,14 @@ test(`${BACKEND}: agent goes Online, Offline, re-attaches, and loses nothing in 
   const server = await new TestServer(['--heartbeat-interval', '1', '--offline-after-missed', '3']).start();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'gpunex-agent-'));
   let agent;
+  let relay;
   try {
     const { client, key } = await provider(server, 'agent-a@example.com');
     const script = await client.request('GET', '/agent/install.sh');
     assert.equal(script.status, 200);
     assert.ok(script.body.includes(`GPUNEX_SERVER="\${GPUNEX_SERVER:-${server.url}}"`), script.body.slice(0, 400));
     assert.match(script.headers.get('content-type'), /shellscript/);
-    const relay = await new Relay(server.port).listen();
+    relay = await new Relay(server.port).listen();
     const url = `http://127.0.0.1:${relay.port}`;
 
     const t0 = Date.now();
@@ -137,6 +138,7 @@ test(`${BACKEND}: agent goes Online, Offline, re-attaches, and loses nothing in 
     }
   } finally {
     if (agent) await agent.stop();
+    if (relay) await relay.cut();
     await server.stop();
   }
 });
