@@ -809,4 +809,6 @@ async function boot() {
   route();
 }
 
-boot();
+// Pages in other files (machines.js, market.js, benchmarks.js) add themselves to `pages`
+// when their deferred scripts run; boot waits for all of them.
+document.addEventListener('DOMContentLoaded', boot);

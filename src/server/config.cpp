@@ -177,6 +177,8 @@ const std::vector<ConfigKey>& config_keys() {
                             }
                             return std::nullopt;
                           }});
+    k.push_back(string_key("web_dir", "development: serve the dashboard from this folder, re-read per request",
+                           &Config::web_dir));
     k.push_back(string_key("port_file", "write the bound port to this file once listening", &Config::port_file));
     k.push_back(string_key("smtp_url", "SMTP server for mail, smtp://host:port (empty: .eml files in <data_dir>/mail)",
                            &Config::smtp_url, [](const std::string& v) -> std::optional<std::string> {

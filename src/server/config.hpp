@@ -38,6 +38,7 @@ struct Config {
   int auth_rate_limit_per_minute = 60;
   int login_failures_per_minute = 10;
   bool access_log = true;
+  std::string web_dir;    // serve the dashboard from this folder instead of the embedded copy (development)
   std::string port_file;  // written with the bound port once listening (tests, scripts)
   std::string smtp_url;   // smtp://host:port; empty: mails are written as .eml files under <data_dir>/mail/
   std::string mail_from = "GPUnex <noreply@gpunex.localhost>";

@@ -1,6 +1,9 @@
 // Serves the embedded dashboard. The dashboard routes with the URL fragment
 // (#/login, #/roles), so the server needs only "/" and each asset's path.
 
+#include <fstream>
+#include <sstream>
+
 #include "server/app.hpp"
 #include "server/web/web.hpp"
 
@@ -19,9 +22,44 @@ http::Response serve(const web::Asset& a) {
   return r;
 }
 
+std::string_view content_type_for(std::string_view name) {
+  auto ends = [&](std::string_view ext) { return name.size() >= ext.size() && name.substr(name.size() - ext.size()) == ext; };
+  if (ends(".html")) return "text/html; charset=utf-8";
+  if (ends(".css")) return "text/css; charset=utf-8";
+  if (ends(".js")) return "text/javascript; charset=utf-8";
+  if (ends(".svg")) return "image/svg+xml";
+  if (ends(".png")) return "image/png";
+  if (ends(".json")) return "application/json";
+  return "application/octet-stream";
+}
+
+// Development mode (web_dir set): assets are read from disk on every request, so
+// dashboard work needs no rebuild. Only plain file names directly in the folder.
+http::Response serve_from_dir(const std::string& dir, const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos ||
+      name.front() == '.') {
+    return http::Response::error(core::ErrorCode::not_found, "no such file");
+  }
+  std::ifstream in(dir + "/" + name, std::ios::binary);
+  if (!in) return http::Response::error(core::ErrorCode::not_found, "no such file: /" + name);
+  std::ostringstream body;
+  body << in.rdbuf();
+  const std::string text = body.str();
+  web::Asset a{name == "index.html" ? "/index.html" : "/dev", content_type_for(name), text};
+  return serve(a);
+}
+
 }  // namespace
 
 void register_web(App& app) {
+  if (!app.config().web_dir.empty()) {
+    const std::string dir = app.config().web_dir;
+    app.route(http::Method::get, "/{file}", RouteOptions::public_route(),
+              [dir](Ctx& ctx) { return serve_from_dir(dir, ctx.req.param("file")); });
+    app.route(http::Method::get, "/", RouteOptions::public_route(),
+              [dir](Ctx&) { return serve_from_dir(dir, "index.html"); });
+    return;
+  }
   for (const auto& asset : web::assets()) {
     const web::Asset* a = &asset;
     app.route(http::Method::get, std::string(a->path), RouteOptions::public_route(),

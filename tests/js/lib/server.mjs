@@ -45,7 +45,8 @@ export class TestServer {
     rmSync(portFile, { force: true });
     this.proc = spawn(path.join(BIN, 'gpunex-server'), [
       '--listen', '127.0.0.1:0', '--db', this.db, '--data-dir', this.dir,
-      '--port-file', portFile, '--log-level', 'warn', ...this.extraArgs,
+      '--port-file', portFile, '--log-level', 'warn',
+      ...(process.env.GPUNEX_WEB_DIR ? ['--web-dir', process.env.GPUNEX_WEB_DIR] : []), ...this.extraArgs,
     ], { env: { ...process.env, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stdout.on('data', (d) => this.logs.push(d.toString()));
     this.proc.stderr.on('data', (d) => this.logs.push(d.toString()));

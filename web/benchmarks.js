@@ -1,0 +1,1 @@
+// The benchmarks pages of the dashboard; they register into app.js's `pages`.

@@ -1,0 +1,1 @@
+// The market pages of the dashboard; they register into app.js's `pages`.
