@@ -203,20 +203,22 @@ std::shared_ptr<const core::Schedule> ScheduleCache::get(const std::string& spec
 
 std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, const std::optional<std::string>& model,
                                                    ScheduleCache& schedules) {
-  // One row per (machine, model). Indexes: machine_gpus by (model, listed), machines by status,
+  // One row per (machine, model). Listing state and perf score live in gpu_listing (migration 4),
+  // keyed like machine_gpus by (machine_id, uuid). Indexes: machine_gpus by (model, listed), machines by status,
   // provider_current_prices by (provider_id, model) (its primary key).
   std::string sql =
-      "SELECT m.id, g.model, COUNT(*), AVG(g.perf_score), cp.usdc_micro, p.tier, "
+      "SELECT m.id, g.model, COUNT(*), AVG(l.perf_score), cp.usdc_micro, p.tier, "
       "COALESCE(mp.city, ''), COALESCE(mp.country, ''), COALESCE(mp.region, ''), COALESCE(mp.commitment_months, 0), "
       "gm.vram_gib, ms.spec "
       "FROM machine_gpus g "
+      "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
       "JOIN machines m ON m.id = g.machine_id "
       "JOIN providers p ON p.id = m.provider_id "
       "JOIN provider_current_prices cp ON cp.provider_id = p.id AND cp.model = g.model "
       "JOIN gpu_models gm ON gm.id = g.model "
       "LEFT JOIN provider_market_profiles mp ON mp.provider_id = p.id "
       "LEFT JOIN machine_schedules ms ON ms.machine_id = m.id "
-      "WHERE g.present = 1 AND g.listed = 1 AND g.perf_score IS NOT NULL AND m.status = 'online'";
+      "WHERE g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL AND m.status = 'online'";
   store::Params params;
   if (model) {
     sql += " AND g.model = ?";
