@@ -1,13 +1,138 @@
 #!/usr/bin/env bash
-# `make run`: serves GPUnex on SQLite under ./var at http://127.0.0.1:8080.
+# `make run`: serves GPUnex on SQLite under ./var at http://127.0.0.1:8080 and
+# starts a local agent registered to a demo provider, so the dashboard shows an
+# Online machine: real GPUs when NVML finds them, otherwise a simulated 2x L40S.
 # Creates a first admin account if there is none and prints its login once.
-# Ctrl-C stops the server cleanly.
+# The demo provider is made through the public API (sign up, apply, submit,
+# approve by a demo reviewer); its API key is kept in var/demo/agent-api-key
+# (mode 0600) and reused on later runs. Ctrl-C stops the agent and the server.
+#
+# Environment: GPUNEX_BIN_DIR (default build/bin), GPUNEX_VAR_DIR (default var),
+# GPUNEX_DB (default sqlite:$GPUNEX_VAR_DIR/gpunex.db), GPUNEX_LISTEN
+# (default 127.0.0.1:8080), GPUNEX_NO_AGENT=1 to serve without the demo agent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p var
-DB=${GPUNEX_DB:-sqlite:var/gpunex.db}
+BIN=${GPUNEX_BIN_DIR:-build/bin}
+VAR=${GPUNEX_VAR_DIR:-var}
+DB=${GPUNEX_DB:-sqlite:$VAR/gpunex.db}
 LISTEN=${GPUNEX_LISTEN:-127.0.0.1:8080}
+URL="http://$LISTEN"
+DEMO="$VAR/demo"
+mkdir -p "$VAR"
+(umask 077 && mkdir -p "$DEMO")
 
-build/bin/gpunex-server admin bootstrap --db "$DB"
-echo "Dashboard: http://$LISTEN/"
-exec build/bin/gpunex-server --db "$DB" --listen "$LISTEN" --data-dir var
+"$BIN/gpunex-server" admin bootstrap --db "$DB"
+
+server_pid=""
+agent_pid=""
+stopping=0
+# Both processes are children of this script; a signal to it stops both, agent first.
+stop_all() {
+  [ "$stopping" = 1 ] && return
+  stopping=1
+  trap - INT TERM
+  echo "Stopping..."
+  [ -n "$agent_pid" ] && kill -TERM "$agent_pid" 2>/dev/null || true
+  [ -n "$agent_pid" ] && wait "$agent_pid" 2>/dev/null || true
+  [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null || true
+  [ -n "$server_pid" ] && wait "$server_pid" 2>/dev/null || true
+}
+trap 'stop_all; exit 130' INT
+trap 'stop_all; exit 143' TERM
+
+"$BIN/gpunex-server" --db "$DB" --listen "$LISTEN" --data-dir "$VAR" &
+server_pid=$!
+
+for _ in $(seq 1 100); do
+  curl -fsS -o /dev/null "$URL/healthz" 2>/dev/null && break
+  kill -0 "$server_pid" 2>/dev/null || { echo "gpunex-server exited" >&2; wait "$server_pid" || exit $?; exit 1; }
+  sleep 0.1
+done
+
+# call METHOD PATH [TOKEN] [JSON]: the response body on stdout; the HTTP status in $DEMO/.status.
+call() {
+  local method=$1 path=$2 token=${3:-} body=${4:-}
+  local args=(-sS -X "$method" -o "$DEMO/.body" -w '%{http_code}')
+  [ -n "$token" ] && args+=(-H "Authorization: Bearer $token")
+  [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
+  (umask 077 && curl "${args[@]}" "$URL$path" >"$DEMO/.status")
+  cat "$DEMO/.body"
+}
+status() { cat "$DEMO/.status"; }
+json() { python3 -c 'import json,sys; v=json.load(sys.stdin); [v:=v[k] for k in sys.argv[1:]]; print(v)' "$@"; }
+jstr() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }
+secret() { python3 -c 'import secrets; print(secrets.token_urlsafe(18))'; }
+save() { (umask 077 && printf '%s\n' "$2" >"$DEMO/$1"); chmod 600 "$DEMO/$1"; }
+load() { [ -s "$DEMO/$1" ] && head -n1 "$DEMO/$1"; }
+fail() { echo "demo provider: $1 (HTTP $(status)): $(cat "$DEMO/.body")" >&2; stop_all; exit 1; }
+
+PROVIDER_EMAIL=demo-provider@example.com
+
+demo_provider_key() {
+  local key
+  key=$(load agent-api-key || true)
+  if [ -n "$key" ]; then
+    call GET /v1/provider/profile "$key" >/dev/null
+    [ "$(status)" = 200 ] && { echo "$key"; return; }
+    echo "The saved demo API key is refused (a fresh database?); making a new demo provider." >&2
+  fi
+  # A demo reviewer, made once with the admin CLI; its random password stays in $DEMO.
+  local rev_email rev_pass
+  rev_email=$(load reviewer-email || true)
+  rev_pass=$(load reviewer-password || true)
+  if [ -z "$rev_email" ] || ! call POST /v1/auth/login "" "{\"email\":$(jstr "$rev_email"),\"password\":$(jstr "$rev_pass")}" >/dev/null \
+      || [ "$(status)" != 200 ]; then
+    rev_email="demo-reviewer-$(python3 -c 'import secrets; print(secrets.token_hex(4))')@example.com"
+    rev_pass=$(secret)
+    printf '%s' "$rev_pass" | "$BIN/gpunex-server" admin create-user --db "$DB" --email "$rev_email" \
+      --role reviewer --full-name 'Demo Reviewer' --password-stdin >/dev/null
+    save reviewer-email "$rev_email"
+    save reviewer-password "$rev_pass"
+  fi
+  # The demo provider: sign up (or reuse the account), log in, apply, submit.
+  local pass token app_id
+  pass=$(load provider-password || true)
+  if [ -z "$pass" ]; then pass=$(secret); save provider-password "$pass"; fi
+  call POST /v1/auth/signup "" "{\"email\":\"$PROVIDER_EMAIL\",\"password\":$(jstr "$pass"),\"full_name\":\"Demo Provider\"}" >/dev/null
+  case "$(status)" in 201|409) ;; *) fail "sign-up failed" ;; esac
+  token=$(call POST /v1/auth/login "" "{\"email\":\"$PROVIDER_EMAIL\",\"password\":$(jstr "$pass")}" | json token) \
+    || fail "log-in failed (delete $DEMO to start over with a fresh database)"
+  app_id=$(call POST /v1/applications "$token" '{"full_name":"Demo Provider","email":"'"$PROVIDER_EMAIL"'","company":"GPUnex demo",
+    "ups":false,"commitment_months":3,"gpus":[{"model":"L40S","count":2,"system_ram_gb":256,"download_gbps":1,
+    "upload_gbps":1,"availability":"24/7","location":{"city":"Berlin","country":"DE","region":"eu-central"}}]}' | json id) \
+    || fail "application failed"
+  call POST "/v1/applications/$app_id/submit" "$token" >/dev/null
+  [ "$(status)" = 200 ] || fail "submit failed"
+  local rtoken
+  rtoken=$(call POST /v1/auth/login "" "{\"email\":$(jstr "$rev_email"),\"password\":$(jstr "$rev_pass")}" | json token) \
+    || fail "reviewer log-in failed"
+  key=$(call POST "/v1/review/applications/$app_id/decision" "$rtoken" \
+    '{"decision":"approve","tier":"community","note":"make run demo provider"}' | json api_key) || fail "approval failed"
+  save agent-api-key "$key"
+  echo "$key"
+}
+
+echo "Dashboard: $URL/"
+if [ "${GPUNEX_NO_AGENT:-0}" != 1 ]; then
+  key=$(demo_provider_key)
+  rm -f "$DEMO/.body" "$DEMO/.status"
+  agent_args=(run --server "$URL" --data-dir "$VAR/agent")
+  if "$BIN/gpunex-agent" info >/dev/null 2>&1; then
+    echo "Agent: NVML found GPUs; reporting this host's real GPUs."
+  else
+    echo "Agent: no NVIDIA GPUs found (NVML); running a SIMULATED 2x L40S (--simulate L40S:2)."
+    agent_args+=(--simulate L40S:2)
+  fi
+  mkdir -p "$VAR/agent"
+  GPUNEX_API_KEY="$key" "$BIN/gpunex-agent" "${agent_args[@]}" &
+  agent_pid=$!
+  echo "Demo provider login: $PROVIDER_EMAIL / $(load provider-password) (password in $DEMO/provider-password)"
+  echo "Its machine: $URL/#/machines"
+fi
+echo "Ctrl-C stops the agent and the server."
+
+# Runs until a signal, or until either process exits (then the other is stopped too).
+rc=0
+wait -n || rc=$?
+stop_all
+exit "$rc"

@@ -1,1 +1,184 @@
 // The machines pages of the dashboard; they register into app.js's `pages`.
+// #/machines: every machine of the provider with its GPUs, live figures and a
+// 24-hour chart per GPU; #/machines/ID: one machine with host facts and events.
+// The page polls the API while it is shown, so Online/Offline follow the agent.
+'use strict';
+
+const MACHINES_POLL_MS = 5000;
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+function svgEl(tag, attrs = {}, ...children) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) e.setAttribute(k, String(v));
+  for (const c of children.flat()) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+function fmtNum(v, unit, digits = 0) {
+  return v === null || v === undefined ? '—' : `${Number(v).toFixed(digits)}${unit}`;
+}
+function fmtVram(mib) {
+  return mib ? `${(mib / 1024).toFixed(mib % 1024 ? 1 : 0)} GiB` : '—';
+}
+function agoText(iso) {
+  if (!iso) return 'never';
+  const s = Math.max(0, Math.round((Date.now() - new Date(iso).getTime()) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86400)} days ago`;
+}
+
+function machineStatusBadge(status) {
+  const online = status === 'online';
+  return el('span', { class: `badge machine-status ${online ? 'online' : 'offline'}`, 'data-status': status },
+    online ? 'Online' : 'Offline');
+}
+
+// A 24-hour chart of one GPU's per-minute temperature (°C) and utilisation (%), both on a 0–100 scale.
+function gpuChart(gpu, series, nowMs) {
+  const W = 720; const H = 180; const L = 40; const R = 12; const T = 14; const B = 26;
+  const from = nowMs - 24 * 3600 * 1000;
+  const x = (ms) => L + ((ms - from) / (nowMs - from)) * (W - L - R);
+  const y = (v) => T + (1 - Math.min(100, Math.max(0, v)) / 100) * (H - T - B);
+  const label = `GPU ${gpu.index} (${gpu.model || gpu.name}): temperature and utilisation over the last 24 hours`;
+  const svg = svgEl('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', height: H, role: 'img',
+    'aria-label': label, class: 'gpu-chart', preserveAspectRatio: 'none' }, svgEl('title', {}, label));
+  for (const v of [0, 50, 100]) {
+    svg.append(svgEl('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: '#e4e7ec', 'stroke-width': 1 }),
+      svgEl('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#667085' }, String(v)));
+  }
+  for (const [h, txt] of [[24, '−24 h'], [18, '−18 h'], [12, '−12 h'], [6, '−6 h'], [0, 'now']]) {
+    const xx = x(nowMs - h * 3600 * 1000);
+    svg.append(svgEl('line', { x1: xx, x2: xx, y1: T, y2: H - B, stroke: '#f2f4f7', 'stroke-width': 1 }),
+      svgEl('text', { x: xx, y: H - 8, 'text-anchor': h === 0 ? 'end' : h === 24 ? 'start' : 'middle',
+        'font-size': 11, fill: '#667085' }, txt));
+  }
+  const lines = [['temperature_c_avg', '#d92d20', 'Temperature (°C)'], ['util_gpu_pct_avg', '#0e7c66', 'Utilisation (%)']];
+  for (const [key, color] of lines) {
+    // Minutes without data break the line, so an outage shows as a gap.
+    let d = ''; let prev = null; const dots = [];
+    for (const p of series) {
+      const at = new Date(p.at).getTime();
+      if (p[key] === null || p[key] === undefined || at < from) { prev = null; continue; }
+      const joined = prev !== null && at - prev <= 2 * 60 * 1000;
+      d += `${joined ? 'L' : 'M'}${x(at).toFixed(1)},${y(p[key]).toFixed(1)} `;
+      if (!joined) dots.push([x(at), y(p[key])]);
+      prev = at;
+    }
+    if (d) svg.append(svgEl('path', { d: d.trim(), fill: 'none', stroke: color, 'stroke-width': 1.5, 'data-series': key }));
+    for (const [cx, cy] of dots) svg.append(svgEl('circle', { cx, cy, r: 2, fill: color }));
+  }
+  const legend = el('ul', { class: 'chart-legend', 'aria-hidden': 'true' },
+    lines.map(([, color, name]) => el('li', {}, swatch(color), name)));
+  const empty = series.length === 0 ? el('p', { class: 'muted' }, 'No telemetry in the last 24 hours yet.') : '';
+  return el('figure', { class: 'gpu-chart-figure' }, svg, legend, empty);
+}
+
+function swatch(color) {
+  return svgEl('svg', { width: 14, height: 4, viewBox: '0 0 14 4', 'aria-hidden': 'true' },
+    svgEl('rect', { width: 14, height: 4, fill: color }));
+}
+
+function gpuTable(m) {
+  const rows = m.gpus.map((g) => {
+    const s = g.latest || {};
+    return el('tr', { class: g.present === false ? 'gone' : '' },
+      el('th', { scope: 'row' }, `GPU ${g.index}`),
+      el('td', {}, g.model || g.name, g.model && g.name !== g.model ? el('div', { class: 'muted small' }, g.name) : ''),
+      el('td', {}, fmtVram(g.memory_mib)),
+      el('td', {}, g.driver_version || m.driver_version || '—'),
+      el('td', {}, g.cuda_version || m.cuda_version || '—'),
+      el('td', { 'data-metric': 'temperature' }, fmtNum(s.temperature_c, ' °C')),
+      el('td', { 'data-metric': 'power' }, fmtNum(s.power_w, ' W'), s.power_limit_w ? el('span', { class: 'muted' }, ` / ${fmtNum(s.power_limit_w, ' W')}`) : ''),
+      el('td', { 'data-metric': 'utilisation' }, fmtNum(s.util_gpu_pct, ' %')),
+      el('td', {}, s.error ? el('span', { class: 'badge danger' }, s.error) : g.present === false ? 'removed' : 'ok'));
+  });
+  return el('table', { class: 'table gpu-table' },
+    el('caption', {}, `GPUs of ${m.hostname} (${m.gpus.length})`),
+    el('thead', {}, el('tr', {}, ['GPU', 'Model', 'VRAM', 'Driver', 'CUDA', 'Temperature', 'Power', 'Utilisation', 'State']
+      .map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, rows));
+}
+
+function machineCard(m, { detail = false } = {}) {
+  const hid = `machine-${m.id}-h`;
+  const nowMs = Date.now();
+  const charts = m.gpus.filter((g) => g.present !== false).map((g) => el('section', { class: 'gpu-chart-section', 'aria-label': `GPU ${g.index} last 24 hours` },
+    el('h3', {}, `GPU ${g.index} · ${g.model || g.name} — last 24 hours`),
+    gpuChart(g, g.series || [], nowMs)));
+  const host = m.host && typeof m.host === 'object' ? m.host : null;
+  return el('section', { class: 'card machine', 'aria-labelledby': hid, 'data-machine-id': m.id },
+    el('div', { class: 'machine-head' },
+      el('h2', { id: hid }, detail ? m.hostname : el('a', { href: `#/machines/${encodeURIComponent(m.id)}` }, m.hostname)),
+      machineStatusBadge(m.status),
+      m.simulated ? el('span', { class: 'badge sim', title: 'This agent reports simulated GPUs (--simulate); not real hardware.' }, 'Simulated') : ''),
+    el('dl', { class: 'facts' },
+      el('dt', {}, 'Status'), el('dd', { class: 'machine-status-text' }, m.status === 'online' ? 'Online' : 'Offline'),
+      el('dt', {}, 'Last seen'), el('dd', { class: 'last-seen' }, m.last_seen_at ? `${fmtTime(m.last_seen_at)} (${agoText(m.last_seen_at)})` : 'never'),
+      el('dt', {}, 'Driver / CUDA'), el('dd', {}, `${m.driver_version || '—'} / ${m.cuda_version || '—'}`),
+      el('dt', {}, 'Agent'), el('dd', {}, m.agent_version || '—'),
+      host ? [el('dt', {}, 'Host'), el('dd', {}, `${host.cpu_model || ''} · ${host.cpu_cores || '?'} cores · ${fmtVram(host.ram_mib)} RAM · ${host.os || ''}`)] : '',
+      el('dt', {}, 'Machine id'), el('dd', {}, el('code', {}, m.id))),
+    gpuTable(m),
+    charts,
+    detail && Array.isArray(m.events) && m.events.length ? [el('h3', {}, 'Recent events'),
+      el('table', { class: 'table events' }, el('caption', {}, 'Machine events, newest first'),
+        el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'When'), el('th', { scope: 'col' }, 'Event'))),
+        el('tbody', {}, m.events.slice().sort((a, b) => (a.at < b.at ? 1 : -1)).slice(0, 20)
+          .map((e) => el('tr', {}, el('td', {}, fmtTime(e.at)), el('td', {}, e.kind)))))] : '');
+}
+
+async function loadMachines(id) {
+  if (id) {
+    const r = await api('GET', `/v1/provider/machines/${encodeURIComponent(id)}`);
+    return r.ok ? { items: [r.data] } : { error: r };
+  }
+  const list = await api('GET', '/v1/provider/machines');
+  if (!list.ok) return { error: list };
+  // The detail carries the 24 h series; fall back to the summary if one fails.
+  const items = await Promise.all(list.data.items.map(async (m) => {
+    const d = await api('GET', `/v1/provider/machines/${encodeURIComponent(m.id)}`);
+    return d.ok ? d.data : m;
+  }));
+  return { items };
+}
+
+function machinesBody(res, id) {
+  if (res.error) {
+    const e = res.error.data && res.error.data.error;
+    return [el('p', { role: 'alert' }, e ? e.message : 'Could not load your machines.')];
+  }
+  if (res.items.length === 0) {
+    return [el('div', { class: 'callout' }, el('h2', {}, 'No machines yet'),
+      el('p', {}, 'Install the agent on a host with NVIDIA GPUs and give it one of your ', el('a', { href: '#/keys' }, 'API keys'), ':'),
+      el('pre', {}, el('code', {}, `curl -fsSL ${location.origin}/agent/install.sh | sudo GPUNEX_API_KEY=gpx_... sh`)))];
+  }
+  const online = res.items.filter((m) => m.status === 'online').length;
+  return [id ? '' : el('p', { class: 'muted', role: 'status', id: 'machines-summary' },
+    `${res.items.length} machine${res.items.length === 1 ? '' : 's'}, ${online} online. Updated ${new Date().toLocaleTimeString('en-GB')}.`),
+  res.items.map((m) => machineCard(m, { detail: !!id }))];
+}
+
+let machinesTimer = null;
+
+pages.machines = async function machines(id) {
+  document.title = id ? 'Machine — GPUnex' : 'Machines — GPUnex';
+  if (!state.user) { location.hash = '#/login'; return []; }
+  if (!hasRole('provider')) {
+    return [el('h1', {}, 'Machines'), el('p', {}, 'Machines are for approved providers. ', el('a', { href: '#/apply' }, 'Apply to Provide GPUs'))];
+  }
+  const res = await loadMachines(id);
+  const body = el('div', { class: 'machines', 'aria-live': 'polite', 'aria-busy': 'false' }, machinesBody(res, id));
+  if (machinesTimer) clearInterval(machinesTimer);
+  const hash = location.hash;
+  machinesTimer = setInterval(async () => {
+    if (!body.isConnected || location.hash !== hash) { clearInterval(machinesTimer); machinesTimer = null; return; }
+    const next = await loadMachines(id);
+    if (body.isConnected) body.replaceChildren(...machinesBody(next, id).flat());
+  }, MACHINES_POLL_MS);
+  const title = id && res.items && res.items[0] ? `Machine ${res.items[0].hostname}` : 'Machines';
+  if (id && res.items && res.items[0]) document.title = `${res.items[0].hostname} — GPUnex`;
+  return [id ? el('p', {}, el('a', { href: '#/machines' }, '← All machines')) : '', el('h1', {}, title), body];
+};
+pages.machine = (id) => { location.hash = `#/machines/${encodeURIComponent(id || '')}`; return []; };

@@ -1,0 +1,101 @@
+// Browser: the Machines page follows a real simulated agent. An approved provider
+// starts `gpunex-agent run --simulate L40S:2`; the page shows the machine Online
+// within 20 s with the Simulated badge, both GPUs with their figures and a 24-hour
+// chart each; after the agent stops, the page (which polls) shows Offline once the
+// configured missed heartbeats have passed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BIN, BACKEND, TestServer } from '../lib/server.mjs';
+import { approvedProvider } from '../lib/provider.mjs';
+import { launchBrowser, screenshotter } from '../lib/browser.mjs';
+
+function startAgent(url, key, dataDir) {
+  const logs = [];
+  const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', url, '--data-dir', dataDir,
+    '--heartbeat-interval', '1', '--simulate', 'L40S:2'],
+  { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout.on('data', (d) => logs.push(d.toString()));
+  proc.stderr.on('data', (d) => logs.push(d.toString()));
+  const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
+  return {
+    logs,
+    async stop() { if (proc.exitCode === null) proc.kill('SIGTERM'); return exited; },
+  };
+}
+
+test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline after it stops`, async () => {
+  const server = await new TestServer(['--heartbeat-interval', '1', '--offline-after-missed', '3']).start();
+  const browser = await launchBrowser();
+  const shot = screenshotter(`machines-${BACKEND}`);
+  const errors = [];
+  let agent;
+  try {
+    const email = 'mona@example.com';
+    const { key } = await approvedProvider(server, email);
+    const p = await browser.newPage();
+    p.on('pageerror', (e) => errors.push(e.message));
+    await p.goto(`${server.url}/#/login`);
+    await p.getByLabel('E-mail').fill(email);
+    await p.getByLabel('Password').fill('correct-horse-battery');
+    await p.getByRole('button', { name: 'Log in' }).click();
+    await p.getByRole('heading', { name: 'Roles' }).waitFor();
+
+    await p.getByRole('link', { name: 'Machines' }).click();
+    await p.getByRole('heading', { name: 'Machines', level: 1 }).waitFor();
+    await p.getByRole('heading', { name: 'No machines yet' }).waitFor();
+    await shot(p, 'no-machines');
+
+    const t0 = Date.now();
+    agent = startAgent(server.url, key, mkdtempSync(path.join(tmpdir(), 'gpunex-agent-')));
+    const card = p.locator('section.machine');
+    // The page polls every 5 s; no reload needed.
+    await card.locator('.machine-status', { hasText: 'Online' }).waitFor({ timeout: 20000 });
+    assert.ok(Date.now() - t0 < 20000, `Online after ${Date.now() - t0} ms`);
+    await card.locator('.badge.sim', { hasText: 'Simulated' }).waitFor();
+    const table = p.getByRole('table', { name: /GPUs of .* \(2\)/ });
+    await table.waitFor();
+    const rows = table.locator('tbody tr');
+    assert.equal(await rows.count(), 2);
+    for (let i = 0; i < 2; i += 1) {
+      const text = await rows.nth(i).innerText();
+      assert.match(text, /L40S/);
+      assert.match(text, /GiB/);
+    }
+    // Live figures arrive with the first heartbeats.
+    await p.waitForFunction(() => [...document.querySelectorAll('td[data-metric="temperature"]')]
+      .every((td) => /°C/.test(td.textContent)), null, { timeout: 15000 });
+    assert.match(await p.locator('.last-seen').first().innerText(), /ago/);
+    assert.equal(await p.getByRole('img', { name: /temperature and utilisation over the last 24 hours/ }).count(), 2);
+    await shot(p, 'online');
+
+    // The detail page: the same machine with events.
+    await card.getByRole('heading', { level: 2 }).getByRole('link').click();
+    await p.getByRole('link', { name: '← All machines' }).waitFor();
+    await p.locator('.machine-status', { hasText: 'Online' }).waitFor();
+    await p.getByRole('table', { name: 'Machine events, newest first' }).waitFor();
+    await shot(p, 'machine-detail');
+    await p.getByRole('link', { name: '← All machines' }).click();
+    await p.getByRole('heading', { name: 'Machines', level: 1 }).waitFor();
+
+    // Stop the agent: Offline after 3 missed 1 s heartbeats (plus the page's poll).
+    assert.equal(await agent.stop(), 0, agent.logs.join(''));
+    const stopped = Date.now();
+    await p.locator('section.machine .machine-status', { hasText: 'Offline' }).waitFor({ timeout: 20000 });
+    const took = Date.now() - stopped;
+    assert.ok(took >= 2000, `Offline too early: ${took} ms after the agent stopped`);
+    // A reload shows the same.
+    await p.reload();
+    await p.locator('section.machine .machine-status', { hasText: 'Offline' }).waitFor();
+    await p.locator('section.machine .badge.sim').waitFor();
+    await shot(p, 'offline');
+    assert.deepEqual(errors, []);
+  } finally {
+    if (agent) await agent.stop();
+    await browser.close();
+    await server.stop();
+  }
+});
