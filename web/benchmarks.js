@@ -155,7 +155,8 @@
         'appear here when it reports them.';
     } else if (r.status === 409) {
       status.classList.add('info');
-      status.textContent = `A benchmark run is already in progress on this machine; please wait for it to finish. (${msg})`;
+      status.textContent = 'A benchmark run is already in progress on this machine; please wait for it to finish ' +
+        'before asking for another.';
     } else if (r.status === 429) {
       status.classList.add('info');
       status.textContent = `Re-runs are rate-limited. ${msg ? msg.charAt(0).toUpperCase() + msg.slice(1) : ''}; please try again later.`;

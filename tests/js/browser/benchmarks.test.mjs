@@ -3,7 +3,8 @@
 // reason naming FP16 tensor throughput and the recommendation, the latest run as bars
 // against the reference and the score's history as a chart. "Re-run benchmarks" is
 // acknowledged, and pressing it again is answered politely (a run is in progress, or
-// the rate limit). Screenshots of each step.
+// the rate limit), and once that run is done the history has two points and a
+// third press meets the rate limit. Screenshots of each step.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -108,6 +109,17 @@ test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re
     await until('the second answer', async () => /already in progress|rate-limited/.test(await status.textContent()), 10000);
     assert.doesNotMatch(await status.textContent(), /Re-run requested/);
     await shot(p, 'rerun-refused');
+
+    // Once the requested run is done, the history has two points and a third press meets the rate limit.
+    await until('the requested run to complete', async () => {
+      const r = await client.request('GET', `/v1/provider/machines/${id}/benchmarks`);
+      return r.json.runs.filter((x) => x.status === 'completed').length >= 2;
+    }, 90000);
+    await p.reload();
+    await gpu.getByRole('img', { name: /performance score history, 2 run/ }).waitFor();
+    await button.click();
+    await until('the rate-limit answer', async () => /rate-limited/.test(await status.textContent()), 10000);
+    await shot(p, 'rerun-rate-limited');
     assert.deepEqual(errors, []);
   } finally {
     if (browser) await browser.close();
