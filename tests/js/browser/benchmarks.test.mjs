@@ -1,0 +1,129 @@
+// Browser: the Benchmarks tab. An approved provider runs the real gpunex-agent on a
+// simulated L40S with performance factor 0.7; the tab shows the GPU delisted with the
+// reason naming FP16 tensor throughput and the recommendation, the latest run as bars
+// against the reference and the score's history as a chart. "Re-run benchmarks" is
+// acknowledged, and pressing it again is answered politely (a run is in progress, or
+// the rate limit), and once that run is done the history has two points and a
+// third press meets the rate limit. Screenshots of each step.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BIN, BACKEND, TestServer } from '../lib/server.mjs';
+import { approvedProvider } from '../lib/provider.mjs';
+import { launchBrowser, screenshotter } from '../lib/browser.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what, fn, timeoutMs = 60000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+// As in tests/js/api/benchmarks.test.mjs: a quick scheduler, and a RAM:VRAM policy the CI host meets.
+const SERVER_ARGS = ['--benchmark-schedule-interval-ms', '300', '--benchmark-host-ram-pct', '25'];
+
+function startAgent(serverUrl, key, dir, perfFactor) {
+  const file = path.join(dir, 'machine.toml');
+  writeFileSync(file, `[[gpu]]\nmodel = "L40S"\ncount = 1\nperf_factor = ${perfFactor}\n`);
+  const logs = [];
+  const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dir,
+    '--heartbeat-interval', '1', '--simulate', file, '--bench-storage-mib', '32', '--bench-net-mib', '8'],
+  { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout.on('data', (d) => logs.push(d.toString()));
+  proc.stderr.on('data', (d) => logs.push(d.toString()));
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  return { logs, stop: () => { if (proc.exitCode === null) proc.kill('SIGTERM'); return exited; } };
+}
+
+test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re-run acknowledged then refused politely`, async () => {
+  const server = await new TestServer(SERVER_ARGS).start();
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-ui-'));
+  const email = 'slow-ui@example.com';
+  let agent;
+  let browser;
+  const errors = [];
+  const shot = screenshotter(`benchmarks-${BACKEND}`);
+  try {
+    const { client, key } = await approvedProvider(server, email);
+    agent = startAgent(server.url, key, dir, 0.7);
+    const id = await until('the machine to register', async () => {
+      const r = await client.request('GET', '/v1/provider/machines');
+      return r.status === 200 && r.json.items.length === 1 ? r.json.items[0].id : null;
+    });
+    await until('the first completed benchmark run', async () => {
+      const r = await client.request('GET', `/v1/provider/machines/${id}/benchmarks`);
+      return r.status === 200 && r.json.runs.some((x) => x.status === 'completed') && r.json.gpus[0].benchmarked;
+    }, 90000);
+
+    browser = await launchBrowser();
+    const p = await browser.newPage();
+    p.on('pageerror', (e) => errors.push(e.message));
+    p.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) errors.push(m.text()); });
+    await p.goto(`${server.url}/#/login`);
+    await p.getByLabel('E-mail').fill(email);
+    await p.getByLabel('Password').fill('correct-horse-battery');
+    await p.getByRole('button', { name: 'Log in' }).click();
+    await p.getByRole('heading', { name: 'Roles' }).waitFor();
+
+    await p.getByRole('link', { name: 'Benchmarks' }).click();
+    await p.getByRole('heading', { name: 'Benchmarks', level: 1 }).waitFor();
+    const machine = p.getByRole('region', { name: new RegExp(id) });
+    const gpu = machine.getByRole('region', { name: /GPU 0 · L40S/ });
+    await gpu.waitFor();
+    assert.equal(await gpu.locator('.badge.danger').textContent(), 'Delisted');
+    const reason = await gpu.locator('.bench-reason').textContent();
+    assert.match(reason, /FP16 tensor throughput/);
+    assert.match(reason, /ratio 0\.70/);
+    const rec = await gpu.locator('.bench-recommendation').textContent();
+    assert.match(rec, /^Recommendation: \S/);
+    // The bars: the FP16 tensor bar is drawn at about 70% of the reference, as failing.
+    const bar = gpu.locator('[data-metric="compute.fp16_tensor"] rect.bench-bar');
+    assert.equal(await bar.getAttribute('class'), 'bench-bar fail');
+    const track = Number(await gpu.locator('[data-metric="compute.fp16_tensor"] rect.bench-track').getAttribute('width'));
+    const refX = Number(await gpu.locator('line.bench-ref').getAttribute('x1'));
+    const barX = Number(await bar.getAttribute('x'));
+    const barW = Number(await bar.getAttribute('width'));
+    assert.ok(track > 0 && Math.abs(barW / (refX - barX) - 0.7) < 0.02, `bar ${barW} of ${refX - barX}`);
+    const row = gpu.getByRole('table', { name: /figures/ }).getByRole('row', { name: /FP16 tensor throughput/ });
+    assert.match(await row.textContent(), /0\.70/);
+    // The history chart has a point per scored run.
+    await gpu.getByRole('img', { name: /performance score history, 1 run/ }).waitFor();
+    assert.equal(await gpu.locator('circle.bench-point').count(), 1);
+    await shot(p, 'delisted');
+
+    const button = machine.getByRole('button', { name: 'Re-run benchmarks' });
+    const status = machine.getByRole('status');
+    await button.click();
+    await until('the re-run acknowledgement', async () => /Re-run requested/.test(await status.textContent()), 10000);
+    await shot(p, 'rerun-requested');
+
+    await button.click();
+    await until('the second answer', async () => /already in progress|rate-limited/.test(await status.textContent()), 10000);
+    assert.doesNotMatch(await status.textContent(), /Re-run requested/);
+    await shot(p, 'rerun-refused');
+
+    // Once the requested run is done, the history has two points and a third press meets the rate limit.
+    await until('the requested run to complete', async () => {
+      const r = await client.request('GET', `/v1/provider/machines/${id}/benchmarks`);
+      return r.json.runs.filter((x) => x.status === 'completed').length >= 2;
+    }, 90000);
+    await p.reload();
+    await gpu.getByRole('img', { name: /performance score history, 2 run/ }).waitFor();
+    await button.click();
+    await until('the rate-limit answer', async () => /rate-limited/.test(await status.textContent()), 10000);
+    await shot(p, 'rerun-rate-limited');
+    assert.deepEqual(errors, []);
+  } finally {
+    if (browser) await browser.close();
+    if (agent) await agent.stop();
+    await server.stop();
+  }
+});
