@@ -7,7 +7,7 @@
 # Target: 20,000 agents with p99 under 100 ms.
 # Usage: bench/heartbeats.sh [DURATION_S] [AGENT_COUNTS] [CONNECTIONS]
 #   GPUNEX_BIN_DIR: gpunex-server (default build/bin); GPUNEX_LOADGEN: loadgen binary
-#   (default build/bin/gpunex-loadgen).
+#   (default build/bin/gpunex-loadgen); GPUNEX_SERVER_ARGS: extra server flags (e.g. --threads 8).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-60}
@@ -36,8 +36,9 @@ jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d"+sys
 
 DB="$WORK/bench.db"
 "$BIN/gpunex-server" --listen 127.0.0.1:0 --port-file "$WORK/port" --db "sqlite:$DB" --data-dir "$WORK/data" \
-  --log-level warn --access-log false --heartbeat-interval "$INTERVAL" >"$WORK/server.log" 2>&1 &
+  --log-level warn --access-log false --heartbeat-interval "$INTERVAL" ${GPUNEX_SERVER_ARGS:-} >"$WORK/server.log" 2>&1 &
 pids+=($!)
+SPID=$!
 for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
 [ -s "$WORK/port" ] || { echo "gpunex-server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
 URL="http://127.0.0.1:$(cat "$WORK/port")"
@@ -92,10 +93,18 @@ NP50=$(awk '/ 50%/ {print $2}' "$WORK/wrk.log")
 NP99=$(awk '/ 99%/ {print $2}' "$WORK/wrk.log")
 
 curl -s "$URL/metrics" >"$WORK/metrics-before.txt" || true
+# CPU seconds (user+system) a process has used so far.
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+cpu=()
 for N in $COUNTS; do
   echo "== $N agents: registering, then ${DURATION}s of heartbeats every ${INTERVAL}s" >&2
-  "$LOADGEN" --server "$URL" --api-key "$KEY" --agents "$N" --interval "$INTERVAL" --duration "$DURATION" \
+  s0=$(cpu_s "$SPID")
+  /usr/bin/time -f '%U %S %e' -o "$WORK/loadgen-$N.time" \
+    "$LOADGEN" --server "$URL" --api-key "$KEY" --agents "$N" --interval "$INTERVAL" --duration "$DURATION" \
     --connections "$CONNS" --json >"$WORK/loadgen-$N.json" 2>"$WORK/loadgen-$N.log" || true
+  s1=$(cpu_s "$SPID")
+  read -r lu ls le <"$WORK/loadgen-$N.time" || true
+  cpu+=("$N agents: CPU over ${le}s wall: gpunex-server $(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.1f", b-a}') s, gpunex-loadgen $(awk -v a="$lu" -v b="$ls" 'BEGIN{printf "%.1f", a+b}') s (load average $(cut -d' ' -f1-3 /proc/loadavg))")
   tail -n 3 "$WORK/loadgen-$N.log" >&2
   curl -s "$URL/metrics" >"$WORK/metrics-$N.txt" || true
 done
@@ -117,6 +126,7 @@ for k in (r, h):
 PY
 done
 echo "nginx static 200 (wrk -t2 -c$CONNS -d10s): $NRPS requests/s, p50 $NP50, p99 $NP99"
+printf '%s\n' "${cpu[@]}"
 echo "($(nproc) cores, gpunex-server $BIN, SQLite, ${CONNS} keep-alive connections, ${DURATION}s of heartbeats per row)"
 # Where the server's time went during each row, from its /metrics histograms (delta over the row):
 # requests and store statements, count, mean and the p99 bucket bound.
