@@ -103,7 +103,7 @@ for N in $COUNTS; do
     "$LOADGEN" --server "$URL" --api-key "$KEY" --agents "$N" --interval "$INTERVAL" --duration "$DURATION" \
     --connections "$CONNS" --json >"$WORK/loadgen-$N.json" 2>"$WORK/loadgen-$N.log" || true
   s1=$(cpu_s "$SPID")
-  read -r lu ls le <"$WORK/loadgen-$N.time" || true
+  read -r lu ls le < <(tail -n 1 "$WORK/loadgen-$N.time") || true
   cpu+=("$N agents: CPU over ${le}s wall: gpunex-server $(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.1f", b-a}') s, gpunex-loadgen $(awk -v a="$lu" -v b="$ls" 'BEGIN{printf "%.1f", a+b}') s (load average $(cut -d' ' -f1-3 /proc/loadavg))")
   tail -n 3 "$WORK/loadgen-$N.log" >&2
   curl -s "$URL/metrics" >"$WORK/metrics-$N.txt" || true
