@@ -110,7 +110,7 @@ for N in $COUNTS; do
 done
 
 echo
-printf '%-8s %10s %12s %12s %9s %9s %9s %8s\n' agents "reg s" "hb/s" "target/s" "p50 ms" "p99 ms" "max ms" errors
+printf '%-8s %8s %9s %9s %8s %8s %8s %7s %8s %9s\n' agents "reg s" "hb/s" "target/s" "p50 ms" "p99 ms" "max ms" errors missed "send lag"
 for N in $COUNTS; do
   python3 - "$WORK/loadgen-$N.json" <<'PY'
 import json, sys
@@ -119,12 +119,15 @@ try:
 except Exception as e:
     print(f"{'?':<8} loadgen failed: {e}"); sys.exit()
 r, h = d["registration"], d["heartbeats"]
-print(f"{d['agents']:<8} {r['seconds']:>10.1f} {h['per_second']:>12.0f} {h['target_per_second']:>12.0f} "
-      f"{h['p50_ms']:>9.1f} {h['p99_ms']:>9.1f} {h['max_ms']:>9.1f} {h['errors'] + r['errors']:>8}")
+print(f"{d['agents']:<8} {r['seconds']:>8.1f} {h['per_second']:>9.0f} {h['target_per_second']:>9.0f} "
+      f"{h['p50_ms']:>8.1f} {h['p99_ms']:>8.1f} {h['max_ms']:>8.1f} {h['errors'] + r['errors']:>7} "
+      f"{h.get('missed', 0):>8} {h['max_send_lag_ms']/1000:>8.1f}s")
 for k in (r, h):
     if k["first_error"]: print("   first error:", k["first_error"][:200])
 PY
 done
+echo "errors: HTTP or transport failures; missed: beats that fell due but were never sent because every"
+echo "connection was still waiting on the server (send lag: the longest a due beat waited for a connection)."
 echo "nginx static 200 (wrk -t2 -c$CONNS -d10s): $NRPS requests/s, p50 $NP50, p99 $NP99"
 printf '%s\n' "${cpu[@]}"
 echo "($(nproc) cores, gpunex-server $BIN, SQLite, ${CONNS} keep-alive connections, ${DURATION}s of heartbeats per row)"
