@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Agent heartbeats a Release gpunex-server (SQLite) sustains on loopback:
+# gpunex-loadgen simulates 2,000 and then 20,000 agents at a 15 s interval
+# (registration first, then DURATION_S of heartbeats), against one approved
+# provider's API key made through the public API. In the same run wrk measures
+# nginx's static 200 as the baseline (as bench/http.sh does). Prints a table.
+# Target: 20,000 agents with p99 under 100 ms.
+# Usage: bench/heartbeats.sh [DURATION_S] [AGENT_COUNTS] [CONNECTIONS]
+#   GPUNEX_BIN_DIR: gpunex-server (default build/bin); GPUNEX_LOADGEN: loadgen binary
+#   (default build/bin/gpunex-loadgen); GPUNEX_SERVER_ARGS: extra server flags (e.g. --threads 8).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${1:-60}
+COUNTS=${2:-"2000 20000"}
+CONNS=${3:-64}
+INTERVAL=15
+BIN=${GPUNEX_BIN_DIR:-build/bin}
+LOADGEN=${GPUNEX_LOADGEN:-build/bin/gpunex-loadgen}
+[ -x "$BIN/gpunex-server" ] || { echo "$BIN/gpunex-server is missing (set GPUNEX_BIN_DIR)" >&2; exit 1; }
+[ -x "$LOADGEN" ] || { echo "$LOADGEN is missing: ninja -C build gpunex-loadgen" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "wrk is missing: run scripts/deps.sh" >&2; exit 1; }
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || { echo "nginx is missing: run scripts/deps.sh" >&2; exit 1; }
+
+WORK=$(mktemp -d /tmp/gpunex-hb.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d"+sys.argv[1]))' "$1"; }
+
+DB="$WORK/bench.db"
+"$BIN/gpunex-server" --listen 127.0.0.1:0 --port-file "$WORK/port" --db "sqlite:$DB" --data-dir "$WORK/data" \
+  --log-level warn --access-log false --heartbeat-interval "$INTERVAL" ${GPUNEX_SERVER_ARGS:-} >"$WORK/server.log" 2>&1 &
+pids+=($!)
+SPID=$!
+for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
+[ -s "$WORK/port" ] || { echo "gpunex-server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+URL="http://127.0.0.1:$(cat "$WORK/port")"
+
+# An approved provider with an API key, through the public API (tests/js/api/agent.test.mjs does the same).
+api() { # METHOD PATH TOKEN [BODY]
+  curl -sS -X "$1" "$URL$2" -H "Authorization: Bearer $3" -H 'Content-Type: application/json' ${4:+--data "$4"}
+}
+EMAIL=bench-provider@example.com
+curl -sSf -X POST "$URL/v1/auth/signup" -H 'Content-Type: application/json' \
+  --data "{\"email\":\"$EMAIL\",\"password\":\"correct-horse-battery\",\"full_name\":\"Bench Provider\"}" >/dev/null
+PTOKEN=$(curl -sSf -X POST "$URL/v1/auth/login" -H 'Content-Type: application/json' \
+  --data "{\"email\":\"$EMAIL\",\"password\":\"correct-horse-battery\"}" | jget '["token"]')
+APP=$(api POST /v1/applications "$PTOKEN" "{\"full_name\":\"Bench Provider\",\"email\":\"$EMAIL\",\"ups\":false,
+  \"commitment_months\":3,\"gpus\":[{\"model\":\"L40S\",\"count\":2,\"system_ram_gb\":256,\"download_gbps\":1,
+  \"upload_gbps\":1,\"availability\":\"24/7\",\"location\":{\"city\":\"Berlin\",\"country\":\"DE\",\"region\":\"eu-central\"}}]}" \
+  | jget '["id"]')
+api POST "/v1/applications/$APP/submit" "$PTOKEN" >/dev/null
+echo 'operator-password-1' | "$BIN/gpunex-server" admin create-user --db "sqlite:$DB" --email rev@example.com \
+  --role reviewer --full-name 'Bench Reviewer' --password-stdin >/dev/null
+RTOKEN=$(curl -sSf -X POST "$URL/v1/auth/login" -H 'Content-Type: application/json' \
+  --data '{"email":"rev@example.com","password":"operator-password-1"}' | jget '["token"]')
+KEY=$(api POST "/v1/review/applications/$APP/decision" "$RTOKEN" \
+  '{"decision":"approve","tier":"community","note":"bench"}' | jget '["api_key"]')
+[[ "$KEY" == gpx_* ]] || { echo "no API key from the approval" >&2; exit 1; }
+
+# nginx static 200, measured like bench/http.sh.
+NPORT=$(free_port)
+mkdir -p "$WORK/nginx/logs"
+cat >"$WORK/nginx/nginx.conf" <<CONF
+worker_processes $(nproc);
+daemon off;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$NPORT;
+    location / { default_type application/json; return 200 '{"status":"ok"}'; }
+  }
+}
+CONF
+"$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" &
+pids+=($!)
+sleep 0.5
+curl -sf "http://127.0.0.1:$NPORT/" >/dev/null
+wrk -t2 -c"$CONNS" -d10s --latency "http://127.0.0.1:$NPORT/" >"$WORK/wrk.log"
+NRPS=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.log")
+NP50=$(awk '/ 50%/ {print $2}' "$WORK/wrk.log")
+NP99=$(awk '/ 99%/ {print $2}' "$WORK/wrk.log")
+
+curl -s "$URL/metrics" >"$WORK/metrics-before.txt" || true
+# CPU seconds (user+system) a process has used so far.
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+cpu=()
+for N in $COUNTS; do
+  echo "== $N agents: registering, then ${DURATION}s of heartbeats every ${INTERVAL}s" >&2
+  s0=$(cpu_s "$SPID")
+  /usr/bin/time -f '%U %S %e' -o "$WORK/loadgen-$N.time" \
+    "$LOADGEN" --server "$URL" --api-key "$KEY" --agents "$N" --interval "$INTERVAL" --duration "$DURATION" \
+    --connections "$CONNS" --json >"$WORK/loadgen-$N.json" 2>"$WORK/loadgen-$N.log" || true
+  s1=$(cpu_s "$SPID")
+  read -r lu ls le < <(tail -n 1 "$WORK/loadgen-$N.time") || true
+  cpu+=("$N agents: CPU over ${le}s wall: gpunex-server $(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.1f", b-a}') s, gpunex-loadgen $(awk -v a="$lu" -v b="$ls" 'BEGIN{printf "%.1f", a+b}') s (load average $(cut -d' ' -f1-3 /proc/loadavg))")
+  tail -n 3 "$WORK/loadgen-$N.log" >&2
+  curl -s "$URL/metrics" >"$WORK/metrics-$N.txt" || true
+done
+
+echo
+printf '%-8s %8s %9s %9s %8s %8s %8s %7s %8s %9s\n' agents "reg s" "hb/s" "target/s" "p50 ms" "p99 ms" "max ms" errors missed "send lag"
+for N in $COUNTS; do
+  python3 - "$WORK/loadgen-$N.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"{'?':<8} loadgen failed: {e}"); sys.exit()
+r, h = d["registration"], d["heartbeats"]
+print(f"{d['agents']:<8} {r['seconds']:>8.1f} {h['per_second']:>9.0f} {h['target_per_second']:>9.0f} "
+      f"{h['p50_ms']:>8.1f} {h['p99_ms']:>8.1f} {h['max_ms']:>8.1f} {h['errors'] + r['errors']:>7} "
+      f"{h.get('missed', 0):>8} {h['max_send_lag_ms']/1000:>8.1f}s")
+for k in (r, h):
+    if k["first_error"]: print("   first error:", k["first_error"][:200])
+PY
+done
+echo "errors: HTTP or transport failures; missed: beats that fell due but were never sent because every"
+echo "connection was still waiting on the server (send lag: the longest a due beat waited for a connection)."
+echo "nginx static 200 (wrk -t2 -c$CONNS -d10s): $NRPS requests/s, p50 $NP50, p99 $NP99"
+printf '%s\n' "${cpu[@]}"
+echo "($(nproc) cores, gpunex-server $BIN, SQLite, ${CONNS} keep-alive connections, ${DURATION}s of heartbeats per row)"
+# Where the server's time went during each row, from its /metrics histograms (delta over the row):
+# requests and store statements, count, mean and the p99 bucket bound.
+echo
+echo "server-side time per row (from /metrics; p99 = upper bound of the bucket holding the 99th percentile):"
+prev="$WORK/metrics-before.txt"
+for N in $COUNTS; do
+  python3 - "$prev" "$WORK/metrics-$N.txt" "$N" <<'PY'
+import re, sys
+def load(f):
+    out = {}
+    try: lines = open(f).read().splitlines()
+    except OSError: return out
+    for l in lines:
+        m = re.match(r'^(gpunex_(?:http_request|store_statement)_duration_seconds)_(bucket|sum|count)\{(.*)\} (\S+)$', l)
+        if not m: continue
+        name, kind, labels, v = m.groups()
+        le = re.search(r'le="([^"]+)"', labels)
+        key = re.sub(r',?le="[^"]+"', '', labels)
+        if 'route=' in key and '/v1/agent/' not in key: continue
+        d = out.setdefault(key, {'b': {}, 'sum': 0.0, 'count': 0.0})
+        if kind == 'bucket': d['b'][le.group(1)] = float(v)
+        else: d[kind] = float(v)
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+print(f"-- {sys.argv[3]} agents")
+for key, d in sorted(b.items()):
+    p = a.get(key, {'b': {}, 'sum': 0.0, 'count': 0.0})
+    n = d['count'] - p['count']
+    if n <= 0: continue
+    mean = (d['sum'] - p['sum']) / n * 1000
+    p99 = '?'
+    for le in sorted(d['b'], key=lambda x: float('inf') if x == '+Inf' else float(x)):
+        if d['b'][le] - p['b'].get(le, 0) >= 0.99 * n:
+            p99 = le if le == '+Inf' else f"{float(le)*1000:g}"; break
+    print(f"   {key:<40} {int(n):>9} calls  mean {mean:8.2f} ms  p99 <= {p99} ms")
+PY
+  prev="$WORK/metrics-$N.txt"
+done
