@@ -23,14 +23,20 @@ std::optional<std::string> parse_int(const std::string& v, std::int64_t min, std
   }
 }
 
-template <class T>
-ConfigKey int_key(std::string name, std::string help, T Config::*member, std::int64_t min, std::int64_t max) {
+// "heartbeat_interval" -> {"GPUNEX_HEARTBEAT_INTERVAL", "--heartbeat-interval"}.
+std::pair<std::string, std::string> env_and_flag(const std::string& name) {
   std::string env = "GPUNEX_";
   std::string flag = "--";
   for (char c : name) {
     env += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
     flag += c == '_' ? '-' : c;
   }
+  return {env, flag};
+}
+
+template <class T>
+ConfigKey int_key(std::string name, std::string help, T Config::*member, std::int64_t min, std::int64_t max) {
+  auto [env, flag] = env_and_flag(name);
   return ConfigKey{name, env, flag, std::move(help),
                    [member, min, max](Config& cfg, const std::string& v) -> std::optional<std::string> {
                      std::int64_t n = 0;
@@ -68,12 +74,7 @@ ConfigKey number_key(std::string name, std::string help, std::function<void(Conf
 
 ConfigKey string_key(std::string name, std::string help, std::string Config::*member,
                      std::function<std::optional<std::string>(const std::string&)> check = nullptr) {
-  std::string env = "GPUNEX_";
-  std::string flag = "--";
-  for (char c : name) {
-    env += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-    flag += c == '_' ? '-' : c;
-  }
+  auto [env, flag] = env_and_flag(name);
   return ConfigKey{name, env, flag, std::move(help),
                    [member, check](Config& cfg, const std::string& v) -> std::optional<std::string> {
                      if (check) {

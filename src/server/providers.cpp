@@ -89,4 +89,13 @@ void touch_api_key(store::Tx& tx, const std::string& key_id, std::int64_t now_ms
           {now_ms, key_id, now_ms - 60'000});
 }
 
+core::Result<Provider> provider_of_user(store::Tx& tx, const std::string& user_id) {
+  auto p = find_provider_by_user(tx, user_id);
+  if (!p) {
+    return core::Error::make(core::ErrorCode::not_found, "this account has no provider profile")
+        .with_code("not_a_provider");
+  }
+  return std::move(*p);
+}
+
 }  // namespace gpunex::server

@@ -24,6 +24,8 @@ struct Provider {
 };
 
 std::optional<Provider> find_provider_by_user(store::Tx& tx, const std::string& user_id);
+//! The provider profile of the signed-in caller, or 404 not_a_provider.
+core::Result<Provider> provider_of_user(store::Tx& tx, const std::string& user_id);
 //! Creates the provider (role, row) for an approved application.
 Provider create_provider(store::Tx& tx, const std::string& user_id, const std::string& application_id,
                          const std::string& tier, std::int64_t now_ms);

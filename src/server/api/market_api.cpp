@@ -23,12 +23,6 @@ using http::Response;
 
 namespace {
 
-core::Result<Provider> caller_provider(store::Tx& tx, const Ctx& ctx) {
-  auto p = find_provider_by_user(tx, ctx.principal->user.id);
-  if (!p) return Error::make(ErrorCode::not_found, "this account has no provider profile").with_code("not_a_provider");
-  return std::move(*p);
-}
-
 template <class F>
 Response respond(Ctx& ctx, F&& fn, store::TxMode mode = store::TxMode::write) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> { return fn(tx); }, mode);
@@ -58,7 +52,7 @@ Response put_price(Ctx& ctx) {
   }
   const std::string model = ctx.req.param("model");
   return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-    auto p = caller_provider(tx, ctx);
+    auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
     auto row = set_price(tx, *p, model, *rate, ctx.principal->user.id, store::now_ms());
     if (!row) return std::move(row).error();
@@ -70,7 +64,7 @@ Response list_prices(Ctx& ctx) {
   return respond(
       ctx,
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        auto p = caller_provider(tx, ctx);
+        auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
         auto items = nlohmann::json::array();
         for (const auto& row : current_prices(tx, p->id)) items.push_back(row.to_json());
@@ -83,7 +77,7 @@ Response price_history_handler(Ctx& ctx) {
   return respond(
       ctx,
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        auto p = caller_provider(tx, ctx);
+        auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
         auto items = nlohmann::json::array();
         for (const auto& row : price_history(tx, p->id, ctx.req.param("model"))) items.push_back(row.to_json());
@@ -101,7 +95,7 @@ Response recommendation(Ctx& ctx) {
   return respond(
       ctx,
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        auto p = caller_provider(tx, ctx);
+        auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
         if (!find_model(tx, *model))
           return Error::make(ErrorCode::unprocessable, "model: \"" + *model + "\" is not in the GPU catalog", "model")
@@ -135,7 +129,7 @@ Response put_schedule(Ctx& ctx) {
   if (!schedule) return Response::error(schedule.error());
   const std::string machine_id = ctx.req.param("id");
   return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-    auto p = caller_provider(tx, ctx);
+    auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
     const auto owner = machine_owner(tx, machine_id);
     if (!owner || *owner != p->id) return Error::make(ErrorCode::not_found, "no such machine");
@@ -150,7 +144,7 @@ Response get_schedule(Ctx& ctx) {
   return respond(
       ctx,
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        auto p = caller_provider(tx, ctx);
+        auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
         const auto owner = machine_owner(tx, machine_id);
         if (!owner || *owner != p->id) return Error::make(ErrorCode::not_found, "no such machine");

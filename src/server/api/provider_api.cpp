@@ -17,16 +17,10 @@ using http::Response;
 
 namespace {
 
-core::Result<Provider> caller_provider(store::Tx& tx, const Ctx& ctx) {
-  auto p = find_provider_by_user(tx, ctx.principal->user.id);
-  if (!p) return Error::make(ErrorCode::not_found, "this account has no provider profile").with_code("not_a_provider");
-  return std::move(*p);
-}
-
 Response profile(Ctx& ctx) {
   auto r = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        auto p = caller_provider(tx, ctx);
+        auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
         auto j = p->to_json();
         j["via"] = ctx.principal->via == Principal::Via::api_key ? "api_key" : "session";
@@ -40,7 +34,7 @@ Response profile(Ctx& ctx) {
 Response list_keys(Ctx& ctx) {
   auto r = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        auto p = caller_provider(tx, ctx);
+        auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
         return list_api_keys(tx, p->id);
       },
@@ -59,7 +53,7 @@ Response create_key(Ctx& ctx) {
     if (auto s = r.finish(); !s) return Response::error(s.error());
   }
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
-    auto p = caller_provider(tx, ctx);
+    auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
     const auto now = store::now_ms();
     nlohmann::json out;
@@ -82,7 +76,7 @@ Response create_key(Ctx& ctx) {
 
 Response delete_key(Ctx& ctx) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
-    auto p = caller_provider(tx, ctx);
+    auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
     return revoke_api_key(tx, p->id, ctx.req.param("id"), store::now_ms());
   });
