@@ -200,8 +200,10 @@ TEST(BenchSuite, NetworkWaivedWithoutServer) {
 namespace {
 
 std::filesystem::path bench_dir() {
-  // Under the build tree, not /tmp: tmpfs has no O_DIRECT.
-  auto d = std::filesystem::current_path() / "agent-bench-test";
+  // Under the build tree, not /tmp: tmpfs has no O_DIRECT. One folder per test, since ctest
+  // runs the tests of this binary in parallel processes.
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  auto d = std::filesystem::current_path() / "agent-bench-test" / (std::string(info->test_suite_name()) + "." + info->name());
   std::filesystem::create_directories(d);
   return d;
 }
