@@ -116,4 +116,20 @@ class ConnectionPool {
   Factory factory_;
 };
 
+//! Runs a transaction body on a pool handle whose connection has begun a transaction. Rolls back
+//! (dropping the connection if even that fails) when the body throws (rethrown) or returns false.
+//! Returns whether the caller should commit.
+template <class Handle, class TxT, class Body>
+bool run_body_or_roll_back(Handle& conn, TxT& tx, const Body& body) {
+  bool commit = false;
+  try {
+    commit = body(tx);
+  } catch (...) {
+    if (!conn->rollback_quietly()) conn.discard();
+    throw;
+  }
+  if (!commit && !conn->rollback_quietly()) conn.discard();
+  return commit;
+}
+
 }  // namespace gpunex::store::detail

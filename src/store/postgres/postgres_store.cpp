@@ -310,17 +310,7 @@ class PgStore final : public Store {
 
   void run_body(Handle& conn, const std::function<bool(Tx&)>& body) {
     PgTx tx(*conn, observer_);
-    bool commit = false;
-    try {
-      commit = body(tx);
-    } catch (...) {
-      if (!conn->rollback_quietly()) conn.discard();
-      throw;
-    }
-    if (!commit) {
-      if (!conn->rollback_quietly()) conn.discard();
-      return;
-    }
+    if (!detail::run_body_or_roll_back(conn, tx, body)) return;
     try {
       detail::StatementTimer timer(observer_, "commit");
       auto res = conn->exec_simple("COMMIT");

@@ -238,17 +238,7 @@ class SqliteStore final : public Store {
       conn->exec_raw(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
     }
     SqliteTx tx(*conn, observer_);
-    bool commit = false;
-    try {
-      commit = body(tx);
-    } catch (...) {
-      if (!conn->rollback_quietly()) conn.discard();
-      throw;
-    }
-    if (!commit) {
-      if (!conn->rollback_quietly()) conn.discard();
-      return;
-    }
+    if (!detail::run_body_or_roll_back(conn, tx, body)) return;
     try {
       detail::StatementTimer timer(observer_, "commit");
       conn->exec_raw("COMMIT");
