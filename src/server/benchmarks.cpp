@@ -26,16 +26,18 @@ std::optional<std::int64_t> last_completed(Tx& tx, const std::string& machine_id
 }
 
 bool has_open_run(Tx& tx, const std::string& machine_id) {
-  return tx.query_one("SELECT 1 FROM benchmark_runs WHERE machine_id = ? AND status IN ('requested', 'delivered')",
-                      {machine_id})
+  return tx
+      .query_one("SELECT 1 FROM benchmark_runs WHERE machine_id = ? AND status IN ('requested', 'delivered')",
+                 {machine_id})
       .has_value();
 }
 
 std::string open_run(Tx& tx, const std::string& machine_id, const std::string& reason, std::int64_t now) {
   const std::string id = util::new_id("bench");
-  tx.exec("INSERT INTO benchmark_runs (id, machine_id, reason, status, requested_at, simulated) "
-          "VALUES (?, ?, ?, 'requested', ?, 0)",
-          {id, machine_id, reason, now});
+  tx.exec(
+      "INSERT INTO benchmark_runs (id, machine_id, reason, status, requested_at, simulated) "
+      "VALUES (?, ?, ?, 'requested', ?, 0)",
+      {id, machine_id, reason, now});
   return id;
 }
 
@@ -46,8 +48,8 @@ std::string fmt(double v) {
 }
 
 nlohmann::json finding_json(const cb::Finding& f) {
-  return {{"metric", f.metric},   {"label", f.label}, {"measured", f.measured}, {"expected", f.expected},
-          {"unit", f.unit},       {"ratio", f.ratio()}, {"cause", f.cause},     {"recommendation", f.recommendation}};
+  return {{"metric", f.metric}, {"label", f.label},   {"measured", f.measured}, {"expected", f.expected},
+          {"unit", f.unit},     {"ratio", f.ratio()}, {"cause", f.cause},       {"recommendation", f.recommendation}};
 }
 
 struct MachineGpu {
@@ -70,8 +72,7 @@ void tell_provider(Tx& tx, const std::string& provider_id, const std::string& ki
   auto who = provider_user(tx, provider_id);
   if (!who) return;
   notify_user(tx, who->first, kind, title, body, link, now);
-  enqueue_mail(tx, OutgoingMail{kind, who->second, "GPUnex: " + title, body + "\n\n" + link + "\n", std::nullopt},
-               now);
+  enqueue_mail(tx, OutgoingMail{kind, who->second, "GPUnex: " + title, body + "\n\n" + link + "\n", std::nullopt}, now);
 }
 
 }  // namespace
@@ -81,6 +82,7 @@ BenchmarkSettings benchmark_settings(const Config& c) {
   s.base_url = c.base_url();
   s.interval_ms = static_cast<std::int64_t>(c.benchmark_interval_hours) * 3600 * 1000;
   s.rerun_min_interval_ms = static_cast<std::int64_t>(c.benchmark_rerun_min_minutes) * 60 * 1000;
+  s.policy = c.benchmark_policy;
   s.policy.min_quality_ratio = c.benchmark_min_quality_pct / 100.0;
   s.policy.host_ram_per_vram = c.benchmark_host_ram_pct / 100.0;
   return s;
@@ -115,15 +117,16 @@ std::size_t schedule_benchmarks(Tx& tx, const BenchmarkSettings& s, std::int64_t
   return opened;
 }
 
-nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const BenchmarkSettings& s,
-                                  std::int64_t now) {
-  tx.exec("UPDATE benchmark_runs SET status = 'expired' WHERE machine_id = ? AND status = 'delivered' AND "
-          "delivered_at < ?",
-          {machine_id, now - s.run_timeout_ms});
+nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const BenchmarkSettings& s, std::int64_t now) {
+  tx.exec(
+      "UPDATE benchmark_runs SET status = 'expired' WHERE machine_id = ? AND status = 'delivered' AND "
+      "delivered_at < ?",
+      {machine_id, now - s.run_timeout_ms});
   nlohmann::json cmds = nlohmann::json::array();
-  auto r = tx.query_one("SELECT id, reason FROM benchmark_runs WHERE machine_id = ? AND status = 'requested' "
-                        "ORDER BY requested_at LIMIT 1",
-                        {machine_id});
+  auto r = tx.query_one(
+      "SELECT id, reason FROM benchmark_runs WHERE machine_id = ? AND status = 'requested' "
+      "ORDER BY requested_at LIMIT 1",
+      {machine_id});
   if (!r) return cmds;
   tx.exec("UPDATE benchmark_runs SET status = 'delivered', delivered_at = ? WHERE id = ?", {now, r->str(0)});
   cmds.push_back({{"type", "run_benchmark"}, {"run_id", r->str(0)}, {"reason", r->str(1)}});
@@ -176,9 +179,10 @@ core::Result<nlohmann::json> record_benchmark_run(Tx& tx, const std::string& pro
     reason = r->str(1);
   } else {
     run_id = util::new_id("bench");
-    tx.exec("INSERT INTO benchmark_runs (id, machine_id, reason, status, requested_at, simulated) "
-            "VALUES (?, ?, 'agent', 'delivered', ?, 0)",
-            {run_id, rep.machine_id, rep.started_at_ms});
+    tx.exec(
+        "INSERT INTO benchmark_runs (id, machine_id, reason, status, requested_at, simulated) "
+        "VALUES (?, ?, 'agent', 'delivered', ?, 0)",
+        {run_id, rep.machine_id, rep.started_at_ms});
   }
 
   // Machine checks, when this run measured storage and network (a GPU-only run leaves them as they were).
@@ -203,9 +207,10 @@ core::Result<nlohmann::json> record_benchmark_run(Tx& tx, const std::string& pro
 
   nlohmann::json mf = nlohmann::json::array();
   for (const auto& f : machine_failures) mf.push_back(finding_json(f));
-  tx.exec("UPDATE benchmark_runs SET status = 'completed', completed_at = ?, simulated = ?, report = ?, "
-          "machine_failures = ? WHERE id = ?",
-          {now, std::int64_t{rep.simulated}, cb::to_json(rep).dump(), mf.dump(), run_id});
+  tx.exec(
+      "UPDATE benchmark_runs SET status = 'completed', completed_at = ?, simulated = ?, report = ?, "
+      "machine_failures = ? WHERE id = ?",
+      {now, std::int64_t{rep.simulated}, cb::to_json(rep).dump(), mf.dump(), run_id});
 
   const std::string link = s.base_url + "/#/machines/" + rep.machine_id + "/benchmarks";
   nlohmann::json out_gpus = nlohmann::json::array();
@@ -240,28 +245,30 @@ core::Result<nlohmann::json> record_benchmark_run(Tx& tx, const std::string& pro
       if (v) return *v;
       return nullptr;
     };
-    tx.exec("INSERT INTO gpu_benchmarks (run_id, machine_id, uuid, model, perf_score, quality_ratio, pass, figures, "
-            "failures, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            {run_id, rep.machine_id, g.uuid, models[i] ? store::Value(models[i]->id) : store::Value(nullptr),
-             num(score), num(quality), std::int64_t{pass}, figs.dump(), fj.dump(), now});
+    tx.exec(
+        "INSERT INTO gpu_benchmarks (run_id, machine_id, uuid, model, perf_score, quality_ratio, pass, figures, "
+        "failures, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        {run_id, rep.machine_id, g.uuid, models[i] ? store::Value(models[i]->id) : store::Value(nullptr), num(score),
+         num(quality), std::int64_t{pass}, figs.dump(), fj.dump(), now});
 
-    auto prev = tx.query_one("SELECT listed FROM gpu_listing WHERE machine_id = ? AND uuid = ?",
-                             {rep.machine_id, g.uuid});
+    auto prev =
+        tx.query_one("SELECT listed FROM gpu_listing WHERE machine_id = ? AND uuid = ?", {rep.machine_id, g.uuid});
     const std::optional<bool> was_listed = prev ? std::optional<bool>(prev->boolean(0)) : std::nullopt;
     const std::string reason_text = pass ? "" : failures.front().describe();
     const std::string recommendation = pass ? "" : failures.front().recommendation;
-    tx.exec("INSERT INTO gpu_listing (machine_id, uuid, listed, perf_score, quality_ratio, delist_reason, "
-            "recommendation, last_run_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (machine_id, uuid) DO UPDATE SET listed = excluded.listed, perf_score = excluded.perf_score, "
-            "quality_ratio = excluded.quality_ratio, delist_reason = excluded.delist_reason, "
-            "recommendation = excluded.recommendation, last_run_id = excluded.last_run_id, "
-            "updated_at = excluded.updated_at",
-            {rep.machine_id, g.uuid, std::int64_t{pass}, num(score), num(quality),
-             pass ? store::Value(nullptr) : store::Value(reason_text),
-             pass ? store::Value(nullptr) : store::Value(recommendation), run_id, now});
+    tx.exec(
+        "INSERT INTO gpu_listing (machine_id, uuid, listed, perf_score, quality_ratio, delist_reason, "
+        "recommendation, last_run_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (machine_id, uuid) DO UPDATE SET listed = excluded.listed, perf_score = excluded.perf_score, "
+        "quality_ratio = excluded.quality_ratio, delist_reason = excluded.delist_reason, "
+        "recommendation = excluded.recommendation, last_run_id = excluded.last_run_id, "
+        "updated_at = excluded.updated_at",
+        {rep.machine_id, g.uuid, std::int64_t{pass}, num(score), num(quality),
+         pass ? store::Value(nullptr) : store::Value(reason_text),
+         pass ? store::Value(nullptr) : store::Value(recommendation), run_id, now});
 
-    const std::string gpu_name = "GPU " + std::to_string(mg.idx) + " (" + (models[i] ? models[i]->id : g.name) +
-                                 ") on " + hostname;
+    const std::string gpu_name =
+        "GPU " + std::to_string(mg.idx) + " (" + (models[i] ? models[i]->id : g.name) + ") on " + hostname;
     if (!pass && was_listed.value_or(true)) {
       std::string body = gpu_name + " is delisted: customers cannot rent it until a benchmark run passes.\n";
       for (const auto& f : failures) {
@@ -274,8 +281,7 @@ core::Result<nlohmann::json> record_benchmark_run(Tx& tx, const std::string& pro
     } else if (pass && was_listed && !*was_listed) {
       tell_provider(tx, provider_id, "gpu_relisted", gpu_name + " relisted",
                     gpu_name + " passed its benchmarks" +
-                        (quality ? " (quality ratio " + fmt(*quality) + ")" : std::string()) +
-                        " and is listed again.",
+                        (quality ? " (quality ratio " + fmt(*quality) + ")" : std::string()) + " and is listed again.",
                     link, now);
     }
     out_gpus.push_back({{"uuid", g.uuid},
@@ -285,8 +291,8 @@ core::Result<nlohmann::json> record_benchmark_run(Tx& tx, const std::string& pro
                         {"listed", pass},
                         {"failures", std::move(fj)}});
   }
-  return nlohmann::json{{"run_id", run_id}, {"reason", reason}, {"gpus", std::move(out_gpus)},
-                        {"machine_failures", std::move(mf)}};
+  return nlohmann::json{
+      {"run_id", run_id}, {"reason", reason}, {"gpus", std::move(out_gpus)}, {"machine_failures", std::move(mf)}};
 }
 
 core::Result<nlohmann::json> machine_benchmarks(Tx& tx, const std::string& provider_id, const std::string& machine_id) {
@@ -316,8 +322,11 @@ core::Result<nlohmann::json> machine_benchmarks(Tx& tx, const std::string& provi
           }
         }
       }
-      latest = {{"run_id", r->str(0)}, {"at_ms", r->i64(3)}, {"figures", std::move(figs)},
-                {"expected", std::move(expected)}, {"failures", nlohmann::json::parse(r->str(2), nullptr, false)}};
+      latest = {{"run_id", r->str(0)},
+                {"at_ms", r->i64(3)},
+                {"figures", std::move(figs)},
+                {"expected", std::move(expected)},
+                {"failures", nlohmann::json::parse(r->str(2), nullptr, false)}};
     }
     nlohmann::json history = nlohmann::json::array();
     for (const auto& h : tx.query("SELECT at, perf_score, quality_ratio FROM gpu_benchmarks WHERE machine_id = ? AND "
@@ -353,8 +362,8 @@ core::Result<nlohmann::json> machine_benchmarks(Tx& tx, const std::string& provi
                     {"delivered_at_ms", opt(4)},
                     {"completed_at_ms", opt(5)},
                     {"simulated", r.boolean(6)},
-                    {"machine_failures", r.is_null(7) ? nlohmann::json::array()
-                                                      : nlohmann::json::parse(r.str(7), nullptr, false)}});
+                    {"machine_failures",
+                     r.is_null(7) ? nlohmann::json::array() : nlohmann::json::parse(r.str(7), nullptr, false)}});
   }
   return nlohmann::json{{"machine_id", machine_id}, {"gpus", std::move(gpus)}, {"runs", std::move(runs)}};
 }
@@ -368,9 +377,10 @@ core::Result<nlohmann::json> request_benchmark_rerun(Tx& tx, const std::string& 
     return Error::make(ErrorCode::conflict, "a benchmark run is already pending on this machine")
         .with_code("benchmark_pending");
   }
-  auto last = tx.query_one("SELECT MAX(requested_at) FROM benchmark_runs WHERE machine_id = ? AND reason = "
-                           "'provider_request'",
-                           {machine_id});
+  auto last = tx.query_one(
+      "SELECT MAX(requested_at) FROM benchmark_runs WHERE machine_id = ? AND reason = "
+      "'provider_request'",
+      {machine_id});
   if (last && !last->is_null(0) && last->i64(0) > now - s.rerun_min_interval_ms) {
     return Error::make(ErrorCode::rate_limited, "benchmarks can be re-run once every " +
                                                     std::to_string(s.rerun_min_interval_ms / 60000) + " minutes")
@@ -381,8 +391,8 @@ core::Result<nlohmann::json> request_benchmark_rerun(Tx& tx, const std::string& 
 }
 
 std::optional<GpuListing> gpu_listing(Tx& tx, const std::string& machine_id, const std::string& uuid) {
-  auto r = tx.query_one("SELECT listed, perf_score FROM gpu_listing WHERE machine_id = ? AND uuid = ?",
-                        {machine_id, uuid});
+  auto r =
+      tx.query_one("SELECT listed, perf_score FROM gpu_listing WHERE machine_id = ? AND uuid = ?", {machine_id, uuid});
   if (!r) return std::nullopt;
   return GpuListing{r->boolean(0), r->opt_f64(1)};
 }

@@ -5,7 +5,6 @@
 
 #include <toml++/toml.h>
 
-
 namespace gpunex::server {
 
 namespace {
@@ -144,8 +143,8 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(string_key("data_dir", "folder for local files (mail drop, uploads)", &Config::data_dir));
     k.push_back(string_key("public_url", "URL clients reach this server at (mails, installer); default from listen",
                            &Config::public_url, check_url));
-    k.push_back(int_key("heartbeat_interval", "seconds between agent heartbeats", &Config::heartbeat_interval_s, 1,
-                        3600));
+    k.push_back(
+        int_key("heartbeat_interval", "seconds between agent heartbeats", &Config::heartbeat_interval_s, 1, 3600));
     k.push_back(int_key("offline_after_missed", "missed heartbeats before a machine is Offline",
                         &Config::offline_after_missed, 1, 100));
     k.push_back(int_key("telemetry_retention_days", "days of per-minute telemetry and presence kept",
@@ -156,8 +155,8 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(int_key("header_timeout", "seconds to receive a request's header", &Config::header_timeout_s, 1, 600));
     k.push_back(int_key("read_timeout", "seconds to receive a request's body", &Config::read_timeout_s, 1, 3600));
     k.push_back(int_key("idle_timeout", "seconds a keep-alive connection may idle", &Config::idle_timeout_s, 1, 3600));
-    k.push_back(int_key("shutdown_grace", "seconds SIGTERM waits for requests in flight", &Config::shutdown_grace_s, 0,
-                        600));
+    k.push_back(
+        int_key("shutdown_grace", "seconds SIGTERM waits for requests in flight", &Config::shutdown_grace_s, 0, 600));
     k.push_back(string_key("tls_cert", "PEM certificate chain; with tls_key enables HTTPS", &Config::tls_cert));
     k.push_back(string_key("tls_key", "PEM private key for tls_cert", &Config::tls_key));
     k.push_back(string_key("log_level", "trace, debug, info, warn, error or off", &Config::log_level, check_level));
@@ -183,7 +182,8 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(string_key("port_file", "write the bound port to this file once listening", &Config::port_file));
     k.push_back(string_key("smtp_url", "SMTP server for mail, smtp://host:port (empty: .eml files in <data_dir>/mail)",
                            &Config::smtp_url, [](const std::string& v) -> std::optional<std::string> {
-                             if (v.empty() || v.rfind("smtp://", 0) == 0 || v.rfind("smtps://", 0) == 0) return std::nullopt;
+                             if (v.empty() || v.rfind("smtp://", 0) == 0 || v.rfind("smtps://", 0) == 0)
+                               return std::nullopt;
                              return "must start with smtp:// or smtps://, got '" + v + "'";
                            }));
     k.push_back(string_key("mail_from", "sender of mails, e.g. \"GPUnex <noreply@example.com>\"", &Config::mail_from,
@@ -203,22 +203,46 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::benchmark_rerun_min_minutes, 0, 24 * 60));
     k.push_back(int_key("benchmark_schedule_interval_ms", "milliseconds between looks for due benchmark runs",
                         &Config::benchmark_schedule_interval_ms, 10, 3600000));
-    k.push_back(int_key("benchmark_min_quality_pct", "quality ratio (percent of the model's expected figures) that "
-                        "delists below it", &Config::benchmark_min_quality_pct, 1, 100));
+    k.push_back(int_key("benchmark_min_quality_pct",
+                        "quality ratio (percent of the model's expected figures) that "
+                        "delists below it",
+                        &Config::benchmark_min_quality_pct, 1, 100));
     k.push_back(int_key("benchmark_host_ram_pct", "host RAM a machine needs, in percent of its total VRAM",
                         &Config::benchmark_host_ram_pct, 0, 1000));
-    k.push_back(number_key("rank_enterprise_boost", "marketplace rank factor for Enterprise providers",
-                           [](Config& c, double v) { c.rank.enterprise_boost = v; }, 0.1, 10));
-    k.push_back(number_key("rank_commitment_6m_boost", "rank factor for a commitment of 6 to 11 months",
-                           [](Config& c, double v) { c.rank.commitment_mid_boost = v; }, 0.1, 10));
-    k.push_back(number_key("rank_commitment_12m_boost", "rank factor for a commitment of 12 months or more",
-                           [](Config& c, double v) { c.rank.commitment_long_boost = v; }, 0.1, 10));
-    k.push_back(number_key("rank_reliability_prior", "reliability (0-100) a machine carries until it is scored",
-                           [](Config& c, double v) { c.rank.reliability_prior = v; }, 0, 100));
-    k.push_back(number_key("price_recommendation_min_listings",
-                           "listings a region (then all regions) needs before the catalog price is used",
-                           [](Config& c, double v) { c.recommendation.min_listings = static_cast<std::size_t>(v); }, 1,
-                           1000));
+    k.push_back(number_key(
+        "benchmark_storage_read_min_mbs", "storage sequential read a machine needs, MB/s",
+        [](Config& c, double v) { c.benchmark_policy.storage_seq_read_min_mbs = v; }, 0, 1e6));
+    k.push_back(number_key(
+        "benchmark_net_down_floor_mbps", "network download every machine needs, Mbit/s (the VRAM rule may ask more)",
+        [](Config& c, double v) { c.benchmark_policy.net_down_min_mbps_floor = v; }, 0, 1e6));
+    k.push_back(number_key(
+        "benchmark_net_down_cap_mbps", "the most network download the VRAM rule asks, Mbit/s",
+        [](Config& c, double v) { c.benchmark_policy.net_down_min_mbps_cap = v; }, 0, 1e6));
+    k.push_back(number_key(
+        "benchmark_net_down_per_vram_gib", "network download asked per GiB of total VRAM, Mbit/s",
+        [](Config& c, double v) { c.benchmark_policy.net_down_mbps_per_vram_gib = v; }, 0, 1e4));
+    k.push_back(number_key(
+        "benchmark_net_up_pct", "network upload needed, in percent of the download minimum",
+        [](Config& c, double v) { c.benchmark_policy.net_up_share_of_down = v / 100.0; }, 0, 1000));
+    k.push_back(number_key(
+        "benchmark_cpu_cores_per_gpu", "CPU cores a machine needs per GPU",
+        [](Config& c, double v) { c.benchmark_policy.cpu_cores_per_gpu = v; }, 0, 256));
+    k.push_back(number_key(
+        "rank_enterprise_boost", "marketplace rank factor for Enterprise providers",
+        [](Config& c, double v) { c.rank.enterprise_boost = v; }, 0.1, 10));
+    k.push_back(number_key(
+        "rank_commitment_6m_boost", "rank factor for a commitment of 6 to 11 months",
+        [](Config& c, double v) { c.rank.commitment_mid_boost = v; }, 0.1, 10));
+    k.push_back(number_key(
+        "rank_commitment_12m_boost", "rank factor for a commitment of 12 months or more",
+        [](Config& c, double v) { c.rank.commitment_long_boost = v; }, 0.1, 10));
+    k.push_back(number_key(
+        "rank_reliability_prior", "reliability (0-100) a machine carries until it is scored",
+        [](Config& c, double v) { c.rank.reliability_prior = v; }, 0, 100));
+    k.push_back(number_key(
+        "price_recommendation_min_listings",
+        "listings a region (then all regions) needs before the catalog price is used",
+        [](Config& c, double v) { c.recommendation.min_listings = static_cast<std::size_t>(v); }, 1, 1000));
     return k;
   }();
   return keys;

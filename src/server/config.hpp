@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/benchmark.hpp"
 #include "core/price_recommendation.hpp"
 #include "core/rank.hpp"
 #include "core/result.hpp"
@@ -22,8 +23,8 @@ struct Config {
   std::string data_dir = "var";
   std::string public_url;  // empty: http(s)://<listen>
   int heartbeat_interval_s = 15;
-  int offline_after_missed = 3;        // heartbeats missed before a machine is Offline
-  int telemetry_retention_days = 30;   // per-minute telemetry and presence
+  int offline_after_missed = 3;       // heartbeats missed before a machine is Offline
+  int telemetry_retention_days = 30;  // per-minute telemetry and presence
   int threads = 0;
   std::int64_t body_limit_bytes = 1 << 20;
   int header_timeout_s = 10;
@@ -42,15 +43,16 @@ struct Config {
   std::string port_file;  // written with the bound port once listening (tests, scripts)
   std::string smtp_url;   // smtp://host:port; empty: mails are written as .eml files under <data_dir>/mail/
   std::string mail_from = "GPUnex <noreply@gpunex.localhost>";
-  int mail_poll_interval_ms = 5000;  // how often the mail worker looks at the outbox
-  int mail_retry_base_ms = 30000;    // first retry delay; doubles per failed attempt, capped at one hour
-  int benchmark_interval_hours = 168;         // a full benchmark run this often (and after driver/GPU changes)
-  int benchmark_rerun_min_minutes = 60;       // a provider's re-run button, per machine
-  int benchmark_schedule_interval_ms = 60000; // how often the scheduler looks for due runs
-  int benchmark_min_quality_pct = 85;         // quality ratio below this delists
-  int benchmark_host_ram_pct = 100;           // host RAM needed, as a share of the machine's total VRAM
-  core::RankConfig rank;                      // marketplace rank constants (DESIGN §4)
-  core::RecommendationConfig recommendation;  // price recommendation constants (DESIGN §4)
+  int mail_poll_interval_ms = 5000;            // how often the mail worker looks at the outbox
+  int mail_retry_base_ms = 30000;              // first retry delay; doubles per failed attempt, capped at one hour
+  int benchmark_interval_hours = 168;          // a full benchmark run this often (and after driver/GPU changes)
+  int benchmark_rerun_min_minutes = 60;        // a provider's re-run button, per machine
+  int benchmark_schedule_interval_ms = 60000;  // how often the scheduler looks for due runs
+  int benchmark_min_quality_pct = 85;          // quality ratio below this delists
+  int benchmark_host_ram_pct = 100;            // host RAM needed, as a share of the machine's total VRAM
+  core::bench::Policy benchmark_policy;        // machine minimums (storage, network, CPU); DESIGN §3.8
+  core::RankConfig rank;                       // marketplace rank constants (DESIGN §4)
+  core::RecommendationConfig recommendation;   // price recommendation constants (DESIGN §4)
 
   //! host and port parsed from listen.
   std::string host() const;

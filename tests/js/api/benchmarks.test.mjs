@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BIN, BACKEND, TestServer, Client } from '../lib/server.mjs';
+import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer, Client } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -25,9 +25,6 @@ async function until(what, fn, timeoutMs = 60000) {
   }
 }
 
-// The CI host has 23 GiB of RAM for a simulated 48 GiB L40S: a 25% RAM:VRAM policy keeps the machine checks
-// about the things under test.
-const SERVER_ARGS = ['--benchmark-schedule-interval-ms', '300', '--benchmark-host-ram-pct', '25'];
 
 class Agent {
   constructor(serverUrl, key, dataDir, machineFile) {
@@ -68,7 +65,7 @@ async function completedRuns(client, id, n) {
 }
 
 test(`${BACKEND}: perf factor 0.7 delists naming FP16 tensor throughput; 1.0 and a re-run relists`, async () => {
-  const server = await new TestServer(SERVER_ARGS).start();
+  const server = await new TestServer(BENCH_SERVER_ARGS).start();
   const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
   let agent;
   try {
@@ -113,7 +110,7 @@ test(`${BACKEND}: perf factor 0.7 delists naming FP16 tensor throughput; 1.0 and
 });
 
 test(`${BACKEND}: a thermal-throttle fault recommends cooling`, async () => {
-  const server = await new TestServer(SERVER_ARGS).start();
+  const server = await new TestServer(BENCH_SERVER_ARGS).start();
   const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
   let agent;
   try {
@@ -131,8 +128,31 @@ test(`${BACKEND}: a thermal-throttle fault recommends cooling`, async () => {
   }
 });
 
+test(`${BACKEND}: a storage minimum the disk misses delists and recommends NVMe (the minimum is configuration)`, async () => {
+  const args = [...BENCH_SERVER_ARGS];
+  args[args.indexOf('--benchmark-storage-read-min-mbs') + 1] = '1000000';
+  const server = await new TestServer(args).start();
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
+  let agent;
+  try {
+    const { client, key } = await approvedProvider(server, 'disk@example.com');
+    agent = new Agent(server.url, key, dir, machineFile(dir, {}));
+    const id = await onlyMachine(client);
+    const gpu = (await completedRuns(client, id, 1)).gpus[0];
+    assert.equal(gpu.listed, false, JSON.stringify(gpu));
+    const storage = gpu.latest.failures.find((f) => f.cause === 'storage');
+    assert.ok(storage, JSON.stringify(gpu.latest.failures));
+    assert.equal(storage.expected, 1000000);
+    assert.ok(storage.measured > 0 && storage.measured < 1000000, JSON.stringify(storage));
+    assert.match(gpu.recommendation, /NVMe/);
+  } finally {
+    if (agent) await agent.stop();
+    await server.stop();
+  }
+});
+
 test(`${BACKEND}: forged and malformed results are refused, nothing stored`, async () => {
-  const server = await new TestServer(SERVER_ARGS).start();
+  const server = await new TestServer(BENCH_SERVER_ARGS).start();
   const dirA = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
   const dirB = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
   const agents = [];

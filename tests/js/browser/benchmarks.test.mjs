@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BIN, BACKEND, TestServer } from '../lib/server.mjs';
+import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
@@ -27,8 +27,6 @@ async function until(what, fn, timeoutMs = 60000) {
   }
 }
 
-// As in tests/js/api/benchmarks.test.mjs: a quick scheduler, and a RAM:VRAM policy the CI host meets.
-const SERVER_ARGS = ['--benchmark-schedule-interval-ms', '300', '--benchmark-host-ram-pct', '25'];
 
 function startAgent(serverUrl, key, dir, perfFactor) {
   const file = path.join(dir, 'machine.toml');
@@ -44,7 +42,7 @@ function startAgent(serverUrl, key, dir, perfFactor) {
 }
 
 test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re-run acknowledged then refused politely`, async () => {
-  const server = await new TestServer(SERVER_ARGS).start();
+  const server = await new TestServer(BENCH_SERVER_ARGS).start();
   const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-ui-'));
   const email = 'slow-ui@example.com';
   let agent;

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BIN, BACKEND, TestServer } from '../lib/server.mjs';
+import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
@@ -25,7 +25,7 @@ async function until(what, fn, timeoutMs = 90000) {
 }
 
 test(`${BACKEND}: price → offer on the marketplace → a schedule excluding now hides it`, async () => {
-  const server = await new TestServer(['--benchmark-schedule-interval-ms', '300', '--benchmark-host-ram-pct', '25']).start();
+  const server = await new TestServer(BENCH_SERVER_ARGS).start();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'gpunex-market-agent-'));
   let agent;
   let browser;

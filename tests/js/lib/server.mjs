@@ -11,6 +11,15 @@ export const ROOT = path.resolve(new URL('../../..', import.meta.url).pathname);
 export const BIN = process.env.GPUNEX_BIN_DIR || path.join(ROOT, 'build', 'bin');
 export const BACKEND = process.env.GPUNEX_TEST_DB || 'sqlite';
 
+// Server flags for tests where a real agent on a simulated GPU must pass the machine checks.
+// The checks measure this host for real, and CI hosts differ: one had 23 GiB of RAM for a
+// simulated 48 GiB L40S and read its disk at 475 MB/s (the default minimum is 500). Lower
+// minimums keep those tests about the GPU figures under test; the checks' own rules are
+// unit-tested in tests/unit/benchmark_test.cpp. The scheduler looks for due runs every 300 ms.
+export const BENCH_SERVER_ARGS = ['--benchmark-schedule-interval-ms', '300', '--benchmark-host-ram-pct', '25',
+  '--benchmark-storage-read-min-mbs', '50', '--benchmark-net-down-floor-mbps', '50',
+  '--benchmark-net-down-cap-mbps', '50'];
+
 export function outputDir(...parts) {
   const dir = path.join(process.env.GPUNEX_TEST_OUTPUT || path.join(ROOT, 'test-output'), ...parts);
   mkdirSync(dir, { recursive: true });
