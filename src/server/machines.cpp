@@ -262,13 +262,14 @@ core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provide
   return reply;
 }
 
-nlohmann::json list_machines(Tx& tx, const std::string& provider_id) {
+core::Result<nlohmann::json> list_machines(Tx& tx, const std::string& provider_id, const PageParams& page) {
+  const auto rows =
+      tx.query(std::string(kMachineColumns) + "WHERE provider_id = ? ORDER BY created_at, id", {provider_id});
+  auto s = page_slice(rows, page, [](const Row& m) { return m.str(0); });
+  if (!s) return std::move(s).error();
   nlohmann::json items = nlohmann::json::array();
-  for (const Row& m :
-       tx.query(std::string(kMachineColumns) + "WHERE provider_id = ? ORDER BY created_at, id", {provider_id})) {
-    items.push_back(machine_summary(tx, m));
-  }
-  return {{"items", std::move(items)}, {"next_cursor", nullptr}};
+  for (std::size_t i = s->begin; i < s->end; ++i) items.push_back(machine_summary(tx, rows[i]));
+  return nlohmann::json{{"items", std::move(items)}, {"next_cursor", s->next_cursor}};
 }
 
 core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_id, const std::string& machine_id,

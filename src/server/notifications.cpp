@@ -10,9 +10,10 @@ namespace gpunex::server {
 std::string enqueue_mail(store::Tx& tx, const OutgoingMail& mail, std::int64_t now_ms) {
   std::string id = util::new_id("mail");
   store::Value secret = mail.secret ? store::Value(*mail.secret) : store::Value(nullptr);
-  tx.exec("INSERT INTO outbox (id, kind, to_addr, subject, body, secret, created_at, attempts, next_attempt_at) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
-          {id, mail.kind, mail.to, mail.subject, mail.body, secret, now_ms, now_ms});
+  tx.exec(
+      "INSERT INTO outbox (id, kind, to_addr, subject, body, secret, created_at, attempts, next_attempt_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
+      {id, mail.kind, mail.to, mail.subject, mail.body, secret, now_ms, now_ms});
   return id;
 }
 
@@ -56,11 +57,27 @@ void notify_user(store::Tx& tx, const std::string& user_id, const std::string& k
           {util::new_id("ntf"), user_id, kind, title, body, link, now_ms});
 }
 
-nlohmann::json list_notifications(store::Tx& tx, const std::string& user_id, int limit) {
+core::Result<nlohmann::json> list_notifications(store::Tx& tx, const std::string& user_id, const PageParams& page) {
+  // Keyset: after the cursor's (created_at, id), in the same newest-first order; one row more tells a next page.
+  std::string sql = "SELECT id, kind, title, body, link, created_at, read_at FROM notifications WHERE user_id = ? ";
+  store::Params args{user_id};
+  if (page.after) {
+    auto c = tx.query_one("SELECT created_at FROM notifications WHERE user_id = ? AND id = ?", {user_id, *page.after});
+    if (!c) {
+      return core::Error::make(core::ErrorCode::invalid_field, "cursor does not name an item of this list", "cursor");
+    }
+    sql += "AND (created_at < ? OR (created_at = ? AND id < ?)) ";
+    args.insert(args.end(), {c->i64(0), c->i64(0), *page.after});
+  }
+  sql += "ORDER BY created_at DESC, id DESC LIMIT ?";
+  args.emplace_back(static_cast<std::int64_t>(page.limit + 1));
   nlohmann::json items = nlohmann::json::array();
-  for (const auto& r : tx.query("SELECT id, kind, title, body, link, created_at, read_at FROM notifications "
-                                "WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
-                                {user_id, std::int64_t{limit}})) {
+  nlohmann::json next = nullptr;
+  for (const auto& r : tx.query(sql, args)) {
+    if (items.size() == page.limit) {
+      next = items.back()["id"];
+      break;
+    }
     auto read = r.opt_i64(6);
     items.push_back({{"id", r.str(0)},
                      {"kind", r.str(1)},
@@ -71,7 +88,7 @@ nlohmann::json list_notifications(store::Tx& tx, const std::string& user_id, int
                      {"read_at", read ? nlohmann::json(util::rfc3339(*read)) : nlohmann::json(nullptr)}});
   }
   auto unread = tx.query_one("SELECT COUNT(*) FROM notifications WHERE user_id = ? AND read_at IS NULL", {user_id});
-  return {{"items", items}, {"unread", unread ? unread->i64(0) : 0}, {"next_cursor", nullptr}};
+  return nlohmann::json{{"items", items}, {"unread", unread ? unread->i64(0) : 0}, {"next_cursor", next}};
 }
 
 bool mark_notification_read(store::Tx& tx, const std::string& user_id, const std::string& id, std::int64_t now_ms) {

@@ -10,6 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/result.hpp"
+#include "server/paging.hpp"
+
 #include "store/store.hpp"
 
 namespace gpunex::server {
@@ -48,8 +51,9 @@ std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms);
 //! Adds an in-app notification for a user.
 void notify_user(store::Tx& tx, const std::string& user_id, const std::string& kind, const std::string& title,
                  const std::string& body, const std::string& link, std::int64_t now_ms);
-//! The user's notifications, newest first, as {items, unread, next_cursor}.
-nlohmann::json list_notifications(store::Tx& tx, const std::string& user_id, int limit);
+//! A page of the user's notifications, newest first, as {items, unread, next_cursor}; a cursor
+//! naming none of theirs is a 400 naming "cursor".
+core::Result<nlohmann::json> list_notifications(store::Tx& tx, const std::string& user_id, const PageParams& page);
 //! Marks one of the user's notifications read; false when it is not theirs or does not exist.
 bool mark_notification_read(store::Tx& tx, const std::string& user_id, const std::string& id, std::int64_t now_ms);
 

@@ -20,8 +20,8 @@ nlohmann::json Provider::to_json() const {
 }
 
 std::optional<Provider> find_provider_by_user(store::Tx& tx, const std::string& user_id) {
-  auto r = tx.query_one("SELECT id, user_id, application_id, tier, created_at FROM providers WHERE user_id = ?",
-                        {user_id});
+  auto r =
+      tx.query_one("SELECT id, user_id, application_id, tier, created_at FROM providers WHERE user_id = ?", {user_id});
   if (!r) return std::nullopt;
   return Provider{r->str(0), r->str(1), r->str(2), r->str(3), r->i64(4)};
 }
@@ -31,9 +31,10 @@ Provider create_provider(store::Tx& tx, const std::string& user_id, const std::s
   Provider p{util::new_id("prv"), user_id, application_id, tier, now_ms};
   tx.exec("INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES (?, ?, ?, ?, ?)",
           {p.id, p.user_id, p.application_id, p.tier, now_ms});
-  tx.exec("INSERT INTO user_roles (user_id, role, granted_at) VALUES (?, 'provider', ?) "
-          "ON CONFLICT (user_id, role) DO NOTHING",
-          {user_id, now_ms});
+  tx.exec(
+      "INSERT INTO user_roles (user_id, role, granted_at) VALUES (?, 'provider', ?) "
+      "ON CONFLICT (user_id, role) DO NOTHING",
+      {user_id, now_ms});
   return p;
 }
 
@@ -60,12 +61,13 @@ nlohmann::json list_api_keys(store::Tx& tx, const std::string& provider_id) {
                      {"revoked_at", opt_time(r.opt_i64(4))},
                      {"active", r.is_null(4)}});
   }
-  return {{"items", items}, {"next_cursor", nullptr}};
+  return items;
 }
 
 core::Result<nlohmann::json> revoke_api_key(store::Tx& tx, const std::string& provider_id, const std::string& key_id,
                                             std::int64_t now_ms) {
-  auto r = tx.query_one("SELECT revoked_at, prefix FROM api_keys WHERE id = ? AND provider_id = ?", {key_id, provider_id});
+  auto r =
+      tx.query_one("SELECT revoked_at, prefix FROM api_keys WHERE id = ? AND provider_id = ?", {key_id, provider_id});
   if (!r) return core::Error::make(core::ErrorCode::not_found, "no such API key");
   std::int64_t at = now_ms;
   if (r->is_null(0)) {
@@ -77,9 +79,10 @@ core::Result<nlohmann::json> revoke_api_key(store::Tx& tx, const std::string& pr
 }
 
 std::optional<ApiKeyInfo> find_api_key(store::Tx& tx, const std::string& key) {
-  auto r = tx.query_one("SELECT k.id, k.provider_id, p.user_id, k.last_used_at FROM api_keys k "
-                        "JOIN providers p ON p.id = k.provider_id WHERE k.key_hash = ? AND k.revoked_at IS NULL",
-                        {util::sha256_hex(key)});
+  auto r = tx.query_one(
+      "SELECT k.id, k.provider_id, p.user_id, k.last_used_at FROM api_keys k "
+      "JOIN providers p ON p.id = k.provider_id WHERE k.key_hash = ? AND k.revoked_at IS NULL",
+      {util::sha256_hex(key)});
   if (!r) return std::nullopt;
   return ApiKeyInfo{r->str(0), r->str(1), r->str(2), r->opt_i64(3)};
 }

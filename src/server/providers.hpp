@@ -41,6 +41,7 @@ struct NewApiKey {
 };
 NewApiKey create_api_key(store::Tx& tx, const std::string& provider_id, std::int64_t now_ms);
 //! {items: [{id, prefix, created_at, last_used_at, revoked_at}], next_cursor}, newest first.
+//! The provider's API keys, newest first (a JSON array).
 nlohmann::json list_api_keys(store::Tx& tx, const std::string& provider_id);
 //! Revokes one of the provider's keys (a second revoke keeps the first time); 404 when not theirs.
 core::Result<nlohmann::json> revoke_api_key(store::Tx& tx, const std::string& provider_id, const std::string& key_id,

@@ -84,11 +84,13 @@ Error not_a_provider() {
 }
 
 http::Response provider_machines(Ctx& ctx) {
+  auto page = page_params(ctx.req);
+  if (!page) return http::Response::error(page.error());
   auto out = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         const std::string pid = caller_provider(ctx, tx);
         if (pid.empty()) return not_a_provider();
-        return list_machines(tx, pid);
+        return list_machines(tx, pid, *page);
       },
       store::TxMode::read);
   if (!out) return http::Response::error(out.error());

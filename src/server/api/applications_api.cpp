@@ -5,6 +5,7 @@
 #include "core/text.hpp"
 #include "server/app.hpp"
 #include "server/applications.hpp"
+#include "server/paging.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {
@@ -16,9 +17,13 @@ using http::Response;
 
 namespace {
 
-Error not_found() { return Error::make(ErrorCode::not_found, "no such application"); }
+Error not_found() {
+  return Error::make(ErrorCode::not_found, "no such application");
+}
 
-bool is_reviewer(const User& u) { return u.has_role("reviewer") || u.has_role("admin"); }
+bool is_reviewer(const User& u) {
+  return u.has_role("reviewer") || u.has_role("admin");
+}
 
 //! The application if the caller owns it (or, with `reviewers_too`, reviews); else 404, never 403.
 core::Result<Application> visible_application(store::Tx& tx, const Ctx& ctx, bool reviewers_too) {
@@ -87,17 +92,24 @@ Response get_one(Ctx& ctx) {
 }
 
 Response list_mine(Ctx& ctx) {
+  auto page = page_params(ctx.req);
+  if (!page) return Response::error(page.error());
   auto items = ctx.store().transact(
       [&](store::Tx& tx) {
         nlohmann::json items = nlohmann::json::array();
-        for (const auto& a : list_user_applications(tx, ctx.principal->user.id)) items.push_back(to_json(a, store::now_ms()));
+        for (const auto& a : list_user_applications(tx, ctx.principal->user.id))
+          items.push_back(to_json(a, store::now_ms()));
         return items;
       },
       store::TxMode::read);
-  return Response::json(200, {{"items", items}, {"next_cursor", nullptr}});
+  auto j = page_of(items, *page);
+  if (!j) return Response::error(j.error());
+  return Response::json(200, *j);
 }
 
 Response queue(Ctx& ctx) {
+  auto page = page_params(ctx.req);
+  if (!page) return Response::error(page.error());
   auto status_s = ctx.req.query_param("status").value_or("submitted");
   auto status = core::parse_status(status_s);
   if (!status) {
@@ -112,7 +124,9 @@ Response queue(Ctx& ctx) {
         return items;
       },
       store::TxMode::read);
-  return Response::json(200, {{"items", items}, {"next_cursor", nullptr}});
+  auto j = page_of(items, *page);
+  if (!j) return Response::error(j.error());
+  return Response::json(200, *j);
 }
 
 Response decide(Ctx& ctx) {

@@ -12,6 +12,7 @@
 #include "server/app.hpp"
 #include "server/catalog.hpp"
 #include "server/market.hpp"
+#include "server/paging.hpp"
 #include "server/providers.hpp"
 
 namespace gpunex::server {
@@ -61,6 +62,8 @@ Response put_price(Ctx& ctx) {
 }
 
 Response list_prices(Ctx& ctx) {
+  auto page = page_params(ctx.req);
+  if (!page) return Response::error(page.error());
   return respond(
       ctx,
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
@@ -68,12 +71,14 @@ Response list_prices(Ctx& ctx) {
         if (!p) return std::move(p).error();
         auto items = nlohmann::json::array();
         for (const auto& row : current_prices(tx, p->id)) items.push_back(row.to_json());
-        return nlohmann::json{{"items", std::move(items)}, {"next_cursor", nullptr}};
+        return page_of(items, *page, "model");
       },
       store::TxMode::read);
 }
 
 Response price_history_handler(Ctx& ctx) {
+  auto page = page_params(ctx.req);
+  if (!page) return Response::error(page.error());
   return respond(
       ctx,
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
@@ -82,7 +87,10 @@ Response price_history_handler(Ctx& ctx) {
         auto items = nlohmann::json::array();
         for (const auto& row : price_history(tx, p->id, ctx.req.param("model"))) items.push_back(row.to_json());
         if (items.empty()) return Error::make(ErrorCode::not_found, "no price set for this model");
-        return nlohmann::json{{"current", items.front()}, {"items", std::move(items)}, {"next_cursor", nullptr}};
+        auto j = page_of(items, *page, "started_at");
+        if (!j) return std::move(j).error();
+        (*j)["current"] = items.front();
+        return std::move(*j);
       },
       store::TxMode::read);
 }
@@ -214,8 +222,9 @@ Response offers(Ctx& ctx) {
   if (!cursor) return Response::error(cursor.error());
   const auto page = static_cast<std::size_t>(limit->value_or(50));
   const auto from = static_cast<std::size_t>(cursor->value_or(0));
-  auto candidates = ctx.store().transact([&](store::Tx& tx) { return offer_candidates(tx, filter->model, ctx.app.schedule_cache()); },
-                                         store::TxMode::read);
+  auto candidates =
+      ctx.store().transact([&](store::Tx& tx) { return offer_candidates(tx, filter->model, ctx.app.schedule_cache()); },
+                           store::TxMode::read);
   const core::UtcTime now{std::chrono::seconds{store::now_ms() / 1000}};
   auto all = core::assemble_offers(std::move(candidates), now, *filter, ctx.app.config().rank);
   auto items = nlohmann::json::array();

@@ -5,6 +5,7 @@
 #include "server/app.hpp"
 #include "server/catalog.hpp"
 #include "server/notifications.hpp"
+#include "server/paging.hpp"
 #include "server/providers.hpp"
 #include "util/time.hpp"
 
@@ -32,11 +33,13 @@ Response profile(Ctx& ctx) {
 }
 
 Response list_keys(Ctx& ctx) {
+  auto page = page_params(ctx.req);
+  if (!page) return Response::error(page.error());
   auto r = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
-        return list_api_keys(tx, p->id);
+        return page_of(list_api_keys(tx, p->id), *page);
       },
       store::TxMode::read);
   if (!r) return Response::error(r.error());
@@ -85,6 +88,8 @@ Response delete_key(Ctx& ctx) {
 }
 
 Response catalog(Ctx& ctx) {
+  auto page = page_params(ctx.req, 100);
+  if (!page) return Response::error(page.error());
   auto items = ctx.store().transact(
       [&](store::Tx& tx) {
         nlohmann::json items = nlohmann::json::array();
@@ -92,19 +97,25 @@ Response catalog(Ctx& ctx) {
         return items;
       },
       store::TxMode::read);
-  return Response::json(200, {{"items", items}, {"next_cursor", nullptr}});
+  auto j = page_of(items, *page);
+  if (!j) return Response::error(j.error());
+  return Response::json(200, *j);
 }
 
 Response catalog_one(Ctx& ctx) {
-  auto m = ctx.store().transact([&](store::Tx& tx) { return find_model(tx, ctx.req.param("id")); }, store::TxMode::read);
+  auto m =
+      ctx.store().transact([&](store::Tx& tx) { return find_model(tx, ctx.req.param("id")); }, store::TxMode::read);
   if (!m) return Response::error(ErrorCode::not_found, "no such GPU model");
   return Response::json(200, core::to_json(*m));
 }
 
 Response notifications(Ctx& ctx) {
-  auto j = ctx.store().transact([&](store::Tx& tx) { return list_notifications(tx, ctx.principal->user.id, 100); },
+  auto page = page_params(ctx.req);
+  if (!page) return Response::error(page.error());
+  auto j = ctx.store().transact([&](store::Tx& tx) { return list_notifications(tx, ctx.principal->user.id, *page); },
                                 store::TxMode::read);
-  return Response::json(200, j);
+  if (!j) return Response::error(j.error());
+  return Response::json(200, *j);
 }
 
 Response read_notification(Ctx& ctx) {

@@ -1,0 +1,69 @@
+// Lists page with ?limit=&cursor= (API.md): walking the pages gives every item once, in the
+// list's order; a bad limit or a cursor from elsewhere is a 400 naming the parameter.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BACKEND, TestServer, Client } from '../lib/server.mjs';
+import { approvedProvider } from '../lib/provider.mjs';
+
+async function walk(client, path, limit) {
+  const seen = [];
+  let cursor = null;
+  for (let pages = 0; pages < 100; ++pages) {
+    const sep = path.includes('?') ? '&' : '?';
+    const r = await client.request('GET', `${path}${sep}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    assert.equal(r.status, 200, r.body);
+    assert.ok(r.json.items.length <= limit, r.body);
+    seen.push(...r.json.items);
+    cursor = r.json.next_cursor;
+    if (cursor === null) return seen;
+    assert.equal(r.json.items.length, limit, 'only the last page is short');
+  }
+  throw new Error('more than 100 pages');
+}
+
+test(`${BACKEND}: api keys, notifications and the catalog page through every item once`, async () => {
+  const server = await new TestServer().start();
+  try {
+    const { client } = await approvedProvider(server, 'pages@example.com');
+    for (let i = 0; i < 4; ++i) {
+      const k = await client.request('POST', '/v1/provider/api-keys');
+      assert.ok(k.status === 200 || k.status === 201, k.body);
+    }
+    for (const path of ['/v1/provider/api-keys', '/v1/notifications', '/v1/catalog/gpus']) {
+      const all = await client.request('GET', `${path}?limit=200`);
+      assert.equal(all.status, 200, all.body);
+      assert.ok(all.json.items.length >= 2, `${path}: ${all.body}`);
+      assert.equal(all.json.next_cursor, null);
+      for (const limit of [1, 2]) {
+        const paged = await walk(client, path, limit);
+        assert.deepEqual(paged.map((x) => x.id), all.json.items.map((x) => x.id), `${path} limit ${limit}`);
+      }
+    }
+    // Pages stay put when newer items arrive: the cursor names the last item seen.
+    const first = await client.request('GET', '/v1/provider/api-keys?limit=2');
+    await client.request('POST', '/v1/provider/api-keys');
+    const second = await client.request('GET', `/v1/provider/api-keys?limit=2&cursor=${first.json.next_cursor}`);
+    assert.equal(second.status, 200, second.body);
+    const ids = first.json.items.map((x) => x.id);
+    for (const k of second.json.items) assert.ok(!ids.includes(k.id), 'no key shown twice');
+
+    for (const [query, field] of [['limit=0', 'limit'], ['limit=201', 'limit'], ['limit=abc', 'limit'],
+      ['cursor=ntf_nope', 'cursor']]) {
+      for (const path of ['/v1/provider/api-keys', '/v1/notifications', '/v1/provider/machines',
+        '/v1/applications']) {
+        const r = await client.request('GET', `${path}?${query}`);
+        assert.equal(r.status, 400, `${path}?${query}: ${r.body}`);
+        assert.equal(r.json.error.field, field, r.body);
+      }
+    }
+    // Another user's notification is no cursor for this user.
+    const other = new Client(server.url);
+    await other.signupAndLogin('other@example.com');
+    const mine = await client.request('GET', '/v1/notifications?limit=1');
+    const theirs = await other.request('GET', `/v1/notifications?cursor=${mine.json.items[0].id}`);
+    assert.equal(theirs.status, 400, theirs.body);
+    assert.equal(theirs.json.error.field, 'cursor');
+  } finally {
+    await server.stop();
+  }
+});
