@@ -22,6 +22,21 @@ async function api(method, path, body) {
   return { ok: res.ok, status: res.status, data };
 }
 
+// GET a list and follow its next_cursor (API.md paging), answering api()'s shape with every item.
+async function apiList(path) {
+  const items = [];
+  let cursor = null;
+  for (let page = 0; page < 50; ++page) {
+    const sep = path.includes('?') ? '&' : '?';
+    const r = await api('GET', `${path}${sep}limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    if (!r.ok) return r;
+    items.push(...r.data.items);
+    cursor = r.data.next_cursor;
+    if (!cursor) return { ...r, data: { ...r.data, items, next_cursor: null } };
+  }
+  return { ok: true, status: 200, data: { items, next_cursor: cursor } };
+}
+
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
@@ -172,7 +187,7 @@ const pages = {
       if (!r.ok) return notFound(r);
       app = r.data;
     } else {
-      const mine = await api('GET', '/v1/applications');
+      const mine = await apiList('/v1/applications');
       const open = mine.ok ? mine.data.items.find((a) => ['draft', 'submitted', 'needs_info'].includes(a.status)) : null;
       if (open) { location.hash = open.editable ? `#/apply/${open.id}` : `#/applications/${open.id}`; return []; }
     }
@@ -186,7 +201,7 @@ const pages = {
     if (!state.user) { location.hash = '#/login'; return []; }
     if (!id) {
       document.title = 'Your applications — GPUnex';
-      const r = await api('GET', '/v1/applications');
+      const r = await apiList('/v1/applications');
       const items = r.ok ? r.data.items : [];
       if (items.length === 1) { location.hash = `#/applications/${items[0].id}`; return []; }
       return [el('h1', {}, 'Your applications'),
@@ -226,7 +241,7 @@ const pages = {
     document.title = 'API keys — GPUnex';
     if (!state.user) { location.hash = '#/login'; return []; }
     if (!hasRole('provider')) return [el('h1', {}, 'API keys'), el('p', {}, 'API keys are for approved providers.')];
-    const r = await api('GET', '/v1/provider/api-keys');
+    const r = await apiList('/v1/provider/api-keys');
     const items = r.ok ? r.data.items : [];
     const fresh = state.freshKey;
     state.freshKey = null;  // shown on this render only
@@ -265,7 +280,7 @@ const pages = {
     if (!isReviewer()) return [el('h1', {}, 'Review'), el('p', {}, 'The review console is for reviewers.')];
     if (id) return reviewDetail(id);
     const status = new URLSearchParams(location.hash.split('?')[1] || '').get('status') || 'submitted';
-    const r = await api('GET', `/v1/review/applications?status=${encodeURIComponent(status)}`);
+    const r = await apiList(`/v1/review/applications?status=${encodeURIComponent(status)}`);
     const items = r.ok ? r.data.items : [];
     const tabs = el('nav', { class: 'tabs', 'aria-label': 'Application status' },
       ['submitted', 'needs_info', 'approved', 'rejected'].map((s) => el('a', {
@@ -331,7 +346,7 @@ function notFound(r) {
 let catalogCache = null;
 async function loadCatalog() {
   if (!catalogCache) {
-    const r = await api('GET', '/v1/catalog/gpus');
+    const r = await apiList('/v1/catalog/gpus');
     if (r.ok) catalogCache = r.data.items;
   }
   return catalogCache || [];

@@ -193,7 +193,7 @@
     if (!hasRole('provider')) {
       return [el('h1', {}, 'Benchmarks'), el('p', {}, 'Benchmarks are for approved providers.')];
     }
-    const ms = await api('GET', '/v1/provider/machines');
+    const ms = await apiList('/v1/provider/machines');
     if (!ms.ok) {
       return [el('h1', {}, 'Benchmarks'),
         el('p', { class: 'form-error' }, (ms.data && ms.data.error && ms.data.error.message) || 'Could not load your machines.')];

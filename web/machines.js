@@ -134,7 +134,7 @@ async function loadMachines(id) {
     const r = await api('GET', `/v1/provider/machines/${encodeURIComponent(id)}`);
     return r.ok ? { items: [r.data] } : { error: r };
   }
-  const list = await api('GET', '/v1/provider/machines');
+  const list = await apiList('/v1/provider/machines');
   if (!list.ok) return { error: list };
   // The detail carries the 24 h series; fall back to the summary if one fails.
   const items = await Promise.all(list.data.items.map(async (m) => {

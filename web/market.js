@@ -233,7 +233,7 @@
     document.title = 'Pricing — GPUnex';
     if (!state.user) { location.hash = '#/login'; return []; }
     if (!hasRole('provider')) return [el('h1', {}, 'Pricing'), el('p', {}, 'Pricing is for approved providers.')];
-    const [machines, prices] = await Promise.all([api('GET', '/v1/provider/machines'), api('GET', '/v1/provider/prices')]);
+    const [machines, prices] = await Promise.all([apiList('/v1/provider/machines'), apiList('/v1/provider/prices')]);
     const ms = machines.ok ? machines.data.items : [];
     const current = new Map((prices.ok ? prices.data.items : []).map((p) => [p.model, p]));
     const models = [...new Set([...ms.flatMap((m) => (m.gpus || []).map((g) => g.model)).filter(Boolean), ...current.keys()])].sort();
