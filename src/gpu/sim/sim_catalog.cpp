@@ -3,29 +3,67 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/gpu_catalog.hpp"
+
 namespace gpunex::gpu::sim {
 
+namespace {
+
+//! What the reference figures do not say but simulated telemetry needs, per catalog id:
+//! memory total as NVML reports it (reference/nvml-observed.tsv), plausible clocks, ECC.
+struct TelemetryFacts {
+  const char* id;
+  unsigned memory_mib;
+  unsigned max_sm_clock_mhz;
+  unsigned mem_clock_mhz;
+  bool ecc;
+};
+constexpr TelemetryFacts kTelemetry[] = {
+    {"H100-SXM", 81559, 1980, 2619, true},       {"H100-PCIE", 81559, 1755, 1593, true},
+    {"H200", 143771, 1980, 3201, true},          {"A100-SXM-80GB", 81920, 1410, 1593, true},
+    {"A100-PCIE-40GB", 40960, 1410, 1215, true}, {"A100-PCIE-80GB", 81920, 1410, 1512, true},
+    {"L40S", 46068, 2520, 9001, true},           {"L4", 23034, 2040, 6251, true},
+    {"RTX-4090", 24564, 2520, 10501, false},     {"RTX-A6000", 49140, 1800, 8001, true},
+};
+
+CatalogEntry entry_of(const core::GpuModel& m) {
+  CatalogEntry e;
+  e.id = m.id;
+  e.nvml_name = m.nvml_name_pattern.empty() ? m.name : m.nvml_name_pattern;
+  e.vram_gib = static_cast<unsigned>(m.vram_gib);
+  e.memory_mib = static_cast<unsigned>(m.vram_gib * 1024);
+  e.mem_bw_gbs = m.mem_bw_gbs.value_or(0);
+  e.fp32_tflops = m.fp32_tflops.value_or(0);
+  e.fp16_tflops = m.fp16_tflops.value_or(0);
+  e.fp16_tensor_tflops = m.fp16_tensor_tflops.value_or(0);
+  e.bf16_tensor_tflops = m.bf16_tensor_tflops.value_or(0);
+  e.fp8_tensor_tflops = m.fp8_tensor_tflops;
+  e.tdp_w = static_cast<unsigned>(m.tdp_w.value_or(0));
+  e.pcie_gen = static_cast<unsigned>(m.pcie_gen.value_or(4));
+  e.compute_capability = m.compute_capability;
+  e.max_sm_clock_mhz = 1800;
+  e.mem_clock_mhz = 1500;
+  for (const auto& t : kTelemetry) {
+    if (m.id == t.id) {
+      e.memory_mib = t.memory_mib;
+      e.max_sm_clock_mhz = t.max_sm_clock_mhz;
+      e.mem_clock_mhz = t.mem_clock_mhz;
+      e.ecc = t.ecc;
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
 const std::vector<CatalogEntry>& catalog() {
-  // id, nvml name, GiB, MiB (observed), GB/s, FP32, FP16, FP16 TC, BF16 TC, FP8 TC, TDP, gen, cc, SM MHz, mem MHz, ECC
-  static const std::vector<CatalogEntry> kCatalog = {
-      {"H100-SXM", "NVIDIA H100 80GB HBM3", 80, 81559, 3350, 67, 133.8, 989.5, 989.5, 1979, 700, 5, "9.0", 1980, 2619,
-       true},
-      {"H100-PCIE", "NVIDIA H100 PCIe", 80, 81559, 2000, 51, 102.4, 756.5, 756.5, 1513, 350, 5, "9.0", 1755, 1593,
-       true},
-      {"H200", "NVIDIA H200", 141, 143771, 4800, 67, 133.8, 989.5, 989.5, 1979, 700, 5, "9.0", 1980, 3201, true},
-      {"A100-SXM-80GB", "NVIDIA A100-SXM4-80GB", 80, 81920, 2039, 19.5, 78, 312, 312, std::nullopt, 400, 4, "8.0", 1410,
-       1593, true},
-      {"A100-PCIE-40GB", "NVIDIA A100-PCIE-40GB", 40, 40960, 1555, 19.5, 78, 312, 312, std::nullopt, 250, 4, "8.0",
-       1410, 1215, true},
-      {"A100-PCIE-80GB", "NVIDIA A100 80GB PCIe", 80, 81920, 1935, 19.5, 78, 312, 312, std::nullopt, 300, 4, "8.0",
-       1410, 1512, true},
-      {"L40S", "NVIDIA L40S", 48, 46068, 864, 91.6, 91.6, 362.05, 362.05, 733, 350, 4, "8.9", 2520, 9001, true},
-      {"L4", "NVIDIA L4", 24, 23034, 300, 30.3, 30.3, 121, 121, 242.5, 72, 4, "8.9", 2040, 6251, true},
-      {"RTX-4090", "NVIDIA GeForce RTX 4090", 24, 24564, 1008, 82.6, 82.6, 165.2, 165.2, 330.3, 450, 4, "8.9", 2520,
-       10501, false},
-      {"RTX-A6000", "NVIDIA RTX A6000", 48, 49140, 768, 38.7, 38.7, 154.8, 154.8, std::nullopt, 300, 4, "8.6", 1800,
-       8001, true},
-  };
+  // The reference figures are the built-in catalog's (data/gpu-catalog.tsv), so the simulator
+  // and the server's expectations never disagree.
+  static const std::vector<CatalogEntry> kCatalog = [] {
+    std::vector<CatalogEntry> out;
+    for (const core::GpuModel& m : core::builtin_catalog()) out.push_back(entry_of(m));
+    return out;
+  }();
   return kCatalog;
 }
 

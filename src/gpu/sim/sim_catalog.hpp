@@ -1,7 +1,7 @@
 #pragma once
-// Reference figures per catalog model, for the simulated backend (and, later,
-// the simulated benchmarks). Source: shared reference/gpu-specs.tsv and
-// nvml-observed.tsv. To be unified with the server's catalog (data/gpu-catalog.tsv).
+// Reference figures per catalog model, for the simulated backend and its
+// benchmarks: the built-in catalog's figures (data/gpu-catalog.tsv) plus the
+// telemetry facts a simulator needs (NVML memory total, clocks, ECC).
 
 #include <optional>
 #include <string>
