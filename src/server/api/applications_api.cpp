@@ -3,6 +3,7 @@
 
 #include "core/json_reader.hpp"
 #include "core/text.hpp"
+#include "server/api/handlers.hpp"
 #include "server/app.hpp"
 #include "server/applications.hpp"
 #include "server/paging.hpp"
@@ -92,41 +93,27 @@ Response get_one(Ctx& ctx) {
 }
 
 Response list_mine(Ctx& ctx) {
-  auto page = page_params(ctx.req);
-  if (!page) return Response::error(page.error());
-  auto items = ctx.store().transact(
-      [&](store::Tx& tx) {
-        nlohmann::json items = nlohmann::json::array();
-        for (const auto& a : list_user_applications(tx, ctx.principal->user.id))
-          items.push_back(to_json(a, store::now_ms()));
-        return items;
-      },
-      store::TxMode::read);
-  auto j = page_of(items, *page);
-  if (!j) return Response::error(j.error());
-  return Response::json(200, *j);
+  return list_response(ctx, [&](store::Tx& tx) {
+    nlohmann::json items = nlohmann::json::array();
+    for (const auto& a : list_user_applications(tx, ctx.principal->user.id))
+      items.push_back(to_json(a, store::now_ms()));
+    return items;
+  });
 }
 
 Response queue(Ctx& ctx) {
-  auto page = page_params(ctx.req);
-  if (!page) return Response::error(page.error());
   auto status_s = ctx.req.query_param("status").value_or("submitted");
   auto status = core::parse_status(status_s);
   if (!status) {
     return Response::error(ErrorCode::invalid_field,
                            "status must be one of draft, submitted, needs_info, approved, rejected", "status");
   }
-  auto items = ctx.store().transact(
-      [&](store::Tx& tx) {
-        nlohmann::json items = nlohmann::json::array();
-        const auto now = store::now_ms();
-        for (const auto& a : review_queue(tx, *status)) items.push_back(queue_entry_json(a, now));
-        return items;
-      },
-      store::TxMode::read);
-  auto j = page_of(items, *page);
-  if (!j) return Response::error(j.error());
-  return Response::json(200, *j);
+  return list_response(ctx, [&](store::Tx& tx) {
+    nlohmann::json items = nlohmann::json::array();
+    const auto now = store::now_ms();
+    for (const auto& a : review_queue(tx, *status)) items.push_back(queue_entry_json(a, now));
+    return items;
+  });
 }
 
 Response decide(Ctx& ctx) {

@@ -9,6 +9,7 @@
 #include "core/money.hpp"
 #include "core/price_recommendation.hpp"
 #include "core/schedule.hpp"
+#include "server/api/handlers.hpp"
 #include "server/app.hpp"
 #include "server/catalog.hpp"
 #include "server/market.hpp"
@@ -23,13 +24,6 @@ using http::Method;
 using http::Response;
 
 namespace {
-
-template <class F>
-Response respond(Ctx& ctx, F&& fn, store::TxMode mode = store::TxMode::write) {
-  auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> { return fn(tx); }, mode);
-  if (!r) return Response::error(r.error());
-  return Response::json(200, *r);
-}
 
 Response put_price(Ctx& ctx) {
   auto body = ctx.json_body();

@@ -2,6 +2,7 @@
 // catalog (/v1/catalog/gpus) and the in-app notifications (/v1/notifications).
 
 #include "core/json_reader.hpp"
+#include "server/api/handlers.hpp"
 #include "server/app.hpp"
 #include "server/catalog.hpp"
 #include "server/notifications.hpp"
@@ -88,18 +89,14 @@ Response delete_key(Ctx& ctx) {
 }
 
 Response catalog(Ctx& ctx) {
-  auto page = page_params(ctx.req, 100);
-  if (!page) return Response::error(page.error());
-  auto items = ctx.store().transact(
-      [&](store::Tx& tx) {
+  return list_response(
+      ctx,
+      [](store::Tx& tx) {
         nlohmann::json items = nlohmann::json::array();
         for (const auto& m : list_models(tx)) items.push_back(core::to_json(m));
         return items;
       },
-      store::TxMode::read);
-  auto j = page_of(items, *page);
-  if (!j) return Response::error(j.error());
-  return Response::json(200, *j);
+      100);
 }
 
 Response catalog_one(Ctx& ctx) {
