@@ -2,6 +2,7 @@
 // provider's view of its machines (/v1/provider/machines[/{id}]).
 
 #include "server/agent_protocol.hpp"
+#include "server/api/handlers.hpp"
 #include "server/app.hpp"
 #include "server/benchmarks.hpp"
 #include "server/machines.hpp"
@@ -70,17 +71,6 @@ http::Response agent_heartbeat(Ctx& ctx) {
                       if (!cmds.empty()) (*reply)["commands"] = std::move(cmds);
                       return reply;
                     });
-}
-
-//! The provider the caller acts for (a key's provider, or the signed-in provider's own).
-std::string caller_provider(Ctx& ctx, store::Tx& tx) {
-  if (ctx.principal->via == Principal::Via::api_key) return provider_id_for_api_key(tx, ctx.principal->api_key_id);
-  return provider_id_for_user(tx, ctx.principal->user.id);
-}
-
-Error not_a_provider() {
-  return Error::make(ErrorCode::forbidden, "only providers have machines; apply to provide GPUs first")
-      .with_code("not_a_provider");
 }
 
 http::Response provider_machines(Ctx& ctx) {

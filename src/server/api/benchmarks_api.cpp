@@ -1,6 +1,7 @@
 // Benchmarks: the agent's results (POST /v1/agent/benchmarks), the provider's
 // view per machine and the rate-limited re-run button.
 
+#include "server/api/handlers.hpp"
 #include "server/app.hpp"
 #include "server/benchmarks.hpp"
 #include "server/machines.hpp"
@@ -13,16 +14,6 @@ using core::ErrorCode;
 namespace {
 
 BenchmarkSettings settings_of(const Config& c) { return benchmark_settings(c); }
-
-std::string caller_provider(Ctx& ctx, store::Tx& tx) {
-  if (ctx.principal->via == Principal::Via::api_key) return provider_id_for_api_key(tx, ctx.principal->api_key_id);
-  return provider_id_for_user(tx, ctx.principal->user.id);
-}
-
-Error not_a_provider() {
-  return Error::make(ErrorCode::forbidden, "only providers have machines; apply to provide GPUs first")
-      .with_code("not_a_provider");
-}
 
 http::Response agent_benchmarks(Ctx& ctx) {
   if (ctx.principal == nullptr || ctx.principal->via != Principal::Via::api_key) {

@@ -3,11 +3,13 @@
 // answered a page at a time.
 
 #include <cstddef>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
 #include "server/app.hpp"
+#include "server/machines.hpp"
 #include "server/paging.hpp"
 #include "store/store.hpp"
 
@@ -31,6 +33,18 @@ http::Response list_response(Ctx& ctx, F&& items_of, std::size_t default_limit =
   auto j = page_of(items, *page);
   if (!j) return http::Response::error(j.error());
   return http::Response::json(200, *j);
+}
+
+//! The provider the caller acts for (a key's provider, or the signed-in provider's own); "" when none.
+inline std::string caller_provider(Ctx& ctx, store::Tx& tx) {
+  if (ctx.principal->via == Principal::Via::api_key) return provider_id_for_api_key(tx, ctx.principal->api_key_id);
+  return provider_id_for_user(tx, ctx.principal->user.id);
+}
+
+//! 403 not_a_provider: the caller has no provider to act for.
+inline core::Error not_a_provider() {
+  return core::Error::make(core::ErrorCode::forbidden, "only providers have machines; apply to provide GPUs first")
+      .with_code("not_a_provider");
 }
 
 }  // namespace gpunex::server
