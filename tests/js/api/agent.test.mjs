@@ -9,19 +9,9 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BIN, BACKEND, TestServer, Client } from '../lib/server.mjs';
+import { BIN, BACKEND, TestServer, Client, until } from '../lib/server.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, fn, timeoutMs) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 // A provider with an API key, through the public API: apply, submit, approve.
 async function provider(server, email) {

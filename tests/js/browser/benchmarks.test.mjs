@@ -11,21 +11,9 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer } from '../lib/server.mjs';
+import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what, fn, timeoutMs = 60000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 
 function startAgent(serverUrl, key, dir, perfFactor) {

@@ -20,6 +20,17 @@ export const BENCH_SERVER_ARGS = ['--benchmark-schedule-interval-ms', '300', '--
   '--benchmark-storage-read-min-mbs', '50', '--benchmark-net-down-floor-mbps', '50',
   '--benchmark-net-down-cap-mbps', '50'];
 
+// Polls fn until it answers something truthy (and returns that), or fails after timeoutMs naming `what`.
+export async function until(what, fn, timeoutMs = 60000, everyMs = 250) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
 export function outputDir(...parts) {
   const dir = path.join(process.env.GPUNEX_TEST_OUTPUT || path.join(ROOT, 'test-output'), ...parts);
   mkdirSync(dir, { recursive: true });
