@@ -377,3 +377,24 @@ TEST(BenchNetwork, SuiteReportsP50AndP99) {
   EXPECT_LE(rep.machine[0].median, rep.machine[1].median);
   EXPECT_EQ(srv.requests.load(), 31);
 }
+
+// A stopping agent waits for the case in progress only: the rest are FAILED "cancelled"
+// without running (and the runner submits nothing).
+TEST(BenchSuite, CancelStopsAfterTheCurrentCase) {
+  std::atomic<bool> cancel{false};
+  SuiteOptions o = gpu_only();
+  o.cancel = &cancel;
+  std::vector<std::string> reported;
+  auto rep = run_suite({sim_gpu(l40s())}, o, [&](const std::string& line) {
+    reported.push_back(line);
+    cancel = true;  // the agent got SIGTERM during the first case
+  });
+  ASSERT_EQ(rep.gpus.size(), 1u);
+  ASSERT_EQ(rep.gpus[0].results.size(), 10u);
+  EXPECT_EQ(rep.gpus[0].results[0].status, CaseStatus::ok);
+  for (std::size_t i = 1; i < rep.gpus[0].results.size(); ++i) {
+    EXPECT_EQ(rep.gpus[0].results[i].status, CaseStatus::failed);
+    EXPECT_NE(rep.gpus[0].results[i].reason.find("cancelled"), std::string::npos);
+  }
+  EXPECT_EQ(reported.size(), 1u);
+}

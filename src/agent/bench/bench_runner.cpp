@@ -10,6 +10,7 @@ BackgroundBench::BackgroundBench(gpu::GpuBackend& backend, std::mutex& backend_m
     : backend_(backend), backend_mutex_(backend_mutex), config_(std::move(config)) {}
 
 BackgroundBench::~BackgroundBench() {
+  cancel_ = true;
   if (thread_.joinable()) thread_.join();
 }
 
@@ -30,7 +31,14 @@ bool BackgroundBench::start(const nlohmann::json& command, const std::vector<gpu
     so.network.api_key = config_.api_key;
     so.network.ca_file = config_.ca_file;
     so.network.download_bytes = so.network.upload_bytes = static_cast<std::uint64_t>(config_.net_mib) << 20;
+    so.cancel = &cancel_;
     auto report = run_suite(targets, so);
+    if (cancel_.load()) {
+      // A partial run would read as failures; the server expires the run and asks again later.
+      util::log_event("info", "benchmark run abandoned: the agent is stopping", {{"run_id", run_id.value_or("")}});
+      running_ = false;
+      return;
+    }
     report.machine_id = machine_id;
     report.run_id = run_id;
     auto sent = submit_report(report, config_.server_url, config_.api_key, config_.ca_file);

@@ -29,6 +29,7 @@ struct BenchRunConfig {
 class BackgroundBench {
  public:
   BackgroundBench(gpu::GpuBackend& backend, std::mutex& backend_mutex, BenchRunConfig config);
+  //! Cancels a run in progress (it stops after its current case and submits nothing) and waits for it.
   ~BackgroundBench();
   BackgroundBench(const BackgroundBench&) = delete;
   BackgroundBench& operator=(const BackgroundBench&) = delete;
@@ -42,6 +43,7 @@ class BackgroundBench {
   std::mutex& backend_mutex_;
   BenchRunConfig config_;
   std::atomic<bool> running_{false};
+  std::atomic<bool> cancel_{false};  // set by the destructor: the agent is stopping
   std::thread thread_;
 };
 

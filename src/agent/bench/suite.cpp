@@ -289,6 +289,11 @@ core::bench::RunReport run_suite(const std::vector<GpuTarget>& gpus, const Suite
     core::bench::CaseResult r;
     r.metric = c.metric;
     const std::string who = g ? "gpu" + std::to_string(g->index) + " " : "";
+    if (options.cancel && options.cancel->load()) {
+      r.status = core::bench::CaseStatus::failed;
+      r.reason = "cancelled: the agent is stopping";
+      return r;
+    }
     if (auto why = c.filter(run, g)) {
       r.status = core::bench::CaseStatus::waived;
       r.reason = *why;

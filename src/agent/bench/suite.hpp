@@ -11,6 +11,7 @@
 // telemetry), the host link its expected figure; storage and network are
 // always measured for real.
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -33,7 +34,7 @@ struct GpuTarget {
   unsigned index = 0;
   std::string uuid;
   std::string name;
-  std::optional<core::bench::ModelSpec> model;   // the catalog model, when known
+  std::optional<core::bench::ModelSpec> model;  // the catalog model, when known
   std::optional<double> memory_total_gib;
   std::optional<std::string> compute_capability;  // "8.9"
   std::uint64_t ecc_uncorrected = 0;
@@ -48,12 +49,15 @@ struct GpuTarget {
 struct SuiteOptions {
   std::vector<std::string> only;  // groups (compute, memory, host_link, storage, network) or keys; empty: all
   StorageOptions storage;
-  NetworkOptions network;         // network cases are waived when server_url is empty
+  NetworkOptions network;  // network cases are waived when server_url is empty
   std::chrono::milliseconds telemetry_interval{100};
-  int gemm_size = 0;              // 0: 8192 when the GPU has the memory, else 4096
+  int gemm_size = 0;  // 0: 8192 when the GPU has the memory, else 4096
   std::size_t memory_bytes = 1ull << 30;
   std::size_t host_link_bytes = 512ull << 20;
   unsigned sim_samples = 5;
+  //! Set when the agent is stopping: cases not yet started are FAILED "cancelled" without running,
+  //! so a SIGTERM waits for one case at most. A cancelled report is not to be submitted.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class SuiteRun;
