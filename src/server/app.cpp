@@ -112,28 +112,33 @@ core::Result<std::optional<Principal>> App::authenticate(const http::Request& re
 
 core::Result<std::optional<Principal>> App::authenticate_api_key(const std::string& key) {
   const auto now = store::now_ms();
-  auto found = store_->transact(
-      [&](store::Tx& tx) -> std::optional<std::pair<ApiKeyInfo, User>> {
-        auto k = find_api_key(tx, key);
-        if (!k) return std::nullopt;
-        auto u = find_user(tx, k->user_id);
-        if (!u) return std::nullopt;
-        return std::make_pair(std::move(*k), std::move(*u));
-      },
-      store::TxMode::read);
-  if (!found) {
-    return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
+  const std::string key_hash = util::sha256_hex(key);
+  auto entry = api_keys_.find(key_hash);
+  if (!entry) {
+    const auto generation = api_keys_.generation();
+    entry = store_->transact(
+        [&](store::Tx& tx) -> std::optional<ApiKeyCache::Entry> {
+          auto k = find_api_key_by_hash(tx, key_hash);
+          if (!k) return std::nullopt;
+          auto u = find_user(tx, k->user_id);
+          if (!u) return std::nullopt;
+          return ApiKeyCache::Entry{std::move(*k), std::move(*u)};
+        },
+        store::TxMode::read);
+    if (!entry) {
+      return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
+    }
+    api_keys_.put(key_hash, *entry, generation);
   }
-  ApiKeyInfo& info = found->first;
-  User& user = found->second;
-  if (!info.last_used_at_ms || *info.last_used_at_ms <= now - 60'000) {
-    const std::string& key_id = info.key_id;
+  if (!entry->key.last_used_at_ms || *entry->key.last_used_at_ms <= now - 60'000) {
+    const std::string& key_id = entry->key.key_id;
     store_->transact([&](store::Tx& tx) { touch_api_key(tx, key_id, now); });
+    api_keys_.note_used(key_hash, now);
   }
   Principal p;
-  p.user = std::move(user);
+  p.user = std::move(entry->user);
   p.via = Principal::Via::api_key;
-  p.api_key_id = info.key_id;
+  p.api_key_id = entry->key.key_id;
   return std::optional<Principal>(std::move(p));
 }
 

@@ -19,6 +19,7 @@
 
 #include "core/result.hpp"
 #include "server/accounts.hpp"
+#include "server/api_key_cache.hpp"
 #include "server/config.hpp"
 #include "server/group_commit.hpp"
 #include "server/market.hpp"
@@ -115,6 +116,8 @@ class App {
   ScheduleCache& schedule_cache() { return schedule_cache_; }
   //! The agents' heartbeats commit here, many per transaction.
   GroupCommit& group_commit() { return group_commit_; }
+  //! Call invalidate_all() after revoking a key, before answering.
+  ApiKeyCache& api_keys() { return api_keys_; }
 
  private:
   struct AppRoute {
@@ -150,6 +153,7 @@ class App {
   RateLimiter auth_limiter_;
   RateLimiter login_failures_;
   ScheduleCache schedule_cache_;
+  ApiKeyCache api_keys_;
   http::Router router_;
   std::vector<AppRoute> routes_;  // routes_[i] is router_'s route i
   GroupCommit group_commit_;      // last: its thread uses the store and the metrics
