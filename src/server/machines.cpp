@@ -215,7 +215,7 @@ core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provide
         "INSERT INTO telemetry_latest (machine_id, uuid, at, sample) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (machine_id, uuid) DO UPDATE SET at = excluded.at, sample = excluded.sample "
         "WHERE excluded.at >= telemetry_latest.at",
-        {m->id, s.uuid, at, s.to_json().dump()});
+        {m->id, s.uuid, at, s.to_json_text()});
     const bool throttled = std::any_of(s.clock_events.begin(), s.clock_events.end(), is_throttle_event);
     auto d = [](const auto& v) { return v ? store::Value(static_cast<double>(*v)) : store::Value(0.0); };
     auto n = [](const auto& v) { return std::int64_t{v ? 1 : 0}; };
