@@ -26,7 +26,7 @@ void GroupCommit::submit(Work work, Done done) {
     std::lock_guard lock(mu_);
     if (!stopping_ && queue_.size() < max_queue_) {
       queue_.push_back(std::move(item));
-      cv_.notify_one();
+      if (queue_.size() == 1) cv_.notify_one();  // the writer waits only for an empty queue to fill
       return;
     }
   }

@@ -81,7 +81,7 @@ int serve(server::Config cfg) {
   server::workers::Worker benchmarks_worker(
       app->store(), "benchmarks", std::chrono::milliseconds(cfg.benchmark_schedule_interval_ms), [&] {
         const auto settings = server::benchmark_settings(app->config());
-        app->store().transact([&](store::Tx& tx) { server::schedule_benchmarks(tx, settings, store::now_ms()); });
+        server::schedule_benchmarks(app->store(), settings, store::now_ms());
       });
 
   http::ServerOptions so;
