@@ -321,11 +321,12 @@ core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_
   return out;
 }
 
-std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::int64_t now) {
+std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::int64_t now, std::size_t limit) {
   const std::int64_t cutoff = now - std::int64_t{settings.offline_after_missed} * settings.heartbeat_interval_s * 1000;
   std::size_t changed = 0;
-  for (const Row& r :
-       tx.query("SELECT id, last_seen_at FROM machines WHERE status = 'online' AND last_seen_at < ?", {cutoff})) {
+  for (const Row& r : tx.query("SELECT id, last_seen_at FROM machines WHERE status = 'online' AND last_seen_at < ? "
+                               "ORDER BY last_seen_at LIMIT ?",
+                               {cutoff, static_cast<std::int64_t>(limit)})) {
     if (tx.exec("UPDATE machines SET status = 'offline' WHERE id = ? AND status = 'online'", {r.str(0)}) == 1) {
       add_event(tx, r.str(0), now, "offline",
                 {{"last_seen_at", util::rfc3339(r.i64(1))}, {"missed_heartbeats", settings.offline_after_missed}});
@@ -335,11 +336,21 @@ std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::
   return changed;
 }
 
-std::int64_t prune_telemetry(Tx& tx, const MachineSettings& settings, std::int64_t now) {
+std::int64_t prune_telemetry(Tx& tx, const MachineSettings& settings, std::int64_t now, std::int64_t limit) {
   const std::int64_t oldest = now - std::int64_t{settings.telemetry_retention_days} * kDayMs;
-  return tx.exec("DELETE FROM telemetry_minute WHERE minute < ?", {oldest}) +
-         tx.exec("DELETE FROM presence_minute WHERE minute < ?", {oldest}) +
-         tx.exec("DELETE FROM agent_seq WHERE received_at < ?", {oldest});
+  // By key, at most `limit` rows per table (row values work on both drivers).
+  return tx.exec(
+             "DELETE FROM telemetry_minute WHERE (machine_id, uuid, minute) IN (SELECT machine_id, uuid, minute "
+             "FROM telemetry_minute WHERE minute < ? LIMIT ?)",
+             {oldest, limit}) +
+         tx.exec(
+             "DELETE FROM presence_minute WHERE (machine_id, minute) IN (SELECT machine_id, minute "
+             "FROM presence_minute WHERE minute < ? LIMIT ?)",
+             {oldest, limit}) +
+         tx.exec(
+             "DELETE FROM agent_seq WHERE (machine_id, seq) IN (SELECT machine_id, seq FROM agent_seq "
+             "WHERE received_at < ? LIMIT ?)",
+             {oldest, limit});
 }
 
 std::string agent_installer(const std::string& server_url) {
