@@ -275,7 +275,7 @@ void App::handle(http::Request& req, http::Reply reply) {
         break;
       case http::Router::MatchKind::method_not_allowed: {
         auto resp = http::Response::error(ErrorCode::method_not_allowed, std::string(http::method_name(req.method)) +
-                                                                              " is not allowed on " + req.path);
+                                                                             " is not allowed on " + req.path);
         std::string allow;
         for (auto m : match.allowed) allow += (allow.empty() ? "" : ", ") + std::string(http::method_name(m));
         resp.header("Allow", allow);

@@ -22,8 +22,8 @@
 #include "server/api_key_cache.hpp"
 #include "server/config.hpp"
 #include "server/group_commit.hpp"
-#include "server/market.hpp"
 #include "server/http/http.hpp"
+#include "server/market.hpp"
 #include "server/metrics.hpp"
 #include "server/rate_limit.hpp"
 #include "store/store.hpp"
@@ -122,7 +122,7 @@ class App {
  private:
   struct AppRoute {
     RouteOptions options;
-    ApiHandler handler;              // one of the two
+    ApiHandler handler;  // one of the two
     AsyncApiHandler async_handler;
   };
   //! What the access log and metrics need once the answer is known, possibly on another thread.

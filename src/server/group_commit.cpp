@@ -18,7 +18,9 @@ GroupCommit::GroupCommit(store::Store& store, BatchObserver observer, std::size_
       observer_(std::move(observer)),
       thread_([this] { loop(); }) {}
 
-GroupCommit::~GroupCommit() { stop(); }
+GroupCommit::~GroupCommit() {
+  stop();
+}
 
 void GroupCommit::submit(Work work, Done done) {
   Item item{std::move(work), std::move(done)};

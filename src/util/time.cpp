@@ -23,9 +23,10 @@ std::string rfc3339(std::int64_t epoch_ms) {
   // The same text as date::format("%FT%TZ"), without a stream (this runs for every sample stored).
   const auto ms = (tp - day).count();
   char buf[32];
-  const int n = std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d", year, static_cast<unsigned>(ymd.month()),
-                              static_cast<unsigned>(ymd.day()), static_cast<int>(ms / 3'600'000),
-                              static_cast<int>(ms / 60'000 % 60), static_cast<int>(ms / 1000 % 60));
+  const int n =
+      std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d", year, static_cast<unsigned>(ymd.month()),
+                    static_cast<unsigned>(ymd.day()), static_cast<int>(ms / 3'600'000),
+                    static_cast<int>(ms / 60'000 % 60), static_cast<int>(ms / 1000 % 60));
   std::string out(buf, static_cast<std::size_t>(n));
   if (ms % 1000 != 0) {
     std::snprintf(buf, sizeof buf, ".%03d", static_cast<int>(ms % 1000));

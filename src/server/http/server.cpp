@@ -156,9 +156,8 @@ struct ServerCore {
   ServerCore(ServerOptions options, AsyncHandler handler)
       : options_(std::move(options)),
         handler_(std::move(handler)),
-        threads_count_(options_.threads > 0
-                           ? options_.threads
-                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
+        threads_count_(options_.threads > 0 ? options_.threads
+                                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
         ioc_(threads_count_),
         acceptor_(net::make_strand(ioc_)),
         retry_timer_(acceptor_.get_executor()) {}
@@ -334,10 +333,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     Reply reply = [self = this->shared_from_this(), replied, keep_alive, version, head = req.method == Method::head,
                    request_id = req.request_id](Response r) {
       if (replied->exchange(true)) return;
-      net::dispatch(self->stream_.get_executor(), [self, r = std::move(r), keep_alive, version, head,
-                                                   request_id]() mutable {
-        self->respond(std::move(r), keep_alive, version, head, request_id);
-      });
+      net::dispatch(self->stream_.get_executor(),
+                    [self, r = std::move(r), keep_alive, version, head, request_id]() mutable {
+                      self->respond(std::move(r), keep_alive, version, head, request_id);
+                    });
     };
     try {
       server_.handler_(req, reply);
@@ -458,9 +457,8 @@ void ServerCore::on_accept(beast::error_code ec, tcp::socket socket) {
 }
 
 Server::Server(ServerOptions options, Handler handler)
-    : Server(std::move(options), AsyncHandler([handler = std::move(handler)](Request& req, const Reply& reply) {
-        reply(handler(req));
-      })) {}
+    : Server(std::move(options),
+             AsyncHandler([handler = std::move(handler)](Request& req, const Reply& reply) { reply(handler(req)); })) {}
 
 Server::Server(ServerOptions options, AsyncHandler handler)
     : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}

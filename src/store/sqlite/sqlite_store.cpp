@@ -148,8 +148,7 @@ class SqliteConnection {
 //! commit after a pass that caught up.
 class Checkpointer {
  public:
-  explicit Checkpointer(std::unique_ptr<SqliteConnection> conn)
-      : conn_(std::move(conn)), thread_([this] { loop(); }) {}
+  explicit Checkpointer(std::unique_ptr<SqliteConnection> conn) : conn_(std::move(conn)), thread_([this] { loop(); }) {}
   ~Checkpointer() {
     {
       std::lock_guard lock(mu_);
