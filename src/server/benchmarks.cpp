@@ -1,9 +1,11 @@
 #include "server/benchmarks.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -113,7 +115,8 @@ std::optional<std::string> due_reason(Tx& tx, const std::string& id, const Bench
 
 }  // namespace
 
-std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s, std::int64_t now, std::size_t chunk) {
+std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s, std::int64_t now, std::size_t chunk,
+                                std::chrono::milliseconds pause) {
   // Rentals are not in the store yet; when they are, machines whose GPUs are rented are skipped here.
   // Which machines are due, and why, is read without the write lock, whatever the fleet's size; runs are
   // opened in small write transactions, so heartbeats (which wait for that lock) never wait long.
@@ -130,6 +133,9 @@ std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s,
       store::TxMode::read);
   std::size_t opened = 0;
   for (std::size_t i = 0; i < due.size(); i += std::max<std::size_t>(chunk, 1)) {
+    // Paced, so that a fleet registering at once (20,000 runs) is spread over seconds instead of taking
+    // the CPU and the write lock from the heartbeats for one.
+    if (i > 0) std::this_thread::sleep_for(pause);
     opened += store.transact([&](Tx& tx) {
       std::size_t n = 0;
       for (std::size_t j = i; j < std::min(due.size(), i + std::max<std::size_t>(chunk, 1)); ++j) {
