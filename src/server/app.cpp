@@ -15,6 +15,16 @@ namespace gpunex::server {
 using core::Error;
 using core::ErrorCode;
 
+namespace {
+
+//! One writer for SQLite (it has one write lock); on PostgreSQL, batches side by side on half the pool.
+std::size_t group_commit_writers(const store::Store& store, const Config& config) {
+  if (store.dialect() != store::Dialect::postgres) return 1;
+  return static_cast<std::size_t>(std::max(1, config.db_pool_size / 2));
+}
+
+}  // namespace
+
 store::Store& Ctx::store() { return app.store(); }
 const Config& Ctx::config() { return app.config(); }
 
@@ -25,7 +35,9 @@ App::App(Config config, std::unique_ptr<store::Store> store)
       store_(std::move(store)),
       auth_limiter_(config_.auth_rate_limit_per_minute, std::chrono::seconds(60)),
       login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)),
-      group_commit_(*store_, [this](std::size_t requests) { metrics_.observe_group_commit(requests); }) {
+      group_commit_(
+          *store_, [this](std::size_t requests) { metrics_.observe_group_commit(requests); },
+          group_commit_writers(*store_, config_)) {
   store_->set_observer([this](std::string_view op, double s) { metrics_.observe_store(op, s); });
 }
 

@@ -11,24 +11,23 @@ namespace gpunex::server {
 using core::Error;
 using core::ErrorCode;
 
-GroupCommit::GroupCommit(store::Store& store, BatchObserver observer, std::size_t max_batch, std::size_t max_queue)
-    : store_(store),
-      max_batch_(max_batch == 0 ? 1 : max_batch),
-      max_queue_(max_queue),
-      observer_(std::move(observer)),
-      thread_([this] { loop(); }) {}
+GroupCommit::GroupCommit(store::Store& store, BatchObserver observer, std::size_t writers, std::size_t max_batch,
+                         std::size_t max_queue)
+    : store_(store), max_batch_(max_batch == 0 ? 1 : max_batch), max_queue_(max_queue), observer_(std::move(observer)) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(writers, 1); ++i) threads_.emplace_back([this] { loop(); });
+}
 
 GroupCommit::~GroupCommit() {
   stop();
 }
 
-void GroupCommit::submit(Work work, Done done) {
-  Item item{std::move(work), std::move(done)};
+void GroupCommit::submit(Work work, Done done, std::string key) {
+  Item item{std::move(work), std::move(done), std::move(key)};
   {
     std::lock_guard lock(mu_);
     if (!stopping_ && queue_.size() < max_queue_) {
       queue_.push_back(std::move(item));
-      if (queue_.size() == 1) cv_.notify_one();  // the writer waits only for an empty queue to fill
+      if (idle_writers_ > 0) cv_.notify_one();  // a busy writer takes what queued when its batch is done
       return;
     }
   }
@@ -41,7 +40,9 @@ void GroupCommit::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 void GroupCommit::loop() {
@@ -49,7 +50,9 @@ void GroupCommit::loop() {
     std::vector<Item> batch;
     {
       std::unique_lock lock(mu_);
+      ++idle_writers_;
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      --idle_writers_;
       if (queue_.empty()) return;  // stopping, and everything queued has been answered
       const std::size_t n = std::min(queue_.size(), max_batch_);
       batch.reserve(n);
@@ -58,6 +61,7 @@ void GroupCommit::loop() {
         queue_.pop_front();
       }
     }
+    std::stable_sort(batch.begin(), batch.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
     run(std::move(batch));
   }
 }

@@ -5,6 +5,10 @@
 // one BEGIN/COMMIT and the pages a commit writes; SQLite has one writer at a
 // time anyway, and the I/O threads stay free to parse the next requests instead
 // of queueing on the write lock. The agent's heartbeats go through it.
+//
+// SQLite gets one writer thread; PostgreSQL, where a statement is a round trip
+// and transactions run side by side, several (each batch in the order of its
+// requests' keys, so that concurrent batches lock rows in one order).
 
 #include <condition_variable>
 #include <cstddef>
@@ -13,6 +17,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,22 +42,24 @@ class GroupCommit {
   //! Called after each committed batch with its size (metrics).
   using BatchObserver = std::function<void(std::size_t requests)>;
 
-  explicit GroupCommit(store::Store& store, BatchObserver observer = {}, std::size_t max_batch = 512,
-                       std::size_t max_queue = 16384);
+  explicit GroupCommit(store::Store& store, BatchObserver observer = {}, std::size_t writers = 1,
+                       std::size_t max_batch = 512, std::size_t max_queue = 16384);
   ~GroupCommit();
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
 
-  //! Queues work; `done` runs on the writer thread once its batch has committed or failed. When the queue
-  //! is full or the writer has stopped, `done` runs at once with 503 unavailable.
-  void submit(Work work, Done done);
-  //! Runs what is queued, then ends the writer thread. Idempotent.
+  //! Queues work; `done` runs on a writer thread once its batch has committed or failed. When the queue
+  //! is full or the writers have stopped, `done` runs at once with 503 unavailable. Work with the same
+  //! key (a machine id) runs in the order submitted; a batch runs in key order.
+  void submit(Work work, Done done, std::string key = {});
+  //! Runs what is queued, then ends the writer threads. Idempotent.
   void stop();
 
  private:
   struct Item {
     Work work;
     Done done;
+    std::string key;
   };
   void loop();
   //! Runs items in as few transactions as their outcomes allow; answers each once.
@@ -68,8 +75,9 @@ class GroupCommit {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> queue_;
+  std::size_t idle_writers_ = 0;
   bool stopping_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace gpunex::server

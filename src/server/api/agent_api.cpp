@@ -66,6 +66,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
   if (!body) return reply(http::Response::error(body.error()));
   auto req = parse_heartbeat_request(*body);
   if (!req) return reply(http::Response::error(req.error()));
+  std::string machine_id = req->machine_id;  // orders the batch
   auto work = [key_id = ctx.principal->api_key_id, req = std::move(*req), settings = settings_of(ctx.config()),
                bench = benchmark_settings(ctx.config()),
                now = store::now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
@@ -81,10 +82,13 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
     if (!cmds.empty()) (*out)["commands"] = std::move(cmds);
     return out;
   };
-  ctx.app.group_commit().submit(std::move(work), [reply, request_id = ctx.req.request_id](GroupCommit::Outcome o) {
-    if (o.failure) return reply(failure_response(o.failure, request_id));
-    reply(o.result ? http::Response::json(200, *o.result) : http::Response::error(o.result.error()));
-  });
+  ctx.app.group_commit().submit(
+      std::move(work),
+      [reply, request_id = ctx.req.request_id](GroupCommit::Outcome o) {
+        if (o.failure) return reply(failure_response(o.failure, request_id));
+        reply(o.result ? http::Response::json(200, *o.result) : http::Response::error(o.result.error()));
+      },
+      std::move(machine_id));
 }
 
 //! The provider the caller acts for (a key's provider, or the signed-in provider's own).
