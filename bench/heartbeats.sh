@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Agent heartbeats a Release gpunex-server (SQLite) sustains on loopback:
+# Agent heartbeats a Release gpunex-server (SQLite unless GPUNEX_BENCH_DB) sustains on loopback:
 # gpunex-loadgen simulates 2,000 and then 20,000 agents at a 15 s interval
 # (registration first, then DURATION_S of heartbeats), against one approved
 # provider's API key made through the public API. In the same run wrk measures
@@ -7,7 +7,8 @@
 # Target: 20,000 agents with p99 under 100 ms.
 # Usage: bench/heartbeats.sh [DURATION_S] [AGENT_COUNTS] [CONNECTIONS]
 #   GPUNEX_BIN_DIR: gpunex-server (default build/bin); GPUNEX_LOADGEN: loadgen binary
-#   (default build/bin/gpunex-loadgen); GPUNEX_SERVER_ARGS: extra server flags (e.g. --threads 8).
+#   (default build/bin/gpunex-loadgen); GPUNEX_SERVER_ARGS: extra server flags (e.g. --threads 8);
+#   GPUNEX_BENCH_DB: store URL instead of a fresh SQLite file, e.g. an empty PostgreSQL database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-60}
@@ -34,8 +35,9 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d"+sys.argv[1]))' "$1"; }
 
-DB="$WORK/bench.db"
-"$BIN/gpunex-server" --listen 127.0.0.1:0 --port-file "$WORK/port" --db "sqlite:$DB" --data-dir "$WORK/data" \
+DB=${GPUNEX_BENCH_DB:-sqlite:$WORK/bench.db}
+STORE=$([[ $DB == sqlite:* ]] && echo SQLite || echo PostgreSQL)
+"$BIN/gpunex-server" --listen 127.0.0.1:0 --port-file "$WORK/port" --db "$DB" --data-dir "$WORK/data" \
   --log-level warn --access-log false --heartbeat-interval "$INTERVAL" ${GPUNEX_SERVER_ARGS:-} >"$WORK/server.log" 2>&1 &
 pids+=($!)
 SPID=$!
@@ -57,7 +59,7 @@ APP=$(api POST /v1/applications "$PTOKEN" "{\"full_name\":\"Bench Provider\",\"e
   \"upload_gbps\":1,\"availability\":\"24/7\",\"location\":{\"city\":\"Berlin\",\"country\":\"DE\",\"region\":\"eu-central\"}}]}" \
   | jget '["id"]')
 api POST "/v1/applications/$APP/submit" "$PTOKEN" >/dev/null
-echo 'operator-password-1' | "$BIN/gpunex-server" admin create-user --db "sqlite:$DB" --email rev@example.com \
+echo 'operator-password-1' | "$BIN/gpunex-server" admin create-user --db "$DB" --email rev@example.com \
   --role reviewer --full-name 'Bench Reviewer' --password-stdin >/dev/null
 RTOKEN=$(curl -sSf -X POST "$URL/v1/auth/login" -H 'Content-Type: application/json' \
   --data '{"email":"rev@example.com","password":"operator-password-1"}' | jget '["token"]')
@@ -130,7 +132,7 @@ echo "errors: HTTP or transport failures; missed: beats that fell due but were n
 echo "connection was still waiting on the server (send lag: the longest a due beat waited for a connection)."
 echo "nginx static 200 (wrk -t2 -c$CONNS -d10s): $NRPS requests/s, p50 $NP50, p99 $NP99"
 printf '%s\n' "${cpu[@]}"
-echo "($(nproc) cores, gpunex-server $BIN, SQLite, ${CONNS} keep-alive connections, ${DURATION}s of heartbeats per row)"
+echo "($(nproc) cores, gpunex-server $BIN, $STORE, ${CONNS} keep-alive connections, ${DURATION}s of heartbeats per row)"
 # Where the server's time went during each row, from its /metrics histograms (delta over the row):
 # requests and store statements, count, mean and the p99 bucket bound.
 echo

@@ -1,5 +1,6 @@
 #include "server/agent_protocol.hpp"
 
+#include <charconv>
 #include <cmath>
 
 #include "core/json_reader.hpp"
@@ -176,6 +177,64 @@ nlohmann::json TelemetrySample::to_json() const {
             {"ecc_corrected", oi(ecc_corrected)},
             {"ecc_uncorrected", oi(ecc_uncorrected)}});
   return j;
+}
+
+namespace {
+
+void append_key(std::string& out, std::string_view key) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+}
+
+void append_number(std::string& out, std::string_view key, const std::optional<std::int64_t>& v) {
+  append_key(out, key);
+  if (!v) {
+    out += "null";
+    return;
+  }
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, *v).ptr);
+}
+
+// As nlohmann::json writes a double: the shortest round trip, with ".0" when it would read as an integer.
+void append_number(std::string& out, std::string_view key, const std::optional<double>& v) {
+  append_key(out, key);
+  if (!v || !std::isfinite(*v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  const std::string_view text(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, *v).ptr - buf));
+  out += text;
+  if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+}  // namespace
+
+std::string TelemetrySample::to_json_text() const {
+  // Keys in nlohmann::json's (sorted) order, so the text is what to_json().dump() gives.
+  std::string out = "{\"at\":\"" + util::rfc3339(at_ms) + "\"";
+  if (error) {
+    append_key(out, "error");
+    out += nlohmann::json(*error).dump();
+    out += '}';
+    return out;
+  }
+  append_key(out, "clock_events");
+  out += clock_events.empty() ? std::string("[]") : nlohmann::json(clock_events).dump();
+  append_number(out, "ecc_corrected", ecc_corrected);
+  append_number(out, "ecc_uncorrected", ecc_uncorrected);
+  append_number(out, "mem_clock_mhz", mem_clock_mhz);
+  append_number(out, "memory_used_mib", memory_used_mib);
+  append_number(out, "power_limit_w", power_limit_w);
+  append_number(out, "power_w", power_w);
+  append_number(out, "sm_clock_mhz", sm_clock_mhz);
+  append_number(out, "temperature_c", temperature_c);
+  append_number(out, "util_gpu_pct", util_gpu_pct);
+  append_number(out, "util_mem_pct", util_mem_pct);
+  out += '}';
+  return out;
 }
 
 Result<RegisterRequest> parse_register_request(const nlohmann::json& body) {

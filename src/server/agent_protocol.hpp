@@ -58,6 +58,8 @@ struct TelemetrySample {
   std::vector<std::string> clock_events;
   std::optional<std::int64_t> ecc_corrected, ecc_uncorrected;
   nlohmann::json to_json() const;
+  //! to_json().dump(), written directly (it is stored per GPU on every heartbeat).
+  std::string to_json_text() const;
 };
 
 struct AgentEvent {

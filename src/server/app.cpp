@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <stdexcept>
 
 #include "core/json_reader.hpp"
 #include "server/providers.hpp"
@@ -13,6 +15,16 @@ namespace gpunex::server {
 using core::Error;
 using core::ErrorCode;
 
+namespace {
+
+//! One writer for SQLite (it has one write lock); on PostgreSQL, batches side by side on half the pool.
+std::size_t group_commit_writers(const store::Store& store, const Config& config) {
+  if (store.dialect() != store::Dialect::postgres) return 1;
+  return static_cast<std::size_t>(std::max(1, config.db_pool_size / 2));
+}
+
+}  // namespace
+
 store::Store& Ctx::store() { return app.store(); }
 const Config& Ctx::config() { return app.config(); }
 
@@ -22,7 +34,10 @@ App::App(Config config, std::unique_ptr<store::Store> store)
     : config_(std::move(config)),
       store_(std::move(store)),
       auth_limiter_(config_.auth_rate_limit_per_minute, std::chrono::seconds(60)),
-      login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)) {
+      login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)),
+      group_commit_(
+          *store_, [this](std::size_t requests) { metrics_.observe_group_commit(requests); },
+          group_commit_writers(*store_, config_)) {
   store_->set_observer([this](std::string_view op, double s) { metrics_.observe_store(op, s); });
 }
 
@@ -31,10 +46,30 @@ void App::set_bound_port(std::uint16_t port) {
 }
 
 void App::route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler) {
-  router_.add(method, std::move(pattern),
-              [this, options = std::move(options), handler = std::move(handler)](http::Request& req) {
-                return dispatch(req, options, handler);
-              });
+  router_.add(method, std::move(pattern), {});
+  routes_.push_back(AppRoute{std::move(options), std::move(handler), {}});
+}
+
+void App::route_async(http::Method method, std::string pattern, RouteOptions options, AsyncApiHandler handler) {
+  if (options.idempotent) throw std::logic_error("an asynchronous route cannot replay Idempotency-Key: " + pattern);
+  router_.add(method, std::move(pattern), {});
+  routes_.push_back(AppRoute{std::move(options), {}, std::move(handler)});
+}
+
+http::Response failure_response(const std::exception_ptr& failure, const std::string& request_id) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const store::StoreUnavailable& e) {
+    util::log_event("error", "store unavailable", {{"request_id", request_id}, {"error", e.what()}});
+    auto resp = http::Response::error(ErrorCode::unavailable, "the store is busy or unreachable; retry shortly");
+    resp.header("Retry-After", "1");
+    return resp;
+  } catch (const std::exception& e) {
+    util::log_event("error", "request failed", {{"request_id", request_id}, {"error", e.what()}});
+  } catch (...) {
+    util::log_event("error", "request failed", {{"request_id", request_id}, {"error", "unknown exception"}});
+  }
+  return http::Response::error(ErrorCode::internal, "internal error (request id " + request_id + ")");
 }
 
 namespace {
@@ -89,39 +124,44 @@ core::Result<std::optional<Principal>> App::authenticate(const http::Request& re
 
 core::Result<std::optional<Principal>> App::authenticate_api_key(const std::string& key) {
   const auto now = store::now_ms();
-  auto found = store_->transact(
-      [&](store::Tx& tx) -> std::optional<std::pair<ApiKeyInfo, User>> {
-        auto k = find_api_key(tx, key);
-        if (!k) return std::nullopt;
-        auto u = find_user(tx, k->user_id);
-        if (!u) return std::nullopt;
-        return std::make_pair(std::move(*k), std::move(*u));
-      },
-      store::TxMode::read);
-  if (!found) {
-    return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
+  const std::string key_hash = util::sha256_hex(key);
+  auto entry = api_keys_.find(key_hash);
+  if (!entry) {
+    const auto generation = api_keys_.generation();
+    entry = store_->transact(
+        [&](store::Tx& tx) -> std::optional<ApiKeyCache::Entry> {
+          auto k = find_api_key_by_hash(tx, key_hash);
+          if (!k) return std::nullopt;
+          auto u = find_user(tx, k->user_id);
+          if (!u) return std::nullopt;
+          return ApiKeyCache::Entry{std::move(*k), std::move(*u)};
+        },
+        store::TxMode::read);
+    if (!entry) {
+      return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
+    }
+    api_keys_.put(key_hash, *entry, generation);
   }
-  ApiKeyInfo& info = found->first;
-  User& user = found->second;
-  if (!info.last_used_at_ms || *info.last_used_at_ms <= now - 60'000) {
-    const std::string& key_id = info.key_id;
+  if (!entry->key.last_used_at_ms || *entry->key.last_used_at_ms <= now - 60'000) {
+    const std::string& key_id = entry->key.key_id;
     store_->transact([&](store::Tx& tx) { touch_api_key(tx, key_id, now); });
+    api_keys_.note_used(key_hash, now);
   }
   Principal p;
-  p.user = std::move(user);
+  p.user = std::move(entry->user);
   p.via = Principal::Via::api_key;
-  p.api_key_id = info.key_id;
+  p.api_key_id = entry->key.key_id;
   return std::optional<Principal>(std::move(p));
 }
 
-http::Response App::dispatch(http::Request& req, const RouteOptions& options, const ApiHandler& handler) {
+std::optional<http::Response> App::admit(http::Request& req, const RouteOptions& options,
+                                         std::optional<Principal>& principal) {
   if (options.auth_rate_limited && !auth_limiter_.allow(req.remote_ip)) {
     auto r = http::Response::error(ErrorCode::rate_limited, "too many requests from this address; try again later");
     r.header("Retry-After", std::to_string(auth_limiter_.retry_after_s(req.remote_ip)));
     return r;
   }
   auto auth = authenticate(req);
-  std::optional<Principal> principal;
   if (auth.ok()) {
     principal = std::move(*auth);
   } else if (options.access != Access::anyone) {
@@ -149,7 +189,20 @@ http::Response App::dispatch(http::Request& req, const RouteOptions& options, co
     if (!allowed) return http::Response::error(ErrorCode::forbidden, "your account lacks the role for this");
   }
 
+  return std::nullopt;
+}
+
+void App::dispatch(http::Request& req, const AppRoute& route, const http::Reply& done) {
+  std::optional<Principal> principal;
+  if (auto refused = admit(req, route.options, principal)) return done(std::move(*refused));
   Ctx ctx{req, principal ? &*principal : nullptr, *this};
+  if (route.async_handler) return route.async_handler(ctx, done);
+  done(run_with_idempotency(ctx, route.options, route.handler));
+}
+
+http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, const ApiHandler& handler) {
+  const http::Request& req = ctx.req;
+  const Principal* principal = ctx.principal;
   std::string idem_key = req.header("idempotency-key");
   if (!options.idempotent || idem_key.empty() || !is_mutation(req.method)) return handler(ctx);
 
@@ -158,7 +211,7 @@ http::Response App::dispatch(http::Request& req, const RouteOptions& options, co
     return http::Response::error(ErrorCode::invalid_field, "Idempotency-Key must be at most 255 characters",
                                  "Idempotency-Key");
   }
-  const std::string scope = principal ? principal->user.id : "ip:" + req.remote_ip;
+  const std::string scope = principal != nullptr ? principal->user.id : "ip:" + req.remote_ip;
   const std::string req_hash =
       util::sha256_hex(std::string(http::method_name(req.method)) + " " + req.path + "\n" + req.body);
   auto prior = store_->transact([&](store::Tx& tx) -> std::optional<store::Row> {
@@ -209,65 +262,79 @@ http::Response App::dispatch(http::Request& req, const RouteOptions& options, co
   return resp;
 }
 
-http::Response App::handle(http::Request& req) {
+void App::handle(http::Request& req, http::Reply reply) {
   const auto started = std::chrono::steady_clock::now();
   std::string rid = req.header("x-request-id");
   req.request_id = sane_request_id(rid) ? rid : util::random_token(12);
 
-  http::Response resp;
   auto match = router_.match(req);
-  std::string route_name = match.pattern;
+  auto completion = std::make_shared<Completion>();
+  completion->started = started;
+  completion->method = req.method;
+  completion->route = match.pattern;
+  completion->path = req.path;
+  completion->request_id = req.request_id;
+  completion->remote_ip = req.remote_ip;
+  completion->bytes_in = req.body.size();
+  completion->reply = std::move(reply);
+  const http::Reply done = [this, completion](http::Response resp) { finish(*completion, std::move(resp)); };
   try {
     switch (match.kind) {
       case http::Router::MatchKind::found:
         req.params = std::move(match.params);
         req.route = match.pattern;
-        resp = (*match.handler)(req);
+        dispatch(req, routes_.at(match.index), done);
         break;
       case http::Router::MatchKind::method_not_allowed: {
-        resp = http::Response::error(ErrorCode::method_not_allowed,
-                                     std::string(http::method_name(req.method)) + " is not allowed on " + req.path);
+        auto resp = http::Response::error(ErrorCode::method_not_allowed, std::string(http::method_name(req.method)) +
+                                                                             " is not allowed on " + req.path);
         std::string allow;
         for (auto m : match.allowed) allow += (allow.empty() ? "" : ", ") + std::string(http::method_name(m));
         resp.header("Allow", allow);
-        route_name = "(method not allowed)";
+        completion->route = "(method not allowed)";
+        done(std::move(resp));
         break;
       }
       case http::Router::MatchKind::not_found:
-        resp = http::Response::error(ErrorCode::not_found, "no such endpoint: " + req.path);
-        route_name = "(not found)";
+        completion->route = "(not found)";
+        done(http::Response::error(ErrorCode::not_found, "no such endpoint: " + req.path));
         break;
     }
-  } catch (const store::StoreUnavailable& e) {
-    util::log_event("error", "store unavailable", {{"request_id", req.request_id}, {"error", e.what()}});
-    resp = http::Response::error(ErrorCode::unavailable, "the store is busy or unreachable; retry shortly");
-    resp.header("Retry-After", "1");
-  } catch (const std::exception& e) {
-    util::log_event("error", "request failed", {{"request_id", req.request_id}, {"error", e.what()}});
-    resp = http::Response::error(ErrorCode::internal, "internal error (request id " + req.request_id + ")");
+  } catch (...) {
+    done(failure_response(std::current_exception(), req.request_id));  // ignored if already answered
   }
+}
 
-  resp.header("X-Request-Id", req.request_id);
+void App::finish(Completion& c, http::Response resp) {
+  if (c.finished.exchange(true)) return;
+  resp.header("X-Request-Id", c.request_id);
   resp.header("X-Content-Type-Options", "nosniff");
   resp.header("X-Frame-Options", "DENY");
   resp.header("Referrer-Policy", "no-referrer");
   if (resp.content_type.rfind("application/json", 0) == 0) resp.header("Cache-Control", "no-store");
 
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  metrics_.observe_request(http::method_name(req.method), route_name, resp.status, seconds);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.started).count();
+  metrics_.observe_request(http::method_name(c.method), c.route, resp.status, seconds);
   if (config_.access_log) {
     util::log_event("info", "request",
-                    {{"request_id", req.request_id},
-                     {"method", http::method_name(req.method)},
-                     {"path", req.path},
-                     {"route", route_name},
+                    {{"request_id", c.request_id},
+                     {"method", http::method_name(c.method)},
+                     {"path", c.path},
+                     {"route", c.route},
                      {"status", resp.status},
                      {"duration_ms", seconds * 1000.0},
-                     {"remote_ip", req.remote_ip},
-                     {"bytes_in", req.body.size()},
+                     {"remote_ip", c.remote_ip},
+                     {"bytes_in", c.bytes_in},
                      {"bytes_out", resp.body.size()}});
   }
-  return resp;
+  c.reply(std::move(resp));
+}
+
+http::Response App::handle(http::Request& req) {
+  std::promise<http::Response> answer;
+  auto out = answer.get_future();
+  handle(req, [&answer](http::Response resp) { answer.set_value(std::move(resp)); });
+  return out.get();
 }
 
 std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store) {

@@ -2,8 +2,13 @@
 // The control plane's request pipeline: request id, rate limits, authentication
 // (session cookie with CSRF check, bearer session token, provider API key),
 // role checks, idempotency keys, metrics and the access log, around the route
-// handlers that the api/ files register.
+// handlers that the api/ files register. A handler answers at once, or (an
+// asynchronous route) hands its store work to the group commit and answers
+// when that commits.
 
+#include <atomic>
+#include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -14,9 +19,11 @@
 
 #include "core/result.hpp"
 #include "server/accounts.hpp"
+#include "server/api_key_cache.hpp"
 #include "server/config.hpp"
-#include "server/market.hpp"
+#include "server/group_commit.hpp"
 #include "server/http/http.hpp"
+#include "server/market.hpp"
 #include "server/metrics.hpp"
 #include "server/rate_limit.hpp"
 #include "store/store.hpp"
@@ -76,14 +83,28 @@ struct Ctx {
 };
 
 using ApiHandler = std::function<http::Response(Ctx&)>;
+//! A handler that answers later, through `reply`, from another thread (after a group commit). Ctx and the
+//! request it names are valid only during the call: the work must copy what it needs.
+using AsyncApiHandler = std::function<void(Ctx&, http::Reply reply)>;
+
+//! The answer for a request that an exception ended (logged with the request id): 503 with Retry-After
+//! when the store is unavailable, else 500.
+http::Response failure_response(const std::exception_ptr& failure, const std::string& request_id);
 
 class App {
  public:
   App(Config config, std::unique_ptr<store::Store> store);
 
   void route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler);
-  //! The root handler given to http::Server.
+  //! An asynchronous route. Idempotency-Key replay is not offered there (options must say no_idempotency()).
+  void route_async(http::Method method, std::string pattern, RouteOptions options, AsyncApiHandler handler);
+  //! The root handler given to http::Server: answers through `reply`, now or from the group commit's thread.
+  void handle(http::Request& req, http::Reply reply);
+  //! The same, waiting for the answer (the fuzzer; tests driving the pipeline in-process).
   http::Response handle(http::Request& req);
+  //! Answers what the group commit still holds and stops its thread: call after the HTTP server has stopped
+  //! (its requests in flight are answered while it drains) and before it is destroyed.
+  void stop_background() { group_commit_.stop(); }
 
   store::Store& store() { return *store_; }
   //! Records the port actually bound (listen port 0), so base_url() in mails names the real one.
@@ -93,9 +114,36 @@ class App {
   Metrics& metrics() { return metrics_; }
   RateLimiter& login_failures() { return login_failures_; }
   ScheduleCache& schedule_cache() { return schedule_cache_; }
+  //! The agents' heartbeats commit here, many per transaction.
+  GroupCommit& group_commit() { return group_commit_; }
+  //! Call invalidate_all() after revoking a key, before answering.
+  ApiKeyCache& api_keys() { return api_keys_; }
 
  private:
-  http::Response dispatch(http::Request& req, const RouteOptions& options, const ApiHandler& handler);
+  struct AppRoute {
+    RouteOptions options;
+    ApiHandler handler;  // one of the two
+    AsyncApiHandler async_handler;
+  };
+  //! What the access log and metrics need once the answer is known, possibly on another thread.
+  struct Completion {
+    std::chrono::steady_clock::time_point started;
+    http::Method method;
+    std::string route;
+    std::string path;
+    std::string request_id;
+    std::string remote_ip;
+    std::size_t bytes_in = 0;
+    http::Reply reply;
+    std::atomic<bool> finished{false};
+  };
+  void finish(Completion& c, http::Response resp);
+  void dispatch(http::Request& req, const AppRoute& route, const http::Reply& done);
+  //! Rate limit, authentication, CSRF and role checks: the refusal, if any; else the caller (or nobody).
+  std::optional<http::Response> admit(http::Request& req, const RouteOptions& options,
+                                      std::optional<Principal>& principal);
+  //! A synchronous handler, with Idempotency-Key replay where the route offers it.
+  http::Response run_with_idempotency(Ctx& ctx, const RouteOptions& options, const ApiHandler& handler);
   core::Result<std::optional<Principal>> authenticate(const http::Request& req);
   core::Result<std::optional<Principal>> authenticate_api_key(const std::string& key);
 
@@ -105,7 +153,10 @@ class App {
   RateLimiter auth_limiter_;
   RateLimiter login_failures_;
   ScheduleCache schedule_cache_;
+  ApiKeyCache api_keys_;
   http::Router router_;
+  std::vector<AppRoute> routes_;  // routes_[i] is router_'s route i
+  GroupCommit group_commit_;      // last: its thread uses the store and the metrics
 };
 
 //! Session cookie names.

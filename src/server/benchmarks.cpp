@@ -1,7 +1,13 @@
 #include "server/benchmarks.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/benchmark_report.hpp"
 #include "server/catalog.hpp"
@@ -88,31 +94,64 @@ BenchmarkSettings benchmark_settings(const Config& c) {
   return s;
 }
 
-std::size_t schedule_benchmarks(Tx& tx, const BenchmarkSettings& s, std::int64_t now) {
-  std::size_t opened = 0;
+namespace {
+
+// Online machines with no open run and no request within the run timeout (a run that expired without a
+// result is retried only after the timeout, not on every round).
+constexpr const char* kSchedulable =
+    "m.status = 'online' AND NOT EXISTS (SELECT 1 FROM benchmark_runs r WHERE r.machine_id = m.id AND "
+    "(r.status IN ('requested', 'delivered') OR r.requested_at > ?))";
+
+//! Why a machine is due a run now (first registration, a hardware change since its last run, a week), or nothing.
+std::optional<std::string> due_reason(Tx& tx, const std::string& id, const BenchmarkSettings& s, std::int64_t now) {
+  const auto done = last_completed(tx, id);
+  if (!done) return "first_registration";
+  if (tx.query_one("SELECT 1 FROM machine_events WHERE machine_id = ? AND kind IN ('gpus_changed', "
+                   "'driver_changed') AND at > ?",
+                   {id, *done})) {
+    return "hardware_change";
+  }
+  if (*done <= now - s.interval_ms) return "weekly";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s, std::int64_t now, std::size_t chunk,
+                                std::chrono::milliseconds pause) {
   // Rentals are not in the store yet; when they are, machines whose GPUs are rented are skipped here.
-  for (const auto& m : tx.query("SELECT id FROM machines WHERE status = 'online' ORDER BY id")) {
-    const std::string id = m.str(0);
-    if (has_open_run(tx, id)) continue;
-    auto latest = tx.query_one("SELECT MAX(requested_at) FROM benchmark_runs WHERE machine_id = ?", {id});
-    const std::optional<std::int64_t> last_request = latest && !latest->is_null(0) ? latest->opt_i64(0) : std::nullopt;
-    // A run that expired without a result is retried only after the timeout, not on every round.
-    if (last_request && *last_request > now - s.run_timeout_ms) continue;
-    const auto done = last_completed(tx, id);
-    std::string reason;
-    if (!done) {
-      reason = "first_registration";
-    } else if (tx.query_one("SELECT 1 FROM machine_events WHERE machine_id = ? AND kind IN ('gpus_changed', "
-                            "'driver_changed') AND at > ?",
-                            {id, *done})) {
-      reason = "hardware_change";
-    } else if (*done <= now - s.interval_ms) {
-      reason = "weekly";
-    } else {
-      continue;
-    }
-    open_run(tx, id, reason, now);
-    ++opened;
+  // Which machines are due, and why, is read without the write lock, whatever the fleet's size; runs are
+  // opened in small write transactions, so heartbeats (which wait for that lock) never wait long.
+  const auto due = store.transact(
+      [&](Tx& tx) {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& m :
+             tx.query(std::string("SELECT m.id FROM machines m WHERE ") + kSchedulable + " ORDER BY m.id",
+                      {now - s.run_timeout_ms})) {
+          if (auto reason = due_reason(tx, m.str(0), s, now)) out.emplace_back(m.str(0), std::move(*reason));
+        }
+        return out;
+      },
+      store::TxMode::read);
+  std::size_t opened = 0;
+  for (std::size_t i = 0; i < due.size(); i += std::max<std::size_t>(chunk, 1)) {
+    // Paced, so that a fleet registering at once (20,000 runs) is spread over seconds instead of taking
+    // the CPU and the write lock from the heartbeats for one.
+    if (i > 0) std::this_thread::sleep_for(pause);
+    opened += store.transact([&](Tx& tx) {
+      std::size_t n = 0;
+      for (std::size_t j = i; j < std::min(due.size(), i + std::max<std::size_t>(chunk, 1)); ++j) {
+        const auto& [id, reason] = due[j];
+        // Again under the write lock: it may have gone offline, or a re-run been requested, since.
+        if (!tx.query_one(std::string("SELECT 1 FROM machines m WHERE m.id = ? AND ") + kSchedulable,
+                          {id, now - s.run_timeout_ms})) {
+          continue;
+        }
+        open_run(tx, id, reason, now);
+        ++n;
+      }
+      return n;
+    });
   }
   return opened;
 }

@@ -6,8 +6,9 @@
 // and quality ratio, delisting at once with a notification naming the failed
 // metric, measured vs expected and a recommendation, and relisting when a
 // later run passes. The judgement itself is core/benchmark.hpp; every function
-// here works inside the caller's transaction.
+// here works inside the caller's transaction, except the scheduler's round.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,8 +33,11 @@ struct BenchmarkSettings {
 //! The settings from the server's configuration.
 BenchmarkSettings benchmark_settings(const Config& c);
 
-//! Opens the runs that are due on online machines with no open run. Returns how many.
-std::size_t schedule_benchmarks(store::Tx& tx, const BenchmarkSettings& s, std::int64_t now_ms);
+//! Opens the runs that are due on online machines with no open run. Returns how many. Reads which are
+//! due in one read transaction, then opens them `chunk` machines per write transaction, `pause` apart.
+std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s, std::int64_t now_ms,
+                                std::size_t chunk = 200,
+                                std::chrono::milliseconds pause = std::chrono::milliseconds(50));
 
 //! The commands for a heartbeat reply: a `run_benchmark` for a requested run (marked delivered), else none.
 //! Expires runs delivered longer ago than the timeout first.

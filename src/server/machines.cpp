@@ -215,7 +215,7 @@ core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provide
         "INSERT INTO telemetry_latest (machine_id, uuid, at, sample) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (machine_id, uuid) DO UPDATE SET at = excluded.at, sample = excluded.sample "
         "WHERE excluded.at >= telemetry_latest.at",
-        {m->id, s.uuid, at, s.to_json().dump()});
+        {m->id, s.uuid, at, s.to_json_text()});
     const bool throttled = std::any_of(s.clock_events.begin(), s.clock_events.end(), is_throttle_event);
     auto d = [](const auto& v) { return v ? store::Value(static_cast<double>(*v)) : store::Value(0.0); };
     auto n = [](const auto& v) { return std::int64_t{v ? 1 : 0}; };
@@ -322,11 +322,12 @@ core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_
   return out;
 }
 
-std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::int64_t now) {
+std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::int64_t now, std::size_t limit) {
   const std::int64_t cutoff = now - std::int64_t{settings.offline_after_missed} * settings.heartbeat_interval_s * 1000;
   std::size_t changed = 0;
-  for (const Row& r :
-       tx.query("SELECT id, last_seen_at FROM machines WHERE status = 'online' AND last_seen_at < ?", {cutoff})) {
+  for (const Row& r : tx.query("SELECT id, last_seen_at FROM machines WHERE status = 'online' AND last_seen_at < ? "
+                               "ORDER BY last_seen_at LIMIT ?",
+                               {cutoff, static_cast<std::int64_t>(limit)})) {
     if (tx.exec("UPDATE machines SET status = 'offline' WHERE id = ? AND status = 'online'", {r.str(0)}) == 1) {
       add_event(tx, r.str(0), now, "offline",
                 {{"last_seen_at", util::rfc3339(r.i64(1))}, {"missed_heartbeats", settings.offline_after_missed}});
@@ -336,11 +337,21 @@ std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::
   return changed;
 }
 
-std::int64_t prune_telemetry(Tx& tx, const MachineSettings& settings, std::int64_t now) {
+std::int64_t prune_telemetry(Tx& tx, const MachineSettings& settings, std::int64_t now, std::int64_t limit) {
   const std::int64_t oldest = now - std::int64_t{settings.telemetry_retention_days} * kDayMs;
-  return tx.exec("DELETE FROM telemetry_minute WHERE minute < ?", {oldest}) +
-         tx.exec("DELETE FROM presence_minute WHERE minute < ?", {oldest}) +
-         tx.exec("DELETE FROM agent_seq WHERE received_at < ?", {oldest});
+  // By key, at most `limit` rows per table (row values work on both drivers).
+  return tx.exec(
+             "DELETE FROM telemetry_minute WHERE (machine_id, uuid, minute) IN (SELECT machine_id, uuid, minute "
+             "FROM telemetry_minute WHERE minute < ? LIMIT ?)",
+             {oldest, limit}) +
+         tx.exec(
+             "DELETE FROM presence_minute WHERE (machine_id, minute) IN (SELECT machine_id, minute "
+             "FROM presence_minute WHERE minute < ? LIMIT ?)",
+             {oldest, limit}) +
+         tx.exec(
+             "DELETE FROM agent_seq WHERE (machine_id, seq) IN (SELECT machine_id, seq FROM agent_seq "
+             "WHERE received_at < ? LIMIT ?)",
+             {oldest, limit});
 }
 
 std::string agent_installer(const std::string& server_url) {

@@ -40,11 +40,14 @@ core::Result<nlohmann::json> list_machines(store::Tx& tx, const std::string& pro
 core::Result<nlohmann::json> machine_detail(store::Tx& tx, const std::string& provider_id,
                                             const std::string& machine_id, std::int64_t now_ms);
 
-//! Marks machines whose last heartbeat is older than offline_after_missed intervals Offline, with an event.
-//! Returns how many changed.
-std::size_t mark_offline_machines(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms);
-//! Deletes aggregates, presence and dedupe rows older than the retention. Returns rows deleted.
-std::int64_t prune_telemetry(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms);
+//! Marks machines whose last heartbeat is older than offline_after_missed intervals Offline, with an event:
+//! at most `limit` of them (the longest silent first). Returns how many changed.
+std::size_t mark_offline_machines(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms,
+                                  std::size_t limit = 500);
+//! Deletes aggregates, presence and dedupe rows older than the retention, at most `limit` rows per table.
+//! Returns rows deleted.
+std::int64_t prune_telemetry(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms,
+                             std::int64_t limit = 5000);
 
 //! The provider a caller acts for: an API key's provider, or the signed-in user's; empty when none.
 std::string provider_id_for_api_key(store::Tx& tx, const std::string& api_key_id);

@@ -81,7 +81,7 @@ int serve(server::Config cfg) {
   server::workers::Worker benchmarks_worker(
       app->store(), "benchmarks", std::chrono::milliseconds(cfg.benchmark_schedule_interval_ms), [&] {
         const auto settings = server::benchmark_settings(app->config());
-        app->store().transact([&](store::Tx& tx) { server::schedule_benchmarks(tx, settings, store::now_ms()); });
+        server::schedule_benchmarks(app->store(), settings, store::now_ms());
       });
 
   http::ServerOptions so;
@@ -94,7 +94,7 @@ int serve(server::Config cfg) {
   so.idle_timeout = std::chrono::seconds(cfg.idle_timeout_s);
   so.shutdown_grace = std::chrono::seconds(cfg.shutdown_grace_s);
   if (!cfg.tls_cert.empty()) so.tls = http::TlsOptions{cfg.tls_cert, cfg.tls_key};
-  http::Server srv(so, [&app](http::Request& req) { return app->handle(req); });
+  http::Server srv(so, [&app](http::Request& req, http::Reply reply) { app->handle(req, std::move(reply)); });
   std::uint16_t port = 0;
   try {
     port = srv.start();
@@ -120,6 +120,7 @@ int serve(server::Config cfg) {
   util::log_event("info", "shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   srv.stop();
   srv.wait();
+  app->stop_background();  // heartbeats still queued are committed (their connections are gone)
   mail_worker.stop();
   machines_worker.stop();
   benchmarks_worker.stop();

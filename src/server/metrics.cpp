@@ -58,6 +58,12 @@ void Metrics::observe_store(std::string_view op, double seconds) {
   store_latency_[std::string(op)].observe(seconds);
 }
 
+void Metrics::observe_group_commit(std::size_t requests) {
+  std::lock_guard lock(mu_);
+  ++group_commit_batches_;
+  group_commit_requests_ += requests;
+}
+
 std::string Metrics::render() const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -78,6 +84,12 @@ std::string Metrics::render() const {
   for (const auto& [op, h] : store_latency_) {
     h.render(out, "gpunex_store_statement_duration_seconds", "op=\"" + escape_label(op) + "\"");
   }
+  out += "# HELP gpunex_group_commit_batches_total Transactions that committed queued requests' writes together.\n";
+  out += "# TYPE gpunex_group_commit_batches_total counter\n";
+  out += "gpunex_group_commit_batches_total " + std::to_string(group_commit_batches_) + "\n";
+  out += "# HELP gpunex_group_commit_requests_total Requests whose writes those transactions committed.\n";
+  out += "# TYPE gpunex_group_commit_requests_total counter\n";
+  out += "gpunex_group_commit_requests_total " + std::to_string(group_commit_requests_) + "\n";
   return out;
 }
 

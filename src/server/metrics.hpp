@@ -1,8 +1,10 @@
 #pragma once
 // Prometheus metrics kept in memory: requests by route and status, request
-// latency, store statement latency. Rendered in the text exposition format.
+// latency, store statement latency, group-commit batches. Rendered in the text
+// exposition format.
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -31,6 +33,8 @@ class Metrics {
  public:
   void observe_request(std::string_view method, std::string_view route, int status, double seconds);
   void observe_store(std::string_view op, double seconds);
+  //! One group-commit transaction that committed `requests` requests' writes.
+  void observe_group_commit(std::size_t requests);
   //! The Prometheus text exposition of everything observed.
   std::string render() const;
 
@@ -39,6 +43,8 @@ class Metrics {
   std::map<std::tuple<std::string, std::string, int>, std::uint64_t> requests_;
   std::map<std::string, Histogram> request_latency_;  // by route
   std::map<std::string, Histogram> store_latency_;    // by statement kind
+  std::uint64_t group_commit_batches_ = 0;
+  std::uint64_t group_commit_requests_ = 0;
 };
 
 }  // namespace gpunex::server

@@ -79,10 +79,14 @@ core::Result<nlohmann::json> revoke_api_key(store::Tx& tx, const std::string& pr
 }
 
 std::optional<ApiKeyInfo> find_api_key(store::Tx& tx, const std::string& key) {
+  return find_api_key_by_hash(tx, util::sha256_hex(key));
+}
+
+std::optional<ApiKeyInfo> find_api_key_by_hash(store::Tx& tx, const std::string& key_hash) {
   auto r = tx.query_one(
       "SELECT k.id, k.provider_id, p.user_id, k.last_used_at FROM api_keys k "
       "JOIN providers p ON p.id = k.provider_id WHERE k.key_hash = ? AND k.revoked_at IS NULL",
-      {util::sha256_hex(key)});
+      {key_hash});
   if (!r) return std::nullopt;
   return ApiKeyInfo{r->str(0), r->str(1), r->str(2), r->opt_i64(3)};
 }

@@ -55,6 +55,8 @@ struct ApiKeyInfo {
   std::optional<std::int64_t> last_used_at_ms;
 };
 std::optional<ApiKeyInfo> find_api_key(store::Tx& tx, const std::string& key);
+//! The same, by the key's SHA-256 (hex), as stored.
+std::optional<ApiKeyInfo> find_api_key_by_hash(store::Tx& tx, const std::string& key_hash);
 //! Records use, at most once a minute per key (so a busy agent does not write on every request).
 void touch_api_key(store::Tx& tx, const std::string& key_id, std::int64_t now_ms);
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "server/agent_protocol.hpp"
+#include "util/time.hpp"
 
 namespace gpunex::server {
 namespace {
@@ -122,6 +123,37 @@ TEST(AgentProtocol, EveryBadHeartbeatFieldIsNamed) {
   auto missing = good_heartbeat();
   missing["telemetry"][0].erase("memory_used_mib");
   EXPECT_EQ(field_of(missing, true), "telemetry[0].memory_used_mib");
+}
+
+// The stored sample text is written directly; it must stay what nlohmann::json writes.
+TEST(AgentProtocol, SampleTextIsTheJsonDump) {
+  auto hb = parse_heartbeat_request(good_heartbeat());
+  ASSERT_TRUE(hb) << hb.error().message;
+  std::vector<TelemetrySample> samples = hb->telemetry;
+  TelemetrySample bare;  // every reading absent
+  bare.at_ms = 1'796'205'600'123;
+  samples.push_back(bare);
+  TelemetrySample odd = hb->telemetry[0];
+  odd.power_w = 0.1;
+  odd.power_limit_w = 1e-7;
+  odd.clock_events = {"quote\"back\\slash", "tab\t", "naïve"};
+  odd.error = std::nullopt;
+  samples.push_back(odd);
+  TelemetrySample failed = hb->telemetry[1];
+  failed.error = "line\nbreak \"quoted\" \x01";
+  samples.push_back(failed);
+  for (const auto& s : samples) EXPECT_EQ(s.to_json_text(), s.to_json().dump());
+}
+
+TEST(AgentProtocol, Rfc3339Text) {
+  EXPECT_EQ(util::rfc3339(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(util::rfc3339(1'796'205'600'000), "2026-12-02T10:00:00Z");
+  EXPECT_EQ(util::rfc3339(1'796'205'600'007), "2026-12-02T10:00:00.007Z");
+  EXPECT_EQ(util::rfc3339(-1), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(util::rfc3339(951'782'400'000), "2000-02-29T00:00:00Z");
+  for (std::int64_t ms : {std::int64_t{0}, std::int64_t{1'796'205'600'123}, std::int64_t{-86'400'001}}) {
+    EXPECT_EQ(util::parse_rfc3339(util::rfc3339(ms)), ms);
+  }
 }
 
 }  // namespace

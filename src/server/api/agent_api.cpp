@@ -59,18 +59,37 @@ http::Response agent_call(Ctx& ctx, Parse parse, Apply apply) {
 http::Response agent_register(Ctx& ctx) {
   return agent_call(ctx, parse_register_request, register_machine);
 }
-http::Response agent_heartbeat(Ctx& ctx) {
-  const auto bench = benchmark_settings(ctx.config());
-  // The reply carries the commands: a benchmark run the server wants (server/benchmarks.hpp).
-  return agent_call(ctx, parse_heartbeat_request,
-                    [&](store::Tx& tx, const std::string& provider, const HeartbeatRequest& req,
-                        const MachineSettings& s, std::int64_t now) -> core::Result<nlohmann::json> {
-                      auto reply = record_heartbeat(tx, provider, req, s, now);
-                      if (!reply) return reply;
-                      auto cmds = benchmark_commands(tx, req.machine_id, bench, now);
-                      if (!cmds.empty()) (*reply)["commands"] = std::move(cmds);
-                      return reply;
-                    });
+//! A heartbeat is parsed here, on the I/O thread, and stored by the group commit with the heartbeats of
+//! other agents in one transaction; the reply is sent once that transaction has committed.
+void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
+  if (auto refused = require_api_key(ctx)) return reply(*refused);
+  auto body = ctx.json_body();
+  if (!body) return reply(http::Response::error(body.error()));
+  auto req = parse_heartbeat_request(*body);
+  if (!req) return reply(http::Response::error(req.error()));
+  std::string machine_id = req->machine_id;  // orders the batch
+  auto work = [key_id = ctx.principal->api_key_id, req = std::move(*req), settings = settings_of(ctx.config()),
+               bench = benchmark_settings(ctx.config()),
+               now = store::now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
+    // The key is checked again inside the transaction: one revoked since authentication is refused.
+    const std::string provider = provider_id_for_api_key(tx, key_id);
+    if (provider.empty()) {
+      return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
+    }
+    auto out = record_heartbeat(tx, provider, req, settings, now);
+    if (!out) return out;
+    // The reply carries the commands: a benchmark run the server wants (server/benchmarks.hpp).
+    auto cmds = benchmark_commands(tx, req.machine_id, bench, now);
+    if (!cmds.empty()) (*out)["commands"] = std::move(cmds);
+    return out;
+  };
+  ctx.app.group_commit().submit(
+      std::move(work),
+      [reply, request_id = ctx.req.request_id](GroupCommit::Outcome o) {
+        if (o.failure) return reply(failure_response(o.failure, request_id));
+        reply(o.result ? http::Response::json(200, *o.result) : http::Response::error(o.result.error()));
+      },
+      std::move(machine_id));
 }
 
 http::Response provider_machines(Ctx& ctx) {
@@ -114,7 +133,7 @@ void register_agent_api(App& app) {
   // Sequence numbers make agent messages idempotent; Idempotency-Key replay is not needed here.
   auto agent = RouteOptions::signed_in().no_idempotency().api_key_allowed();
   app.route(http::Method::post, "/v1/agent/register", agent, agent_register);
-  app.route(http::Method::post, "/v1/agent/heartbeat", agent, agent_heartbeat);
+  app.route_async(http::Method::post, "/v1/agent/heartbeat", agent, agent_heartbeat);
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
   app.route(http::Method::get, "/agent/install.sh", RouteOptions::public_route(), install_script);
   app.route(http::Method::get, "/v1/provider/machines", provider, provider_machines);

@@ -74,6 +74,8 @@ Response create_key(Ctx& ctx) {
     out["provider_id"] = p->id;
     return out;
   });
+  // A key revoked (committed) is refused from now on, also where this process had it cached.
+  if (revoke) ctx.app.api_keys().invalidate_all();
   if (!r) return Response::error(r.error());
   return Response::json(201, *r);
 }
@@ -84,6 +86,7 @@ Response delete_key(Ctx& ctx) {
     if (!p) return std::move(p).error();
     return revoke_api_key(tx, p->id, ctx.req.param("id"), store::now_ms());
   });
+  ctx.app.api_keys().invalidate_all();  // before answering: the revoked key is refused from now on
   if (!r) return Response::error(r.error());
   return Response::json(200, *r);
 }

@@ -241,6 +241,7 @@ Router::Match Router::match(Method method, std::string_view path) const {
   }
   result.kind = MatchKind::found;
   result.handler = &best->handler;
+  result.index = static_cast<std::size_t>(best - routes_.data());
   result.pattern = best->pattern;
   for (std::size_t i = 0; i < segments.size(); ++i) {
     const auto& s = best->segments[i];

@@ -1,7 +1,8 @@
 #pragma once
 // HTTP types shared by the server, the router and the API handlers. Handlers
-// are plain synchronous functions Request -> Response; the Beast server runs
-// them on its I/O threads.
+// are plain synchronous functions Request -> Response that the Beast server
+// runs on its I/O threads, or asynchronous ones that answer later through a
+// Reply, so that slow work (a group commit) does not hold an I/O thread.
 
 #include <chrono>
 #include <cstdint>
@@ -68,6 +69,13 @@ struct Response {
 
 using Handler = std::function<Response(Request&)>;
 
+//! Answers a request: call it exactly once, from any thread; the connection writes the response on its own
+//! strand. Later calls are ignored.
+using Reply = std::function<void(Response)>;
+//! A handler that may answer after it returns. The Request is valid only during the call. A handler that
+//! throws before replying is answered 500.
+using AsyncHandler = std::function<void(Request&, Reply)>;
+
 //! Parses one complete HTTP/1.1 request from bytes (the fuzzer's entry; the server parses incrementally).
 core::Result<Request> parse_raw_request(std::string_view raw, std::size_t body_limit);
 
@@ -85,6 +93,7 @@ class Router {
   struct Match {
     MatchKind kind = MatchKind::not_found;
     const Handler* handler = nullptr;
+    std::size_t index = 0;  // the route's position in the order of add()
     std::string pattern;
     std::map<std::string, std::string, std::less<>> params;
     std::vector<Method> allowed;  // for 405's Allow header
@@ -126,6 +135,7 @@ struct ServerOptions {
 class Server {
  public:
   Server(ServerOptions options, Handler handler);
+  Server(ServerOptions options, AsyncHandler handler);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

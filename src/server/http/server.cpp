@@ -153,12 +153,11 @@ class SessionBase {
 // All server state. Not Server::Impl itself: the sessions below must name it,
 // and Impl is private to Server.
 struct ServerCore {
-  ServerCore(ServerOptions options, Handler handler)
+  ServerCore(ServerOptions options, AsyncHandler handler)
       : options_(std::move(options)),
         handler_(std::move(handler)),
-        threads_count_(options_.threads > 0
-                           ? options_.threads
-                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
+        threads_count_(options_.threads > 0 ? options_.threads
+                                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
         ioc_(threads_count_),
         acceptor_(net::make_strand(ioc_)),
         retry_timer_(acceptor_.get_executor()) {}
@@ -177,7 +176,7 @@ struct ServerCore {
   }
 
   ServerOptions options_;
-  Handler handler_;
+  AsyncHandler handler_;
   int threads_count_;
   std::atomic<bool> stopping_{false};
 
@@ -314,12 +313,12 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     send(make_error(11, core::ErrorCode::bad_request, "malformed HTTP request"));
   }
 
-  // Parses the Beast request into a Request, runs the handler and answers.
+  // Parses the Beast request into a Request and runs the handler, which answers now or later.
   void handle() {
     auto& msg = parser_->get();
     ++served_;
-    bool keep_alive = msg.keep_alive();
-    unsigned version = msg.version();
+    const bool keep_alive = msg.keep_alive();
+    const unsigned version = msg.version();
     auto parsed = request_from_message(std::move(msg));
     if (!parsed) return send(make_error(version, core::ErrorCode::bad_request, parsed.error().message));
     Request req = std::move(*parsed);
@@ -328,9 +327,33 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     auto id = req.header("x-request-id");
     req.request_id = valid_request_id(id) ? id : new_request_id();
 
+    // The reply may come from another thread: it hops onto this connection's strand (at once when the
+    // handler answers inline, which is already there).
+    auto replied = std::make_shared<std::atomic<bool>>(false);
+    Reply reply = [self = this->shared_from_this(), replied, keep_alive, version, head = req.method == Method::head,
+                   request_id = req.request_id](Response r) {
+      if (replied->exchange(true)) return;
+      net::dispatch(self->stream_.get_executor(),
+                    [self, r = std::move(r), keep_alive, version, head, request_id]() mutable {
+                      self->respond(std::move(r), keep_alive, version, head, request_id);
+                    });
+    };
+    try {
+      server_.handler_(req, reply);
+    } catch (...) {
+      // Never leak what went wrong to the client; the connection stays usable.
+      if (!replied->exchange(true)) {
+        auto res = make_error(version, core::ErrorCode::internal, "internal error");
+        res.keep_alive(keep_alive && !server_.stopping_);
+        send(std::move(res));
+      }
+    }
+  }
+
+  // Turns the handler's Response into the Beast message and writes it.
+  void respond(Response r, bool keep_alive, unsigned version, bool head, const std::string& request_id) {
     bhttp::response<bhttp::string_body> res;
     try {
-      Response r = server_.handler_(req);
       res.result(static_cast<unsigned>(r.status));
       res.version(version);
       res.set(bhttp::field::server, "gpunex");
@@ -341,19 +364,18 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
         if (beast::iequals(name, "x-request-id")) has_request_id = true;
         res.insert(name, value);
       }
-      if (!has_request_id) res.set("X-Request-Id", req.request_id);
+      if (!has_request_id) res.set("X-Request-Id", request_id);
       // These statuses carry no body (and Beast refuses to frame one).
       if (r.status < 200 || r.status == 204 || r.status == 304) r.body.clear();
       res.body() = std::move(r.body);
       res.keep_alive(keep_alive && !server_.stopping_);
       res.prepare_payload();
     } catch (...) {
-      // Never leak what went wrong to the client; the connection stays usable.
       res = make_error(version, core::ErrorCode::internal, "internal error");
       res.keep_alive(keep_alive && !server_.stopping_);
     }
     // HEAD: the GET's Content-Length, no body.
-    if (req.method == Method::head) res.body().clear();
+    if (head) res.body().clear();
     send(std::move(res));
   }
 
@@ -435,6 +457,10 @@ void ServerCore::on_accept(beast::error_code ec, tcp::socket socket) {
 }
 
 Server::Server(ServerOptions options, Handler handler)
+    : Server(std::move(options),
+             AsyncHandler([handler = std::move(handler)](Request& req, const Reply& reply) { reply(handler(req)); })) {}
+
+Server::Server(ServerOptions options, AsyncHandler handler)
     : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
 
 Server::~Server() { stop(); }

@@ -1,5 +1,6 @@
 // The PostgreSQL driver: libpq connections in a pool, '?' placeholders
-// rewritten to $n, parameters sent as text, results typed by column OID.
+// rewritten to $n, statements prepared once per connection, parameters sent as
+// text, results typed by column OID.
 
 #include "store/postgres/postgres_store.hpp"
 
@@ -7,9 +8,12 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "store/driver_util.hpp"
 
@@ -114,6 +118,8 @@ Value convert(const PGresult* res, int row, int col) {
 
 //! One libpq connection; `broken` once the server connection is lost.
 class PgConnection {
+  static constexpr std::size_t kPreparedLimit = 512;
+
  public:
   PgConnection(const std::string& url, const std::string& described) {
     conn_.reset(PQconnectdb(url.c_str()));
@@ -156,6 +162,22 @@ class PgConnection {
     return check(ResultPtr(PQexec(conn_.get(), text.c_str())), sql);
   }
 
+  //! The name of a server-side prepared statement for text with these parameter types, preparing it on
+  //! first use: the server then parses and plans it once per connection instead of on every call.
+  const std::string& prepared(const std::string& text, const std::vector<Oid>& types, std::string_view sql) {
+    std::string key(reinterpret_cast<const char*>(types.data()), types.size() * sizeof(Oid));
+    key += text;
+    if (auto it = prepared_.find(key); it != prepared_.end()) return it->second;
+    if (prepared_.size() >= kPreparedLimit) {
+      exec_simple("DEALLOCATE ALL");
+      prepared_.clear();
+    }
+    std::string name = "gpx" + std::to_string(next_prepared_++);
+    check(ResultPtr(PQprepare(conn_.get(), name.c_str(), text.c_str(), static_cast<int>(types.size()), types.data())),
+          sql);
+    return prepared_.emplace(std::move(key), std::move(name)).first->second;
+  }
+
   //! Rolls back without throwing; false if the connection should not be reused.
   bool rollback_quietly() noexcept {
     if (!healthy()) return false;
@@ -166,6 +188,8 @@ class PgConnection {
 
  private:
   ConnPtr conn_;
+  std::unordered_map<std::string, std::string> prepared_;  // types + text -> statement name
+  std::uint64_t next_prepared_ = 0;
 };
 
 class PgTx final : public Tx {
@@ -231,6 +255,14 @@ class PgTx final : public Tx {
         continue;  // NULL: values[i] stays nullptr
       }
       values[i] = storage[i].c_str();
+    }
+    // Plain statements are prepared once per connection; anything else (DDL, locks) runs unnamed.
+    const std::string kind = detail::first_keyword(sql);
+    if (kind == "select" || kind == "insert" || kind == "update" || kind == "delete" || kind == "with") {
+      const std::string& name = conn_.prepared(text, types, sql);
+      return conn_.check(ResultPtr(PQexecPrepared(conn_.get(), name.c_str(), static_cast<int>(params.size()),
+                                                  values.data(), nullptr, nullptr, 0)),
+                         sql);
     }
     ResultPtr res(PQexecParams(conn_.get(), text.c_str(), static_cast<int>(params.size()), types.data(),
                                values.data(), nullptr, nullptr, 0));

@@ -1,0 +1,200 @@
+// Machines in a real (in-memory SQLite) store: heartbeats committed together by the group commit (a
+// refused or failing one answered alone, the rest kept, a replayed seq stored once), and the sweep's
+// bounded transactions (offline detection, retention). The API scenarios run the same code on
+// PostgreSQL too.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <stdexcept>
+#include <thread>
+
+#include "server/agent_protocol.hpp"
+#include "server/catalog.hpp"
+#include "server/group_commit.hpp"
+#include "server/machines.hpp"
+#include "server/workers/machines_worker.hpp"
+
+using namespace gpunex;  // NOLINT: test file
+
+namespace {
+
+constexpr std::int64_t kNow = 1'796'205'600'000;  // 2026-12-02T10:00:00Z
+
+class MachinesStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = store::open_store("sqlite::memory:");
+    store::migrate(*store_);
+    server::seed_catalog(*store_);
+    store_->transact([](store::Tx& tx) {
+      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
+      tx.exec(
+          "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
+          "VALUES ('a1', 'u1', 'approved', '{}', 0, 0)");
+      tx.exec(
+          "INSERT INTO providers (id, user_id, application_id, tier, created_at) "
+          "VALUES ('p1', 'u1', 'a1', 'community', 0)");
+    });
+  }
+
+  //! Registers a simulated machine with GPUs "<name>-0" and "<name>-1"; returns its id.
+  std::string register_machine(const std::string& name) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (int i = 0; i < 2; ++i) {
+      gpus.push_back({{"index", i},
+                      {"uuid", name + "-" + std::to_string(i)},
+                      {"name", "NVIDIA L40S"},
+                      {"memory_mib", 46068},
+                      {"driver_version", "550.54.15"},
+                      {"cuda_version", "12.4"},
+                      {"pci_bus_id", ""}});
+    }
+    auto req = server::parse_register_request({{"protocol_version", 1},
+                                               {"agent_version", "0.1.0"},
+                                               {"machine_fingerprint", "fingerprint-" + name},
+                                               {"simulated", true},
+                                               {"host",
+                                                {{"hostname", name},
+                                                 {"cpu_model", "x"},
+                                                 {"cpu_cores", 8},
+                                                 {"ram_mib", 1},
+                                                 {"disk_free_mib", 1},
+                                                 {"os", "x"},
+                                                 {"kernel", "x"}}},
+                                               {"gpus", gpus}});
+    EXPECT_TRUE(req) << req.error().message;
+    auto out =
+        store_->transact([&](store::Tx& tx) { return server::register_machine(tx, "p1", *req, settings_, kNow); });
+    EXPECT_TRUE(out) << out.error().message;
+    return (*out)["machine_id"].get<std::string>();
+  }
+
+  static server::HeartbeatRequest heartbeat(const std::string& machine, const std::string& name, std::int64_t seq,
+                                            const std::string& uuid_suffix = "-0") {
+    auto req = server::parse_heartbeat_request({{"protocol_version", 1},
+                                                {"machine_id", machine},
+                                                {"seq", seq},
+                                                {"jobs", nlohmann::json::array()},
+                                                {"telemetry",
+                                                 {{{"index", 0},
+                                                   {"uuid", name + uuid_suffix},
+                                                   {"at", "2026-12-02T10:00:00Z"},
+                                                   {"memory_used_mib", 10},
+                                                   {"temperature_c", 50 + seq},
+                                                   {"clock_events", nlohmann::json::array()}}}}});
+    EXPECT_TRUE(req) << req.error().message;
+    return *req;
+  }
+
+  std::int64_t samples(const std::string& uuid) {
+    return store_->transact([&](store::Tx& tx) {
+      auto r = tx.query_one("SELECT COALESCE(SUM(samples), 0) FROM telemetry_minute WHERE uuid = ?", {uuid});
+      return r ? r->i64(0) : 0;
+    });
+  }
+
+  std::unique_ptr<store::Store> store_;
+  server::MachineSettings settings_;
+};
+
+TEST_F(MachinesStore, GroupCommitAnswersEachHeartbeatAfterItsBatchAndKeepsTheGoodOnes) {
+  const std::string m1 = register_machine("a");
+  const std::string m2 = register_machine("b");
+  std::vector<std::size_t> batches;
+  server::GroupCommit commit(*store_, [&](std::size_t n) { batches.push_back(n); });
+
+  auto record = [&](server::HeartbeatRequest req) -> server::GroupCommit::Work {
+    return [this, req = std::move(req)](store::Tx& tx) {
+      return server::record_heartbeat(tx, "p1", req, settings_, kNow);
+    };
+  };
+  std::vector<std::promise<server::GroupCommit::Outcome>> answers(6);
+  auto done = [&](std::size_t i) {
+    return [&answers, i](server::GroupCommit::Outcome o) { answers[i].set_value(std::move(o)); };
+  };
+  // The only connection of the in-memory store is held here, so the writer takes the first heartbeat and
+  // waits, and the other five queue behind it: they run as one batch.
+  store_->transact([&](store::Tx&) {
+    commit.submit(record(heartbeat(m2, "b", 1)), done(0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    commit.submit(record(heartbeat(m1, "a", 1)), done(1));
+    commit.submit(record(heartbeat(m1, "a", 1)), done(2));        // the same seq again
+    commit.submit(record(heartbeat(m1, "a", 2, "-9")), done(3));  // not a GPU of this machine
+    commit.submit([](store::Tx&) -> core::Result<nlohmann::json> { throw std::runtime_error("disk on fire"); },
+                  done(4));
+    commit.submit(record(heartbeat(m1, "a", 3)), done(5));
+  });
+  std::vector<server::GroupCommit::Outcome> out;
+  for (auto& a : answers) out.push_back(a.get_future().get());
+
+  EXPECT_TRUE(out[0].result && !out[0].failure);
+  ASSERT_TRUE(out[1].result);
+  EXPECT_FALSE(out[1].result->contains("duplicate"));
+  ASSERT_TRUE(out[2].result);
+  EXPECT_EQ((*out[2].result)["duplicate"], true);
+  ASSERT_FALSE(out[3].result);
+  EXPECT_EQ(out[3].result.error().field, "telemetry[0].uuid");
+  EXPECT_TRUE(out[4].failure);
+  EXPECT_TRUE(out[5].result && !out[5].failure);
+  // m2's beat alone, then the three good ones of the queue together, committed once.
+  EXPECT_EQ(batches, (std::vector<std::size_t>{1, 3}));
+  EXPECT_EQ(samples("a-0"), 2);  // seq 1 once, seq 3
+  EXPECT_EQ(samples("a-9"), 0);
+  EXPECT_EQ(samples("b-0"), 1);
+  auto status = store_->transact(
+      [&](store::Tx& tx) { return tx.query_one("SELECT status, last_seq FROM machines WHERE id = ?", {m1}); });
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->str(0), "online");
+  EXPECT_EQ(status->i64(1), 3);
+}
+
+TEST_F(MachinesStore, GroupCommitAnswersWhatIsQueuedWhenStopped) {
+  const std::string m1 = register_machine("a");
+  server::GroupCommit commit(*store_);
+  std::promise<server::GroupCommit::Outcome> first;
+  std::promise<server::GroupCommit::Outcome> after_stop;
+  commit.submit(
+      [&](store::Tx& tx) { return server::record_heartbeat(tx, "p1", heartbeat(m1, "a", 1), settings_, kNow); },
+      [&](server::GroupCommit::Outcome o) { first.set_value(std::move(o)); });
+  commit.stop();
+  EXPECT_TRUE(first.get_future().get().result);
+  commit.submit([](store::Tx&) -> core::Result<nlohmann::json> { return nlohmann::json::object(); },
+                [&](server::GroupCommit::Outcome o) { after_stop.set_value(std::move(o)); });
+  auto late = after_stop.get_future().get();
+  ASSERT_FALSE(late.result);
+  EXPECT_EQ(late.result.error().code, core::ErrorCode::unavailable);
+}
+
+TEST_F(MachinesStore, SweepMarksOfflineAndPrunesInBoundedTransactions) {
+  std::vector<std::string> ids;
+  for (const char* name : {"a", "b", "c"}) ids.push_back(register_machine(name));
+  store_->transact([&](store::Tx& tx) {
+    tx.exec("UPDATE machines SET status = 'online', last_seen_at = ?", {kNow - 3'600'000});
+    const std::int64_t old = kNow - std::int64_t{settings_.telemetry_retention_days + 1} * 86'400'000;
+    for (int i = 0; i < 7; ++i) {
+      tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) VALUES (?, ?, 1)", {ids[0], old + i * 60'000});
+      tx.exec("INSERT INTO agent_seq (machine_id, seq, received_at) VALUES (?, ?, ?)", {ids[1], i + 1, old});
+    }
+    tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) VALUES (?, ?, 1)", {ids[0], kNow});
+  });
+  EXPECT_EQ(store_->transact([&](store::Tx& tx) { return server::mark_offline_machines(tx, settings_, kNow, 2); }), 2u);
+  EXPECT_EQ(store_->transact([&](store::Tx& tx) { return server::prune_telemetry(tx, settings_, kNow, 3); }), 6);
+  auto r = server::workers::sweep_machines(*store_, settings_, kNow);
+  EXPECT_EQ(r.went_offline, 1u);
+  EXPECT_EQ(r.pruned_rows, 8);
+  auto left = store_->transact([&](store::Tx& tx) {
+    return tx.query_one(
+        "SELECT (SELECT COUNT(*) FROM machines WHERE status = 'offline'), "
+        "(SELECT COUNT(*) FROM presence_minute), (SELECT COUNT(*) FROM agent_seq), "
+        "(SELECT COUNT(*) FROM machine_events WHERE kind = 'offline')");
+  });
+  ASSERT_TRUE(left);
+  EXPECT_EQ(left->i64(0), 3);
+  EXPECT_EQ(left->i64(1), 1);  // the current minute stays
+  EXPECT_EQ(left->i64(2), 0);
+  EXPECT_EQ(left->i64(3), 3);
+}
+
+}  // namespace
