@@ -31,10 +31,19 @@ void App::set_bound_port(std::uint16_t port) {
 }
 
 void App::route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler) {
-  router_.add(method, std::move(pattern),
-              [this, options = std::move(options), handler = std::move(handler)](http::Request& req) {
-                return dispatch(req, options, handler);
-              });
+  const auto counted = options.counted_body_limit;
+  router_.add(
+      method, std::move(pattern),
+      [this, options = std::move(options), handler = std::move(handler)](http::Request& req) {
+        return dispatch(req, options, handler);
+      },
+      counted);
+}
+
+std::optional<std::uint64_t> App::counted_body_limit(http::Method method, std::string_view raw_path) const {
+  auto match = router_.match(method, raw_path);
+  if (match.kind != http::Router::MatchKind::found) return std::nullopt;
+  return match.counted_body_limit;
 }
 
 namespace {
@@ -203,7 +212,7 @@ http::Response App::dispatch(http::Request& req, const RouteOptions& options, co
       tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, idem_key});
     } else {
       tx.exec("UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND idem_key = ?",
-              {static_cast<std::int64_t>(resp.status), resp.body, scope, idem_key});
+              {static_cast<std::int64_t>(resp.status), std::string(resp.body_bytes()), scope, idem_key});
     }
   });
   return resp;
@@ -264,8 +273,8 @@ http::Response App::handle(http::Request& req) {
                      {"status", resp.status},
                      {"duration_ms", seconds * 1000.0},
                      {"remote_ip", req.remote_ip},
-                     {"bytes_in", req.body.size()},
-                     {"bytes_out", resp.body.size()}});
+                     {"bytes_in", std::max<std::uint64_t>(req.body_length, req.body.size())},
+                     {"bytes_out", resp.body_bytes().size()}});
   }
   return resp;
 }
