@@ -46,13 +46,15 @@ void App::set_bound_port(std::uint16_t port) {
 }
 
 void App::route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler) {
-  router_.add(method, std::move(pattern), {});
+  const auto counted = options.counted_body_limit;
+  router_.add(method, std::move(pattern), {}, counted);
   routes_.push_back(AppRoute{std::move(options), std::move(handler), {}});
 }
 
 void App::route_async(http::Method method, std::string pattern, RouteOptions options, AsyncApiHandler handler) {
   if (options.idempotent) throw std::logic_error("an asynchronous route cannot replay Idempotency-Key: " + pattern);
-  router_.add(method, std::move(pattern), {});
+  const auto counted = options.counted_body_limit;
+  router_.add(method, std::move(pattern), {}, counted);
   routes_.push_back(AppRoute{std::move(options), {}, std::move(handler)});
 }
 
@@ -70,6 +72,12 @@ http::Response failure_response(const std::exception_ptr& failure, const std::st
     util::log_event("error", "request failed", {{"request_id", request_id}, {"error", "unknown exception"}});
   }
   return http::Response::error(ErrorCode::internal, "internal error (request id " + request_id + ")");
+}
+
+std::optional<std::uint64_t> App::counted_body_limit(http::Method method, std::string_view raw_path) const {
+  auto match = router_.match(method, raw_path);
+  if (match.kind != http::Router::MatchKind::found) return std::nullopt;
+  return match.counted_body_limit;
 }
 
 namespace {
@@ -256,7 +264,7 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
       tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, idem_key});
     } else {
       tx.exec("UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND idem_key = ?",
-              {static_cast<std::int64_t>(resp.status), resp.body, scope, idem_key});
+              {static_cast<std::int64_t>(resp.status), std::string(resp.body_bytes()), scope, idem_key});
     }
   });
   return resp;
@@ -275,7 +283,7 @@ void App::handle(http::Request& req, http::Reply reply) {
   completion->path = req.path;
   completion->request_id = req.request_id;
   completion->remote_ip = req.remote_ip;
-  completion->bytes_in = req.body.size();
+  completion->bytes_in = std::max<std::uint64_t>(req.body_length, req.body.size());
   completion->reply = std::move(reply);
   const http::Reply done = [this, completion](http::Response resp) { finish(*completion, std::move(resp)); };
   try {
@@ -325,7 +333,7 @@ void App::finish(Completion& c, http::Response resp) {
                      {"duration_ms", seconds * 1000.0},
                      {"remote_ip", c.remote_ip},
                      {"bytes_in", c.bytes_in},
-                     {"bytes_out", resp.body.size()}});
+                     {"bytes_out", resp.body_bytes().size()}});
   }
   c.reply(std::move(resp));
 }

@@ -8,11 +8,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -59,13 +61,28 @@ struct RouteOptions {
   //! the agent and provider automation; account and session endpoints (logout, applications,
   //! review, key creation) need a logged-in session and answer 403 api_key_not_allowed.
   bool allow_api_key = false;
+  //! When set, the request body is counted (Request::body_length) and discarded as it streams in, up to
+  //! this many bytes, instead of kept in Request::body under the server's body limit.
+  std::optional<std::uint64_t> counted_body_limit;
 
-  static RouteOptions public_route() { return RouteOptions{Access::anyone, {}, true, false}; }
-  static RouteOptions signed_in() { return RouteOptions{Access::user, {}, true, false}; }
-  static RouteOptions for_roles(std::vector<std::string> roles) { return RouteOptions{Access::user, std::move(roles), true, false}; }
+  static RouteOptions public_route() {
+    RouteOptions o;
+    o.access = Access::anyone;
+    return o;
+  }
+  static RouteOptions signed_in() { return RouteOptions{}; }
+  static RouteOptions for_roles(std::vector<std::string> roles) {
+    RouteOptions o;
+    o.roles = std::move(roles);
+    return o;
+  }
   RouteOptions& no_idempotency() { idempotent = false; return *this; }
   RouteOptions& rate_limited() { auth_rate_limited = true; return *this; }
   RouteOptions& api_key_allowed() { allow_api_key = true; return *this; }
+  RouteOptions& counted_body(std::uint64_t limit) {
+    counted_body_limit = limit;
+    return *this;
+  }
 };
 
 class App;
@@ -105,6 +122,8 @@ class App {
   //! Answers what the group commit still holds and stops its thread: call after the HTTP server has stopped
   //! (its requests in flight are answered while it drains) and before it is destroyed.
   void stop_background() { group_commit_.stop(); }
+  //! For http::ServerOptions::counted_body_limit: the matching route's counted body limit, if any.
+  std::optional<std::uint64_t> counted_body_limit(http::Method method, std::string_view raw_path) const;
 
   store::Store& store() { return *store_; }
   //! Records the port actually bound (listen port 0), so base_url() in mails names the real one.

@@ -2,9 +2,11 @@
 // A small blocking HTTP client over libcurl, used by the CLI and the agent.
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.hpp"
@@ -14,7 +16,17 @@ namespace gpunex::util {
 struct HttpResponse {
   long status = 0;
   std::string body;
+  std::uint64_t body_bytes = 0;                     // received; more than body.size() after a transfer()
   std::multimap<std::string, std::string> headers;  // lower-case names
+};
+
+//! A bulk transfer (the network benchmarks): bodies streamed through large buffers, never held whole.
+struct TransferOptions {
+  //! The request body: this many bytes, sent from `pattern` over and over (non-empty when upload_bytes > 0).
+  std::uint64_t upload_bytes = 0;
+  std::string_view pattern;
+  //! The response body is counted in HttpResponse::body_bytes; only its first keep_bytes land in body.
+  std::size_t keep_bytes = 4096;
 };
 
 struct HttpClientOptions {
@@ -35,6 +47,9 @@ class HttpClient {
   core::Result<HttpResponse> request(const std::string& method, const std::string& path,
                                      const std::optional<std::string>& json_body = std::nullopt,
                                      const std::vector<std::pair<std::string, std::string>>& headers = {});
+  //! Like request(), for large bodies: see TransferOptions.
+  core::Result<HttpResponse> transfer(const std::string& method, const std::string& path, const TransferOptions& t,
+                                      const std::vector<std::pair<std::string, std::string>>& headers = {});
   const std::string& base_url() const { return base_url_; }
 
  private:

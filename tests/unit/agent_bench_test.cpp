@@ -271,10 +271,15 @@ class NetServer {
   NetServer() {
     router_.add(http::Method::get, "/v1/bench/net/ping", [this](http::Request& r) { return guard(r, ping); });
     router_.add(http::Method::get, "/v1/bench/net/download", [this](http::Request& r) { return guard(r, download); });
-    router_.add(http::Method::post, "/v1/bench/net/upload", [this](http::Request& r) { return guard(r, upload); });
+    // As gpunex-server: uploads are counted as they stream in, up to 16 MiB (over the 1 MiB body limit).
+    router_.add(
+        http::Method::post, "/v1/bench/net/upload", [this](http::Request& r) { return guard(r, upload); }, 16ull << 20);
     http::ServerOptions so;
     so.port = 0;
     so.threads = 2;
+    so.counted_body_limit = [this](http::Method m, std::string_view path) {
+      return router_.match(m, path).counted_body_limit;
+    };
     server_ = std::make_unique<http::Server>(so, [this](http::Request& r) {
       auto m = router_.match(r);
       if (m.kind != http::Router::MatchKind::found) return http::Response::error(core::ErrorCode::not_found, "no");
@@ -286,6 +291,7 @@ class NetServer {
   ~NetServer() { server_->stop(); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::atomic<std::uint64_t> uploaded{0};
+  std::atomic<int> uploads{0};
   std::atomic<int> requests{0};
 
  private:
@@ -302,8 +308,9 @@ class NetServer {
     return resp;
   }
   static http::Response upload(NetServer& s, http::Request& r) {
-    s.uploaded += r.body.size();
-    return http::Response::json(200, {{"bytes", r.body.size()}});
+    s.uploaded += r.body_length;
+    ++s.uploads;
+    return http::Response::json(200, {{"bytes", r.body_length}});
   }
   http::Router router_;
   std::unique_ptr<http::Server> server_;
@@ -335,6 +342,32 @@ TEST(BenchNetwork, LatencyDownloadUploadAgainstLoopback) {
   ASSERT_TRUE(up.ok()) << up.error().message;
   ASSERT_EQ(up->size(), 2u);
   EXPECT_EQ(srv.uploaded.load(), 2 * (2ull << 20));  // bounded in bytes: exactly what was asked
+}
+
+TEST(BenchNetwork, UploadsGoInRequestsOfUpToSixteenMiB) {
+  NetServer srv;
+  NetworkOptions o;
+  o.server_url = srv.url();
+  o.api_key = "k1";
+  o.upload_bytes = 20ull << 20;  // one full request and a 4 MiB remainder, both over the 1 MiB body limit
+  o.samples = 1;
+  auto up = measure_upload(o);
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  EXPECT_EQ(srv.uploaded.load(), 20ull << 20);
+  EXPECT_EQ(srv.uploads.load(), 2);
+}
+
+TEST(BenchNetwork, DownloadCountsExactlyWhatWasAsked) {
+  NetServer srv;
+  NetworkOptions o;
+  o.server_url = srv.url();
+  o.api_key = "k1";
+  o.download_bytes = (3ull << 20) + 5;  // not a whole number of requests
+  o.request_bytes = 1ull << 20;
+  o.samples = 1;
+  auto down = measure_download(o);
+  ASSERT_TRUE(down.ok()) << down.error().message;
+  EXPECT_EQ(srv.requests.load(), 1 + 4);  // the warm-up, then 1 + 1 + 1 MiB and 5 bytes
 }
 
 TEST(BenchNetwork, WrongKeyIsAnErrorNamingTheStatus) {

@@ -304,6 +304,20 @@ class ServerTest : public ::testing::Test {
       return Response::json(200, {{"id", req.param("id")}, {"path", req.path}});
     });
     router_.add(Method::post, "/echo", [](Request& req) { return text(req.body); });
+    router_.add(
+        Method::post, "/count",
+        [](Request& req) {
+          return Response::json(200, {{"length", req.body_length}, {"kept", req.body.size()}});
+        },
+        kCountedLimit);
+    router_.add(Method::get, "/shared", [](Request&) {
+      static const auto owner = std::make_shared<const std::string>("shared bytes, not all sent");
+      Response r;
+      r.content_type = "text/plain";
+      r.body = "ignored";
+      r.shared_body(owner, std::string_view(*owner).substr(0, 12));
+      return r;
+    });
     router_.add(Method::get, "/throw", [](Request&) -> Response {
       throw std::runtime_error("secret detail");
     });
@@ -312,6 +326,9 @@ class ServerTest : public ::testing::Test {
       std::this_thread::sleep_for(300ms);
       return text("slow done");
     });
+    opts.counted_body_limit = [this](Method m, std::string_view path) {
+      return router_.match(m, path).counted_body_limit;
+    };
     server_ = std::make_unique<Server>(opts, [this](Request& req) {
       auto m = router_.match(req);
       if (m.kind == Router::MatchKind::not_found) return Response::error(ErrorCode::not_found, "no route");
@@ -328,6 +345,7 @@ class ServerTest : public ::testing::Test {
     if (server_) server_->stop();
   }
 
+  static constexpr std::uint64_t kCountedLimit = 64 * 1024;
   Router router_;
   std::unique_ptr<Server> server_;
   std::uint16_t port_ = 0;
@@ -418,6 +436,70 @@ TEST_F(ServerTest, BodyOverLimitIs413) {
     EXPECT_EQ(r->status, 200);
     EXPECT_EQ(r->body.size(), 1024u);
   }
+}
+
+TEST_F(ServerTest, CountedBodyIsCountedNotKeptUpToItsOwnLimit) {
+  ServerOptions o;
+  o.body_limit = 1024;
+  start(o);
+  {
+    Client c(port_);
+    // Far over body_limit, under the route's counted limit; then a chunked one on the same connection.
+    c.send("POST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 50000\r\n\r\n" + std::string(50000, 'x'));
+    auto r = c.read();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(nlohmann::json::parse(r->body), nlohmann::json::parse(R"({"length":50000,"kept":0})"));
+    c.send("POST /count HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nbb8\r\n" + std::string(3000, 'y') +
+           "\r\nbb8\r\n" + std::string(3000, 'y') + "\r\n0\r\n\r\n" + get("/hello"));
+    auto chunked = c.read();
+    ASSERT_TRUE(chunked);
+    EXPECT_EQ(nlohmann::json::parse(chunked->body)["length"], 6000);
+    auto next = c.read();  // pipelined behind the body: still parsed as its own request
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->body, "hello world");
+  }
+  {
+    Client c(port_);
+    c.send("POST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 70000\r\n\r\n");
+    auto r = c.read();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413);
+  }
+  {
+    Client c(port_);  // chunked over the counted limit: refused while it streams in
+    std::string body;
+    for (int i = 0; i < 20; ++i) body += "1000\r\n" + std::string(4096, 'z') + "\r\n";
+    c.send("POST /count HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + body);
+    auto r = c.read();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413);
+  }
+  {
+    Client c(port_);  // other routes keep body_limit
+    c.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n" + std::string(5000, 'x'));
+    auto r = c.read();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 413);
+  }
+}
+
+TEST_F(ServerTest, SharedBodyIsSentInsteadOfBody) {
+  start();
+  Client c(port_);
+  c.send(get("/shared"));
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "shared bytes");
+  c.send("HEAD /shared HTTP/1.1\r\nHost: t\r\n\r\n");
+  auto h = c.read(/*head=*/true);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->header("content-length"), "12");
+  c.send(get("/hello"));
+  auto g = c.read();
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->body, "hello world");
 }
 
 TEST_F(ServerTest, MalformedRequestIs400) {

@@ -1,6 +1,10 @@
 #include "agent/bench/network_bench.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <random>
+
+#include <nlohmann/json.hpp>
 
 #include "util/http_client.hpp"
 
@@ -37,6 +41,17 @@ double mbps(std::uint64_t bytes, Clock::time_point t0) {
   return static_cast<double>(bytes) * 8.0 / 1e6 / std::max(s, 1e-9);
 }
 
+//! Incompressible bytes that uploads cycle through (no link or proxy can shrink them).
+std::string random_bytes(std::size_t n) {
+  std::string s(n, '\0');
+  std::mt19937_64 rng(0x75706c6f6164ULL);
+  for (std::size_t i = 0; i + 8 <= n; i += 8) {
+    const std::uint64_t v = rng();
+    std::memcpy(s.data() + i, &v, 8);
+  }
+  return s;
+}
+
 }  // namespace
 
 core::Result<std::vector<double>> measure_latency(const NetworkOptions& o) {
@@ -59,8 +74,8 @@ core::Result<std::vector<double>> measure_download(const NetworkOptions& o) {
   auto client = client_for(o);
   const auto headers = auth(o);
   const std::uint64_t per_request = std::max<std::uint64_t>(1, std::min(o.request_bytes, o.download_bytes));
-  const std::string path = "/v1/bench/net/download?bytes=" + std::to_string(per_request);
-  if (auto s = check(client.request("GET", "/v1/bench/net/ping", std::nullopt, headers), "download"); !s) {
+  // One unmeasured request opens the connection, and makes the server ready its payload.
+  if (auto s = check(client.transfer("GET", "/v1/bench/net/download?bytes=1", {}, headers), "download"); !s) {
     return s.error();
   }
   std::vector<double> out;
@@ -72,9 +87,14 @@ core::Result<std::vector<double>> measure_download(const NetworkOptions& o) {
     std::uint64_t got = 0;
     const auto t0 = Clock::now();
     while (got < o.download_bytes && Clock::now() < sample_deadline) {
-      auto r = client.request("GET", path, std::nullopt, headers);
+      const std::uint64_t n = std::min(per_request, o.download_bytes - got);
+      auto r = client.transfer("GET", "/v1/bench/net/download?bytes=" + std::to_string(n), {}, headers);
       if (auto s = check(r, "download"); !s) return s.error();
-      got += r->body.size();
+      if (r->body_bytes != n) {
+        return Error::make(ErrorCode::unavailable,
+                           "download: asked for " + std::to_string(n) + " bytes, got " + std::to_string(r->body_bytes));
+      }
+      got += n;
     }
     out.push_back(mbps(got, t0));
   }
@@ -84,7 +104,8 @@ core::Result<std::vector<double>> measure_download(const NetworkOptions& o) {
 core::Result<std::vector<double>> measure_upload(const NetworkOptions& o) {
   auto client = client_for(o);
   const auto headers = auth(o);
-  const std::string chunk(std::max<std::uint64_t>(1, std::min(o.upload_chunk, o.upload_bytes)), 'x');
+  const std::uint64_t per_request = std::max<std::uint64_t>(1, std::min(o.upload_chunk, o.upload_bytes));
+  const std::string pattern = random_bytes(1 << 20);
   if (auto s = check(client.request("GET", "/v1/bench/net/ping", std::nullopt, headers), "upload"); !s) {
     return s.error();
   }
@@ -96,9 +117,18 @@ core::Result<std::vector<double>> measure_upload(const NetworkOptions& o) {
     std::uint64_t sent = 0;
     const auto t0 = Clock::now();
     while (sent < o.upload_bytes && Clock::now() < sample_deadline) {
-      auto r = client.request("POST", "/v1/bench/net/upload", chunk, headers);
+      util::TransferOptions t;
+      t.upload_bytes = std::min(per_request, o.upload_bytes - sent);
+      t.pattern = pattern;
+      auto r = client.transfer("POST", "/v1/bench/net/upload", t, headers);
       if (auto s = check(r, "upload"); !s) return s.error();
-      sent += chunk.size();
+      // The server counts what arrived: a short count means the figure would be wrong.
+      const auto reply = nlohmann::json::parse(r->body, nullptr, false);
+      if (!reply.is_object() || !reply.contains("bytes") || reply["bytes"] != t.upload_bytes) {
+        return Error::make(ErrorCode::unavailable, "upload: sent " + std::to_string(t.upload_bytes) +
+                                                       " bytes, the server answered " + r->body.substr(0, 200));
+      }
+      sent += t.upload_bytes;
     }
     out.push_back(mbps(sent, t0));
   }

@@ -21,7 +21,7 @@ struct NetworkOptions {
   std::uint64_t download_bytes = 256ull << 20;  // per sample, fetched in requests of request_bytes
   std::uint64_t upload_bytes = 128ull << 20;    // per sample, sent in requests of upload_chunk
   std::uint64_t request_bytes = 16ull << 20;    // the server caps this too
-  std::uint64_t upload_chunk = 512ull << 10;    // under the server's request body limit
+  std::uint64_t upload_chunk = 16ull << 20;     // the server caps this too (413 above)
   unsigned samples = 3;
   std::chrono::milliseconds max_time_per_case{10000};
 };

@@ -1,9 +1,10 @@
 // /v1/bench/net/*: what the agent's network benchmarks measure against. Provider API keys
 // (or a provider's session) only, and bounded: a download answers at most kMaxDownloadBytes,
-// an upload is limited by the server's request body limit.
+// an upload is counted as it streams in (never kept) and refused (413) above kMaxUploadBytes.
 
 #include <algorithm>
 #include <charconv>
+#include <memory>
 #include <random>
 
 #include "server/app.hpp"
@@ -13,17 +14,18 @@ namespace gpunex::server {
 namespace {
 
 constexpr std::uint64_t kMaxDownloadBytes = 16ull << 20;
+constexpr std::uint64_t kMaxUploadBytes = 16ull << 20;
 
-//! Incompressible bytes, made once and shared by every download.
-const std::string& payload() {
-  static const std::string bytes = [] {
-    std::string s(kMaxDownloadBytes, '\0');
+//! Incompressible bytes, made once and shared (not copied) by every download.
+std::shared_ptr<const std::string> payload() {
+  static const auto bytes = [] {
+    auto s = std::make_shared<std::string>(kMaxDownloadBytes, '\0');
     std::mt19937_64 rng(0x6770756e6578ULL);
-    for (std::size_t i = 0; i + 8 <= s.size(); i += 8) {
+    for (std::size_t i = 0; i + 8 <= s->size(); i += 8) {
       const std::uint64_t v = rng();
-      std::copy_n(reinterpret_cast<const char*>(&v), 8, s.data() + i);
+      std::copy_n(reinterpret_cast<const char*>(&v), 8, s->data() + i);
     }
-    return s;
+    return std::shared_ptr<const std::string>(std::move(s));
   }();
   return bytes;
 }
@@ -41,12 +43,16 @@ http::Response download(Ctx& ctx) {
   }
   http::Response r;
   r.content_type = "application/octet-stream";
-  r.body.assign(payload().data(), n);
+  auto bytes = payload();
+  const std::string_view view(bytes->data(), n);
+  r.shared_body(std::move(bytes), view);
   r.header("Cache-Control", "no-store");
   return r;
 }
 
-http::Response upload(Ctx& ctx) { return http::Response::json(200, {{"bytes", ctx.req.body.size()}}); }
+http::Response upload(Ctx& ctx) {
+  return http::Response::json(200, {{"bytes", ctx.req.body_length}});
+}
 
 }  // namespace
 
@@ -55,7 +61,7 @@ void register_bench_net_api(App& app) {
   auto opts = RouteOptions::for_roles({"provider"}).api_key_allowed().no_idempotency();
   app.route(Method::get, "/v1/bench/net/ping", opts, ping);
   app.route(Method::get, "/v1/bench/net/download", opts, download);
-  app.route(Method::post, "/v1/bench/net/upload", opts, upload);
+  app.route(Method::post, "/v1/bench/net/upload", RouteOptions(opts).counted_body(kMaxUploadBytes), upload);
 }
 
 }  // namespace gpunex::server

@@ -169,10 +169,10 @@ std::map<std::string, std::string, std::less<>> parse_query(std::string_view que
   return out;
 }
 
-void Router::add(Method method, std::string pattern, Handler handler) {
+void Router::add(Method method, std::string pattern, Handler handler, std::optional<std::uint64_t> counted_body_limit) {
   std::vector<std::string> segments;
   for (auto s : split_path(pattern)) segments.emplace_back(s);
-  routes_.push_back(Route{method, std::move(pattern), std::move(segments), std::move(handler)});
+  routes_.push_back(Route{method, std::move(pattern), std::move(segments), std::move(handler), counted_body_limit});
 }
 
 Router::Match Router::match(Method method, std::string_view path) const {
@@ -243,6 +243,7 @@ Router::Match Router::match(Method method, std::string_view path) const {
   result.handler = &best->handler;
   result.index = static_cast<std::size_t>(best - routes_.data());
   result.pattern = best->pattern;
+  result.counted_body_limit = best->counted_body_limit;
   for (std::size_t i = 0; i < segments.size(); ++i) {
     const auto& s = best->segments[i];
     if (is_param(s)) result.params[s.substr(1, s.size() - 2)] = segments[i];

@@ -35,6 +35,9 @@ struct Request {
   std::map<std::string, std::string, std::less<>> query;    // decoded query parameters (last one wins)
   std::multimap<std::string, std::string, std::less<>> headers;
   std::string body;
+  //! Bytes of body received: body.size(), or the count of a counted body (one that is discarded as it
+  //! streams in; see Router::add).
+  std::uint64_t body_length = 0;
   std::string remote_ip;
   bool tls = false;
   std::map<std::string, std::string, std::less<>> params;   // path parameters filled by the router
@@ -54,6 +57,19 @@ struct Response {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  //! When set, the body is `shared` (memory that body_owner keeps alive), sent without a copy, and `body`
+  //! is ignored: for large immutable payloads.
+  std::shared_ptr<const void> body_owner;
+  std::string_view shared;
+
+  //! Sends `bytes`, kept alive by `owner`, as the body instead of a copy in `body`.
+  Response& shared_body(std::shared_ptr<const void> owner, std::string_view bytes) {
+    body_owner = std::move(owner);
+    shared = bytes;
+    return *this;
+  }
+  //! The body's bytes, however they are held.
+  std::string_view body_bytes() const { return body_owner ? shared : std::string_view(body); }
 
   //! A JSON response.
   static Response json(int status, const nlohmann::json& body);
@@ -87,7 +103,10 @@ std::optional<std::string> percent_decode(std::string_view s, bool form);
 //! Maps (method, path) to a handler, with "{name}" path parameters.
 class Router {
  public:
-  void add(Method method, std::string pattern, Handler handler);
+  //! With counted_body_limit, the route's request bodies are counted (Request::body_length) and
+  //! discarded as they stream in, up to that many bytes, instead of kept under the server's body_limit.
+  void add(Method method, std::string pattern, Handler handler,
+           std::optional<std::uint64_t> counted_body_limit = std::nullopt);
 
   enum class MatchKind { found, method_not_allowed, not_found };
   struct Match {
@@ -97,6 +116,7 @@ class Router {
     std::string pattern;
     std::map<std::string, std::string, std::less<>> params;
     std::vector<Method> allowed;  // for 405's Allow header
+    std::optional<std::uint64_t> counted_body_limit;
   };
   //! Takes the raw (still encoded) path, e.g. Request::raw_path: segments are split
   //! before decoding so an encoded '/' stays inside a parameter.
@@ -110,6 +130,7 @@ class Router {
     std::string pattern;
     std::vector<std::string> segments;
     Handler handler;
+    std::optional<std::uint64_t> counted_body_limit;
   };
   std::vector<Route> routes_;
 };
@@ -124,6 +145,10 @@ struct ServerOptions {
   std::uint16_t port = 8080;
   int threads = 0;                                // 0: one per core
   std::size_t body_limit = 1 << 20;               // bytes; larger bodies get 413
+  //! Asked once a request's header is in (method, raw path): a limit here means its body is counted and
+  //! discarded as it streams in, up to that many bytes (Request::body_length), instead of kept in
+  //! Request::body under body_limit. Unset or nullopt: kept.
+  std::function<std::optional<std::uint64_t>(Method, std::string_view)> counted_body_limit;
   std::chrono::seconds header_timeout{10};        // to receive the whole header
   std::chrono::seconds read_timeout{30};          // to receive the body
   std::chrono::seconds idle_timeout{60};          // keep-alive between requests

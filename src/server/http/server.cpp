@@ -6,6 +6,7 @@
 #include <cctype>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -37,6 +38,11 @@ using tcp = boost::asio::ip::tcp;
 namespace {
 
 constexpr std::uint32_t header_limit = 16 * 1024;
+// Bytes asked of each socket read while a body streams in. Beast's own read loop asks only for the
+// buffer's spare capacity, which stays near the 4 KiB that the header read reserved: a system call and
+// a handler per 4 KiB. Counted bodies (large uploads) get bigger reads still.
+constexpr std::size_t body_read_size = 64 * 1024;
+constexpr std::size_t counted_body_read_size = 512 * 1024;
 // How long a closing connection drains what the client still sends, so that
 // our last response is not destroyed by a TCP reset.
 constexpr std::chrono::seconds linger_time{1};
@@ -86,20 +92,107 @@ std::string peer_ip(const tcp::socket& socket) {
   return addr.to_string();
 }
 
-bhttp::response<bhttp::string_body> make_error(unsigned version, core::ErrorCode code,
-                                               std::string message) {
+// A request body: kept in a string (under ServerOptions::body_limit), or only counted and discarded as it
+// streams in (ServerOptions::counted_body_limit), so a large upload never sits in memory.
+struct RequestBody {
+  struct value_type {
+    std::string bytes;
+    std::uint64_t length = 0;
+    bool keep = true;
+  };
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(bhttp::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
+      ec = {};
+      if (!body_.keep || !length) return;
+      if (*length > body_.bytes.max_size()) {
+        ec = bhttp::error::buffer_overflow;
+        return;
+      }
+      body_.bytes.reserve(static_cast<std::size_t>(*length));
+    }
+
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+      ec = {};
+      const std::size_t n = net::buffer_size(buffers);
+      body_.length += n;
+      if (!body_.keep) return n;
+      const std::size_t old = body_.bytes.size();
+      if (n > body_.bytes.max_size() - old) {
+        ec = bhttp::error::buffer_overflow;
+        return 0;
+      }
+      body_.bytes.resize(old + n);
+      net::buffer_copy(net::buffer(body_.bytes.data() + old, n), buffers);
+      return n;
+    }
+
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
+// A response body: bytes the message owns, or a view into memory that a shared owner keeps alive
+// (Response::shared_body), which goes to the socket without a copy.
+struct ResponseBody {
+  struct value_type {
+    std::string owned;
+    std::shared_ptr<const void> owner;
+    std::string_view shared;
+
+    std::string_view bytes() const { return owner ? shared : std::string_view(owned); }
+    void clear() {
+      owned.clear();
+      owner.reset();
+      shared = {};
+    }
+  };
+
+  static std::uint64_t size(const value_type& body) { return body.bytes().size(); }
+
+  class writer {
+   public:
+    using const_buffers_type = net::const_buffer;
+
+    template <bool isRequest, class Fields>
+    writer(const bhttp::header<isRequest, Fields>&, const value_type& body) : body_(body) {}
+
+    void init(beast::error_code& ec) { ec = {}; }
+
+    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
+      ec = {};
+      const std::string_view b = body_.bytes();
+      return {{const_buffers_type(b.data(), b.size()), false}};
+    }
+
+   private:
+    const value_type& body_;
+  };
+};
+
+using BeastRequest = bhttp::request<RequestBody>;
+using BeastResponse = bhttp::response<ResponseBody>;
+
+BeastResponse make_error(unsigned version, core::ErrorCode code, std::string message) {
   Response r = Response::error(code, std::move(message));
-  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(r.status), version};
+  BeastResponse res{static_cast<bhttp::status>(r.status), version};
   res.set(bhttp::field::server, "gpunex");
   res.set(bhttp::field::content_type, r.content_type);
-  res.body() = std::move(r.body);
+  res.body().owned = std::move(r.body);
   res.keep_alive(false);
   res.prepare_payload();
   return res;
 }
 
 // Turns a parsed Beast message into a Request (method, target, path, query, headers, body).
-core::Result<Request> request_from_message(bhttp::request<bhttp::string_body>&& msg) {
+core::Result<Request> request_from_message(BeastRequest&& msg) {
   Request req;
   req.method = parse_method(std::string_view(msg.method_string().data(), msg.method_string().size()));
   req.target = std::string(msg.target());
@@ -107,7 +200,8 @@ core::Result<Request> request_from_message(bhttp::request<bhttp::string_body>&& 
     req.headers.emplace(lower(std::string_view(f.name_string().data(), f.name_string().size())),
                         std::string(f.value()));
   }
-  req.body = std::move(msg.body());
+  req.body_length = msg.body().length;
+  req.body = std::move(msg.body().bytes);
   std::string_view target = req.target;
   auto q = target.find('?');
   req.raw_path = std::string(target.substr(0, q));
@@ -123,7 +217,7 @@ core::Result<Request> request_from_message(bhttp::request<bhttp::string_body>&& 
 }  // namespace
 
 core::Result<Request> parse_raw_request(std::string_view raw, std::size_t body_limit) {
-  bhttp::request_parser<bhttp::string_body> parser;
+  bhttp::request_parser<RequestBody> parser;
   parser.header_limit(16 * 1024);
   parser.body_limit(body_limit);
   parser.eager(true);
@@ -261,7 +355,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void read_header() {
     parser_.emplace();
     parser_->header_limit(header_limit);
-    parser_->body_limit(server_.options_.body_limit);
+    // No limit until on_header knows the route: a counted body may be larger than body_limit.
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     lowest().expires_after(server_.options_.header_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
                              [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
@@ -274,6 +369,16 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     waiting_ = false;
     auto& req = parser_->get();
     if (parser_->is_done()) return handle();
+    std::optional<std::uint64_t> counted;
+    if (server_.options_.counted_body_limit) {
+      const std::string_view target(req.target().data(), req.target().size());
+      const std::string_view method(req.method_string().data(), req.method_string().size());
+      counted = server_.options_.counted_body_limit(parse_method(method), target.substr(0, target.find('?')));
+    }
+    const std::uint64_t limit = counted.value_or(server_.options_.body_limit);
+    if (parser_->content_length().value_or(0) > limit) return on_read_error(bhttp::error::body_limit);
+    parser_->body_limit(limit);  // before any body octet: chunked bodies are checked as they arrive
+    req.body().keep = !counted;
     if (beast::iequals(req[bhttp::field::expect], "100-continue")) {
       static constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
       lowest().expires_after(server_.options_.read_timeout);
@@ -287,12 +392,30 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
   void read_body() {
+    parser_->eager(true);
     lowest().expires_after(server_.options_.read_timeout);
-    bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                        if (ec) return self->on_read_error(ec);
-                        self->handle();
-                      });
+    parse_body();
+  }
+
+  // Feeds what the buffer holds to the parser, then reads more until the body is complete.
+  void parse_body() {
+    while (buffer_.size() > 0 && !parser_->is_done()) {
+      beast::error_code ec;
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) break;
+      if (ec) return on_read_error(ec);
+      if (used == 0) break;
+    }
+    if (parser_->is_done()) return handle();
+    const bool counted = !parser_->get().body().keep;
+    stream_.async_read_some(buffer_.prepare(counted ? counted_body_read_size : body_read_size),
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (ec == net::error::eof) ec = bhttp::error::partial_message;
+                              if (ec) return self->on_read_error(ec);
+                              self->buffer_.commit(n);
+                              self->parse_body();
+                            });
   }
 
   void on_read_error(beast::error_code ec) {
@@ -352,7 +475,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   // Turns the handler's Response into the Beast message and writes it.
   void respond(Response r, bool keep_alive, unsigned version, bool head, const std::string& request_id) {
-    bhttp::response<bhttp::string_body> res;
+    BeastResponse res;
     try {
       res.result(static_cast<unsigned>(r.status));
       res.version(version);
@@ -365,9 +488,11 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
         res.insert(name, value);
       }
       if (!has_request_id) res.set("X-Request-Id", request_id);
+      res.body().owned = std::move(r.body);
+      res.body().owner = std::move(r.body_owner);
+      res.body().shared = r.shared;
       // These statuses carry no body (and Beast refuses to frame one).
-      if (r.status < 200 || r.status == 204 || r.status == 304) r.body.clear();
-      res.body() = std::move(r.body);
+      if (r.status < 200 || r.status == 204 || r.status == 304) res.body().clear();
       res.keep_alive(keep_alive && !server_.stopping_);
       res.prepare_payload();
     } catch (...) {
@@ -379,7 +504,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     send(std::move(res));
   }
 
-  void send(bhttp::response<bhttp::string_body>&& res) {
+  void send(BeastResponse&& res) {
     waiting_ = false;
     if (server_.stopping_) res.keep_alive(false);
     response_ = std::move(res);
@@ -389,6 +514,10 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
                          if (ec) return self->lowest().close();
                          if (!self->response_.keep_alive()) return self->close();
                          self->response_ = {};
+                         // A large body's read buffer is not kept for the rest of the connection.
+                         if (self->buffer_.size() == 0 && self->buffer_.capacity() > body_read_size) {
+                           self->buffer_.shrink_to_fit();
+                         }
                          self->wait_for_request();
                        });
   }
@@ -422,8 +551,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   std::string remote_ip_;
   Stream stream_;
   beast::flat_buffer buffer_;
-  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
-  bhttp::response<bhttp::string_body> response_;
+  std::optional<bhttp::request_parser<RequestBody>> parser_;
+  BeastResponse response_;
   std::array<char, 4096> drain_buf_{};
   std::size_t served_ = 0;
   bool waiting_ = true;  // between requests: stop() may close it at once

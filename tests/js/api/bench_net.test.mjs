@@ -31,8 +31,15 @@ test(`${BACKEND}: bench net endpoints need a provider key and are bounded`, asyn
     const up = await anon.request('POST', '/v1/bench/net/upload', { headers: auth, raw: 'x'.repeat(300000) });
     assert.equal(up.status, 200, up.body);
     assert.equal(up.json.bytes, 300000);
-    const tooBig = await anon.request('POST', '/v1/bench/net/upload', { headers: auth, raw: 'x'.repeat(2 << 20) });
+    // Uploads are counted as they stream in, not kept: up to 16 MiB, over the 1 MiB body limit of other routes.
+    const big = await anon.request('POST', '/v1/bench/net/upload', { headers: auth, raw: 'x'.repeat(16 << 20) });
+    assert.equal(big.status, 200, big.body);
+    assert.equal(big.json.bytes, 16 << 20);
+    const tooBig = await anon.request('POST', '/v1/bench/net/upload', { headers: auth, raw: 'x'.repeat((16 << 20) + 1) });
     assert.equal(tooBig.status, 413);
+    assert.equal((await anon.request('POST', '/v1/bench/net/upload', { raw: 'x'.repeat(2 << 20) })).status, 401);
+    const otherRoute = await anon.request('POST', '/v1/auth/login', { raw: 'x'.repeat(2 << 20) });
+    assert.equal(otherRoute.status, 413);
 
     // The agent's network benchmarks, end to end against this server.
     const out = execFileSync(path.join(BIN, 'gpunex-agent'), ['bench', '--only', 'network', '--json',
