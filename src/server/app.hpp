@@ -93,6 +93,7 @@ class App {
   Metrics& metrics() { return metrics_; }
   RateLimiter& login_failures() { return login_failures_; }
   ScheduleCache& schedule_cache() { return schedule_cache_; }
+  OfferCache& offer_cache() { return offer_cache_; }
 
  private:
   http::Response dispatch(http::Request& req, const RouteOptions& options, const ApiHandler& handler);
@@ -105,6 +106,7 @@ class App {
   RateLimiter auth_limiter_;
   RateLimiter login_failures_;
   ScheduleCache schedule_cache_;
+  OfferCache offer_cache_;
   http::Router router_;
 };
 
