@@ -1,5 +1,6 @@
 #include "server/market.hpp"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -203,10 +204,9 @@ std::shared_ptr<const core::Schedule> ScheduleCache::get(const std::string& spec
 }
 
 std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules) {
-  // Three plain queries joined here by key, rather than one seven-way join: the planners misjudge
-  // that join at this size (PostgreSQL estimates a handful of rows for 100,000 GPUs and picks
-  // nested loops), and each query alone is a scan or an index walk. The listed GPUs are counted
-  // per (machine, model) from machine_gpus_market (migration 6) and gpu_listing's key.
+  // Plain queries joined here by key, rather than one seven-way join: the planners misjudge that
+  // join at this size (PostgreSQL estimates a handful of rows for 100,000 GPUs and picks nested
+  // loops), and each query alone is a scan or an index walk.
   struct Machine {
     std::string provider_id;
     core::Tier tier = core::Tier::community;
@@ -238,34 +238,60 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache&
   std::unordered_map<std::string, double> vram;
   for (const auto& r : tx.query("SELECT id, vram_gib FROM gpu_models")) vram.emplace(r.str(0), r.f64(1));
 
+  // Listed GPUs in key order, summed here per (machine, model): the mean perf score is then the
+  // same on every plan and store (a database's AVG sums in whatever order its plan reads, and
+  // PostgreSQL's parallel plans change that order from one run to the next).
   std::vector<core::OfferCandidate> out;
-  for (const auto& r : tx.query("SELECT g.machine_id, g.model, COUNT(*), AVG(l.perf_score) FROM machine_gpus g "
+  struct Group {
+    std::string model;
+    std::int64_t gpus = 0;
+    double perf_sum = 0;
+  };
+  std::vector<Group> groups;  // of the machine being read, in the order its models appear
+  const Machine* machine = nullptr;
+  std::string machine_id;
+  const auto flush = [&] {
+    for (const auto& g : groups) {
+      const auto price = prices.find(machine->provider_id + '\n' + g.model);
+      if (price == prices.end()) continue;  // not priced by its provider
+      const auto v = vram.find(g.model);
+      if (v == vram.end()) continue;
+      core::OfferCandidate c;
+      c.machine_id = machine_id;
+      c.model = g.model;
+      c.gpu_count_available = g.gpus;  // no rentals yet: every listed GPU is free
+      c.perf_score = g.perf_sum / static_cast<double>(g.gpus);
+      c.price = price->second;
+      c.tier = machine->tier;
+      c.city = machine->city;
+      c.country = machine->country;
+      c.region = machine->region;
+      c.commitment_months = machine->commitment_months;
+      c.vram_gib = v->second;
+      c.schedule = machine->schedule;
+      out.push_back(std::move(c));
+    }
+    groups.clear();
+  };
+  for (const auto& r : tx.query("SELECT g.machine_id, g.model, l.perf_score FROM machine_gpus g "
                                 "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
                                 "WHERE g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL "
-                                "GROUP BY g.machine_id, g.model")) {
-    if (r.is_null(1)) continue;  // a GPU the catalog does not know yet
-    const auto m = machines.find(r.str(0));
-    if (m == machines.end()) continue;  // offline
-    const std::string gpu_model = r.str(1);
-    const auto price = prices.find(m->second.provider_id + '\n' + gpu_model);
-    if (price == prices.end()) continue;  // not priced by its provider
-    const auto v = vram.find(gpu_model);
-    if (v == vram.end()) continue;
-    core::OfferCandidate c;
-    c.machine_id = m->first;
-    c.model = gpu_model;
-    c.gpu_count_available = r.i64(2);  // no rentals yet: every listed GPU is free
-    c.perf_score = r.f64(3);
-    c.price = price->second;
-    c.tier = m->second.tier;
-    c.city = m->second.city;
-    c.country = m->second.country;
-    c.region = m->second.region;
-    c.commitment_months = m->second.commitment_months;
-    c.vram_gib = v->second;
-    c.schedule = m->second.schedule;
-    out.push_back(std::move(c));
+                                "AND g.model IS NOT NULL ORDER BY g.machine_id, g.uuid")) {
+    std::string id = r.str(0);
+    if (id != machine_id) {
+      if (machine) flush();
+      const auto m = machines.find(id);
+      machine = m == machines.end() ? nullptr : &m->second;  // null: offline
+      machine_id = std::move(id);
+    }
+    if (!machine) continue;
+    std::string model = r.str(1);
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.model == model; });
+    if (g == groups.end()) g = groups.insert(groups.end(), Group{std::move(model)});
+    ++g->gpus;
+    g->perf_sum += r.f64(2);
   }
+  if (machine) flush();
   return out;
 }
 

@@ -29,8 +29,9 @@ CREATE TABLE market_version (
 );
 INSERT INTO market_version (id, version) VALUES (1, 1);
 -- bumped_by: on PostgreSQL, the transaction that last bumped the version (once per transaction).
--- The offer query counts listed GPUs per (machine, model) from this index, in its order.
-CREATE INDEX machine_gpus_market ON machine_gpus (machine_id, model, uuid, present);
+-- The offer query reads the GPUs in key order with their model and presence from this index
+-- alone (SQLite: a quarter faster than the table, which also holds each GPU's facts).
+CREATE INDEX machine_gpus_market ON machine_gpus (machine_id, uuid, present, model);
 )sql";
 
 std::string market_version_sqlite() {
