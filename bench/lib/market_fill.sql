@@ -5,7 +5,8 @@
 -- GPUs, so 5 per machine), @MAINT_START@ / @MAINT_END@ (a one-off maintenance window around now).
 --
 -- Deterministic: every choice is a multiplicative hash of a row number, (i * A) % 1000003, with
--- a different A per choice, so both stores get the same market and the figures compare.
+-- a different A per choice, so both stores get the same market and the figures compare (scores
+-- are ROUNDed: SQLite multiplies doubles, PostgreSQL exact numerics, and their last bits differ).
 -- The mix, so that the offer filters do work:
 --   providers: 25% Enterprise, commitment 3/6/12 months, 10 locations in 7 regions, fleet sizes
 --              skewed (low-numbered providers own up to ~50 machines, most a handful);
@@ -22,7 +23,7 @@ WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < @MACHIN
 INSERT INTO bench_n (i) SELECT i FROM n;
 
 -- cum: cumulative weight (percent) of the models up to this one; perf: a healthy card's score.
-CREATE TABLE bench_models (id TEXT PRIMARY KEY, cum BIGINT NOT NULL, perf DOUBLE PRECISION NOT NULL);
+CREATE TABLE bench_models (id TEXT PRIMARY KEY, cum BIGINT NOT NULL, perf NUMERIC NOT NULL);
 INSERT INTO bench_models (id, cum, perf) VALUES
   ('RTX-4090', 22, 30.0), ('A100-SXM-80GB', 34, 40.0), ('A100-PCIE-80GB', 40, 37.0),
   ('A100-PCIE-40GB', 48, 33.0), ('H100-SXM', 62, 100.0), ('H100-PCIE', 70, 72.0), ('H200', 75, 112.0),
@@ -134,8 +135,8 @@ INSERT INTO gpu_listing (machine_id, uuid, listed, perf_score, quality_ratio, de
                          last_run_id, updated_at)
 SELECT 'mch_bench' || g.j, 'GPU-bench-' || g.j || '-' || (g.k - 1),
        CASE WHEN g.h2 < 4 THEN 0 ELSE 1 END,
-       bm.perf * CASE WHEN g.h2 < 4 THEN 0.7 ELSE 0.9 + g.h3 / 1000.0 END,
-       CASE WHEN g.h2 < 4 THEN 0.7 ELSE 0.9 + g.h3 / 2000.0 END,
+       ROUND(bm.perf * CASE WHEN g.h2 < 4 THEN 0.7 ELSE 0.9 + g.h3 / 1000.0 END, 3),
+       ROUND(CASE WHEN g.h2 < 4 THEN 0.7 ELSE 0.9 + g.h3 / 2000.0 END, 4),
        CASE WHEN g.h2 < 4 THEN 'FP16 tensor TFLOP/s: measured 70% of the model''s expected figure' END,
        CASE WHEN g.h2 < 4 THEN 'Check cooling and power limits, then re-run the benchmarks.' END,
        'bench_run_' || g.j, @NOW@ - 3 * @DAY@ + 900000
