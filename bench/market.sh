@@ -141,7 +141,7 @@ run_store() { # STORE
   measure "$store"
   stop_server
   if [ "$store" = postgres ]; then
-    scripts/pg.sh stop "$PGDIR" >/dev/null
+    scripts/pg.sh stop "$PGDIR" >/dev/null 2>&1
     PGDIR=
   fi
 }
@@ -202,4 +202,5 @@ done
 echo "offers: matches (total) per search; a/b when the stores disagree. First search after a change: $RELOADS"
 echo "times, each right after a write to the market (the offer cache reloads; see server/market.hpp OfferCache)."
 echo "Fill time: $(for s in $STORES; do printf '%s %ss ' "$s" "${fill_s[$s]}"; done)"
-echo "($(nproc) cores, gpunex-server $BIN; the client is one curl process on the same machine)"
+echo "($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), gpunex-server $BIN; the client is one curl"
+echo " process on the same machine: on a busy machine the p99 is mostly waiting for a core)"
