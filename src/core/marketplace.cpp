@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 namespace gpunex::core {
 
@@ -13,50 +14,95 @@ std::optional<OfferSort> parse_offer_sort(std::string_view s) {
   return std::nullopt;
 }
 
-std::vector<Offer> assemble_offers(std::vector<OfferCandidate> candidates, UtcTime now, const OfferFilter& f,
-                                   const RankConfig& config) {
-  std::vector<Offer> visible;
-  visible.reserve(candidates.size());
-  for (auto& c : candidates) {
+AvailabilityMemo::Answer AvailabilityMemo::at(const std::shared_ptr<const Schedule>& schedule, UtcTime t) {
+  auto& k = known_[schedule.get()];
+  if (k.schedule && k.from <= t && t < k.answer.until) return k.answer;
+  k.schedule = schedule;
+  k.from = t;
+  k.answer.available = is_available(*schedule, t);
+  k.answer.until = next_change(*schedule, t, kHorizon).value_or(t + kHorizon);
+  return k.answer;
+}
+
+void AvailabilityMemo::prune() {
+  std::erase_if(known_, [](const auto& kv) { return kv.second.schedule.use_count() <= 1; });
+}
+
+OfferBook::OfferBook(std::shared_ptr<const std::vector<OfferCandidate>> candidates, UtcTime now,
+                     AvailabilityMemo& availability, const RankConfig& config)
+    : candidates_(std::move(candidates)), built_at_(now), valid_until_(now + AvailabilityMemo::kHorizon) {
+  std::vector<const OfferCandidate*> visible;
+  visible.reserve(candidates_->size());
+  for (const auto& c : *candidates_) {
     if (c.gpu_count_available <= 0 || c.price <= 0) continue;
-    if (c.schedule && !is_available(*c.schedule, now)) continue;
-    visible.push_back(Offer{std::move(c), {}, std::nullopt});
+    if (c.schedule) {
+      const auto a = availability.at(c.schedule, now);
+      valid_until_ = std::min(valid_until_, a.until);
+      if (!a.available) continue;
+    }
+    visible.push_back(&c);
   }
   std::map<std::string, std::vector<double>, std::less<>> values;
-  for (const auto& o : visible)
-    values[o.candidate.model].push_back(perf_per_usdc(o.candidate.perf_score, o.candidate.price));
+  for (const auto* c : visible) values[c->model].push_back(perf_per_usdc(c->perf_score, c->price));
   std::map<std::string, double, std::less<>> medians;
   for (auto& [model, v] : values) medians[model] = median_value(std::move(v));
 
-  std::vector<Offer> out;
-  for (auto& o : visible) {
-    const auto& c = o.candidate;
-    o.rank = rank_offer(RankInput{c.reliability, c.perf_score, c.price, c.tier, static_cast<int>(c.commitment_months)},
-                        medians[c.model], config);
+  entries_.reserve(visible.size());
+  for (const auto* c : visible) {
+    entries_.push_back(Entry{c, rank_offer(RankInput{c->reliability, c->perf_score, c->price, c->tier,
+                                                     static_cast<int>(c->commitment_months)},
+                                           medians[c->model], config)});
+  }
+  const auto key = [&](std::uint32_t i) {
+    return std::tie(entries_[i].candidate->machine_id, entries_[i].candidate->model);
+  };
+  for (const OfferSort sort : {OfferSort::rank, OfferSort::price, OfferSort::perf}) {
+    auto& order = orders_[static_cast<std::size_t>(sort)];
+    order.resize(entries_.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::uint32_t ia, std::uint32_t ib) {
+      const Entry& a = entries_[ia];
+      const Entry& b = entries_[ib];
+      switch (sort) {
+        case OfferSort::rank:
+          if (a.rank.rank != b.rank.rank) return a.rank.rank > b.rank.rank;
+          break;
+        case OfferSort::price:
+          if (a.candidate->price != b.candidate->price) return a.candidate->price < b.candidate->price;
+          break;
+        case OfferSort::perf:
+          if (a.candidate->perf_score != b.candidate->perf_score)
+            return a.candidate->perf_score > b.candidate->perf_score;
+          break;
+      }
+      return key(ia) < key(ib);
+    });
+  }
+}
+
+OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, std::size_t limit) const {
+  Page page;
+  for (const std::uint32_t i : orders_[static_cast<std::size_t>(f.sort)]) {
+    const Entry& e = entries_[i];
+    const OfferCandidate& c = *e.candidate;
     if (f.model && c.model != *f.model) continue;
     if (f.region && c.region != *f.region) continue;
     if (f.min_vram_gb && c.vram_gib < *f.min_vram_gb) continue;
     if (f.max_price && c.price > *f.max_price) continue;
-    if (f.min_reliability && o.rank.reliability < *f.min_reliability) continue;
+    if (f.min_reliability && e.rank.reliability < *f.min_reliability) continue;
     if (f.tier && c.tier != *f.tier) continue;
-    out.push_back(std::move(o));
+    if (page.total >= from && page.total - from < limit) page.items.push_back(Offer{c, e.rank, std::nullopt});
+    ++page.total;
   }
-  const auto key = [](const Offer& o) { return std::tie(o.candidate.machine_id, o.candidate.model); };
-  std::sort(out.begin(), out.end(), [&](const Offer& a, const Offer& b) {
-    switch (f.sort) {
-      case OfferSort::rank:
-        if (a.rank.rank != b.rank.rank) return a.rank.rank > b.rank.rank;
-        break;
-      case OfferSort::price:
-        if (a.candidate.price != b.candidate.price) return a.candidate.price < b.candidate.price;
-        break;
-      case OfferSort::perf:
-        if (a.candidate.perf_score != b.candidate.perf_score) return a.candidate.perf_score > b.candidate.perf_score;
-        break;
-    }
-    return key(a) < key(b);
-  });
-  return out;
+  return page;
+}
+
+std::vector<Offer> assemble_offers(std::vector<OfferCandidate> candidates, UtcTime now, const OfferFilter& f,
+                                   const RankConfig& config) {
+  AvailabilityMemo availability;
+  const OfferBook book(std::make_shared<const std::vector<OfferCandidate>>(std::move(candidates)), now, availability,
+                       config);
+  return book.search(f).items;
 }
 
 void fill_available_until(Offer& o, UtcTime now) {

@@ -3,12 +3,18 @@
 // store's candidates: drops machines outside their availability window, ranks
 // each offer against the median value of visible offers of the same model
 // (so a customer's filters never change an offer's rank), then filters, sorts
-// and pages. Pure: the store query that yields candidates is in server/.
+// and pages. The ranked, sorted offers of one instant are an OfferBook that
+// many searches share. Pure: the store query that yields candidates, and the
+// cache that keeps a book between searches, are in server/.
 
+#include <array>
+#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -54,9 +60,66 @@ struct Offer {
   std::optional<UtcTime> available_until;
 };
 
-//! Visible, filtered, sorted offers. Ties sort by machine id then model, so pages are stable.
-//! available_until is left empty: it costs a scan of the schedule, so only the page shown gets it
-//! (fill_available_until).
+//! is_available(schedule, t), remembered over the stretch of time in which the answer cannot
+//! change, so that a market whose machines share schedules is not re-evaluated (zones, windows,
+//! maintenance) on every search. Holds the schedules it has answered for, so their addresses stay
+//! unique while remembered. Not thread-safe.
+class AvailabilityMemo {
+ public:
+  struct Answer {
+    bool available = true;
+    UtcTime until{};  // the answer holds from the instant asked about up to this one
+  };
+  //! An answer is checked again at least this often.
+  static constexpr std::chrono::hours kHorizon{24};
+
+  Answer at(const std::shared_ptr<const Schedule>& schedule, UtcTime t);
+  //! Forgets the schedules that only the memo still holds.
+  void prune();
+
+ private:
+  struct Known {
+    std::shared_ptr<const Schedule> schedule;
+    UtcTime from{};
+    Answer answer;
+  };
+  std::unordered_map<const Schedule*, Known> known_;
+};
+
+//! The offers visible at one instant, ranked against their model and kept in the three sort
+//! orders: what every search at that instant shares, so that a search only filters and pages.
+//! Immutable once built; valid from `now` until valid_until() (the first instant at which a
+//! machine's availability may change), as long as the candidates are.
+class OfferBook {
+ public:
+  OfferBook(std::shared_ptr<const std::vector<OfferCandidate>> candidates, UtcTime now, AvailabilityMemo& availability,
+            const RankConfig& config = {});
+
+  UtcTime built_at() const { return built_at_; }
+  UtcTime valid_until() const { return valid_until_; }
+
+  struct Page {
+    std::vector<Offer> items;  // available_until left empty (see fill_available_until)
+    std::size_t total = 0;     // offers matching the filter
+  };
+  //! The offers matching `filter` in its sort order (ties by machine id, then model, so pages are
+  //! stable): `limit` of them from position `from`, and how many match in all.
+  Page search(const OfferFilter& filter, std::size_t from = 0,
+              std::size_t limit = std::numeric_limits<std::size_t>::max()) const;
+
+ private:
+  struct Entry {
+    const OfferCandidate* candidate;
+    RankExplanation rank;
+  };
+  std::shared_ptr<const std::vector<OfferCandidate>> candidates_;
+  std::vector<Entry> entries_;
+  std::array<std::vector<std::uint32_t>, 3> orders_;  // entry indexes by OfferSort
+  UtcTime built_at_{};
+  UtcTime valid_until_{};
+};
+
+//! Every visible offer matching `filter`, sorted (OfferBook::search over one instant's book).
 std::vector<Offer> assemble_offers(std::vector<OfferCandidate> candidates, UtcTime now, const OfferFilter& filter,
                                    const RankConfig& config = {});
 

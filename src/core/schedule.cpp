@@ -501,4 +501,10 @@ std::optional<UtcTime> next_window_start(const Schedule& s, UtcTime t) {
   return first_change_to(s, t, true);
 }
 
+std::optional<UtcTime> next_change(const Schedule& s, UtcTime t, std::chrono::seconds horizon) {
+  const auto points = change_points(s, t, t + horizon);
+  if (points.empty()) return std::nullopt;
+  return points.front();
+}
+
 }  // namespace gpunex::core

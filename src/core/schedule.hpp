@@ -105,6 +105,10 @@ std::optional<UtcTime> available_until(const Schedule& s, UtcTime t);
 //! window, if it is available now); nullopt when none within about 400 days.
 std::optional<UtcTime> next_window_start(const Schedule& s, UtcTime t);
 
+//! The first instant after `t` and before `t + horizon` at which availability may change;
+//! nullopt when none does. is_available is the same at every instant from `t` up to it.
+std::optional<UtcTime> next_change(const Schedule& s, UtcTime t, std::chrono::seconds horizon);
+
 //! "power", "network", ...
 std::string_view category_name(MaintenanceCategory c);
 

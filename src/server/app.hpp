@@ -137,6 +137,7 @@ class App {
   GroupCommit& group_commit() { return group_commit_; }
   //! Call invalidate_all() after revoking a key, before answering.
   ApiKeyCache& api_keys() { return api_keys_; }
+  OfferCache& offer_cache() { return offer_cache_; }
 
  private:
   struct AppRoute {
@@ -173,6 +174,7 @@ class App {
   RateLimiter login_failures_;
   ScheduleCache schedule_cache_;
   ApiKeyCache api_keys_;
+  OfferCache offer_cache_;
   http::Router router_;
   std::vector<AppRoute> routes_;  // routes_[i] is router_'s route i
   GroupCommit group_commit_;      // last: its thread uses the store and the metrics

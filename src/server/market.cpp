@@ -1,7 +1,9 @@
 #include "server/market.hpp"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "server/applications.hpp"
 #include "server/catalog.hpp"
@@ -201,49 +203,134 @@ std::shared_ptr<const core::Schedule> ScheduleCache::get(const std::string& spec
   return shared;
 }
 
-std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, const std::optional<std::string>& model,
-                                                   ScheduleCache& schedules) {
-  // One row per (machine, model). Listing state and perf score live in gpu_listing (migration 4),
-  // keyed like machine_gpus by (machine_id, uuid). Indexes: machine_gpus by (model, listed), machines by status,
-  // provider_current_prices by (provider_id, model) (its primary key).
-  std::string sql =
-      "SELECT m.id, g.model, COUNT(*), AVG(l.perf_score), cp.usdc_micro, p.tier, "
-      "COALESCE(mp.city, ''), COALESCE(mp.country, ''), COALESCE(mp.region, ''), COALESCE(mp.commitment_months, 0), "
-      "gm.vram_gib, ms.spec "
-      "FROM machine_gpus g "
-      "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
-      "JOIN machines m ON m.id = g.machine_id "
-      "JOIN providers p ON p.id = m.provider_id "
-      "JOIN provider_current_prices cp ON cp.provider_id = p.id AND cp.model = g.model "
-      "JOIN gpu_models gm ON gm.id = g.model "
-      "LEFT JOIN provider_market_profiles mp ON mp.provider_id = p.id "
-      "LEFT JOIN machine_schedules ms ON ms.machine_id = m.id "
-      "WHERE g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL AND m.status = 'online'";
-  store::Params params;
-  if (model) {
-    sql += " AND g.model = ?";
-    params.emplace_back(*model);
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules) {
+  // Plain queries joined here by key, rather than one seven-way join: the planners misjudge that
+  // join at this size (PostgreSQL estimates a handful of rows for 100,000 GPUs and picks nested
+  // loops), and each query alone is a scan or an index walk.
+  struct Machine {
+    std::string provider_id;
+    core::Tier tier = core::Tier::community;
+    std::string city, country, region;
+    std::int64_t commitment_months = 0;
+    std::shared_ptr<const core::Schedule> schedule;
+  };
+  std::unordered_map<std::string, Machine> machines;
+  for (const auto& r : tx.query("SELECT m.id, m.provider_id, p.tier, COALESCE(mp.city, ''), COALESCE(mp.country, ''), "
+                                "COALESCE(mp.region, ''), COALESCE(mp.commitment_months, 0), ms.spec "
+                                "FROM machines m JOIN providers p ON p.id = m.provider_id "
+                                "LEFT JOIN provider_market_profiles mp ON mp.provider_id = p.id "
+                                "LEFT JOIN machine_schedules ms ON ms.machine_id = m.id "
+                                "WHERE m.status = 'online'")) {
+    Machine m;
+    m.provider_id = r.str(1);
+    m.tier = core::parse_tier(r.str(2)).value_or(core::Tier::community);
+    m.city = r.str(3);
+    m.country = r.str(4);
+    m.region = r.str(5);
+    m.commitment_months = r.i64(6);
+    if (auto spec = r.opt_str(7)) m.schedule = schedules.get(*spec);
+    machines.emplace(r.str(0), std::move(m));
   }
-  sql += " GROUP BY m.id, g.model, cp.usdc_micro, p.tier, mp.city, mp.country, mp.region, mp.commitment_months, "
-         "gm.vram_gib, ms.spec";
+  std::unordered_map<std::string, core::MicroUsdc> prices;  // by provider id + '\n' + model
+  for (const auto& r : tx.query("SELECT provider_id, model, usdc_micro FROM provider_current_prices")) {
+    prices.emplace(r.str(0) + '\n' + r.str(1), r.i64(2));
+  }
+  std::unordered_map<std::string, double> vram;
+  for (const auto& r : tx.query("SELECT id, vram_gib FROM gpu_models")) vram.emplace(r.str(0), r.f64(1));
+
+  // Listed GPUs in key order, summed here per (machine, model): the mean perf score is then the
+  // same on every plan and store (a database's AVG sums in whatever order its plan reads, and
+  // PostgreSQL's parallel plans change that order from one run to the next).
   std::vector<core::OfferCandidate> out;
-  for (const auto& r : tx.query(sql, params)) {
-    core::OfferCandidate c;
-    c.machine_id = r.str(0);
-    c.model = r.str(1);
-    c.gpu_count_available = r.i64(2);  // no rentals yet: every listed GPU is free
-    c.perf_score = r.f64(3);
-    c.price = r.i64(4);
-    c.tier = core::parse_tier(r.str(5)).value_or(core::Tier::community);
-    c.city = r.str(6);
-    c.country = r.str(7);
-    c.region = r.str(8);
-    c.commitment_months = r.i64(9);
-    c.vram_gib = r.f64(10);
-    if (auto spec = r.opt_str(11)) c.schedule = schedules.get(*spec);
-    out.push_back(std::move(c));
+  struct Group {
+    std::string model;
+    std::int64_t gpus = 0;
+    double perf_sum = 0;
+  };
+  std::vector<Group> groups;  // of the machine being read, in the order its models appear
+  const Machine* machine = nullptr;
+  std::string machine_id;
+  const auto flush = [&] {
+    for (const auto& g : groups) {
+      const auto price = prices.find(machine->provider_id + '\n' + g.model);
+      if (price == prices.end()) continue;  // not priced by its provider
+      const auto v = vram.find(g.model);
+      if (v == vram.end()) continue;
+      core::OfferCandidate c;
+      c.machine_id = machine_id;
+      c.model = g.model;
+      c.gpu_count_available = g.gpus;  // no rentals yet: every listed GPU is free
+      c.perf_score = g.perf_sum / static_cast<double>(g.gpus);
+      c.price = price->second;
+      c.tier = machine->tier;
+      c.city = machine->city;
+      c.country = machine->country;
+      c.region = machine->region;
+      c.commitment_months = machine->commitment_months;
+      c.vram_gib = v->second;
+      c.schedule = machine->schedule;
+      out.push_back(std::move(c));
+    }
+    groups.clear();
+  };
+  for (const auto& r : tx.query("SELECT g.machine_id, g.model, l.perf_score FROM machine_gpus g "
+                                "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
+                                "WHERE g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL "
+                                "AND g.model IS NOT NULL ORDER BY g.machine_id, g.uuid")) {
+    std::string id = r.str(0);
+    if (id != machine_id) {
+      if (machine) flush();
+      const auto m = machines.find(id);
+      machine = m == machines.end() ? nullptr : &m->second;  // null: offline
+      machine_id = std::move(id);
+    }
+    if (!machine) continue;
+    std::string model = r.str(1);
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.model == model; });
+    if (g == groups.end()) g = groups.insert(groups.end(), Group{std::move(model)});
+    ++g->gpus;
+    g->perf_sum += r.f64(2);
   }
+  if (machine) flush();
   return out;
+}
+
+std::int64_t market_version(store::Tx& tx) {
+  const auto r = tx.query_one("SELECT version FROM market_version WHERE id = 1");
+  if (!r) throw store::StoreError("market_version has no row (migration 6)");
+  return r->i64(0);
+}
+
+std::shared_ptr<const core::OfferBook> OfferCache::book(store::Store& store, ScheduleCache& schedules,
+                                                        const core::RankConfig& config, core::UtcTime now) {
+  const auto read_version = [&] {
+    return store.transact([](store::Tx& tx) { return market_version(tx); }, store::TxMode::read);
+  };
+  std::int64_t version = read_version();
+  std::lock_guard lock(mutex_);
+  // Older than the cached one: read before another search reloaded, most likely; read again, as
+  // a store put back from a backup can also go back.
+  if (version_ && version < *version_) version = read_version();
+  if (version != version_) {
+    // One snapshot for the version and offer_candidates' queries, so the candidates are exactly
+    // those of the version (SQLite reads a whole transaction at one snapshot; PostgreSQL does so
+    // from REPEATABLE READ on, and a read-only transaction there never fails to serialise).
+    auto [v, c] = store.transact(
+        [&](store::Tx& tx) {
+          if (tx.dialect() == store::Dialect::postgres)
+            tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+          return std::make_pair(market_version(tx), offer_candidates(tx, schedules));
+        },
+        store::TxMode::read);
+    version_ = v;
+    candidates_ = std::make_shared<const std::vector<core::OfferCandidate>>(std::move(c));
+    book_.reset();
+    availability_.prune();
+  }
+  if (!book_ || now < book_->built_at() || now >= book_->valid_until()) {
+    book_ = std::make_shared<const core::OfferBook>(candidates_, now, availability_, config);
+  }
+  return book_;
 }
 
 }  // namespace gpunex::server

@@ -9,6 +9,9 @@ struct Migration {
   int version;
   std::string name;
   std::string sql;
+  //! When set, PostgreSQL runs this instead of `sql`: triggers are the one thing the two
+  //! dialects write differently (migration 6).
+  std::string postgres_sql = {};
 };
 
 //! Every migration, ordered by version.

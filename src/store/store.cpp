@@ -203,7 +203,7 @@ int migrate(Store& store) {
     std::int64_t current = row ? row->i64(0) : 0;
     for (const auto& m : migrations()) {
       if (m.version <= current) continue;
-      tx.exec_script(m.sql);
+      tx.exec_script(tx.dialect() == Dialect::postgres && !m.postgres_sql.empty() ? m.postgres_sql : m.sql);
       tx.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
               {std::int64_t{m.version}, m.name, now_ms()});
       current = m.version;

@@ -447,6 +447,56 @@ TEST_P(StoreTest, PostgresReplacesAConnectionTheServerDropped) {
   EXPECT_NE(again, pid);
 }
 
+// Migration 6's triggers: every change to what an offer is made of bumps market_version, once
+// committed; a heartbeat (machines.last_seen_at) or a rolled-back change does not.
+TEST_P(StoreTest, MarketVersionCountsOfferChangesButNotHeartbeats) {
+  gpunex::store::migrate(*store_);
+  const auto version = [&] {
+    return store_->transact(
+        [](Tx& tx) { return tx.query_one("SELECT version FROM market_version WHERE id = 1")->i64(0); }, TxMode::read);
+  };
+  const auto changes = [&](const char* sql) {
+    const auto before = version();
+    store_->transact([&](Tx& tx) { tx.exec(sql); });
+    return version() - before;
+  };
+  store_->transact([](Tx& tx) {
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
+    tx.exec(
+        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
+        "VALUES ('a1', 'u1', 'approved', '{}', 0, 0)");
+  });
+  EXPECT_GT(changes("INSERT INTO providers (id, user_id, application_id, tier, created_at) "
+                    "VALUES ('p1', 'u1', 'a1', 'community', 0)"),
+            0);
+  EXPECT_GT(changes("INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+                    "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
+                    "VALUES ('m1', 'p1', 'f', 'h', '{}', 1, '1', 1, 'offline', '', '', 0, 0, 0)"),
+            0);
+  EXPECT_GT(changes("UPDATE machines SET last_seen_at = 1, status = 'online' WHERE id = 'm1'"), 0);
+  EXPECT_EQ(changes("UPDATE machines SET last_seen_at = 2, status = 'online', last_seq = 3 WHERE id = 'm1'"), 0);
+  EXPECT_GT(changes("UPDATE machines SET status = 'offline' WHERE id = 'm1'"), 0);
+  EXPECT_GT(changes("INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, "
+                    "first_seen_at, updated_at) VALUES ('m1', 'g1', 0, 'n', 'L4', 1, '{}', 1, 0, 0)"),
+            0);
+  EXPECT_GT(changes("INSERT INTO gpu_listing (machine_id, uuid, listed, updated_at) VALUES ('m1', 'g1', 1, 0)"), 0);
+  EXPECT_GT(changes("UPDATE gpu_listing SET listed = 0"), 0);
+  EXPECT_GT(changes("INSERT INTO machine_schedules (machine_id, provider_id, timezone, always_on, spec, updated_at) "
+                    "VALUES ('m1', 'p1', 'UTC', 1, '{}', 0)"),
+            0);
+  EXPECT_GT(changes("DELETE FROM machine_schedules"), 0);
+  EXPECT_GT(changes("UPDATE providers SET tier = 'enterprise'"), 0);
+  EXPECT_EQ(changes("UPDATE machine_gpus SET present = 1 WHERE machine_id = 'nope'"), 0);
+
+  const auto before = version();
+  EXPECT_THROW(store_->transact([](Tx& tx) {
+    tx.exec("UPDATE gpu_listing SET listed = 1");
+    throw StoreError("roll back");
+  }),
+               StoreError);
+  EXPECT_EQ(version(), before);
+}
+
 TEST(StoreOpen, RejectsUnknownSchemeWithoutEchoingIt) {
   try {
     gpunex::store::open_store("mysql://root:secret@host/db");

@@ -95,3 +95,75 @@ TEST_F(MarketStore, SchedulesRoundTripAndKeepDeclarationTimes) {
     EXPECT_EQ(j["machine_id"], "m1");
   });
 }
+
+// The offer cache against a fresh read of the store after each kind of change: a price, a
+// machine going offline and back, a schedule that excludes now, a delisted GPU. An unchanged
+// market is served from the same book.
+TEST_F(MarketStore, OfferCacheFollowsEveryChangeToTheMarket) {
+  server::ScheduleCache schedules;
+  server::OfferCache cache;
+  const core::UtcTime now{std::chrono::seconds{*core::parse_rfc3339_ms("2026-01-05T12:00:00Z") / 1000}};  // a Monday
+  store_->transact([&](store::Tx& tx) {
+    for (const char* m : {"m1", "m2"}) {
+      tx.exec(
+          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
+          "last_seq) VALUES (?, 'p1', ?, 'h', '{}', 1, '1', 1, 'online', '', '', 0, 0, 0, 0)",
+          {std::string(m), std::string(m)});
+      for (const char* g : {"g1", "g2"}) {
+        tx.exec(
+            "INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, "
+            "first_seen_at, updated_at) VALUES (?, ?, 0, 'NVIDIA L4', 'L4', 23034, '{}', 1, 0, 0)",
+            {std::string(m), std::string(g)});
+        tx.exec("INSERT INTO gpu_listing (machine_id, uuid, listed, perf_score, updated_at) VALUES (?, ?, 1, 15, 0)",
+                {std::string(m), std::string(g)});
+      }
+    }
+    ASSERT_TRUE(server::set_price(tx, provider_, "L4", 400'000, "u1", 1000).ok());
+  });
+  const auto fresh = [&] {
+    core::AvailabilityMemo memo;
+    auto c = store_->transact([&](store::Tx& tx) { return server::offer_candidates(tx, schedules); });
+    return core::OfferBook(std::make_shared<const std::vector<core::OfferCandidate>>(std::move(c)), now, memo)
+        .search({});
+  };
+  const auto summary = [](const core::OfferBook::Page& p) {
+    std::vector<std::string> out;
+    for (const auto& o : p.items)
+      out.push_back(o.candidate.machine_id + " " + std::to_string(o.candidate.gpu_count_available) + " " +
+                    std::to_string(o.candidate.price));
+    return out;
+  };
+  const auto check = [&](std::vector<std::string> want) {
+    const auto got = cache.book(*store_, schedules, {}, now)->search({});
+    EXPECT_EQ(summary(got), want);
+    EXPECT_EQ(summary(fresh()), want);
+  };
+
+  check({"m1 2 400000", "m2 2 400000"});
+  EXPECT_EQ(cache.book(*store_, schedules, {}, now), cache.book(*store_, schedules, {}, now));  // nothing changed
+  store_->transact(
+      [&](store::Tx& tx) { ASSERT_TRUE(server::set_price(tx, provider_, "L4", 500'000, "u1", 2000).ok()); });
+  check({"m1 2 500000", "m2 2 500000"});
+  store_->transact([](store::Tx& tx) { tx.exec("UPDATE machines SET status = 'offline' WHERE id = 'm2'"); });
+  check({"m1 2 500000"});
+  store_->transact([](store::Tx& tx) { tx.exec("UPDATE machines SET status = 'online' WHERE id = 'm2'"); });
+  check({"m1 2 500000", "m2 2 500000"});
+  store_->transact([&](store::Tx& tx) {
+    server::save_schedule(tx, "p1", "m1", schedule(R"({"timezone": "UTC", "always": false,
+        "windows": [{"days": ["tue"], "start": "08:00", "end": "18:00"}]})"),
+                          3000);
+  });
+  check({"m2 2 500000"});
+  store_->transact(
+      [](store::Tx& tx) { tx.exec("UPDATE gpu_listing SET listed = 0 WHERE machine_id = 'm2' AND uuid = 'g1'"); });
+  check({"m2 1 500000"});
+  // The same book serves until the market changes or a window opens (Tuesday 08:00 for m1).
+  const auto monday = cache.book(*store_, schedules, {}, now);
+  EXPECT_EQ(monday->valid_until(),
+            core::UtcTime{std::chrono::seconds{*core::parse_rfc3339_ms("2026-01-06T08:00:00Z") / 1000}});
+  EXPECT_EQ(cache.book(*store_, schedules, {}, now + std::chrono::hours{19}), monday);
+  const auto tuesday = cache.book(*store_, schedules, {}, now + std::chrono::hours{20});
+  EXPECT_NE(tuesday, monday);
+  EXPECT_EQ(tuesday->search({}).total, 2u);
+}

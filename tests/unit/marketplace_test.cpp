@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <tuple>
+
 #include "core/rfc3339.hpp"
 
 using namespace gpunex::core;  // NOLINT: test file
@@ -125,4 +128,119 @@ TEST(Marketplace, UnpricedOrEmptyIsNotAnOffer) {
   auto b = candidate("m-b", "L4", 1'000'000, 20);
   b.gpu_count_available = 0;
   EXPECT_TRUE(assemble_offers({a, b}, utc("2026-01-05T12:00:00Z"), {}).empty());
+}
+
+namespace {
+
+std::shared_ptr<const Schedule> schedule(const char* json) {
+  auto s = parse_schedule(nlohmann::json::parse(json));
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+  return std::make_shared<const Schedule>(s.ok() ? std::move(s).value() : always_available());
+}
+
+// Schedules with every kind of change: windows over a daylight-saving switch (Berlin, 29 March
+// 2026), weekly and monthly maintenance, a one-off maintenance window.
+std::vector<std::shared_ptr<const Schedule>> varied_schedules() {
+  return {schedule(R"({"timezone": "Europe/Berlin", "always": false, "windows": [
+                       {"days": ["mon", "tue", "wed", "thu", "fri"], "start": "19:00", "end": "08:00"},
+                       {"days": ["sat", "sun"], "start": "02:30", "end": "24:00"}]})"),
+          schedule(R"({"timezone": "America/New_York", "always": false,
+                       "windows": [{"days": ["sun", "mon", "tue", "wed", "thu", "fri", "sat"], "start": "21:00", "end": "07:00"}],
+                       "maintenance": [{"category": "software", "recurrence": {"days": ["wed"]}, "start": "22:00", "end": "23:00"}]})"),
+          schedule(R"({"timezone": "UTC", "always": true, "maintenance": [
+                       {"category": "power", "recurrence": {"nth": 1, "weekday": "sun"}, "start": "02:00", "end": "04:00"},
+                       {"category": "gpu", "start": "2026-03-30T10:00:00Z", "end": "2026-03-30T13:30:00Z"}]})"),
+          schedule(R"({"timezone": "UTC", "always": true})")};
+}
+
+}  // namespace
+
+TEST(Marketplace, NextChangeBoundsTheStretchOfEqualAvailability) {
+  for (const auto& s : varied_schedules()) {
+    for (UtcTime t = utc("2026-03-27T00:00:00Z"); t < utc("2026-04-07T00:00:00Z"); t += std::chrono::minutes{7}) {
+      const bool now = is_available(*s, t);
+      const auto change = next_change(*s, t, std::chrono::hours{24});
+      const UtcTime end = change.value_or(t + std::chrono::hours{24});
+      ASSERT_GT(end, t);
+      // Same availability up to the change (checked a second before it and halfway).
+      EXPECT_EQ(is_available(*s, end - std::chrono::seconds{1}), now) << date::format("%FT%TZ", t);
+      EXPECT_EQ(is_available(*s, t + (end - t) / 2), now) << date::format("%FT%TZ", t);
+    }
+  }
+}
+
+TEST(Marketplace, AvailabilityMemoAnswersAsIsAvailable) {
+  AvailabilityMemo memo;
+  const auto schedules = varied_schedules();
+  for (UtcTime t = utc("2026-03-27T00:00:00Z"); t < utc("2026-04-07T00:00:00Z"); t += std::chrono::seconds{547}) {
+    for (const auto& s : schedules) {
+      const auto a = memo.at(s, t);
+      ASSERT_EQ(a.available, is_available(*s, t)) << date::format("%FT%TZ", t);
+      EXPECT_GT(a.until, t);
+    }
+  }
+  // Asked about an earlier instant (a clock set back), it works it out again.
+  for (const auto& s : schedules)
+    EXPECT_EQ(memo.at(s, utc("2026-03-29T01:30:00Z")).available, is_available(*s, utc("2026-03-29T01:30:00Z")));
+}
+
+TEST(Marketplace, ABookServesSearchesAsAssembleOffersDoes) {
+  // 300 candidates over three models, some with schedules, some unpriced: every search of the
+  // book, at every instant of its life, equals a fresh assemble_offers at that instant.
+  const auto schedules = varied_schedules();
+  std::vector<OfferCandidate> all;
+  const char* models[] = {"L4", "L40S", "H100-SXM"};
+  const char* regions[] = {"eu-central", "us-east"};
+  for (int i = 0; i < 300; ++i) {
+    auto c = candidate("m-" + std::to_string(1000 + (i * 37) % 300), models[i % 3], 400'000 + (i * 7919) % 20 * 50'000,
+                       10 + (i * 13) % 40);
+    c.region = regions[i % 2];
+    c.tier = i % 5 == 0 ? Tier::enterprise : Tier::community;
+    c.commitment_months = (i % 4) * 4;
+    c.vram_gib = i % 3 == 2 ? 80 : 48;
+    if (i % 7 == 0) c.reliability = 60 + i % 40;
+    if (i % 3 != 0) c.schedule = schedules[i % schedules.size()];
+    if (i % 31 == 0) c.price = 0;
+    all.push_back(std::move(c));
+  }
+  std::vector<OfferFilter> filters(5);
+  filters[1].model = "L40S";
+  filters[1].sort = OfferSort::price;
+  filters[2].region = "us-east";
+  filters[2].sort = OfferSort::perf;
+  filters[2].min_vram_gb = 60;
+  filters[3].tier = Tier::enterprise;
+  filters[3].min_reliability = 80;
+  filters[4].max_price = 900'000;
+  filters[4].sort = OfferSort::price;
+  const auto key = [](const std::vector<Offer>& offers) {
+    std::vector<std::tuple<std::string, std::string, double>> out;
+    for (const auto& o : offers) out.emplace_back(o.candidate.machine_id, o.candidate.model, o.rank.rank);
+    return out;
+  };
+
+  AvailabilityMemo memo;
+  const auto shared = std::make_shared<const std::vector<OfferCandidate>>(all);
+  std::shared_ptr<const OfferBook> book;
+  int rebuilt = 0;
+  for (UtcTime t = utc("2026-03-27T00:00:00Z"); t < utc("2026-04-03T00:00:00Z"); t += std::chrono::minutes{53}) {
+    if (!book || t >= book->valid_until()) {
+      book = std::make_shared<const OfferBook>(shared, t, memo);
+      ++rebuilt;
+    }
+    for (const auto& f : filters) {
+      const auto want = assemble_offers(all, t, f);
+      const auto got = book->search(f);
+      ASSERT_EQ(got.total, want.size()) << date::format("%FT%TZ", t);
+      ASSERT_EQ(key(got.items), key(want)) << date::format("%FT%TZ", t);
+      // A page is that slice of the whole.
+      const auto page = book->search(f, 5, 7);
+      EXPECT_EQ(page.total, want.size());
+      const std::vector<Offer> slice(want.begin() + std::min<std::size_t>(5, want.size()),
+                                     want.begin() + std::min<std::size_t>(12, want.size()));
+      EXPECT_EQ(key(page.items), key(slice));
+    }
+  }
+  EXPECT_LT(rebuilt, 7 * 24 * 60 / 53);  // not rebuilt for every search
+  EXPECT_GT(rebuilt, 7);                 // but at each window's change
 }

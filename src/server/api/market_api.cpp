@@ -216,19 +216,17 @@ Response offers(Ctx& ctx) {
   if (!cursor) return Response::error(cursor.error());
   const auto page = static_cast<std::size_t>(limit->value_or(50));
   const auto from = static_cast<std::size_t>(cursor->value_or(0));
-  auto candidates =
-      ctx.store().transact([&](store::Tx& tx) { return offer_candidates(tx, filter->model, ctx.app.schedule_cache()); },
-                           store::TxMode::read);
   const core::UtcTime now{std::chrono::seconds{store::now_ms() / 1000}};
-  auto all = core::assemble_offers(std::move(candidates), now, *filter, ctx.app.config().rank);
+  const auto book = ctx.app.offer_cache().book(ctx.store(), ctx.app.schedule_cache(), ctx.app.config().rank, now);
+  auto found = book->search(*filter, from, page);
   auto items = nlohmann::json::array();
-  for (std::size_t i = from; i < all.size() && i < from + page; ++i) {
-    core::fill_available_until(all[i], now);
-    items.push_back(core::to_json(all[i]));
+  for (auto& offer : found.items) {
+    core::fill_available_until(offer, now);
+    items.push_back(core::to_json(offer));
   }
   nlohmann::json next = nullptr;
-  if (from + page < all.size()) next = std::to_string(from + page);
-  return Response::json(200, {{"items", std::move(items)}, {"next_cursor", next}, {"total", all.size()}});
+  if (from + page < found.total) next = std::to_string(from + page);
+  return Response::json(200, {{"items", std::move(items)}, {"next_cursor", next}, {"total", found.total}});
 }
 
 }  // namespace
