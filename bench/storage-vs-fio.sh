@@ -18,10 +18,9 @@ trap 'rm -rf "$WORK"; rm -f "$DIR/fio-bench.tmp"' EXIT
 
 echo "folder: $DIR ($(df -T "$DIR" | awk 'NR==2{print $2}')), file ${MIB} MiB, 1 MiB sequential blocks, 4 KiB random reads x 4 threads, O_DIRECT"
 
-# The agent: 3 passes per sequential case, 3 x 1 s random-read samples; medians.
-"$BIN/gpunex-agent" bench --only storage --json --data-dir "$DIR" >"$WORK/agent.json"
-agent() { jq -r --arg k "$1" '.report.machine[] | select(.key == $k) | .median' "$WORK/agent.json"; }
-
+# Three rounds, each the agent's run (3 passes per sequential case, 3 x 1 s
+# random-read samples; its medians) then fio's (one pass of each case), so a
+# change in the machine's load reaches both alike. Medians of the rounds.
 FIO_COMMON=(--filename="$DIR/fio-bench.tmp" --size="${MIB}M" --direct=1 --ioengine=psync --iodepth=1
   --output-format=json --group_reporting)
 median3() { sort -g | sed -n 2p; }
@@ -33,10 +32,21 @@ fio_rand() {
   fio --name=randread --rw=randread --bs=4k --numjobs=4 --time_based --runtime=1 "${FIO_COMMON[@]}" >"$WORK/fio.json"
   jq -r '.jobs[0].read.iops' "$WORK/fio.json"
 }
+agent_run() {
+  "$BIN/gpunex-agent" bench --only storage --json --data-dir "$DIR" --storage-mib "$MIB" >"$WORK/agent.json"
+  for k in storage.seq_write storage.seq_read storage.rand_read_4k; do
+    jq -r --arg k "$k" '.report.machine[] | select(.key == $k) | .median' "$WORK/agent.json" >>"$WORK/agent.$k"
+  done
+}
 fio_seq write >/dev/null  # lay the file out once, as the agent's first pass does
-W=$(for i in 1 2 3; do fio_seq write; done | median3)
-R=$(for i in 1 2 3; do fio_seq read; done | median3)
-I=$(for i in 1 2 3; do fio_rand; done | median3)
+for round in 1 2 3; do
+  agent_run
+  fio_seq write >>"$WORK/fio.storage.seq_write"
+  fio_seq read >>"$WORK/fio.storage.seq_read"
+  fio_rand >>"$WORK/fio.storage.rand_read_4k"
+done
+agent() { median3 <"$WORK/agent.$1"; }
+fio_median() { median3 <"$WORK/fio.$1"; }
 
 printf '%-22s %14s %14s %8s\n' metric agent fio ratio
 row() {
@@ -45,6 +55,6 @@ row() {
     printf "%-22s %10.0f %-3s %10.0f %-3s %8.3f %s\n", m, a, u, f, u, r, (r >= 0.85 && r <= 1.15) ? "ok" : "OUTSIDE +-15%"
   }'
 }
-row storage.seq_write "$(agent storage.seq_write)" "$W" MB/s
-row storage.seq_read "$(agent storage.seq_read)" "$R" MB/s
-row storage.rand_read_4k "$(agent storage.rand_read_4k)" "$I" IOPS
+row storage.seq_write "$(agent storage.seq_write)" "$(fio_median storage.seq_write)" MB/s
+row storage.seq_read "$(agent storage.seq_read)" "$(fio_median storage.seq_read)" MB/s
+row storage.rand_read_4k "$(agent storage.rand_read_4k)" "$(fio_median storage.rand_read_4k)" IOPS

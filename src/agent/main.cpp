@@ -104,6 +104,8 @@ int main(int argc, char** argv) {
   bench->add_option("--ca-file", bo.ca_file, "CA bundle for the server's TLS certificate")->envname("GPUNEX_CA_FILE");
   bench->add_option("--data-dir", data_dir, "folder for the storage benchmark's temporary file")
       ->envname("GPUNEX_DATA_DIR");
+  bench->add_option("--storage-mib", bo.storage_mib, "size of the storage benchmark's temporary file (MiB)")
+      ->check(CLI::Range(16, 65536));
   bench->add_option("--net-bytes", bo.net_bytes, "bytes per network throughput sample");
   bench->add_option("--net-time", bo.net_time_s, "seconds allowed per network case");
   bench->add_flag("--submit", bo.submit, "send the results to the server (needs --server, --api-key, --machine-id)");

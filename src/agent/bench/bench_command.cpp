@@ -165,6 +165,7 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
   SuiteOptions so;
   so.only = *only;
   so.storage.dir = o.data_dir;
+  if (o.storage_mib > 0) so.storage.file_bytes = o.storage_mib << 20;
   so.network.server_url = o.server_url;
   so.network.api_key = o.api_key;
   so.network.ca_file = o.ca_file;

@@ -21,6 +21,7 @@ struct BenchCommandOptions {
   std::string api_key;
   std::string ca_file;
   std::string data_dir = "/var/lib/gpunex";  // storage cases write their temporary file here
+  std::uint64_t storage_mib = 0;    // the storage cases' file size; 0: the suite default
   std::uint64_t net_bytes = 0;      // per network throughput sample; 0: the suite default
   unsigned net_time_s = 0;          // time budget per network case; 0: the suite default
   bool submit = false;              // POST the run to the server (POST /v1/agent/benchmarks)
