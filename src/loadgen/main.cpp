@@ -26,33 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "gpu/sim/sim_catalog.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
+namespace sim = gpunex::gpu::sim;
 
-struct Model {
-  const char* nvml_name;
-  int vram_gib;
-  int tdp_w;
-  int pcie_gen;
-  const char* cc;
-  int sm_clock;
-  int mem_clock;
-};
-
-// Models of data/gpu-catalog.tsv, as NVML names them.
-const Model kModels[] = {
-    {"NVIDIA H100 80GB HBM3", 80, 700, 5, "9.0", 1980, 2619},
-    {"NVIDIA H100 PCIe", 80, 350, 5, "9.0", 1755, 1593},
-    {"NVIDIA H200", 141, 700, 5, "9.0", 1980, 3201},
-    {"NVIDIA A100-SXM4-80GB", 80, 400, 4, "8.0", 1410, 1593},
-    {"NVIDIA A100-PCIE-40GB", 40, 250, 4, "8.0", 1410, 1215},
-    {"NVIDIA A100 80GB PCIe", 80, 300, 4, "8.0", 1410, 1512},
-    {"NVIDIA L40S", 48, 350, 4, "8.9", 2520, 9001},
-    {"NVIDIA L4", 24, 72, 4, "8.9", 2040, 6251},
-    {"NVIDIA GeForce RTX 4090", 24, 450, 4, "8.9", 2520, 10501},
-    {"NVIDIA RTX A6000", 48, 300, 4, "8.6", 1800, 8001},
-};
 const char* kCpus[] = {"AMD EPYC 9654 96-Core Processor", "AMD EPYC 7763 64-Core Processor",
                        "Intel(R) Xeon(R) Platinum 8480+", "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz",
                        "AMD Ryzen Threadripper PRO 5975WX 32-Cores"};
@@ -248,10 +228,10 @@ class LoadGen {
     std::snprintf(buf, sizeof buf, "loadgen-%s-%08zx-%016" PRIx64, run_id, i, static_cast<std::uint64_t>(rng_()));
     a.fingerprint = buf;
     const std::size_t ci = rng_() % std::size(kCpus);
-    const int model = static_cast<int>(rng_() % std::size(kModels));
+    const int model = static_cast<int>(rng_() % sim::catalog().size());
     static const int kCounts[] = {1, 1, 2, 2, 4, 4, 8, 8, 8, 3, 6};
     const int n = kCounts[rng_() % std::size(kCounts)];
-    const int vram = kModels[model].vram_gib * n;
+    const int vram = static_cast<int>(sim::catalog()[model].vram_gib) * n;
     std::snprintf(buf, sizeof buf, "gpu-node-%s-%05zu", run_id, i);
     a.host = {{"hostname", buf},
               {"cpu_model", kCpus[ci]},
@@ -276,7 +256,7 @@ class LoadGen {
   std::string register_body(const Agent& a) {
     nlohmann::json gpus = nlohmann::json::array();
     for (std::size_t g = 0; g < a.gpus.size(); ++g) {
-      const Model& m = kModels[a.gpus[g].model];
+      const sim::CatalogEntry& m = sim::catalog()[a.gpus[g].model];
       char bus[32];
       std::snprintf(bus, sizeof bus, "00000000:%02zX:00.0", 0x18 + g * 0x10);
       char serial[32];
@@ -285,7 +265,7 @@ class LoadGen {
                       {"uuid", a.gpus[g].uuid},
                       {"name", m.nvml_name},
                       {"serial", serial},
-                      {"memory_mib", m.vram_gib * 1024},
+                      {"memory_mib", m.memory_mib},
                       {"driver_version", "550.90.07"},
                       {"cuda_version", "12.4"},
                       {"pci_bus_id", bus},
@@ -294,7 +274,7 @@ class LoadGen {
                       {"pcie_width_current", 16},
                       {"pcie_width_max", 16},
                       {"power_limit_w", m.tdp_w},
-                      {"compute_capability", m.cc}});
+                      {"compute_capability", m.compute_capability}});
     }
     return nlohmann::json{{"protocol_version", 1},
                           {"agent_version", "0.1.0-loadgen"},
@@ -310,12 +290,12 @@ class LoadGen {
     nlohmann::json telemetry = nlohmann::json::array();
     for (std::size_t g = 0; g < a.gpus.size(); ++g) {
       Gpu& gpu = a.gpus[g];
-      const Model& m = kModels[gpu.model];
+      const sim::CatalogEntry& m = sim::catalog()[gpu.model];
       // A random walk of utilisation; the rest follows from it.
       gpu.util = std::clamp(gpu.util + uniform(-15, 15), 0, 100);
-      const int mem = m.vram_gib * 1024;
+      const int mem = static_cast<int>(m.memory_mib);
       gpu.mem_used_mib = gpu.util == 0 ? 0 : std::min(mem, mem * std::min(100, gpu.util + 20) / 100);
-      gpu.power_w = m.tdp_w * (0.1 + 0.85 * gpu.util / 100.0);
+      gpu.power_w = static_cast<double>(m.tdp_w) * (0.1 + 0.85 * gpu.util / 100.0);
       gpu.temp = 32 + gpu.util / 2 + uniform(0, 4);
       nlohmann::json events = nlohmann::json::array();
       if (gpu.util > 95 && uniform(0, 3) == 0) events.push_back("sw_power_cap");
@@ -328,8 +308,8 @@ class LoadGen {
                            {"power_limit_w", m.tdp_w},
                            {"util_gpu_pct", gpu.util},
                            {"util_mem_pct", gpu.util * 3 / 4},
-                           {"sm_clock_mhz", gpu.util > 0 ? m.sm_clock : 210},
-                           {"mem_clock_mhz", gpu.util > 0 ? m.mem_clock : 405},
+                           {"sm_clock_mhz", gpu.util > 0 ? m.max_sm_clock_mhz : 210},
+                           {"mem_clock_mhz", gpu.util > 0 ? m.mem_clock_mhz : 405},
                            {"clock_events", std::move(events)},
                            {"ecc_corrected", 0},
                            {"ecc_uncorrected", 0}});
