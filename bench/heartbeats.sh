@@ -20,8 +20,8 @@ LOADGEN=${GPUNEX_LOADGEN:-build/bin/gpunex-loadgen}
 [ -x "$BIN/gpunex-server" ] || { echo "$BIN/gpunex-server is missing (set GPUNEX_BIN_DIR)" >&2; exit 1; }
 [ -x "$LOADGEN" ] || { echo "$LOADGEN is missing: ninja -C build gpunex-loadgen" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is missing: run scripts/deps.sh" >&2; exit 1; }
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "nginx is missing: run scripts/deps.sh" >&2; exit 1; }
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "nginx is missing: run scripts/deps.sh" >&2; exit 1; }
+. bench/lib/nginx.sh
 
 WORK=$(mktemp -d /tmp/gpunex-hb.XXXXXX)
 pids=()
@@ -69,26 +69,8 @@ KEY=$(api POST "/v1/review/applications/$APP/decision" "$RTOKEN" \
 
 # nginx static 200, measured like bench/http.sh.
 NPORT=$(free_port)
-mkdir -p "$WORK/nginx/logs"
-cat >"$WORK/nginx/nginx.conf" <<CONF
-worker_processes $(nproc);
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$NPORT;
-    location / { default_type application/json; return 200 '{"status":"ok"}'; }
-  }
-}
-CONF
-"$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" &
-pids+=($!)
-sleep 0.5
-curl -sf "http://127.0.0.1:$NPORT/" >/dev/null
+start_nginx "$NPORT" "$WORK/nginx"
+pids+=("$NGINX_PID")
 wrk -t2 -c"$CONNS" -d10s --latency "http://127.0.0.1:$NPORT/" >"$WORK/wrk.log"
 NRPS=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.log")
 NP50=$(awk '/ 50%/ {print $2}' "$WORK/wrk.log")

@@ -10,8 +10,8 @@ CONNS=${2:-64}
 THREADS=${3:-2}
 BIN=${GPUNEX_BIN_DIR:-build/bin}
 command -v wrk >/dev/null || { echo "wrk is missing: run scripts/deps.sh" >&2; exit 1; }
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "nginx is missing: run scripts/deps.sh" >&2; exit 1; }
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "nginx is missing: run scripts/deps.sh" >&2; exit 1; }
+. bench/lib/nginx.sh
 
 WORK=$(mktemp -d /tmp/gpunex-bench.XXXXXX)
 pids=()
@@ -32,25 +32,8 @@ for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
 GPORT=$(cat "$WORK/port")
 
 NPORT=$(free_port)
-mkdir -p "$WORK/nginx/logs"
-cat >"$WORK/nginx/nginx.conf" <<CONF
-worker_processes $(nproc);
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$NPORT;
-    location / { default_type application/json; return 200 '{"status":"ok"}'; }
-  }
-}
-CONF
-"$NGINX" -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" &
-pids+=($!)
-sleep 0.5
+start_nginx "$NPORT" "$WORK/nginx"
+pids+=("$NGINX_PID")
 
 rps() { wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency "$1" | tee -a "$WORK/wrk.log" | awk '/Requests\/sec/ {print $2}'; }
 lat() { awk -v tag="$1" '$0 ~ tag {f=1} f && /99%/ {print $2; exit}' "$WORK/wrk.log"; }
