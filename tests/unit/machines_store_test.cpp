@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "server/agent_protocol.hpp"
-#include "server/catalog.hpp"
 #include "server/group_commit.hpp"
 #include "server/machines.hpp"
 #include "server/workers/machines_worker.hpp"
+#include "provider_store.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 
@@ -25,18 +25,7 @@ constexpr std::int64_t kNow = 1'796'205'600'000;  // 2026-12-02T10:00:00Z
 class MachinesStore : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = store::open_store("sqlite::memory:");
-    store::migrate(*store_);
-    server::seed_catalog(*store_);
-    store_->transact([](store::Tx& tx) {
-      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
-      tx.exec(
-          "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
-          "VALUES ('a1', 'u1', 'approved', '{}', 0, 0)");
-      tx.exec(
-          "INSERT INTO providers (id, user_id, application_id, tier, created_at) "
-          "VALUES ('p1', 'u1', 'a1', 'community', 0)");
-    });
+    store_ = test_support::store_with_provider();
   }
 
   //! Registers a simulated machine with GPUs "<name>-0" and "<name>-1"; returns its id.

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/rfc3339.hpp"
-#include "server/catalog.hpp"
+#include "provider_store.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 
@@ -16,15 +16,7 @@ namespace {
 class MarketStore : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = store::open_store("sqlite::memory:");
-    store::migrate(*store_);
-    server::seed_catalog(*store_);
-    store_->transact([](store::Tx& tx) {
-      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
-      tx.exec("INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
-              "VALUES ('a1', 'u1', 'approved', '{}', 0, 0)");
-      tx.exec("INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'u1', 'a1', 'community', 0)");
-    });
+    store_ = test_support::store_with_provider();
     provider_ = server::Provider{"p1", "u1", "a1", "community", 0, };
   }
   std::unique_ptr<store::Store> store_;
