@@ -5,6 +5,10 @@
 # turns (agent, iperf3, agent, ...) so that load from other processes on a
 # shared machine falls on both alike; 1 GiB samples last about a second at
 # loopback speeds, where 256 MiB ones (0.2 s) are mostly scheduling noise.
+# iperf3 moves 512 KiB per read and write (-l), the size the agent's client reads
+# with and the server reads uploads with: on loopback both sides are bound by the
+# CPU, and the figure follows the I/O size (iperf3 -l 128K, its default, gave
+# 14 Gbit/s here where -l 512K gave 20 and -l 1M 25).
 # Prints both and their ratio (agent / iperf3).
 # Usage: bench/network-vs-iperf3.sh [MIB_PER_SAMPLE]
 set -euo pipefail
@@ -45,7 +49,7 @@ iperf() {  # a one-shot iperf3 server per run; $1: "" (client sends: upload) or 
   iperf3 -s -1 -p "$PORT" >/dev/null 2>&1 &
   local spid=$!
   sleep 0.2
-  iperf3 -c 127.0.0.1 -p "$PORT" -n "${MIB}M" $1 -J >"$WORK/iperf.json"
+  iperf3 -c 127.0.0.1 -p "$PORT" -n "${MIB}M" -l 512K $1 -J >"$WORK/iperf.json"
   wait "$spid" 2>/dev/null || true
   jq -r '.end.sum_received.bits_per_second / 1e6' "$WORK/iperf.json"
 }
@@ -59,7 +63,7 @@ GPUNEX_API_KEY=$KEY "$BIN/gpunex-agent" bench --only network.latency_p50,network
   --server "$URL" >"$WORK/latency.json"
 latency() { jq -r --arg k "$1" '.report.machine[] | select(.key == $k) | .median' "$WORK/latency.json"; }
 
-echo "loopback, one TCP stream, ${MIB} MiB per sample, medians of 3 runs taking turns (agent: HTTP/1.1 via libcurl to gpunex-server)"
+echo "loopback, one TCP stream, ${MIB} MiB per sample, 512 KiB reads and writes, medians of 3 runs taking turns (agent: HTTP/1.1 via libcurl to gpunex-server)"
 printf '%-20s %16s %16s %8s\n' metric agent iperf3 ratio
 row() {
   awk -v m="$1" -v a="$2" -v f="$3" 'BEGIN {
