@@ -126,12 +126,15 @@ measure() { # STORE
   done
   curl -sS "$URL/metrics" >"$WORK/metrics-$1.txt"
   # The first search after a change to the market (here a no-op update of one provider, which
-  # bumps market_version like any write to an offer's tables) reloads every candidate.
+  # bumps market_version like any write to an offer's tables) starts a reload of every candidate
+  # and waits for it up to market_search_wait_ms; /metrics has how long the reloads took.
   : >"$WORK/reload-$1"
   for ((r = 0; r < RELOADS; r++)); do
     store_sql "$1" "UPDATE providers SET tier = tier WHERE id = 'prv_bench1'"
     curl -sS --fail -o /dev/null -w '%{time_total}\n' "$URL/v1/marketplace/offers?${SEARCHES[0]#*|}" >>"$WORK/reload-$1"
+    sleep 1  # the reload in the background is done before the next write
   done
+  curl -sS "$URL/metrics" >"$WORK/metrics-reload-$1.txt"
 }
 
 run_store() { # STORE
@@ -219,8 +222,20 @@ if n:
     print(f"{sys.argv[2]}: server-side mean {total / n * 1000:.1f} ms over {int(n)} searches (from /metrics)")
 PY
 done
+for s in $STORES; do
+  python3 - "$WORK/metrics-reload-$s.txt" "$s" <<'PY'
+import re, sys
+v = {}
+for l in open(sys.argv[1]):
+    m = re.match(r'gpunex_offer_cache_reload_seconds_(sum|count) (\S+)', l)
+    if m: v[m.group(1)] = float(m.group(2))
+if v.get("count"):
+    print(f"{sys.argv[2]}: offer cache reloads took {v['sum'] / v['count'] * 1000:.0f} ms on average ({int(v['count'])} reloads, from /metrics)")
+PY
+done
 echo "offers: matches (total) per search; a/b when the stores disagree. First search after a change: $RELOADS"
-echo "times, each right after a write to the market (the offer cache reloads; see server/market.hpp OfferCache)."
+echo "times, each right after a write to the market: it waits for the offer cache's reload up to"
+echo "market_search_wait_ms, then answers from the previous offers (see server/market.hpp OfferCache)."
 echo "Fill time: $(for s in $STORES; do printf '%s %ss ' "$s" "${fill_s[$s]}"; done); start-up worker rounds waited" \
   "for: $(for s in $STORES; do printf '%s %ss ' "$s" "${settled_s[$s]}"; done)"
 echo "($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), gpunex-server $BIN; the client is one curl"

@@ -35,6 +35,8 @@ App::App(Config config, std::unique_ptr<store::Store> store)
       store_(std::move(store)),
       auth_limiter_(config_.auth_rate_limit_per_minute, std::chrono::seconds(60)),
       login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)),
+      offer_cache_(std::chrono::milliseconds(config_.market_search_wait_ms), {},
+                   [this](double seconds) { metrics_.observe_offer_reload(seconds); }),
       group_commit_(
           *store_, [this](std::size_t requests) { metrics_.observe_group_commit(requests); },
           group_commit_writers(*store_, config_)) {

@@ -193,6 +193,10 @@ const std::vector<ConfigKey>& config_keys() {
                              }
                              return std::nullopt;
                            }));
+    k.push_back(int_key("market_search_wait_ms",
+                        "milliseconds marketplace searches wait for the offers to reload after a change, "
+                        "before answering from the previous ones until the reload is done",
+                        &Config::market_search_wait_ms, 0, 600000));
     k.push_back(int_key("mail_poll_interval_ms", "milliseconds between looks at the mail outbox",
                         &Config::mail_poll_interval_ms, 10, 3600000));
     k.push_back(int_key("mail_retry_base_ms", "first mail retry delay in milliseconds (doubles per attempt, max 1 h)",

@@ -43,6 +43,7 @@ struct Config {
   std::string port_file;  // written with the bound port once listening (tests, scripts)
   std::string smtp_url;   // smtp://host:port; empty: mails are written as .eml files under <data_dir>/mail/
   std::string mail_from = "GPUnex <noreply@gpunex.localhost>";
+  int market_search_wait_ms = 25;              // how long searches wait for the offer book's reload
   int mail_poll_interval_ms = 5000;            // how often the mail worker looks at the outbox
   int mail_retry_base_ms = 30000;              // first retry delay; doubles per failed attempt, capped at one hour
   int benchmark_interval_hours = 168;          // a full benchmark run this often (and after driver/GPU changes)

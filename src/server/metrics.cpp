@@ -64,6 +64,11 @@ void Metrics::observe_group_commit(std::size_t requests) {
   group_commit_requests_ += requests;
 }
 
+void Metrics::observe_offer_reload(double seconds) {
+  std::lock_guard lock(mu_);
+  offer_reload_.observe(seconds);
+}
+
 std::string Metrics::render() const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -90,6 +95,9 @@ std::string Metrics::render() const {
   out += "# HELP gpunex_group_commit_requests_total Requests whose writes those transactions committed.\n";
   out += "# TYPE gpunex_group_commit_requests_total counter\n";
   out += "gpunex_group_commit_requests_total " + std::to_string(group_commit_requests_) + "\n";
+  out += "# HELP gpunex_offer_cache_reload_seconds Reloads of the marketplace's offers after a change.\n";
+  out += "# TYPE gpunex_offer_cache_reload_seconds histogram\n";
+  offer_reload_.render(out, "gpunex_offer_cache_reload_seconds", "");
   return out;
 }
 

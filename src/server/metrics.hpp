@@ -35,6 +35,8 @@ class Metrics {
   void observe_store(std::string_view op, double seconds);
   //! One group-commit transaction that committed `requests` requests' writes.
   void observe_group_commit(std::size_t requests);
+  //! One reload of the marketplace's offer cache (every candidate read again).
+  void observe_offer_reload(double seconds);
   //! The Prometheus text exposition of everything observed.
   std::string render() const;
 
@@ -45,6 +47,7 @@ class Metrics {
   std::map<std::string, Histogram> store_latency_;    // by statement kind
   std::uint64_t group_commit_batches_ = 0;
   std::uint64_t group_commit_requests_ = 0;
+  Histogram offer_reload_;
 };
 
 }  // namespace gpunex::server

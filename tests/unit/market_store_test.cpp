@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "core/rfc3339.hpp"
 #include "provider_store.hpp"
 
@@ -93,7 +97,7 @@ TEST_F(MarketStore, SchedulesRoundTripAndKeepDeclarationTimes) {
 // market is served from the same book.
 TEST_F(MarketStore, OfferCacheFollowsEveryChangeToTheMarket) {
   server::ScheduleCache schedules;
-  server::OfferCache cache;
+  server::OfferCache cache{std::chrono::seconds{30}};  // every search waits for its reload
   const core::UtcTime now{std::chrono::seconds{*core::parse_rfc3339_ms("2026-01-05T12:00:00Z") / 1000}};  // a Monday
   store_->transact([&](store::Tx& tx) {
     for (const char* m : {"m1", "m2"}) {
@@ -158,4 +162,60 @@ TEST_F(MarketStore, OfferCacheFollowsEveryChangeToTheMarket) {
   const auto tuesday = cache.book(*store_, schedules, {}, now + std::chrono::hours{20});
   EXPECT_NE(tuesday, monday);
   EXPECT_EQ(tuesday->search({}).total, 2u);
+}
+
+// A reload slower than the cache's max_wait: the searches answer from the previous book once
+// max_wait has passed since the change was seen, and the next search once the reload is done sees
+// the change.
+TEST_F(MarketStore, OfferCacheAnswersFromThePreviousBookWhileASlowReloadRuns) {
+  server::ScheduleCache schedules;
+  std::atomic<bool> hold{false};
+  std::atomic<int> loads{0};
+  std::atomic<int> reloads{0};
+  const auto max_wait = std::chrono::milliseconds{400};
+  server::OfferCache cache(max_wait, [&](store::Store& st, server::ScheduleCache& sc) {
+    ++loads;
+    while (hold) std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    return st.transact([&](store::Tx& tx) {
+      return std::make_pair(server::market_version(tx), server::offer_candidates(tx, sc));
+    });
+  }, [&](double) { ++reloads; });
+  const core::UtcTime now{std::chrono::seconds{*core::parse_rfc3339_ms("2026-01-05T12:00:00Z") / 1000}};
+  store_->transact([&](store::Tx& tx) {
+    tx.exec(
+        "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+        "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
+        "last_seq) VALUES ('m1', 'p1', 'm1', 'h', '{}', 1, '1', 1, 'online', '', '', 0, 0, 0, 0)");
+    tx.exec(
+        "INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, "
+        "first_seen_at, updated_at) VALUES ('m1', 'g1', 0, 'NVIDIA L4', 'L4', 23034, '{}', 1, 0, 0)");
+    tx.exec("INSERT INTO gpu_listing (machine_id, uuid, listed, perf_score, updated_at) VALUES ('m1', 'g1', 1, 15, 0)");
+    ASSERT_TRUE(server::set_price(tx, provider_, "L4", 400'000, "u1", 1000).ok());
+  });
+  const auto price = [&] {
+    const auto page = cache.book(*store_, schedules, {}, now)->search({});
+    return page.items.empty() ? 0 : page.items.front().candidate.price;
+  };
+  EXPECT_EQ(price(), 400'000);  // the first book is loaded by the search itself
+
+  hold = true;
+  store_->transact(
+      [&](store::Tx& tx) { ASSERT_TRUE(server::set_price(tx, provider_, "L4", 500'000, "u1", 2000).ok()); });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(price(), 400'000);  // the reload is held: the previous book, after max_wait
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, max_wait);
+  EXPECT_LT(waited, std::chrono::seconds{10});
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_EQ(price(), 400'000);  // still held: at once now, and no second reload asked for
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, max_wait / 2);
+  EXPECT_EQ(reloads, 0);
+
+  hold = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (price() != 500'000 && std::chrono::steady_clock::now() < deadline) {
+  }
+  EXPECT_EQ(price(), 500'000);
+  EXPECT_EQ(loads, 2);  // the first book and one reload
+  EXPECT_EQ(reloads, 1);  // the one in the background, observed
 }

@@ -66,6 +66,9 @@ export class TestServer {
     this.proc = spawn(path.join(BIN, 'gpunex-server'), [
       '--listen', '127.0.0.1:0', '--db', this.db, '--data-dir', this.dir,
       '--port-file', portFile, '--log-level', 'warn',
+      // Searches wait for the offers to reload after every change (the server answers from the
+      // previous offers after 25 ms by default; unit tests cover that): a test sees what it just did.
+      '--market-search-wait-ms', '10000',
       ...(process.env.GPUNEX_WEB_DIR ? ['--web-dir', process.env.GPUNEX_WEB_DIR] : []), ...this.extraArgs,
     ], { env: { ...process.env, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stdout.on('data', (d) => this.logs.push(d.toString()));
