@@ -76,10 +76,21 @@ http::Response failure_response(const std::exception_ptr& failure, const std::st
   return http::Response::error(ErrorCode::internal, "internal error (request id " + request_id + ")");
 }
 
-std::optional<std::uint64_t> App::counted_body_limit(http::Method method, std::string_view raw_path) const {
-  auto match = router_.match(method, raw_path);
-  if (match.kind != http::Router::MatchKind::found) return std::nullopt;
-  return match.counted_body_limit;
+http::BodyPlan App::body_plan(const http::Request& head) {
+  const auto match = router_.match(head);
+  if (match.kind != http::Router::MatchKind::found || !match.counted_body_limit) return {};
+  // Only a caller the route admits may send it a large body; dispatch() admits again with the body in.
+  http::Request req = head;
+  std::optional<Principal> principal;
+  try {
+    if (auto refusal = admit(req, routes_.at(match.index).options, principal)) {
+      refusal->header("X-Request-Id", head.request_id);
+      return {std::nullopt, std::move(*refusal)};
+    }
+  } catch (...) {
+    return {std::nullopt, failure_response(std::current_exception(), head.request_id)};
+  }
+  return {match.counted_body_limit, std::nullopt};
 }
 
 namespace {

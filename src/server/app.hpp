@@ -122,8 +122,9 @@ class App {
   //! Answers what the group commit still holds and stops its thread: call after the HTTP server has stopped
   //! (its requests in flight are answered while it drains) and before it is destroyed.
   void stop_background() { group_commit_.stop(); }
-  //! For http::ServerOptions::counted_body_limit: the matching route's counted body limit, if any.
-  std::optional<std::uint64_t> counted_body_limit(http::Method method, std::string_view raw_path) const;
+  //! For http::ServerOptions::body_plan: a route with a counted body (large uploads) admits the caller
+  //! (authentication, roles) from the header, before any of the body is read; others keep their body.
+  http::BodyPlan body_plan(const http::Request& head);
 
   store::Store& store() { return *store_; }
   //! Records the port actually bound (listen port 0), so base_url() in mails names the real one.

@@ -89,8 +89,8 @@ int serve(server::Config cfg) {
   so.port = cfg.port();
   so.threads = cfg.threads;
   so.body_limit = static_cast<std::size_t>(cfg.body_limit_bytes);
-  so.counted_body_limit = [&app](http::Method method, std::string_view raw_path) {
-    return app->counted_body_limit(method, raw_path);
+  so.body_plan = [&app](const http::Request& head) {
+    return app->body_plan(head);
   };
   so.header_timeout = std::chrono::seconds(cfg.header_timeout_s);
   so.read_timeout = std::chrono::seconds(cfg.read_timeout_s);

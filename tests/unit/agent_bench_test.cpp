@@ -277,8 +277,8 @@ class NetServer {
     http::ServerOptions so;
     so.port = 0;
     so.threads = 2;
-    so.counted_body_limit = [this](http::Method m, std::string_view path) {
-      return router_.match(m, path).counted_body_limit;
+    so.body_plan = [this](const http::Request& head) {
+      return http::BodyPlan{router_.match(head).counted_body_limit, std::nullopt};
     };
     server_ = std::make_unique<http::Server>(so, [this](http::Request& r) {
       auto m = router_.match(r);

@@ -24,6 +24,7 @@
 namespace {
 
 using gpunex::core::ErrorCode;
+using gpunex::http::BodyPlan;
 using gpunex::http::Method;
 using gpunex::http::Request;
 using gpunex::http::Response;
@@ -326,8 +327,11 @@ class ServerTest : public ::testing::Test {
       std::this_thread::sleep_for(300ms);
       return text("slow done");
     });
-    opts.counted_body_limit = [this](Method m, std::string_view path) {
-      return router_.match(m, path).counted_body_limit;
+    opts.body_plan = [this](const Request& head) {
+      if (head.path == "/count" && head.header("x-refuse") == "yes") {
+        return BodyPlan{std::nullopt, Response::error(ErrorCode::unauthenticated, "refused before the body")};
+      }
+      return BodyPlan{router_.match(head).counted_body_limit, std::nullopt};
     };
     server_ = std::make_unique<Server>(opts, [this](Request& req) {
       auto m = router_.match(req);
@@ -482,6 +486,26 @@ TEST_F(ServerTest, CountedBodyIsCountedNotKeptUpToItsOwnLimit) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 413);
   }
+}
+
+// body_plan's refusal is the answer as soon as the header is in: none of the body is awaited.
+TEST_F(ServerTest, BodyPlanRefusalAnswersBeforeTheBody) {
+  start();
+  Client c(port_);
+  c.send("POST /count HTTP/1.1\r\nHost: t\r\nX-Refuse: yes\r\nContent-Length: 1000000\r\n\r\n");
+  auto r = c.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["error"]["message"], "refused before the body");
+  EXPECT_FALSE(r->header("x-request-id").empty());
+  EXPECT_TRUE(c.closed_within(2000ms));
+
+  Client ok(port_);  // without the header the same request is counted as usual
+  ok.send("POST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc");
+  auto o = ok.read();
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(o->body)["length"], 3);
 }
 
 TEST_F(ServerTest, SharedBodyIsSentInsteadOfBody) {

@@ -140,15 +140,23 @@ struct TlsOptions {
   std::string key_file;
 };
 
+//! What the server does with a request's body, decided once the header is in (ServerOptions::body_plan).
+struct BodyPlan {
+  //! Set: the body is counted (Request::body_length) and discarded as it streams in, up to this many
+  //! bytes, instead of kept in Request::body under body_limit.
+  std::optional<std::uint64_t> counted_limit;
+  //! Set: this is the answer, sent before any of the body is read; the connection then closes.
+  std::optional<Response> refuse;
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
   int threads = 0;                                // 0: one per core
   std::size_t body_limit = 1 << 20;               // bytes; larger bodies get 413
-  //! Asked once a request's header is in (method, raw path): a limit here means its body is counted and
-  //! discarded as it streams in, up to that many bytes (Request::body_length), instead of kept in
-  //! Request::body under body_limit. Unset or nullopt: kept.
-  std::function<std::optional<std::uint64_t>(Method, std::string_view)> counted_body_limit;
+  //! Asked once the header of a request with a body is in, with the request so far (no body yet).
+  //! Unset: every body is kept under body_limit.
+  std::function<BodyPlan(const Request& head)> body_plan;
   std::chrono::seconds header_timeout{10};        // to receive the whole header
   std::chrono::seconds read_timeout{30};          // to receive the body
   std::chrono::seconds idle_timeout{60};          // keep-alive between requests

@@ -93,7 +93,7 @@ std::string peer_ip(const tcp::socket& socket) {
 }
 
 // A request body: kept in a string (under ServerOptions::body_limit), or only counted and discarded as it
-// streams in (ServerOptions::counted_body_limit), so a large upload never sits in memory.
+// streams in (ServerOptions::body_plan), so a large upload never sits in memory.
 struct RequestBody {
   struct value_type {
     std::string bytes;
@@ -191,8 +191,8 @@ BeastResponse make_error(unsigned version, core::ErrorCode code, std::string mes
   return res;
 }
 
-// Turns a parsed Beast message into a Request (method, target, path, query, headers, body).
-core::Result<Request> request_from_message(BeastRequest&& msg) {
+// A Beast request header as a Request (method, target, path, query, headers; no body).
+core::Result<Request> request_from_header(const bhttp::request_header<>& msg) {
   Request req;
   req.method = parse_method(std::string_view(msg.method_string().data(), msg.method_string().size()));
   req.target = std::string(msg.target());
@@ -200,8 +200,6 @@ core::Result<Request> request_from_message(BeastRequest&& msg) {
     req.headers.emplace(lower(std::string_view(f.name_string().data(), f.name_string().size())),
                         std::string(f.value()));
   }
-  req.body_length = msg.body().length;
-  req.body = std::move(msg.body().bytes);
   std::string_view target = req.target;
   auto q = target.find('?');
   req.raw_path = std::string(target.substr(0, q));
@@ -211,6 +209,15 @@ core::Result<Request> request_from_message(BeastRequest&& msg) {
     return core::Error::make(core::ErrorCode::bad_request, "bad request target");
   }
   req.path = std::move(*decoded);
+  return req;
+}
+
+// Turns a parsed Beast message into a Request (the header's parts and the body).
+core::Result<Request> request_from_message(BeastRequest&& msg) {
+  auto req = request_from_header(msg);
+  if (!req) return req;
+  req->body_length = msg.body().length;
+  req->body = std::move(msg.body().bytes);
   return req;
 }
 
@@ -370,10 +377,19 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     auto& req = parser_->get();
     if (parser_->is_done()) return handle();
     std::optional<std::uint64_t> counted;
-    if (server_.options_.counted_body_limit) {
-      const std::string_view target(req.target().data(), req.target().size());
-      const std::string_view method(req.method_string().data(), req.method_string().size());
-      counted = server_.options_.counted_body_limit(parse_method(method), target.substr(0, target.find('?')));
+    if (server_.options_.body_plan) {
+      // A bad target is left to handle(), which answers it.
+      if (auto head = request_from_header(req)) {
+        head->tls = is_tls;
+        head->remote_ip = remote_ip_;
+        auto id = head->header("x-request-id");
+        head->request_id = valid_request_id(id) ? id : new_request_id();
+        auto plan = server_.options_.body_plan(*head);
+        if (plan.refuse) {
+          return respond(std::move(*plan.refuse), /*keep_alive=*/false, req.version(), false, head->request_id);
+        }
+        counted = plan.counted_limit;
+      }
     }
     const std::uint64_t limit = counted.value_or(server_.options_.body_limit);
     if (parser_->content_length().value_or(0) > limit) return on_read_error(bhttp::error::body_limit);

@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 
 import { TestServer, Client, BACKEND, BIN } from '../lib/server.mjs';
@@ -38,6 +39,12 @@ test(`${BACKEND}: bench net endpoints need a provider key and are bounded`, asyn
     const tooBig = await anon.request('POST', '/v1/bench/net/upload', { headers: auth, raw: 'x'.repeat((16 << 20) + 1) });
     assert.equal(tooBig.status, 413);
     assert.equal((await anon.request('POST', '/v1/bench/net/upload', { raw: 'x'.repeat(2 << 20) })).status, 401);
+    // A caller the upload route refuses is answered from the header, before any of the 16 MiB is sent.
+    const refused = await uploadHeaderOnly(server.url, {});
+    assert.equal(refused.status, 401, refused.text);
+    const badKey = await uploadHeaderOnly(server.url, { Authorization: `Bearer gpx_${'A'.repeat(43)}` });
+    assert.equal(badKey.status, 401, badKey.text);
+    assert.equal(JSON.parse(badKey.text.split('\r\n\r\n')[1]).error.code, 'invalid_api_key');
     const otherRoute = await anon.request('POST', '/v1/auth/login', { raw: 'x'.repeat(2 << 20) });
     assert.equal(otherRoute.status, 413);
 
@@ -53,3 +60,22 @@ test(`${BACKEND}: bench net endpoints need a provider key and are bounded`, asyn
     await server.stop();
   }
 });
+
+// Sends only the header of a 16 MiB upload and reads what comes back before the server closes the
+// connection; fails if the server waits for the body instead.
+async function uploadHeaderOnly(url, headers) {
+  const { hostname, port } = new URL(url);
+  const sock = net.connect(Number(port), hostname);
+  sock.setEncoding('utf8');
+  let text = '';
+  sock.on('data', (d) => { text += d; });
+  const head = ['POST /v1/bench/net/upload HTTP/1.1', `Host: ${hostname}`, `Content-Length: ${16 << 20}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  sock.write(`${head.join('\r\n')}\r\n\r\n`);
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { sock.destroy(); reject(new Error(`no answer before the body: ${text}`)); }, 5000);
+    sock.on('close', () => { clearTimeout(timer); resolve(); });
+    sock.on('error', (e) => { clearTimeout(timer); reject(e); });
+  });
+  return { status: Number(text.split(' ')[1]), text };
+}
