@@ -341,7 +341,6 @@ void OfferCache::reload_loop(std::stop_token stop) {
   while (work_.wait(lock, stop, [&] { return reload_wanted_; })) {
     // Every version requested so far was committed before this snapshot begins.
     reload_wanted_ = false;
-    reloading_ = true;
     std::optional<Loaded> loaded;
     lock.unlock();
     const auto t0 = std::chrono::steady_clock::now();
@@ -352,7 +351,6 @@ void OfferCache::reload_loop(std::stop_token stop) {
       util::log_event("warn", "offer cache reload failed", {{"error", e.what()}});
     }
     lock.lock();
-    reloading_ = false;
     if (!loaded) {
       requested_ = version_.value_or(0);  // the next search that sees the change asks again
     } else if (!version_ || loaded->first >= *version_) {  // not older than one installed inline meanwhile

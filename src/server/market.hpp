@@ -139,7 +139,6 @@ class OfferCache {
   std::condition_variable_any work_;      // the reload thread waits here for reload_wanted_
   std::condition_variable_any reloaded_;  // searches wait here for a reload
   bool reload_wanted_ = false;
-  bool reloading_ = false;
   std::int64_t requested_ = 0;     // the newest version a reload has been asked for
   std::chrono::steady_clock::time_point wait_until_;  // when that was asked, plus max_wait
   store::Store* store_ = nullptr;  // what the reload thread reads (set by the first search)
