@@ -212,8 +212,8 @@ TEST(ClockEvents, DecodesKnownAndUnknownBits) {
 }  // namespace
 }  // namespace gpunex::gpu::sim
 
-// The simulator's reference figures are the built-in catalog's, and every catalog model has the
-// NVML memory total a simulated GPU reports is near the marketed size.
+// The simulator knows every model of the built-in catalog, under its NVML name, and the NVML
+// memory total a simulated GPU reports is near the marketed size.
 TEST(SimCatalog, FollowsTheBuiltinCatalog) {
   const auto& builtin = gpunex::core::builtin_catalog();
   ASSERT_EQ(gpunex::gpu::sim::catalog().size(), builtin.size());
@@ -221,9 +221,6 @@ TEST(SimCatalog, FollowsTheBuiltinCatalog) {
     const auto* e = gpunex::gpu::sim::find_model(m.id);
     ASSERT_NE(e, nullptr) << m.id;
     EXPECT_EQ(e->nvml_name, m.nvml_name_pattern) << m.id;
-    EXPECT_DOUBLE_EQ(e->fp16_tensor_tflops, m.fp16_tensor_tflops.value_or(0)) << m.id;
-    EXPECT_DOUBLE_EQ(e->mem_bw_gbs, m.mem_bw_gbs.value_or(0)) << m.id;
-    EXPECT_EQ(e->fp8_tensor_tflops.has_value(), m.fp8_tensor_tflops.has_value()) << m.id;
     EXPECT_GT(e->memory_mib, static_cast<unsigned>(m.vram_gib * 1024 * 0.9)) << m.id;
     EXPECT_LE(e->memory_mib, static_cast<unsigned>(m.vram_gib * 1024 * 1.03)) << m.id;
   }

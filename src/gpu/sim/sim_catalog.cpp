@@ -32,12 +32,6 @@ CatalogEntry entry_of(const core::GpuModel& m) {
   e.nvml_name = m.nvml_name_pattern.empty() ? m.name : m.nvml_name_pattern;
   e.vram_gib = static_cast<unsigned>(m.vram_gib);
   e.memory_mib = static_cast<unsigned>(m.vram_gib * 1024);
-  e.mem_bw_gbs = m.mem_bw_gbs.value_or(0);
-  e.fp32_tflops = m.fp32_tflops.value_or(0);
-  e.fp16_tflops = m.fp16_tflops.value_or(0);
-  e.fp16_tensor_tflops = m.fp16_tensor_tflops.value_or(0);
-  e.bf16_tensor_tflops = m.bf16_tensor_tflops.value_or(0);
-  e.fp8_tensor_tflops = m.fp8_tensor_tflops;
   e.tdp_w = static_cast<unsigned>(m.tdp_w.value_or(0));
   e.pcie_gen = static_cast<unsigned>(m.pcie_gen.value_or(4));
   e.compute_capability = m.compute_capability;

@@ -1,9 +1,9 @@
 #pragma once
-// Reference figures per catalog model, for the simulated backend and its
-// benchmarks: the built-in catalog's figures (data/gpu-catalog.tsv) plus the
-// telemetry facts a simulator needs (NVML memory total, clocks, ECC).
+// What a simulated GPU of each catalog model reports: the built-in catalog's
+// board facts (data/gpu-catalog.tsv) plus the telemetry facts a simulator needs
+// (NVML memory total, clocks, ECC). Its benchmark figures are the catalog's
+// reference (core::bench::model_spec) times the performance factor.
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,12 +15,6 @@ struct CatalogEntry {
   std::string nvml_name;    // what NVML reports: "NVIDIA L40S"
   unsigned vram_gib = 0;    // marketed size
   unsigned memory_mib = 0;  // what NVML reports as memory total
-  double mem_bw_gbs = 0;
-  double fp32_tflops = 0;
-  double fp16_tflops = 0;         // non-tensor
-  double fp16_tensor_tflops = 0;  // dense, FP32 accumulate
-  double bf16_tensor_tflops = 0;
-  std::optional<double> fp8_tensor_tflops;
   unsigned tdp_w = 0;
   unsigned pcie_gen = 0;
   std::string compute_capability;
