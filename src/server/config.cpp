@@ -1,5 +1,6 @@
 #include "server/config.hpp"
 
+#include <charconv>
 #include <cstdlib>
 #include <sstream>
 
@@ -22,6 +23,23 @@ std::optional<std::string> parse_int(const std::string& v, std::int64_t min, std
   }
 }
 
+// The shortest text that reads back as the same double ("1.15", "500").
+std::string format_number(double d) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  return ec == std::errc{} ? std::string(buf, end) : std::to_string(d);
+}
+
+// A string as a TOML basic string literal.
+std::string toml_string(const std::string& v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 // "heartbeat_interval" -> {"GPUNEX_HEARTBEAT_INTERVAL", "--heartbeat-interval"}.
 std::pair<std::string, std::string> env_and_flag(const std::string& name) {
   std::string env = "GPUNEX_";
@@ -36,25 +54,28 @@ std::pair<std::string, std::string> env_and_flag(const std::string& name) {
 template <class T>
 ConfigKey int_key(std::string name, std::string help, T Config::*member, std::int64_t min, std::int64_t max) {
   auto [env, flag] = env_and_flag(name);
-  return ConfigKey{name, env, flag, std::move(help),
+  return ConfigKey{name,
+                   env,
+                   flag,
+                   std::move(help),
                    [member, min, max](Config& cfg, const std::string& v) -> std::optional<std::string> {
                      std::int64_t n = 0;
                      if (auto err = parse_int(v, min, max, n)) return err;
                      cfg.*member = static_cast<T>(n);
                      return std::nullopt;
-                   }};
+                   },
+                   [member](const Config& cfg) { return std::to_string(cfg.*member); }};
 }
 
-//! A decimal number in [min, max], stored through `set` (the member may be nested).
-ConfigKey number_key(std::string name, std::string help, std::function<void(Config&, double)> set, double min,
-                     double max) {
-  std::string env = "GPUNEX_";
-  std::string flag = "--";
-  for (char c : name) {
-    env += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-    flag += c == '_' ? '-' : c;
-  }
-  return ConfigKey{name, env, flag, std::move(help),
+//! A decimal number in [min, max], stored through `set` and read back through `get` (the member may be
+//! nested or scaled).
+ConfigKey number_key(std::string name, std::string help, std::function<void(Config&, double)> set,
+                     std::function<double(const Config&)> get, double min, double max) {
+  auto [env, flag] = env_and_flag(name);
+  return ConfigKey{name,
+                   env,
+                   flag,
+                   std::move(help),
                    [set, min, max](Config& cfg, const std::string& v) -> std::optional<std::string> {
                      std::size_t used = 0;
                      double d = 0;
@@ -64,24 +85,29 @@ ConfigKey number_key(std::string name, std::string help, std::function<void(Conf
                        used = 0;
                      }
                      if (used == 0 || used != v.size() || !(d >= min && d <= max))
-                       return "must be a number from " + std::to_string(min) + " to " + std::to_string(max) +
-                              ", got '" + v + "'";
+                       return "must be a number from " + format_number(min) + " to " + format_number(max) + ", got '" +
+                              v + "'";
                      set(cfg, d);
                      return std::nullopt;
-                   }};
+                   },
+                   [get](const Config& cfg) { return format_number(get(cfg)); }};
 }
 
 ConfigKey string_key(std::string name, std::string help, std::string Config::*member,
                      std::function<std::optional<std::string>(const std::string&)> check = nullptr) {
   auto [env, flag] = env_and_flag(name);
-  return ConfigKey{name, env, flag, std::move(help),
+  return ConfigKey{name,
+                   env,
+                   flag,
+                   std::move(help),
                    [member, check](Config& cfg, const std::string& v) -> std::optional<std::string> {
                      if (check) {
                        if (auto err = check(v)) return err;
                      }
                      cfg.*member = v;
                      return std::nullopt;
-                   }};
+                   },
+                   [member](const Config& cfg) { return toml_string(cfg.*member); }};
 }
 
 std::optional<std::string> check_listen(const std::string& v) {
@@ -176,7 +202,8 @@ const std::vector<ConfigKey>& config_keys() {
                               return "must be true or false, got '" + v + "'";
                             }
                             return std::nullopt;
-                          }});
+                          },
+                          [](const Config& cfg) -> std::string { return cfg.access_log ? "true" : "false"; }});
     k.push_back(string_key("web_dir", "development: serve the dashboard from this folder, re-read per request",
                            &Config::web_dir));
     k.push_back(string_key("port_file", "write the bound port to this file once listening", &Config::port_file));
@@ -215,38 +242,49 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::benchmark_host_ram_pct, 0, 1000));
     k.push_back(number_key(
         "benchmark_storage_read_min_mbs", "storage sequential read a machine needs, MB/s",
-        [](Config& c, double v) { c.benchmark_policy.storage_seq_read_min_mbs = v; }, 0, 1e6));
+        [](Config& c, double v) { c.benchmark_policy.storage_seq_read_min_mbs = v; },
+        [](const Config& c) { return c.benchmark_policy.storage_seq_read_min_mbs; }, 0, 1e6));
     k.push_back(number_key(
         "benchmark_net_down_floor_mbps", "network download every machine needs, Mbit/s (the VRAM rule may ask more)",
-        [](Config& c, double v) { c.benchmark_policy.net_down_min_mbps_floor = v; }, 0, 1e6));
+        [](Config& c, double v) { c.benchmark_policy.net_down_min_mbps_floor = v; },
+        [](const Config& c) { return c.benchmark_policy.net_down_min_mbps_floor; }, 0, 1e6));
     k.push_back(number_key(
         "benchmark_net_down_cap_mbps", "the most network download the VRAM rule asks, Mbit/s",
-        [](Config& c, double v) { c.benchmark_policy.net_down_min_mbps_cap = v; }, 0, 1e6));
+        [](Config& c, double v) { c.benchmark_policy.net_down_min_mbps_cap = v; },
+        [](const Config& c) { return c.benchmark_policy.net_down_min_mbps_cap; }, 0, 1e6));
     k.push_back(number_key(
         "benchmark_net_down_per_vram_gib", "network download asked per GiB of total VRAM, Mbit/s",
-        [](Config& c, double v) { c.benchmark_policy.net_down_mbps_per_vram_gib = v; }, 0, 1e4));
+        [](Config& c, double v) { c.benchmark_policy.net_down_mbps_per_vram_gib = v; },
+        [](const Config& c) { return c.benchmark_policy.net_down_mbps_per_vram_gib; }, 0, 1e4));
     k.push_back(number_key(
         "benchmark_net_up_pct", "network upload needed, in percent of the download minimum",
-        [](Config& c, double v) { c.benchmark_policy.net_up_share_of_down = v / 100.0; }, 0, 1000));
+        [](Config& c, double v) { c.benchmark_policy.net_up_share_of_down = v / 100.0; },
+        [](const Config& c) { return c.benchmark_policy.net_up_share_of_down * 100.0; }, 0, 1000));
     k.push_back(number_key(
         "benchmark_cpu_cores_per_gpu", "CPU cores a machine needs per GPU",
-        [](Config& c, double v) { c.benchmark_policy.cpu_cores_per_gpu = v; }, 0, 256));
+        [](Config& c, double v) { c.benchmark_policy.cpu_cores_per_gpu = v; },
+        [](const Config& c) { return c.benchmark_policy.cpu_cores_per_gpu; }, 0, 256));
     k.push_back(number_key(
         "rank_enterprise_boost", "marketplace rank factor for Enterprise providers",
-        [](Config& c, double v) { c.rank.enterprise_boost = v; }, 0.1, 10));
+        [](Config& c, double v) { c.rank.enterprise_boost = v; },
+        [](const Config& c) { return c.rank.enterprise_boost; }, 0.1, 10));
     k.push_back(number_key(
         "rank_commitment_6m_boost", "rank factor for a commitment of 6 to 11 months",
-        [](Config& c, double v) { c.rank.commitment_mid_boost = v; }, 0.1, 10));
+        [](Config& c, double v) { c.rank.commitment_mid_boost = v; },
+        [](const Config& c) { return c.rank.commitment_mid_boost; }, 0.1, 10));
     k.push_back(number_key(
         "rank_commitment_12m_boost", "rank factor for a commitment of 12 months or more",
-        [](Config& c, double v) { c.rank.commitment_long_boost = v; }, 0.1, 10));
+        [](Config& c, double v) { c.rank.commitment_long_boost = v; },
+        [](const Config& c) { return c.rank.commitment_long_boost; }, 0.1, 10));
     k.push_back(number_key(
         "rank_reliability_prior", "reliability (0-100) a machine carries until it is scored",
-        [](Config& c, double v) { c.rank.reliability_prior = v; }, 0, 100));
+        [](Config& c, double v) { c.rank.reliability_prior = v; },
+        [](const Config& c) { return c.rank.reliability_prior; }, 0, 100));
     k.push_back(number_key(
         "price_recommendation_min_listings",
         "listings a region (then all regions) needs before the catalog price is used",
-        [](Config& c, double v) { c.recommendation.min_listings = static_cast<std::size_t>(v); }, 1, 1000));
+        [](Config& c, double v) { c.recommendation.min_listings = static_cast<std::size_t>(v); },
+        [](const Config& c) { return static_cast<double>(c.recommendation.min_listings); }, 1, 1000));
     return k;
   }();
   return keys;
@@ -286,11 +324,13 @@ core::Result<std::vector<std::pair<std::string, std::string>>> read_toml_file(co
       out.emplace_back(key, *s);
     } else if (auto i = node.value_exact<std::int64_t>()) {
       out.emplace_back(key, std::to_string(*i));
+    } else if (auto d = node.value_exact<double>()) {
+      out.emplace_back(key, format_number(*d));
     } else if (auto b = node.value_exact<bool>()) {
       out.emplace_back(key, *b ? "true" : "false");
     } else {
       return core::Error::make(core::ErrorCode::invalid_field,
-                               path + ": " + key + " must be a string, integer or boolean", key);
+                               path + ": " + key + " must be a string, number or boolean", key);
     }
   }
   return out;
@@ -314,9 +354,11 @@ core::Status validate_config(const Config& cfg) {
 
 std::string config_help() {
   std::ostringstream out;
-  out << "Configuration keys (TOML file < environment < flags):\n";
+  out << "Configuration keys, each with its default as a TOML line (TOML file < environment < flags):\n";
+  const Config defaults;
   for (const auto& k : config_keys()) {
-    out << "  " << k.name << "  (" << k.env << ", " << k.flag << ")\n      " << k.help << "\n";
+    out << "  " << k.name << " = " << k.show(defaults) << "  (" << k.env << ", " << k.flag << ")\n      " << k.help
+        << "\n";
   }
   return out.str();
 }

@@ -62,7 +62,7 @@ struct Config {
   std::string base_url() const;
 };
 
-//! One configuration key: its TOML name, environment variable, flag, help and parser.
+//! One configuration key: its TOML name, environment variable, flag, help, parser and printer.
 struct ConfigKey {
   std::string name;  // TOML key, e.g. "heartbeat_interval"
   std::string env;   // GPUNEX_HEARTBEAT_INTERVAL
@@ -70,6 +70,8 @@ struct ConfigKey {
   std::string help;
   //! Parses a textual value into the config; returns an error message (without the key name) on failure.
   std::function<std::optional<std::string>(Config&, const std::string&)> set;
+  //! The key's value in a config as a TOML value (strings quoted); --help prints it for Config{}.
+  std::function<std::string(const Config&)> show;
 };
 
 const std::vector<ConfigKey>& config_keys();
@@ -77,13 +79,14 @@ const std::vector<ConfigKey>& config_keys();
 //! Applies key=value pairs from one source; the error names the key and the source.
 core::Status apply_config_values(Config& cfg, const std::vector<std::pair<std::string, std::string>>& values,
                                  const std::string& source);
-//! Reads a TOML file into key=value pairs (nested tables are refused; keys are checked by apply_config_values).
+//! Reads a TOML file into key=value pairs: strings, integers, decimals and booleans (nested tables and
+//! arrays are refused; keys and ranges are checked by apply_config_values).
 core::Result<std::vector<std::pair<std::string, std::string>>> read_toml_file(const std::string& path);
 //! The GPUNEX_* variables present in the environment, as key=value pairs.
 std::vector<std::pair<std::string, std::string>> read_env_values();
 //! Checks cross-key rules (TLS needs both files, listen parses).
 core::Status validate_config(const Config& cfg);
-//! The text listing every key, its variable and default, for --help.
+//! The text listing every key with its default (as a TOML line), variable and flag, for --help.
 std::string config_help();
 
 }  // namespace gpunex::server

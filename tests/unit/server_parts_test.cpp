@@ -62,12 +62,72 @@ TEST(Config, TlsNeedsBothFiles) {
   EXPECT_EQ(s.error().field, "tls_key");
 }
 
-TEST(Config, HelpListsEveryKey) {
+TEST(Config, TomlDecimalsForDecimalKeys) {
+  auto file = (std::filesystem::temp_directory_path() / "gpunex-decimals.toml").string();
+  std::ofstream(file) << "rank_enterprise_boost = 1.2\nrank_reliability_prior = 87.5\n"
+                         "benchmark_cpu_cores_per_gpu = 3\nbenchmark_net_up_pct = 25.0\n";
+  auto values = server::read_toml_file(file);
+  ASSERT_TRUE(values.ok()) << values.error().message;
+  server::Config cfg;
+  ASSERT_TRUE(server::apply_config_values(cfg, *values, file).ok());
+  EXPECT_EQ(cfg.rank.enterprise_boost, 1.2);
+  EXPECT_EQ(cfg.rank.reliability_prior, 87.5);
+  EXPECT_EQ(cfg.benchmark_policy.cpu_cores_per_gpu, 3.0);
+  EXPECT_EQ(cfg.benchmark_policy.net_up_share_of_down, 0.25);
+
+  // A decimal where a whole number is expected, or out of range, names the key.
+  std::ofstream(file) << "heartbeat_interval = 1.5\n";
+  values = server::read_toml_file(file);
+  ASSERT_TRUE(values.ok());
+  auto s = server::apply_config_values(cfg, *values, file);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().field, "heartbeat_interval");
+  EXPECT_NE(s.error().message.find("must be a whole number, got '1.5'"), std::string::npos) << s.error().message;
+  std::ofstream(file) << "rank_enterprise_boost = 12.5\n";
+  values = server::read_toml_file(file);
+  ASSERT_TRUE(values.ok());
+  s = server::apply_config_values(cfg, *values, file);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().field, "rank_enterprise_boost");
+  EXPECT_NE(s.error().message.find("must be a number from 0.1 to 10, got '12.5'"), std::string::npos)
+      << s.error().message;
+  // Arrays are still refused, naming the key.
+  std::ofstream(file) << "listen = [1, 2]\n";
+  values = server::read_toml_file(file);
+  ASSERT_FALSE(values.ok());
+  EXPECT_EQ(values.error().field, "listen");
+}
+
+TEST(Config, HelpListsEveryKeyWithItsDefault) {
   auto help = server::config_help();
+  const server::Config defaults;
+  std::string toml;
   for (const auto& k : server::config_keys()) {
-    EXPECT_NE(help.find(k.name), std::string::npos) << k.name;
-    EXPECT_NE(help.find(k.env), std::string::npos) << k.env;
+    const std::string line = "  " + k.name + " = " + k.show(defaults) + "  (" + k.env + ", " + k.flag + ")\n";
+    EXPECT_NE(help.find(line), std::string::npos) << line;
+    toml += k.name + " = " + k.show(defaults) + "\n";
   }
+  for (const char* line :
+       {"  listen = \"127.0.0.1:8080\"  (", "  heartbeat_interval = 15  (", "  rank_enterprise_boost = 1.15  (",
+        "  benchmark_net_up_pct = 50  (", "  access_log = true  (", "  public_url = \"\"  (",
+        "  mail_from = \"GPUnex <noreply@gpunex.localhost>\"  ("}) {
+    EXPECT_NE(help.find(line), std::string::npos) << line;
+  }
+  // Every default as printed is a TOML value the key accepts and reads back unchanged.
+  auto file = (std::filesystem::temp_directory_path() / "gpunex-defaults.toml").string();
+  std::ofstream(file) << toml;
+  auto values = server::read_toml_file(file);
+  ASSERT_TRUE(values.ok()) << values.error().message;
+  ASSERT_EQ(values->size(), server::config_keys().size());
+  server::Config cfg;
+  cfg.listen = "10.0.0.1:1";
+  cfg.heartbeat_interval_s = 99;
+  cfg.rank.enterprise_boost = 2;
+  cfg.access_log = false;
+  cfg.mail_from = "other@example.com";
+  auto s = server::apply_config_values(cfg, *values, file);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  for (const auto& k : server::config_keys()) EXPECT_EQ(k.show(cfg), k.show(defaults)) << k.name;
 }
 
 TEST(RateLimiter, SlidingWindow) {

@@ -1,23 +1,73 @@
-// gpunex-server's configuration: --help lists every key, a bad value exits naming
-// the key, TOML < environment < flags, and operator accounts from the shell.
+// gpunex-server's configuration: --help lists every key with its default, a bad value
+// exits naming the key, TOML < environment < flags, and operator accounts from the shell.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
+import { BACKEND, BIN, ROOT, TestServer, Client } from '../lib/server.mjs';
 
 const server = (args, env = {}) => spawnSync(path.join(BIN, 'gpunex-server'), args,
   { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20000 });
 
-test('--help documents every configuration key', () => {
+// --help's key lines: `  name = default  (GPUNEX_NAME, --name)`, the default as a TOML value.
+function helpDefaults() {
   const r = server(['--help']);
   assert.equal(r.status, 0);
-  for (const key of ['listen', 'db', 'heartbeat_interval', 'tls_cert', 'tls_key', 'body_limit_bytes',
-    'GPUNEX_LISTEN', 'GPUNEX_DB', 'GPUNEX_HEARTBEAT_INTERVAL', '--heartbeat-interval', '--config']) {
-    assert.ok(r.stdout.includes(key), `--help lacks ${key}`);
+  const keys = new Map();
+  for (const m of r.stdout.matchAll(/^ {2}([a-z0-9_]+) = (.*) {2}\((GPUNEX_[A-Z0-9_]+), (--[a-z0-9-]+)\)$/gm)) {
+    keys.set(m[1], { value: m[2], env: m[3], flag: m[4] });
   }
+  return { text: r.stdout, keys };
+}
+
+test('--help documents every configuration key with its default', () => {
+  const { text, keys } = helpDefaults();
+  assert.ok(text.includes('--config'));
+  for (const [name, { env, flag }] of keys) {
+    assert.equal(env, `GPUNEX_${name.toUpperCase()}`);
+    assert.equal(flag, `--${name.replaceAll('_', '-')}`);
+    assert.ok(text.includes(`${flag} `), `--help has no option ${flag}`);
+  }
+  const expected = { listen: '"127.0.0.1:8080"', db: '"sqlite:var/gpunex.db"', heartbeat_interval: '15',
+    body_limit_bytes: '1048576', tls_cert: '""', tls_key: '""', access_log: 'true', shutdown_grace: '10',
+    rank_enterprise_boost: '1.15', benchmark_net_up_pct: '50' };
+  for (const [name, value] of Object.entries(expected)) assert.equal(keys.get(name)?.value, value, name);
+  // Every key of the README's example is documented.
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const example = readme.match(/```toml\n([\s\S]*?)```/)[1];
+  for (const m of example.matchAll(/^([a-z_]+) =/gm)) assert.ok(keys.has(m[1]), `--help lacks ${m[1]}`);
+  // Every option the binary takes is a documented key (the flags CLI11 lists before the key table).
+  const options = new Set([...text.matchAll(/^ {2}(--[a-z0-9-]+) /gm)].map((m) => m[1]));
+  options.delete('--help');
+  options.delete('--config');
+  assert.deepEqual([...options].sort(), [...keys.values()].map((k) => k.flag).sort());
+});
+
+test(`${BACKEND}: a TOML file of every default, decimals included, starts the server`, async () => {
+  const { keys } = helpDefaults();
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-cfg-'));
+  const file = path.join(dir, 'defaults.toml');
+  // Decimal keys take TOML floats (1.2) and integers (3) alike.
+  const values = new Map([...keys].map(([name, { value }]) => [name, value]));
+  values.set('rank_enterprise_boost', '1.2');
+  values.set('benchmark_cpu_cores_per_gpu', '3');
+  writeFileSync(file, [...values].map(([k, v]) => `${k} = ${v}\n`).join(''));
+  const s = await new TestServer(['--config', file]).start();
+  try {
+    assert.equal((await new Client(s.url).request('GET', '/healthz')).status, 200);
+  } finally {
+    await s.stop();
+  }
+  writeFileSync(file, 'rank_enterprise_boost = 12.5\n');
+  let r = server(['--config', file]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /defaults\.toml: rank_enterprise_boost must be a number from 0\.1 to 10, got '12\.5'/);
+  writeFileSync(file, 'heartbeat_interval = 1.5\n');
+  r = server(['--config', file]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /heartbeat_interval must be a whole number, got '1\.5'/);
 });
 
 test('an invalid value stops the server with a message naming the key', () => {
