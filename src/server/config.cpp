@@ -1,9 +1,15 @@
 #include "server/config.hpp"
 
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <sstream>
 
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <toml++/toml.h>
 
 namespace gpunex::server {
@@ -22,6 +28,10 @@ std::optional<std::string> parse_int(const std::string& v, std::int64_t min, std
     return "must be a whole number, got '" + v + "'";
   }
 }
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
 
 // The shortest text that reads back as the same double ("1.15", "500").
 std::string format_number(double d) {
@@ -348,6 +358,24 @@ core::Status validate_config(const Config& cfg) {
   if (cfg.tls_cert.empty() != cfg.tls_key.empty()) {
     return core::Error::make(core::ErrorCode::invalid_field, "tls_cert and tls_key must be given together",
                              cfg.tls_cert.empty() ? "tls_cert" : "tls_key");
+  }
+  if (cfg.tls_cert.empty()) return core::ok_status();
+  auto fail = [](const std::string& key, const std::string& file, const std::string& why) {
+    return core::Error::make(core::ErrorCode::invalid_field, key + " '" + file + "': " + why, key);
+  };
+  std::unique_ptr<std::FILE, FileCloser> cert_file(std::fopen(cfg.tls_cert.c_str(), "r"));
+  if (!cert_file) return fail("tls_cert", cfg.tls_cert, std::string("cannot read: ") + std::strerror(errno));
+  std::unique_ptr<X509, void (*)(X509*)> cert(PEM_read_X509(cert_file.get(), nullptr, nullptr, nullptr), &X509_free);
+  if (!cert) return fail("tls_cert", cfg.tls_cert, "not a PEM certificate");
+  std::unique_ptr<std::FILE, FileCloser> key_file(std::fopen(cfg.tls_key.c_str(), "r"));
+  if (!key_file) return fail("tls_key", cfg.tls_key, std::string("cannot read: ") + std::strerror(errno));
+  // No passphrase callback: OpenSSL's default would prompt on the terminal for an encrypted key.
+  auto no_passphrase = [](char*, int, int, void*) { return 0; };
+  std::unique_ptr<EVP_PKEY, void (*)(EVP_PKEY*)> key(
+      PEM_read_PrivateKey(key_file.get(), nullptr, no_passphrase, nullptr), &EVP_PKEY_free);
+  if (!key) return fail("tls_key", cfg.tls_key, "not a PEM private key (or it is encrypted)");
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    return fail("tls_key", cfg.tls_key, "is not the private key of tls_cert '" + cfg.tls_cert + "'");
   }
   return core::ok_status();
 }

@@ -84,7 +84,8 @@ core::Status apply_config_values(Config& cfg, const std::vector<std::pair<std::s
 core::Result<std::vector<std::pair<std::string, std::string>>> read_toml_file(const std::string& path);
 //! The GPUNEX_* variables present in the environment, as key=value pairs.
 std::vector<std::pair<std::string, std::string>> read_env_values();
-//! Checks cross-key rules (TLS needs both files, listen parses).
+//! Checks cross-key rules: TLS needs both files, and they must be a readable PEM certificate chain and
+//! the private key that goes with it. Reads those files; the error names the key and the file.
 core::Status validate_config(const Config& cfg);
 //! The text listing every key with its default (as a TOML line), variable and flag, for --help.
 std::string config_help();

@@ -62,6 +62,54 @@ TEST(Config, TlsNeedsBothFiles) {
   EXPECT_EQ(s.error().field, "tls_key");
 }
 
+TEST(Config, TlsFilesMustBeAReadablePemPair) {
+  auto dir = std::filesystem::temp_directory_path() / "gpunex-config-tls-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto path = [&](const char* name) { return (dir / name).string(); };
+  server::Config cfg;
+  cfg.tls_cert = path("missing-cert.pem");
+  cfg.tls_key = path("missing-key.pem");
+  auto missing = server::validate_config(cfg);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().field, "tls_cert");
+  EXPECT_NE(missing.error().message.find("tls_cert '" + cfg.tls_cert + "': cannot read"), std::string::npos)
+      << missing.error().message;
+  std::ofstream(path("junk.pem")) << "not a certificate\n";
+  cfg.tls_cert = path("junk.pem");
+  auto junk = server::validate_config(cfg);
+  ASSERT_FALSE(junk.ok());
+  EXPECT_EQ(junk.error().field, "tls_cert");
+  EXPECT_NE(junk.error().message.find("not a PEM certificate"), std::string::npos) << junk.error().message;
+
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl command-line tool";
+  for (const char* name : {"a", "b"}) {
+    std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+        "-subj /CN=localhost -keyout '" +
+        path(name) + "-key.pem' -out '" + path(name) + "-cert.pem' >/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+  cfg.tls_cert = path("a-cert.pem");
+  auto no_key = server::validate_config(cfg);  // the key file is still missing
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_EQ(no_key.error().field, "tls_key");
+  EXPECT_NE(no_key.error().message.find(cfg.tls_key), std::string::npos);
+  cfg.tls_key = path("a-cert.pem");
+  auto cert_as_key = server::validate_config(cfg);
+  ASSERT_FALSE(cert_as_key.ok());
+  EXPECT_EQ(cert_as_key.error().field, "tls_key");
+  EXPECT_NE(cert_as_key.error().message.find("not a PEM private key"), std::string::npos);
+  cfg.tls_key = path("b-key.pem");
+  auto other_key = server::validate_config(cfg);
+  ASSERT_FALSE(other_key.ok());
+  EXPECT_EQ(other_key.error().field, "tls_key");
+  EXPECT_NE(other_key.error().message.find("is not the private key of tls_cert"), std::string::npos);
+  cfg.tls_key = path("a-key.pem");
+  EXPECT_TRUE(server::validate_config(cfg).ok());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Config, TomlDecimalsForDecimalKeys) {
   auto file = (std::filesystem::temp_directory_path() / "gpunex-decimals.toml").string();
   std::ofstream(file) << "rank_enterprise_boost = 1.2\nrank_reliability_prior = 87.5\n"

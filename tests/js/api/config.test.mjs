@@ -1,8 +1,9 @@
 // gpunex-server's configuration: --help lists every key with its default, a bad value
-// exits naming the key, TOML < environment < flags, and operator accounts from the shell.
+// (or TLS file) exits naming the key, TOML < environment < flags, and operator accounts
+// from the shell.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -68,6 +69,31 @@ test(`${BACKEND}: a TOML file of every default, decimals included, starts the se
   r = server(['--config', file]);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /heartbeat_interval must be a whole number, got '1\.5'/);
+});
+
+test('bad TLS files stop the server with a message naming the key and the file', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-cfg-'));
+  const db = `sqlite:${dir}/x.db`;
+  const cert = path.join(dir, 'cert.pem');
+  const key = path.join(dir, 'key.pem');
+  let r = server(['--db', db, '--tls-cert', cert, '--tls-key', key]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `error: tls_cert '${cert}': cannot read: No such file or directory\n`);
+  r = server(['--db', db, '--tls-cert', cert]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /tls_cert and tls_key must be given together/);
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-days', '1', '-subj', '/CN=localhost', '-keyout', key, '-out', cert], { stdio: 'pipe' });
+  r = server(['--db', db, '--tls-cert', cert, '--tls-key', `${key}.missing`]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `error: tls_key '${key}.missing': cannot read: No such file or directory\n`);
+  writeFileSync(path.join(dir, 'junk.pem'), 'not a certificate\n');
+  r = server(['--db', db, '--tls-cert', path.join(dir, 'junk.pem'), '--tls-key', key]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /tls_cert '.*junk\.pem': not a PEM certificate/);
+  r = server(['--db', db, '--tls-cert', cert, '--tls-key', cert]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /tls_key '.*cert\.pem': not a PEM private key/);
 });
 
 test('an invalid value stops the server with a message naming the key', () => {
