@@ -594,6 +594,60 @@ TEST_F(ServerTest, IdleConnectionClosesAfterIdleTimeout) {
   EXPECT_LE(waited, 3000ms);
 }
 
+TEST_F(ServerTest, HalfHeaderIsCutOffAfterHeaderTimeout) {
+  ServerOptions o;
+  o.header_timeout = 1s;
+  o.read_timeout = 30s;
+  o.idle_timeout = 30s;
+  start(o);
+  Client c(port_);
+  c.send("GET /hello HTTP/1.1\r\nHost: test\r\nX-Half: ");  // and nothing more
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.closed_within(4000ms));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 800ms);
+  EXPECT_LE(waited, 3000ms);
+  // A client that trickles its header byte by byte does not get a fresh timeout per byte.
+  Client slow(port_);
+  t0 = std::chrono::steady_clock::now();
+  bool closed = false;
+  for (char ch : std::string("GET /hello HTTP/1.1\r\nHost: test\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")) {
+    try {
+      slow.send(std::string(1, ch));
+    } catch (const std::runtime_error&) {
+      closed = true;
+      break;
+    }
+    if (slow.closed_within(200ms)) {
+      closed = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_LE(std::chrono::steady_clock::now() - t0, 3000ms);
+}
+
+TEST_F(ServerTest, StalledBodyIsCutOffAfterReadTimeout) {
+  ServerOptions o;
+  o.header_timeout = 30s;
+  o.read_timeout = 1s;
+  o.idle_timeout = 30s;
+  start(o);
+  Client c(port_);
+  c.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n" + std::string(10, 'x'));
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.closed_within(4000ms));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, 800ms);
+  EXPECT_LE(waited, 3000ms);
+  // The same body sent whole in time is answered.
+  Client ok(port_);
+  ok.send("POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 10\r\n\r\n" + std::string(10, 'y'));
+  auto r = ok.read();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, std::string(10, 'y'));
+}
+
 TEST_F(ServerTest, StopLetsRequestInFlightFinish) {
   start();
   Client idle(port_);
