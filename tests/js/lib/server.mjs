@@ -65,7 +65,9 @@ export class TestServer {
     rmSync(portFile, { force: true });
     this.proc = spawn(path.join(BIN, 'gpunex-server'), [
       '--listen', '127.0.0.1:0', '--db', this.db, '--data-dir', this.dir,
-      '--port-file', portFile, '--log-level', 'warn',
+      '--port-file', portFile,
+      // Quiet unless the test asks for a level (the access-log test reads the info lines).
+      ...(this.extraArgs.includes('--log-level') ? [] : ['--log-level', 'warn']),
       // Searches wait for the offers to reload after every change (the server answers from the
       // previous offers after 25 ms by default; unit tests cover that): a test sees what it just did.
       '--market-search-wait-ms', '10000',
