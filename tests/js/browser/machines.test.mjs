@@ -29,8 +29,8 @@ function startAgent(url, key, dataDir) {
 
 test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline after it stops`, async () => {
   const server = await new TestServer(['--heartbeat-interval', '1', '--offline-after-missed', '3']).start();
-  const browser = await launchBrowser();
   const shot = screenshotter(`machines-${BACKEND}`);
+  const browser = await launchBrowser(shot);
   const errors = [];
   let agent;
   try {
