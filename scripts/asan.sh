@@ -12,4 +12,4 @@ build-asan/bin/unit_tests --gtest_brief=1
 build-asan/bin/store_tests --gtest_brief=1
 build-asan/bin/agent_tests --gtest_brief=1
 build-asan/bin/server_agent_tests --gtest_brief=1
-GPUNEX_BIN_DIR=$PWD/build-asan/bin GPUNEX_TEST_DB=sqlite node --test --test-concurrency=1 --test-reporter=dot tests/js/api/
+GPUNEX_BIN_DIR=$PWD/build-asan/bin GPUNEX_TEST_DB=sqlite tests/js/run-tests.sh tests/js/api --test-reporter=dot

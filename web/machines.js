@@ -169,7 +169,7 @@ pages.machines = async function machines(id) {
     return [el('h1', {}, 'Machines'), el('p', {}, 'Machines are for approved providers. ', el('a', { href: '#/apply' }, 'Apply to Provide GPUs'))];
   }
   const res = await loadMachines(id);
-  const body = el('div', { class: 'machines', 'aria-live': 'polite', 'aria-busy': 'false' }, machinesBody(res, id));
+  const body = el('div', { class: 'machines', 'aria-live': 'polite', 'aria-busy': 'false' }, machinesBody(res, id).flat());
   if (machinesTimer) clearInterval(machinesTimer);
   const hash = location.hash;
   machinesTimer = setInterval(async () => {

@@ -61,12 +61,23 @@ class LogoutCommand : public Command {
     return parent.add_subcommand("logout", "end the session on the server and forget the token");
   }
   int run(Context& ctx) override {
-    if (ctx.token()) {
-      auto r = call(ctx, "POST", "/v1/auth/logout");
-      if (!r) return ctx.fail(r.error().message);
+    auto saved = load_credentials();
+    if (!saved) {
+      ctx.print(nlohmann::json{{"status", "not_logged_in"}, {"server", ctx.server}},
+                "Not logged in to " + ctx.server + "; nothing to do.");
+      return 0;
     }
+    if (saved->server != ctx.server) {
+      // The saved login is another server's: logging out of this one must not lose it.
+      const std::string message = "not logged in to " + ctx.server + "; the saved login (" + saved->email + " on " +
+                                  saved->server + ") is kept";
+      return ctx.fail(message, nlohmann::json{{"error", {{"code", "not_logged_in"}, {"message", message}}}});
+    }
+    auto r = call(ctx, "POST", "/v1/auth/logout");
+    if (!r) return ctx.fail(r.error().message);  // the server was not reached: keep the token to retry
     forget_credentials();
-    ctx.print(nlohmann::json{{"status", "logged_out"}}, "Logged out.");
+    ctx.print(nlohmann::json{{"status", "logged_out"}, {"server", ctx.server}, {"email", saved->email}},
+              "Logged out of " + ctx.server + " (" + saved->email + ").");
     return 0;
   }
 };

@@ -4,6 +4,8 @@
 
 namespace gpunex::store {
 
+class Store;
+
 //! One schema step; `sql` holds ';'-separated statements in the portable dialect.
 struct Migration {
   int version;
@@ -16,5 +18,9 @@ struct Migration {
 
 //! Every migration, ordered by version.
 const std::vector<Migration>& migrations();
+
+//! migrate() with the given list instead of migrations(), all in one transaction: a step that
+//! fails leaves nothing of the list behind. Tests inject a failing list through this.
+int migrate(Store& store, const std::vector<Migration>& list);
 
 }  // namespace gpunex::store

@@ -190,8 +190,10 @@ std::unique_ptr<Store> open_store(const std::string& url, const StoreOptions& op
 
 // ---- migrations ----
 
-int migrate(Store& store) {
-  return store.transact([](Tx& tx) {
+int migrate(Store& store) { return migrate(store, migrations()); }
+
+int migrate(Store& store, const std::vector<Migration>& list) {
+  return store.transact([&](Tx& tx) {
     if (tx.dialect() == Dialect::postgres) {
       // Serialises replicas starting together; released at commit or rollback.
       tx.query("SELECT pg_advisory_xact_lock(7283901460)");
@@ -201,7 +203,7 @@ int migrate(Store& store) {
         " version BIGINT PRIMARY KEY, name TEXT, applied_at BIGINT)");
     auto row = tx.query_one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
     std::int64_t current = row ? row->i64(0) : 0;
-    for (const auto& m : migrations()) {
+    for (const auto& m : list) {
       if (m.version <= current) continue;
       tx.exec_script(tx.dialect() == Dialect::postgres && !m.postgres_sql.empty() ? m.postgres_sql : m.sql);
       tx.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
+#include <latch>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -35,6 +37,7 @@ using gpunex::store::Row;
 using gpunex::store::Store;
 using gpunex::store::StoreError;
 using gpunex::store::StoreOptions;
+using gpunex::store::StoreUnavailable;
 using gpunex::store::Tx;
 using gpunex::store::TxMode;
 using gpunex::store::UniqueViolation;
@@ -352,6 +355,182 @@ TEST_P(StoreTest, LeasesAreExclusiveUntilExpiry) {
   store_->transact([](Tx& tx) { release_lease(tx, "payouts", "B"); });
   EXPECT_EQ(holder(), "none");
   EXPECT_TRUE(take("A", t0 + 20'000));                // free again
+}
+
+// Replicas race for one lease: two Store instances (separate connections; on SQLite the same file),
+// several threads each, every thread its own holder, each taking it a number of times. A shared
+// count of holders inside must never pass 1.
+TEST_P(StoreTest, LeaseHasOneHolderAcrossReplicasUnderContention) {
+  gpunex::store::migrate(*store_);
+  auto other = gpunex::store::open_store(url_, options_);
+  Store* replicas[] = {store_.get(), other.get()};
+  constexpr int kThreadsPerReplica = 3;
+  constexpr int kTakesPerThread = 10;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> taken[2] = {0, 0};
+  std::atomic<int> failures{0};
+  std::mutex error_mutex;
+  std::string first_error;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    for (int t = 0; t < kThreadsPerReplica; ++t) {
+      threads.emplace_back([&, r, t] {
+        Store& store = *replicas[r];
+        const std::string holder = "replica" + std::to_string(r) + "-thread" + std::to_string(t);
+        for (int mine = 0; mine < kTakesPerThread && std::chrono::steady_clock::now() < deadline;) {
+          try {
+            // A long TTL on the real clock: nobody's lease expires during the test.
+            const bool held = store.transact([&](Tx& tx) {
+              return gpunex::store::try_take_lease(tx, "singleton", holder, gpunex::store::now_ms(), 60'000);
+            });
+            if (!held) {
+              std::this_thread::sleep_for(std::chrono::microseconds(100));
+              continue;
+            }
+            if (inside.fetch_add(1) != 0) ++overlaps;
+            ++mine;
+            ++taken[r];
+            std::this_thread::sleep_for(std::chrono::microseconds(300));
+            inside.fetch_sub(1);
+            store.transact([&](Tx& tx) { gpunex::store::release_lease(tx, "singleton", holder); });
+          } catch (const std::exception& e) {
+            ++failures;
+            std::lock_guard lock(error_mutex);
+            if (first_error.empty()) first_error = e.what();
+            return;
+          }
+        }
+      });
+    }
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0) << first_error;
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(taken[0].load(), kThreadsPerReplica * kTakesPerThread);
+  EXPECT_EQ(taken[1].load(), kThreadsPerReplica * kTakesPerThread);
+  auto left = store_->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM leases")->i64(0); },
+                               TxMode::read);
+  EXPECT_EQ(left, 0);  // every holder gave it back
+}
+
+// An expired lease is taken over by exactly one of many racers on two replicas, round after round.
+TEST_P(StoreTest, ExpiredLeaseIsTakenOverByExactlyOneRacer) {
+  gpunex::store::migrate(*store_);
+  auto other = gpunex::store::open_store(url_, options_);
+  Store* replicas[] = {store_.get(), other.get()};
+  using gpunex::store::try_take_lease;
+  const std::int64_t t0 = 1'000'000;
+  const std::int64_t ttl = 60'000;
+  ASSERT_TRUE(store_->transact([&](Tx& tx) { return try_take_lease(tx, "sweeper", "crashed", t0, ttl); }));
+  constexpr int kRacers = 6;
+  constexpr int kRounds = 10;
+  for (int round = 1; round <= kRounds; ++round) {
+    const std::int64_t now = t0 + round * (ttl + 1);  // the previous round's winner has expired
+    std::latch start(kRacers);
+    std::atomic<int> winners{0};
+    std::atomic<int> failures{0};
+    std::string winner;
+    std::mutex winner_mutex;
+    std::vector<std::thread> racers;
+    for (int i = 0; i < kRacers; ++i) {
+      racers.emplace_back([&, i] {
+        const std::string holder = "racer" + std::to_string(i) + "-round" + std::to_string(round);
+        start.arrive_and_wait();
+        try {
+          if (replicas[i % 2]->transact([&](Tx& tx) { return try_take_lease(tx, "sweeper", holder, now, ttl); })) {
+            ++winners;
+            std::lock_guard lock(winner_mutex);
+            winner = holder;
+          }
+        } catch (const std::exception&) {
+          ++failures;
+        }
+      });
+    }
+    for (auto& th : racers) th.join();
+    ASSERT_EQ(failures.load(), 0) << "round " << round;
+    ASSERT_EQ(winners.load(), 1) << "round " << round;
+    auto holder = store_->transact(
+        [](Tx& tx) { return tx.query_one("SELECT holder FROM leases WHERE name = 'sweeper'")->str(0); }, TxMode::read);
+    EXPECT_EQ(holder, winner) << "round " << round;
+  }
+}
+
+// migrate() applies its list in one transaction: a later step that fails leaves no table of the
+// earlier steps and no recorded version, from an empty database and from a migrated one.
+TEST_P(StoreTest, FailedMigrationLeavesNothingBehind) {
+  using gpunex::store::Migration;
+  const auto table_exists = [&](const std::string& table) {
+    try {
+      store_->transact([&](Tx& tx) { tx.query("SELECT COUNT(*) FROM " + table); }, TxMode::read);
+      return true;
+    } catch (const StoreError&) {
+      return false;
+    }
+  };
+  const Migration broken{900, "broken", "CREATE TABLE extra_b (id BIGINT); INSERT INTO no_such_table VALUES (1)"};
+
+  // From empty: migration 1 and a failing step.
+  const std::vector<Migration> from_empty = {gpunex::store::migrations().front(), broken};
+  EXPECT_THROW(gpunex::store::migrate(*store_, from_empty), StoreError);
+  EXPECT_FALSE(table_exists("users"));
+  EXPECT_FALSE(table_exists("schema_migrations"));
+  EXPECT_FALSE(table_exists("extra_b"));
+
+  // From the current schema: a good step, then a failing one.
+  const int current = gpunex::store::migrate(*store_);
+  auto list = gpunex::store::migrations();
+  list.push_back({current + 1, "extra_a", "CREATE TABLE extra_a (id BIGINT PRIMARY KEY); INSERT INTO extra_a VALUES (1)"});
+  list.push_back({current + 2, broken.name, broken.sql});
+  EXPECT_THROW(gpunex::store::migrate(*store_, list), StoreError);
+  EXPECT_FALSE(table_exists("extra_a"));
+  EXPECT_FALSE(table_exists("extra_b"));
+  const auto version = [&] {
+    return store_->transact([](Tx& tx) { return tx.query_one("SELECT MAX(version) FROM schema_migrations")->i64(0); },
+                            TxMode::read);
+  };
+  EXPECT_EQ(version(), current);
+
+  // Without the failing step the good one applies.
+  list.pop_back();
+  EXPECT_EQ(gpunex::store::migrate(*store_, list), current + 1);
+  EXPECT_EQ(version(), current + 1);
+  EXPECT_TRUE(table_exists("extra_a"));
+}
+
+// SQLite runs in WAL mode, and a writer waits up to the busy timeout for another connection's write
+// lock (here another Store on the same file) instead of failing at once.
+TEST_P(StoreTest, SqliteUsesWalAndWaitsForTheBusyTimeout) {
+  if (GetParam() != "sqlite") GTEST_SKIP() << "SQLite only";
+  make_things();
+  const auto pragma = [](Store& store, const char* sql) {
+    return store.transact([&](Tx& tx) { return tx.query_one(sql)->str(0); }, TxMode::read);
+  };
+  EXPECT_EQ(pragma(*store_, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(pragma(*store_, "PRAGMA busy_timeout"), "5000");  // StoreOptions' default
+  auto quick = gpunex::store::open_store(url_, {.pool_size = 1, .busy_timeout = std::chrono::milliseconds(50)});
+  auto patient = gpunex::store::open_store(url_, {.pool_size = 1, .busy_timeout = std::chrono::milliseconds(10'000)});
+  EXPECT_EQ(pragma(*quick, "PRAGMA busy_timeout"), "50");
+  EXPECT_EQ(pragma(*quick, "PRAGMA journal_mode"), "wal");
+
+  std::latch writing(1);
+  std::thread holder([&] {
+    store_->transact([&](Tx& tx) {
+      tx.exec("INSERT INTO things (id) VALUES ('held')");
+      writing.count_down();
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    });
+  });
+  writing.wait();
+  const auto insert = [](const char* id) {
+    return [id](Tx& tx) { tx.exec("INSERT INTO things (id) VALUES (?)", {std::string(id)}); };
+  };
+  EXPECT_THROW(quick->transact(insert("quick")), StoreUnavailable);  // gave up after 50 ms
+  EXPECT_NO_THROW(patient->transact(insert("patient")));             // waited for the holder's commit
+  holder.join();
+  EXPECT_EQ(count_things(), 2);
 }
 
 TEST_P(StoreTest, ConcurrentWritersDoNotLoseUpdates) {

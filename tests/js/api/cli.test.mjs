@@ -1,15 +1,17 @@
-// The gpunex CLI: login keeps the token with mode 0600, whoami, logout, --json.
+// The gpunex CLI: login keeps the token with mode 0600, whoami, logout, --json; the server comes
+// from --server, then GPUNEX_SERVER, then config.toml, then the saved login; logging out of a
+// server one is not logged in to keeps the saved login.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, statSync, existsSync } from 'node:fs';
+import { mkdtempSync, statSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
 
-function gpunex(home, args, input) {
+function gpunex(home, args, input, env = {}) {
   const r = spawnSync(path.join(BIN, 'gpunex'), args, {
-    input, env: { PATH: process.env.PATH, HOME: home }, encoding: 'utf8',
+    input, env: { PATH: process.env.PATH, HOME: home, ...env }, encoding: 'utf8',
   });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
@@ -46,6 +48,60 @@ test(`${BACKEND}: gpunex login, whoami, logout`, async () => {
     const after = gpunex(home, ['--server', server.url, 'whoami']);
     assert.equal(after.code, 1);
     assert.match(after.err, /not logged in/);
+  } finally {
+    await server.stop();
+  }
+});
+
+test(`${BACKEND}: server resolution order; logout of another server keeps the saved login; logout --json`, async () => {
+  const server = await new TestServer().start();
+  const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
+  // Nothing listens there: every command below that resolves to it stops before any request.
+  const other = 'http://127.0.0.1:9';
+  try {
+    const c = new Client(server.url);
+    await c.signupAndLogin('order@example.com');
+    const login = gpunex(home, ['--server', server.url, 'login', '--email', 'order@example.com', '--password-stdin'],
+      'correct-horse-battery\n');
+    assert.equal(login.code, 0, login.err);
+    const cred = path.join(home, '.config', 'gpunex', 'credentials.json');
+    const saved = readFileSync(cred, 'utf8');
+    const token = JSON.parse(saved).token;
+
+    // whoami answers for the server it resolved to; "not logged in to X" names X.
+    const whoami = (args, env) => gpunex(home, [...args, 'whoami'], undefined, env);
+    const loggedIn = (r) => r.code === 0 && r.out.includes('order@example.com');
+    const refusedFor = (r, url) => r.code === 1 && r.err.includes(`not logged in to ${url};`);
+    assert.ok(loggedIn(whoami([], {})), 'no flag, variable or file: the saved login\'s server');
+    assert.ok(refusedFor(whoami([], { GPUNEX_SERVER: other }), other), 'GPUNEX_SERVER over the saved login');
+    assert.ok(loggedIn(whoami(['--server', server.url], { GPUNEX_SERVER: other })), '--server over GPUNEX_SERVER');
+    assert.ok(refusedFor(whoami(['--server', other], { GPUNEX_SERVER: server.url }), other), '--server over GPUNEX_SERVER');
+    writeFileSync(path.join(home, '.config', 'gpunex', 'config.toml'), `server = "${other}"\n`);
+    assert.ok(refusedFor(whoami([], {}), other), 'config.toml over the saved login');
+    assert.ok(loggedIn(whoami([], { GPUNEX_SERVER: server.url })), 'GPUNEX_SERVER over config.toml');
+    assert.ok(loggedIn(whoami(['--server', server.url], {})), '--server over config.toml');
+
+    // Logging out of a server one is not logged in to changes nothing, and says so.
+    const wrong = gpunex(home, ['logout']);  // config.toml names the other server
+    assert.equal(wrong.code, 1);
+    assert.equal(wrong.err, `error: not logged in to ${other}; the saved login (order@example.com on ${server.url}) is kept\n`);
+    assert.equal(readFileSync(cred, 'utf8'), saved);
+    const wrongJson = gpunex(home, ['--server', other, 'logout', '--json']);
+    assert.equal(wrongJson.code, 1);
+    assert.equal(JSON.parse(wrongJson.out).error.code, 'not_logged_in');
+    assert.equal(readFileSync(cred, 'utf8'), saved);
+    c.token = token;
+    assert.equal((await c.request('GET', '/v1/me')).status, 200, 'the session is still open');
+
+    // The right server (a trailing slash is the same server): the session ends on the server too.
+    const out = gpunex(home, ['--server', `${server.url}/`, 'logout', '--json']);
+    assert.equal(out.code, 0, out.err);
+    assert.deepEqual(JSON.parse(out.out), { status: 'logged_out', server: server.url, email: 'order@example.com' });
+    assert.ok(!existsSync(cred));
+    assert.equal((await c.request('GET', '/v1/me')).status, 401);
+    const again = gpunex(home, ['--server', server.url, 'logout', '--json']);
+    assert.equal(again.code, 0, again.err);
+    assert.deepEqual(JSON.parse(again.out), { status: 'not_logged_in', server: server.url });
   } finally {
     await server.stop();
   }

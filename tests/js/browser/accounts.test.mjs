@@ -6,8 +6,8 @@ import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
 test(`${BACKEND}: sign up, log in, Roles page, log out`, async () => {
   const server = await new TestServer().start();
-  const browser = await launchBrowser();
   const shot = screenshotter(`accounts-${BACKEND}`);
+  const browser = await launchBrowser(shot);
   try {
     const page = await browser.newPage();
     const errors = [];
@@ -59,6 +59,12 @@ test(`${BACKEND}: sign up, log in, Roles page, log out`, async () => {
     await page.getByRole('heading', { name: 'Log in' }).waitFor();
     await shot(page, 'logged-out-again');
     assert.deepEqual(errors, []);
+
+    // Every page visited was saved without the test asking (close() waits for those under way).
+    await browser.close();
+    for (const visit of ['visit-home', 'visit-signup', 'visit-roles', 'visit-login']) {
+      assert.ok(shot.saved.includes(visit), `${visit} not in ${shot.saved}`);
+    }
   } finally {
     await browser.close();
     await server.stop();

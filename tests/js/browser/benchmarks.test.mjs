@@ -49,7 +49,7 @@ test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re
       return r.status === 200 && r.json.runs.some((x) => x.status === 'completed') && r.json.gpus[0].benchmarked;
     }, 90000);
 
-    browser = await launchBrowser();
+    browser = await launchBrowser(shot);
     const p = await browser.newPage();
     p.on('pageerror', (e) => errors.push(e.message));
     p.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) errors.push(m.text()); });

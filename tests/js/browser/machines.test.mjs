@@ -29,8 +29,8 @@ function startAgent(url, key, dataDir) {
 
 test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline after it stops`, async () => {
   const server = await new TestServer(['--heartbeat-interval', '1', '--offline-after-missed', '3']).start();
-  const browser = await launchBrowser();
   const shot = screenshotter(`machines-${BACKEND}`);
+  const browser = await launchBrowser(shot);
   const errors = [];
   let agent;
   try {
@@ -75,11 +75,14 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     // The detail page: the same machine with events.
     await card.getByRole('heading', { level: 2 }).getByRole('link').click();
     await p.getByRole('link', { name: '← All machines' }).waitFor();
+    // The first render already holds the card, not "[object HTMLElement]" until the poll redraws it.
+    assert.equal(await p.locator('section.machine').count(), 1, await p.locator('main').innerText());
     await p.locator('.machine-status', { hasText: 'Online' }).waitFor();
     await p.getByRole('table', { name: 'Machine events, newest first' }).waitFor();
     await shot(p, 'machine-detail');
     await p.getByRole('link', { name: '← All machines' }).click();
     await p.getByRole('heading', { name: 'Machines', level: 1 }).waitFor();
+    assert.equal(await p.locator('section.machine').count(), 1, await p.locator('main').innerText());
 
     // Stop the agent: Offline after 3 missed 1 s heartbeats (plus the page's poll).
     assert.equal(await agent.stop(), 0, agent.logs.join(''));

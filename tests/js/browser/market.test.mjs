@@ -45,8 +45,8 @@ test(`${BACKEND}: price → offer on the marketplace → a schedule excluding no
     assert.equal(before.status, 200, `${before.body}\n${server.logs.join("").slice(-2000)}`);
     assert.equal(before.json.items.length, 0, before.body);
 
-    browser = await launchBrowser();
     const shot = screenshotter(`market-${BACKEND}`);
+    browser = await launchBrowser(shot);
     const p = await browser.newPage();
     p.on('pageerror', (e) => errors.push(e.message));
     await p.goto(`${server.url}/#/login`);

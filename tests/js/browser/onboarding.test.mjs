@@ -42,9 +42,9 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown 
     '--mail-from', 'GPUnex <noreply@gpunex.test>', '--mail-poll-interval-ms', '200', '--mail-retry-base-ms', '200']).start();
   server.createUser('rita@example.com', 'operator-password-1', 'reviewer', 'Rita Reviewer');
   // Two browsers, so the applicant and the reviewer each keep their own session.
-  const alice = await launchBrowser();
-  const rita = await launchBrowser();
   const shot = screenshotter(`onboarding-${BACKEND}`);
+  const alice = await launchBrowser(shot);
+  const rita = await launchBrowser(shot);
   const errors = [];
   try {
     const p = await alice.newPage();
@@ -248,8 +248,8 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown 
 
 test(`${BACKEND}: another user cannot open an application; a customer has no review console`, async () => {
   const server = await new TestServer().start();
-  const browser = await launchBrowser();
   const shot = screenshotter(`onboarding-access-${BACKEND}`);
+  const browser = await launchBrowser(shot);
   try {
     const p = await browser.newPage();
     await p.goto(`${server.url}/#/signup`);

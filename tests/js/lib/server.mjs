@@ -55,12 +55,19 @@ export class TestServer {
     this.logs = [];
   }
 
-  // A second start() after stop() reuses the same data folder and database (restart tests).
-  async start() {
+  // Makes the data folder and the database (this.dir, this.db) without starting the server, for
+  // commands that run before it (admin bootstrap, scripts/run.sh).
+  prepare() {
     if (!this.dir) {
       this.dir = mkdtempSync(path.join(tmpdir(), 'gpunex-srv-'));
       this.db = freshDatabaseUrl(this.dir);
     }
+    return this;
+  }
+
+  // A second start() after stop() reuses the same data folder and database (restart tests).
+  async start() {
+    this.prepare();
     const portFile = path.join(this.dir, 'port');
     rmSync(portFile, { force: true });
     this.proc = spawn(path.join(BIN, 'gpunex-server'), [

@@ -1,0 +1,84 @@
+// `make run` (scripts/run.sh, with the build already done) on a free port and a temporary folder:
+// it prints the first admin login and the dashboard URL, serves the dashboard and /healthz, starts
+// the local agent (simulated when NVML finds no GPU, and says so) whose machine comes Online for
+// the demo provider, and on Ctrl-C (SIGINT to its process group, as a terminal sends it) stops the
+// agent and the server, exits 130 and leaves no process behind.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { BACKEND, BIN, ROOT, TestServer, Client, until } from '../lib/server.mjs';
+import { freePort } from '../lib/smtp.mjs';
+
+// Processes whose command line names `dir` (the server and the agent both take a folder under it).
+function processesUsing(dir) {
+  const found = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+      if (cmd.includes(dir)) found.push(`${pid}: ${cmd}`);
+    } catch { /* gone meanwhile */ }
+  }
+  return found;
+}
+
+test(`${BACKEND}: make run serves the dashboard with a local agent and stops cleanly on Ctrl-C`, async () => {
+  const { dir, db } = new TestServer().prepare();
+  const listen = `127.0.0.1:${await freePort()}`;
+  const url = `http://${listen}`;
+  const proc = spawn(path.join(ROOT, 'scripts', 'run.sh'), [], {
+    env: { ...process.env, GPUNEX_BIN_DIR: BIN, GPUNEX_VAR_DIR: dir, GPUNEX_DB: db, GPUNEX_LISTEN: listen },
+    detached: true, // its own process group, like a shell job: SIGINT goes to the script and its children
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout.on('data', (d) => { out += d; });
+  proc.stderr.on('data', (d) => { out += d; });
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  try {
+    await until('make run to be ready', () => out.includes('Ctrl-C stops the agent and the server.') || proc.exitCode !== null,
+      120000);
+    assert.equal(proc.exitCode, null, out);
+    assert.ok(out.includes(`Dashboard: ${url}/\n`), out);
+
+    // The first admin login, printed once, works.
+    const admin = out.match(/e-mail: +(\S+)\n {2}password: (\S+)\n/);
+    assert.ok(admin, out);
+    const staff = new Client(url);
+    assert.ok((await staff.login(admin[1], admin[2])).user.roles.includes('admin'));
+
+    const page = await fetch(`${url}/`);
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get('content-type'), /^text\/html/);
+    assert.match(await page.text(), /<title>[^<]*GPUnex/);
+    const health = await fetch(`${url}/healthz`);
+    assert.equal(health.status, 200);
+    assert.deepEqual(await health.json(), { status: 'ok' });
+
+    // Simulated exactly when this host has no GPU that NVML finds, and it says which.
+    const realGpus = spawnSync(path.join(BIN, 'gpunex-agent'), ['info'], { stdio: 'ignore' }).status === 0;
+    assert.match(out, realGpus ? /Agent: NVML found GPUs; reporting this host's real GPUs\./
+      : /Agent: no NVIDIA GPUs found \(NVML\); running a SIMULATED 2x L40S/);
+    const demo = out.match(/Demo provider login: (\S+) \/ (\S+) /);
+    assert.ok(demo, out);
+    const provider = new Client(url);
+    await provider.login(demo[1], demo[2]);
+    const machine = await until('the demo machine Online', async () => {
+      const r = await provider.request('GET', '/v1/provider/machines');
+      return r.status === 200 && r.json.items.find((m) => m.status === 'online');
+    }, 60000);
+    assert.equal(machine.simulated, !realGpus);
+
+    process.kill(-proc.pid, 'SIGINT');
+    let timer;
+    const end = await Promise.race([exited, new Promise((r) => { timer = setTimeout(() => r('timeout'), 30000); })]);
+    clearTimeout(timer);
+    assert.deepEqual(end, { code: 130, signal: null }, out);
+    assert.match(out, /Stopping\.\.\./);
+    assert.deepEqual(processesUsing(dir), []);
+    await assert.rejects(fetch(`${url}/healthz`));
+  } finally {
+    try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* already gone */ }
+  }
+});

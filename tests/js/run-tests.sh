@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the test files of a folder with `node --test`, one file at a time; fails if any file failed.
+# Usage: tests/js/run-tests.sh DIR [node --test options, e.g. --test-reporter=dot]. $NODE picks node.
+#
+# One at a time because the files start servers, agents and browsers with timed expectations (a
+# machine Online within 20 s) that a crowded host misses. `node --test --test-concurrency=1 DIR`
+# does that on Node >= 20.10, but Debian bookworm's own nodejs (18.19, which scripts/deps.sh
+# installs when no node is on PATH) has no --test-concurrency and runs a folder's files in
+# parallel. One `node --test FILE` after another behaves the same on both.
+set -uo pipefail
+dir=$1
+shift
+failed=()
+for file in "$dir"/*.test.mjs; do
+  "${NODE:-node}" --test "$@" "$file" || failed+=("$(basename "$file")")
+done
+if ((${#failed[@]})); then
+  echo "run-tests: failed in $dir: ${failed[*]}" >&2
+  exit 1
+fi
