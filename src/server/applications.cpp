@@ -269,20 +269,11 @@ core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, 
     auto tier = core::choose_tier(assessment, d.tier);
     if (!tier) return std::move(tier).error();
     if (d.add_model) {
-      const bool has_other = std::any_of(app.form.gpus.begin(), app.form.gpus.end(),
-                                         [](const core::GpuEntry& g) { return g.model == "other"; });
-      if (!has_other) {
-        return Error::make(ErrorCode::invalid_field, "add_model is only for applications with an \"other\" GPU",
-                           "add_model");
+      // Only the "other" entries this model is for now name it; other unlisted GPUs stay as they are.
+      if (auto n = core::assign_other_model(app.form, d.add_model_for, d.add_model->id, "add_model"); !n) {
+        return std::move(n).error();
       }
       if (auto s = add_model(tx, *d.add_model, reviewer.id, "add_model.id"); !s) return std::move(s).error();
-      // The "other" entries now name the catalog model.
-      for (auto& g : app.form.gpus) {
-        if (g.model == "other") {
-          g.model = d.add_model->id;
-          g.model_other.clear();
-        }
-      }
       tx.exec("UPDATE applications SET form = ? WHERE id = ?", {core::to_json(app.form).dump(), app.id});
     }
     const std::string tier_s(core::tier_name(*tier));

@@ -68,6 +68,7 @@ struct Decision {
   std::optional<core::Tier> tier;
   std::string note;
   std::optional<core::GpuModel> add_model;
+  std::string add_model_for;  // add_model.model_other: the "other" entries it replaces ("" when only one kind)
 };
 //! What an approval hands out once.
 struct DecisionResult {
