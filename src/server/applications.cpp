@@ -293,7 +293,9 @@ core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, 
     out.api_key = key.key;
     out.api_key_id = key.id;
     const std::string tier_title = tier_s == "enterprise" ? "Enterprise" : "Community";
-    OutgoingMail m{"application_approved", app.form.email, "GPUnex: you are approved as a " + tier_title + " provider",
+    const std::string article = tier_title.find_first_of("AEIOU") == 0 ? "an " : "a ";
+    OutgoingMail m{"application_approved", app.form.email,
+                   "GPUnex: you are approved as " + article + tier_title + " provider",
                    "Hello " + app.form.full_name + ",\n\n"
                    "your provider application " + app.id + " is approved. Your tier: " + tier_title + ".\n" +
                        (d.note.empty() ? "" : "\nNote from the reviewer: " + d.note + "\n") +

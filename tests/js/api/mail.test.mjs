@@ -74,10 +74,23 @@ test(`${BACKEND}: onboarding mails reach a real SMTP server`, async () => {
     const key = ok.json.api_key;
     assert.match(key, /^gpx_[A-Za-z0-9_-]{43}$/);
     const approved = await sink.waitFor(subjectHas('approved'), 'about the approval');
-    assert.match(approved, /Subject: GPUnex: you are approved as a Enterprise provider|Subject: .*Enterprise/);
+    assert.match(approved, /^Subject: GPUnex: you are approved as an Enterprise provider\r?\n/m);
     assert.ok(approved.includes(`curl -fsSL ${server.url}/agent/install.sh | bash`), approved);
     assert.ok(approved.includes(key), 'the approval mail carries the API key');
     assert.ok(!server.logs.join('').includes(key), 'the API key never reaches the logs');
+
+    // A rejection tells the applicant why, in the reviewer's words.
+    const { id: bobApp } = await applyAndSubmit(server, 'bob@example.com', 'Bob Builder');
+    const no = await rita.request('POST', `/v1/review/applications/${bobApp}/decision`,
+      { body: { decision: 'reject', note: 'Your uplink is below 1 Gbit/s; apply again after the upgrade.' } });
+    assert.equal(no.status, 200, no.body);
+    const rejected = await sink.waitFor((m) => /^To: bob@example\.com/m.test(m) && /not approved/.test(m),
+      'about the rejection');
+    assert.match(rejected, /^Subject: GPUnex: your provider application\r?\n/m);
+    assert.match(rejected, /Hello Bob Builder,/);
+    assert.match(rejected, /Your uplink is below 1 Gbit\/s; apply again after the upgrade\./);
+    assert.ok(rejected.includes(`${server.url}/#/applications/${bobApp}`), 'the rejection links the application');
+    assert.doesNotMatch(rejected, /gpx_/);
   } finally {
     await server.stop();
     await sink.stop();
