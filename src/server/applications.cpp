@@ -218,11 +218,17 @@ std::vector<Application> list_user_applications(store::Tx& tx, const std::string
 }
 
 std::vector<Application> review_queue(store::Tx& tx, ApplicationStatus status) {
+  // A resubmission after needs_info keeps the place of its first submission: answering the reviewer's
+  // question does not send the applicant to the back of the queue.
   std::vector<Application> out;
   for (const auto& r : tx.query(std::string("SELECT ") + kCols +
-                                    " FROM applications WHERE status = ? ORDER BY submitted_at, created_at, id",
+                                    ", (SELECT MIN(h.at) FROM application_history h WHERE h.application_id = "
+                                    "applications.id AND h.to_status = 'submitted') AS first_submitted_at "
+                                    "FROM applications WHERE status = ? "
+                                    "ORDER BY first_submitted_at, submitted_at, created_at, id",
                                 {std::string(core::status_name(status))})) {
     out.push_back(from_row(r));
+    out.back().first_submitted_at_ms = r.opt_i64(9);
   }
   return out;
 }
@@ -244,7 +250,8 @@ nlohmann::json queue_entry_json(const Application& a, std::int64_t now_ms) {
                       {"gpu_count", gpu_count},
                       {"models", std::vector<std::string>(models.begin(), models.end())},
                       {"suggested_tier", core::tier_name(tier.suggested)},
-                      {"submitted_at", opt_time(a.submitted_at_ms)}};
+                      {"submitted_at", opt_time(a.submitted_at_ms)},
+                      {"first_submitted_at", opt_time(a.first_submitted_at_ms)}};
   if (a.submitted_at_ms) {
     const auto due = core::add_business_days(*a.submitted_at_ms, core::kReviewPromiseBusinessDays);
     j["age_ms"] = std::max<std::int64_t>(0, now_ms - *a.submitted_at_ms);
