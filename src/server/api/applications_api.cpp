@@ -192,9 +192,9 @@ void register_applications_api(App& app) {
   app.route(Method::patch, "/v1/applications/{id}", RouteOptions::signed_in(), edit);
   app.route(Method::post, "/v1/applications/{id}/submit", RouteOptions::signed_in(), submit);
   app.route(Method::get, "/v1/review/applications", RouteOptions::for_roles({"reviewer"}), queue);
-  // The approval answer carries the API key, so it is never stored for Idempotency-Key replay.
+  // The approval answer carries the API key: an Idempotency-Key replay keeps it sealed under that key.
   app.route(Method::post, "/v1/review/applications/{id}/decision",
-            RouteOptions::for_roles({"reviewer"}).no_idempotency(), decide);
+            RouteOptions::for_roles({"reviewer"}).sealed_idempotency(), decide);
 }
 
 }  // namespace gpunex::server
