@@ -335,6 +335,41 @@ Result<Tier> choose_tier(const TierAssessment& assessment, std::optional<Tier> r
 
 nlohmann::json to_json(const TierRule& r) { return {{"rule", r.rule}, {"passed", r.passed}, {"reason", r.reason}}; }
 
+// ---- unlisted models ----
+
+Result<int> assign_other_model(ApplicationForm& form, const std::string& model_other, const std::string& model_id,
+                               const std::string& field) {
+  std::vector<std::string> names;  // the distinct free-text names, in entry order
+  for (const auto& g : form.gpus) {
+    if (g.model == "other" && std::find(names.begin(), names.end(), g.model_other) == names.end()) {
+      names.push_back(g.model_other);
+    }
+  }
+  if (names.empty()) return bad(field, field + " is only for applications with an \"other\" GPU");
+  std::string listed;
+  for (const auto& n : names) listed += (listed.empty() ? "\"" : ", \"") + n + "\"";
+  const std::string which = field + ".model_other";
+  const std::string wanted = trim(model_other);
+  if (wanted.empty() && names.size() > 1) {
+    return Error::make(ErrorCode::missing_field,
+                       which + " is required: the application lists several unlisted GPUs (" + listed +
+                           "); name the one this model is for",
+                       which);
+  }
+  const std::string& target = wanted.empty() ? names.front() : wanted;
+  int changed = 0;
+  for (auto& g : form.gpus) {
+    if (g.model != "other" || g.model_other != target) continue;
+    g.model = model_id;
+    g.model_other.clear();
+    ++changed;
+  }
+  if (changed == 0) {
+    return bad(which, which + " \"" + wanted + "\" matches no \"other\" GPU of the application; it lists " + listed);
+  }
+  return changed;
+}
+
 // ---- business days ----
 
 namespace {

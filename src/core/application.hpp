@@ -80,6 +80,13 @@ Result<ApplicationForm> parse_application_form(const nlohmann::json& body, const
 //! The API shape of the form (the inverse of parse_application_form).
 nlohmann::json to_json(const ApplicationForm& form);
 
+//! Points the "other" GPU entries whose free text is `model_other` at the catalog model `model_id`, and
+//! returns how many it changed. An empty `model_other` means "the one unlisted model": allowed only when
+//! every "other" entry names the same. Errors name `field` ("add_model"): none of the entries is
+//! "other" (400 on `field`), or `model_other` is missing or matches none (400 on `field`.model_other).
+Result<int> assign_other_model(ApplicationForm& form, const std::string& model_other, const std::string& model_id,
+                               const std::string& field);
+
 //! "HH:MM" (00:00–23:59, or 24:00 as an end) → minutes after midnight; nullopt if malformed.
 std::optional<int> parse_hh_mm(std::string_view s, bool allow_24 = false);
 std::string format_hh_mm(int minutes);

@@ -233,15 +233,19 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
                                  "Idempotency-Key");
   }
   const std::string scope = principal != nullptr ? principal->user.id : "ip:" + req.remote_ip;
+  // A sealed route stores neither the key nor the answer in clear (RouteOptions::sealed_replay).
+  constexpr std::string_view kSealContext = "gpunex idempotent answer";
+  const std::string row_key =
+      options.sealed_replay ? "sealed:" + util::secret_hash_hex(kSealContext, idem_key) : idem_key;
   const std::string req_hash =
       util::sha256_hex(std::string(http::method_name(req.method)) + " " + req.path + "\n" + req.body);
   auto prior = store_->transact([&](store::Tx& tx) -> std::optional<store::Row> {
     auto row = tx.query_one("SELECT request_hash, status, body FROM idempotency_keys WHERE scope = ? AND idem_key = ?",
-                            {scope, idem_key});
+                            {scope, row_key});
     if (row) return row;
     tx.exec("INSERT INTO idempotency_keys (scope, idem_key, request_hash, status, body, created_at) "
             "VALUES (?, ?, ?, 0, '', ?) ON CONFLICT (scope, idem_key) DO NOTHING",
-            {scope, idem_key, req_hash, store::now_ms()});
+            {scope, row_key, req_hash, store::now_ms()});
     return std::nullopt;
   });
   if (prior) {
@@ -259,7 +263,13 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
     }
     http::Response replay;
     replay.status = static_cast<int>(prior->i64(1));
-    replay.body = prior->str(2);
+    if (options.sealed_replay) {
+      auto body = util::unseal(kSealContext, idem_key, prior->str(2));
+      if (!body) throw std::runtime_error("a sealed idempotent answer does not open with its key");
+      replay.body = std::move(*body);
+    } else {
+      replay.body = prior->str(2);
+    }
     replay.header("Idempotent-Replayed", "true");
     return replay;
   }
@@ -268,16 +278,18 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
     resp = handler(ctx);
   } catch (...) {
     store_->transact([&](store::Tx& tx) {
-      tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, idem_key});
+      tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, row_key});
     });
     throw;
   }
   store_->transact([&](store::Tx& tx) {
     if (resp.status >= 500) {
-      tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, idem_key});
+      tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, row_key});
     } else {
+      const std::string stored = options.sealed_replay ? util::seal(kSealContext, idem_key, resp.body_bytes())
+                                                       : std::string(resp.body_bytes());
       tx.exec("UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND idem_key = ?",
-              {static_cast<std::int64_t>(resp.status), std::string(resp.body_bytes()), scope, idem_key});
+              {static_cast<std::int64_t>(resp.status), stored, scope, row_key});
     }
   });
   return resp;

@@ -52,9 +52,14 @@ struct RouteOptions {
   Access access = Access::user;
   //! When non-empty, the caller needs one of these roles (admin passes every role check).
   std::vector<std::string> roles;
-  //! Whether the Idempotency-Key header replays stored responses. Off for responses that carry
-  //! secrets (login tokens, API keys): those are never stored.
+  //! Whether the Idempotency-Key header replays stored responses. Off for login and logout, which
+  //! need no replay.
   bool idempotent = true;
+  //! For answers that carry a secret (a new API key): the stored answer is sealed under a key derived
+  //! from the Idempotency-Key and its row named by the key's hash, so the store alone never reveals
+  //! the secret, while the client holding the Idempotency-Key gets the first answer again. Only as
+  //! strong as the Idempotency-Key is hard to guess: clients send a random one (a UUID).
+  bool sealed_replay = false;
   //! Counted against the per-address auth rate limit.
   bool auth_rate_limited = false;
   //! Whether a provider API key (Bearer gpx_...) may call this route. Off by default: keys are for
@@ -77,6 +82,7 @@ struct RouteOptions {
     return o;
   }
   RouteOptions& no_idempotency() { idempotent = false; return *this; }
+  RouteOptions& sealed_idempotency() { sealed_replay = true; return *this; }
   RouteOptions& rate_limited() { auth_rate_limited = true; return *this; }
   RouteOptions& api_key_allowed() { allow_api_key = true; return *this; }
   RouteOptions& counted_body(std::uint64_t limit) {

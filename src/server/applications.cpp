@@ -218,11 +218,17 @@ std::vector<Application> list_user_applications(store::Tx& tx, const std::string
 }
 
 std::vector<Application> review_queue(store::Tx& tx, ApplicationStatus status) {
+  // A resubmission after needs_info keeps the place of its first submission: answering the reviewer's
+  // question does not send the applicant to the back of the queue.
   std::vector<Application> out;
   for (const auto& r : tx.query(std::string("SELECT ") + kCols +
-                                    " FROM applications WHERE status = ? ORDER BY submitted_at, created_at, id",
+                                    ", (SELECT MIN(h.at) FROM application_history h WHERE h.application_id = "
+                                    "applications.id AND h.to_status = 'submitted') AS first_submitted_at "
+                                    "FROM applications WHERE status = ? "
+                                    "ORDER BY first_submitted_at, submitted_at, created_at, id",
                                 {std::string(core::status_name(status))})) {
     out.push_back(from_row(r));
+    out.back().first_submitted_at_ms = r.opt_i64(9);
   }
   return out;
 }
@@ -244,7 +250,8 @@ nlohmann::json queue_entry_json(const Application& a, std::int64_t now_ms) {
                       {"gpu_count", gpu_count},
                       {"models", std::vector<std::string>(models.begin(), models.end())},
                       {"suggested_tier", core::tier_name(tier.suggested)},
-                      {"submitted_at", opt_time(a.submitted_at_ms)}};
+                      {"submitted_at", opt_time(a.submitted_at_ms)},
+                      {"first_submitted_at", opt_time(a.first_submitted_at_ms)}};
   if (a.submitted_at_ms) {
     const auto due = core::add_business_days(*a.submitted_at_ms, core::kReviewPromiseBusinessDays);
     j["age_ms"] = std::max<std::int64_t>(0, now_ms - *a.submitted_at_ms);
@@ -269,20 +276,11 @@ core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, 
     auto tier = core::choose_tier(assessment, d.tier);
     if (!tier) return std::move(tier).error();
     if (d.add_model) {
-      const bool has_other = std::any_of(app.form.gpus.begin(), app.form.gpus.end(),
-                                         [](const core::GpuEntry& g) { return g.model == "other"; });
-      if (!has_other) {
-        return Error::make(ErrorCode::invalid_field, "add_model is only for applications with an \"other\" GPU",
-                           "add_model");
+      // Only the "other" entries this model is for now name it; other unlisted GPUs stay as they are.
+      if (auto n = core::assign_other_model(app.form, d.add_model_for, d.add_model->id, "add_model"); !n) {
+        return std::move(n).error();
       }
       if (auto s = add_model(tx, *d.add_model, reviewer.id, "add_model.id"); !s) return std::move(s).error();
-      // The "other" entries now name the catalog model.
-      for (auto& g : app.form.gpus) {
-        if (g.model == "other") {
-          g.model = d.add_model->id;
-          g.model_other.clear();
-        }
-      }
       tx.exec("UPDATE applications SET form = ? WHERE id = ?", {core::to_json(app.form).dump(), app.id});
     }
     const std::string tier_s(core::tier_name(*tier));
@@ -302,7 +300,9 @@ core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, 
     out.api_key = key.key;
     out.api_key_id = key.id;
     const std::string tier_title = tier_s == "enterprise" ? "Enterprise" : "Community";
-    OutgoingMail m{"application_approved", app.form.email, "GPUnex: you are approved as a " + tier_title + " provider",
+    const std::string article = tier_title.find_first_of("AEIOU") == 0 ? "an " : "a ";
+    OutgoingMail m{"application_approved", app.form.email,
+                   "GPUnex: you are approved as " + article + tier_title + " provider",
                    "Hello " + app.form.full_name + ",\n\n"
                    "your provider application " + app.id + " is approved. Your tier: " + tier_title + ".\n" +
                        (d.note.empty() ? "" : "\nNote from the reviewer: " + d.note + "\n") +

@@ -33,7 +33,8 @@ struct Application {
   core::ApplicationForm form;
   std::int64_t created_at_ms = 0;
   std::int64_t updated_at_ms = 0;
-  std::optional<std::int64_t> submitted_at_ms;
+  std::optional<std::int64_t> submitted_at_ms;        // the latest submission
+  std::optional<std::int64_t> first_submitted_at_ms;  // the first one (read by review_queue only)
   std::optional<std::int64_t> decided_at_ms;
   std::optional<std::string> tier;
   std::vector<HistoryEntry> history;
@@ -57,9 +58,11 @@ core::Result<Application> submit_application(store::Tx& tx, Application app, con
                                              const std::string& base_url);
 
 std::vector<Application> list_user_applications(store::Tx& tx, const std::string& user_id);
-//! The review queue: applications in `status`, oldest submission first.
+//! The review queue: applications in `status`, oldest first submission first (a resubmission after
+//! needs_info keeps its place).
 std::vector<Application> review_queue(store::Tx& tx, core::ApplicationStatus status);
-//! A queue entry: summary, suggested tier, age and whether the 3-business-day promise is broken.
+//! A queue entry: summary, suggested tier, first and latest submission, and the age and whether the
+//! 3-business-day promise is broken, counted from the latest submission (the date the applicant was promised).
 nlohmann::json queue_entry_json(const Application& a, std::int64_t now_ms);
 
 //! A reviewer's decision.
@@ -68,6 +71,7 @@ struct Decision {
   std::optional<core::Tier> tier;
   std::string note;
   std::optional<core::GpuModel> add_model;
+  std::string add_model_for;  // add_model.model_other: the "other" entries it replaces ("" when only one kind)
 };
 //! What an approval hands out once.
 struct DecisionResult {

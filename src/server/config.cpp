@@ -240,6 +240,9 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::mail_poll_interval_ms, 10, 3600000));
     k.push_back(int_key("mail_retry_base_ms", "first mail retry delay in milliseconds (doubles per attempt, max 1 h)",
                         &Config::mail_retry_base_ms, 10, 3600000));
+    k.push_back(int_key("mail_max_attempts",
+                        "attempts to deliver a mail before giving it up (and erasing any API key it carries)",
+                        &Config::mail_max_attempts, 1, 1000));
     k.push_back(int_key("benchmark_interval_hours", "hours between full benchmark runs of a machine",
                         &Config::benchmark_interval_hours, 1, 24 * 365));
     k.push_back(int_key("benchmark_rerun_min_minutes", "minutes a provider waits between benchmark re-runs",

@@ -46,6 +46,7 @@ struct Config {
   int market_search_wait_ms = 25;              // how long searches wait for the offer book's reload
   int mail_poll_interval_ms = 5000;            // how often the mail worker looks at the outbox
   int mail_retry_base_ms = 30000;              // first retry delay; doubles per failed attempt, capped at one hour
+  int mail_max_attempts = 20;                  // then the mail is given up (about 13 hours with the defaults)
   int benchmark_interval_hours = 168;          // a full benchmark run this often (and after driver/GPU changes)
   int benchmark_rerun_min_minutes = 60;        // a provider's re-run button, per machine
   int benchmark_schedule_interval_ms = 60000;  // how often the scheduler looks for due runs

@@ -65,7 +65,8 @@ int serve(server::Config cfg) {
   server::workers::Worker mail_worker(app->store(), "mail", std::chrono::milliseconds(cfg.mail_poll_interval_ms),
                                       [&] {
                                         server::workers::deliver_due_mail(app->store(), *mailer, cfg.mail_from,
-                                                                          cfg.mail_retry_base_ms);
+                                                                          cfg.mail_retry_base_ms,
+                                                                          cfg.mail_max_attempts);
                                       });
 
   // Offline detection (missed heartbeats) and telemetry retention, a few times per heartbeat interval.

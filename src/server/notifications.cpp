@@ -1,6 +1,7 @@
 #include "server/notifications.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "util/crypto.hpp"
 #include "util/time.hpp"
@@ -42,6 +43,11 @@ void mark_mail_sent(store::Tx& tx, const std::string& id, std::int64_t now_ms) {
 void mark_mail_failed(store::Tx& tx, const std::string& id, const std::string& error, std::int64_t next_attempt_ms) {
   tx.exec("UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
           {error.substr(0, 1000), next_attempt_ms, id});
+}
+
+void give_up_mail(store::Tx& tx, const std::string& id, const std::string& error) {
+  tx.exec("UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, secret = NULL WHERE id = ?",
+          {("gave up: " + error).substr(0, 1000), std::numeric_limits<std::int64_t>::max(), id});
 }
 
 std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms) {

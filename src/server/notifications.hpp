@@ -45,6 +45,8 @@ std::vector<DueMail> due_mails(store::Tx& tx, std::int64_t now_ms, int limit);
 void mark_mail_sent(store::Tx& tx, const std::string& id, std::int64_t now_ms);
 //! Records a failed attempt and when to try again.
 void mark_mail_failed(store::Tx& tx, const std::string& id, const std::string& error, std::int64_t next_attempt_ms);
+//! Records the last failed attempt: the mail stays unsent, is never due again, and its secret is erased.
+void give_up_mail(store::Tx& tx, const std::string& id, const std::string& error);
 //! The delay before retry number `attempts` (1-based): base · 2^(attempts-1), at most one hour.
 std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms);
 

@@ -55,6 +55,66 @@ bool verify_password(std::string_view password, const std::string& hash) {
   return crypto_pwhash_str_verify(hash.c_str(), password.data(), password.size()) == 0;
 }
 
+namespace {
+
+//! BLAKE2b of context, a NUL and data: domain-separated, so one secret gives unrelated values per context.
+std::array<unsigned char, crypto_generichash_BYTES> context_hash(std::string_view context, std::string_view data) {
+  std::array<unsigned char, crypto_generichash_BYTES> out{};
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, nullptr, 0, out.size());
+  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(context.data()), context.size());
+  const unsigned char nul = 0;
+  crypto_generichash_update(&st, &nul, 1);
+  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(data.data()), data.size());
+  crypto_generichash_final(&st, out.data(), out.size());
+  return out;
+}
+
+std::string seal_context(std::string_view context) { return std::string(context) + " seal key"; }
+
+}  // namespace
+
+std::string secret_hash_hex(std::string_view context, std::string_view secret) {
+  const auto digest = context_hash(std::string(context) + " name", secret);
+  std::string hex(digest.size() * 2 + 1, '\0');
+  sodium_bin2hex(hex.data(), hex.size(), digest.data(), digest.size());
+  hex.pop_back();
+  return hex;
+}
+
+std::string seal(std::string_view context, std::string_view secret, std::string_view plaintext) {
+  static_assert(crypto_generichash_BYTES == crypto_secretbox_KEYBYTES);
+  auto key = context_hash(seal_context(context), secret);
+  std::vector<unsigned char> box(crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES + plaintext.size());
+  randombytes_buf(box.data(), crypto_secretbox_NONCEBYTES);
+  crypto_secretbox_easy(box.data() + crypto_secretbox_NONCEBYTES,
+                        reinterpret_cast<const unsigned char*>(plaintext.data()), plaintext.size(), box.data(),
+                        key.data());
+  sodium_memzero(key.data(), key.size());
+  std::string out(sodium_base64_ENCODED_LEN(box.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+  sodium_bin2base64(out.data(), out.size(), box.data(), box.size(), sodium_base64_VARIANT_ORIGINAL);
+  out.resize(out.find('\0'));
+  return out;
+}
+
+std::optional<std::string> unseal(std::string_view context, std::string_view secret, std::string_view sealed) {
+  std::vector<unsigned char> box(sealed.size());
+  std::size_t len = 0;
+  if (sodium_base642bin(box.data(), box.size(), sealed.data(), sealed.size(), nullptr, &len, nullptr,
+                        sodium_base64_VARIANT_ORIGINAL) != 0 ||
+      len < crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES) {
+    return std::nullopt;
+  }
+  auto key = context_hash(seal_context(context), secret);
+  std::string out(len - crypto_secretbox_NONCEBYTES - crypto_secretbox_MACBYTES, '\0');
+  const int rc = crypto_secretbox_open_easy(reinterpret_cast<unsigned char*>(out.data()),
+                                            box.data() + crypto_secretbox_NONCEBYTES,
+                                            len - crypto_secretbox_NONCEBYTES, box.data(), key.data());
+  sodium_memzero(key.data(), key.size());
+  if (rc != 0) return std::nullopt;
+  return out;
+}
+
 bool equal_constant_time(std::string_view a, std::string_view b) {
   // Compare hashes so the time does not depend on where the inputs differ, nor on their lengths.
   std::array<unsigned char, SHA256_DIGEST_LENGTH> da{}, db{};

@@ -1,7 +1,8 @@
 #pragma once
-// Randomness and hashing (libsodium, OpenSSL). Call init_crypto() once at start-up.
+// Randomness, hashing and sealing (libsodium, OpenSSL). Call init_crypto() once at start-up.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,14 @@ std::string sha256_hex(std::string_view data);
 std::string hash_password(std::string_view password);
 //! Checks a password against hash_password()'s output, in constant time.
 bool verify_password(std::string_view password, const std::string& hash);
+//! Lower-case hex BLAKE2b-256 of `data` in a named `context`: a one-way name for a secret that differs
+//! per context, so it never equals a key derived from the same secret elsewhere.
+std::string secret_hash_hex(std::string_view context, std::string_view secret);
+//! `plaintext` encrypted and authenticated (libsodium secretbox, random nonce) under a key derived
+//! from `secret` in `context`; base64. Only someone holding `secret` can read it back.
+std::string seal(std::string_view context, std::string_view secret, std::string_view plaintext);
+//! seal()'s inverse; nullopt when `sealed` was not sealed with this context and secret, or was altered.
+std::optional<std::string> unseal(std::string_view context, std::string_view secret, std::string_view sealed);
 //! Constant-time comparison of two strings of possibly different length.
 bool equal_constant_time(std::string_view a, std::string_view b);
 

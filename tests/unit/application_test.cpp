@@ -172,6 +172,45 @@ TEST(ApplicationForm, Models) {
   expect_field_error(b, "gpus[1].model_other");
 }
 
+TEST(ApplicationForm, AddedModelReplacesOnlyTheOtherEntriesItIsFor) {
+  auto b = enterprise_app();
+  b["gpus"] = {gpu(), gpu(), gpu(), gpu()};
+  for (auto [i, name] : {std::pair{0, "RTX 5090"}, std::pair{2, "RTX 5080"}, std::pair{3, "RTX 5090"}}) {
+    b["gpus"][i]["model"] = "other";
+    b["gpus"][i]["model_other"] = name;
+  }
+  const auto form = core::parse_application_form(b, checkers()).value();
+
+  auto f = form;
+  auto several = core::assign_other_model(f, "", "RTX-5090", "add_model");
+  ASSERT_FALSE(several.ok());
+  EXPECT_EQ(several.error().field, "add_model.model_other");
+  EXPECT_EQ(several.error().code, ErrorCode::missing_field);
+  auto none = core::assign_other_model(f, "RTX 5070", "RTX-5070", "add_model");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().field, "add_model.model_other");
+  EXPECT_EQ(none.error().message,
+            "add_model.model_other \"RTX 5070\" matches no \"other\" GPU of the application; it lists \"RTX 5090\", "
+            "\"RTX 5080\"");
+
+  auto n = core::assign_other_model(f, " RTX 5090 ", "RTX-5090", "add_model");
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(*n, 2);
+  EXPECT_EQ(f.gpus[0].model, "RTX-5090");
+  EXPECT_EQ(f.gpus[0].model_other, "");
+  EXPECT_EQ(f.gpus[1].model, "L40S");
+  EXPECT_EQ(f.gpus[2].model, "other");
+  EXPECT_EQ(f.gpus[2].model_other, "RTX 5080");
+  EXPECT_EQ(f.gpus[3].model, "RTX-5090");
+
+  // One kind of unlisted GPU left: it needs no name.
+  EXPECT_EQ(core::assign_other_model(f, "", "RTX-5080", "add_model").value(), 1);
+  EXPECT_EQ(f.gpus[2].model, "RTX-5080");
+  auto listed = core::assign_other_model(f, "", "RTX-5060", "add_model");
+  ASSERT_FALSE(listed.ok());
+  EXPECT_EQ(listed.error().field, "add_model");
+}
+
 TEST(ApplicationForm, Availability) {
   auto sched = [](json windows, std::string tz = "Europe/Berlin") {
     auto b = enterprise_app();

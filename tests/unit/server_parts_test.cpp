@@ -1,4 +1,4 @@
-// Config precedence and validation, the rate limiter, metrics rendering, text rules.
+// Config precedence and validation, the rate limiter, metrics rendering, text rules, sealing.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -236,4 +236,28 @@ TEST(Time, Rfc3339RoundTrip) {
                           "2023-11-14T22:13:20Zx", "2023-11-14T22:13:20+1:00", "2023-11-14 22:13:20Z"}) {
     EXPECT_FALSE(util::parse_rfc3339(bad).has_value()) << bad;
   }
+}
+
+#include "util/crypto.hpp"
+
+TEST(Crypto, SealOpensOnlyWithItsSecretAndContext) {
+  util::init_crypto();
+  const std::string answer = R"({"api_key":"gpx_secret"})";
+  const auto sealed = util::seal("ctx", "idem-key-1", answer);
+  EXPECT_EQ(sealed.find("gpx_secret"), std::string::npos);
+  EXPECT_NE(sealed, util::seal("ctx", "idem-key-1", answer)) << "a fresh nonce each time";
+  EXPECT_EQ(util::unseal("ctx", "idem-key-1", sealed), answer);
+  EXPECT_EQ(util::unseal("ctx", "idem-key-2", sealed), std::nullopt);
+  EXPECT_EQ(util::unseal("other", "idem-key-1", sealed), std::nullopt);
+  auto altered = sealed;
+  altered[altered.size() / 2] = altered[altered.size() / 2] == 'A' ? 'B' : 'A';
+  EXPECT_EQ(util::unseal("ctx", "idem-key-1", altered), std::nullopt);
+  EXPECT_EQ(util::unseal("ctx", "idem-key-1", "not base64!"), std::nullopt);
+  EXPECT_EQ(util::unseal("ctx", "idem-key-1", util::seal("ctx", "idem-key-1", "")), "");
+
+  const auto name = util::secret_hash_hex("ctx", "idem-key-1");
+  EXPECT_EQ(name.size(), 64u);
+  EXPECT_EQ(name, util::secret_hash_hex("ctx", "idem-key-1"));
+  EXPECT_NE(name, util::secret_hash_hex("other", "idem-key-1"));
+  EXPECT_NE(name, util::secret_hash_hex("ctx", "idem-key-2"));
 }

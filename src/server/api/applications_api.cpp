@@ -150,7 +150,17 @@ Response decide(Ctx& ctx) {
     if (d.action != core::ApplicationAction::approve) {
       return Response::error(ErrorCode::invalid_field, "add_model is only for approve", "add_model");
     }
-    auto m = core::parse_gpu_model(*add_model, "add_model");
+    // add_model.model_other says which "other" entries the model is for; the rest describes the model.
+    nlohmann::json model = *add_model;
+    if (model.is_object() && model.contains("model_other")) {
+      if (!model["model_other"].is_string()) {
+        return Response::error(ErrorCode::invalid_field, "add_model.model_other must be a string",
+                               "add_model.model_other");
+      }
+      d.add_model_for = model["model_other"].get<std::string>();
+      model.erase("model_other");
+    }
+    auto m = core::parse_gpu_model(model, "add_model");
     if (!m) return Response::error(m.error());
     d.add_model = std::move(*m);
   }
@@ -182,9 +192,9 @@ void register_applications_api(App& app) {
   app.route(Method::patch, "/v1/applications/{id}", RouteOptions::signed_in(), edit);
   app.route(Method::post, "/v1/applications/{id}/submit", RouteOptions::signed_in(), submit);
   app.route(Method::get, "/v1/review/applications", RouteOptions::for_roles({"reviewer"}), queue);
-  // The approval answer carries the API key, so it is never stored for Idempotency-Key replay.
+  // The approval answer carries the API key: an Idempotency-Key replay keeps it sealed under that key.
   app.route(Method::post, "/v1/review/applications/{id}/decision",
-            RouteOptions::for_roles({"reviewer"}).no_idempotency(), decide);
+            RouteOptions::for_roles({"reviewer"}).sealed_idempotency(), decide);
 }
 
 }  // namespace gpunex::server

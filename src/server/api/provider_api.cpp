@@ -133,7 +133,8 @@ void register_provider_api(App& app) {
   // revoking keys needs a logged-in session, so a leaked key cannot mint new ones.
   app.route(Method::get, "/v1/provider/profile", RouteOptions::for_roles({"provider"}).api_key_allowed(), profile);
   app.route(Method::get, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).api_key_allowed(), list_keys);
-  app.route(Method::post, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).no_idempotency(), create_key);
+  app.route(Method::post, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).sealed_idempotency(),
+            create_key);
   app.route(Method::del, "/v1/provider/api-keys/{id}", RouteOptions::for_roles({"provider"}), delete_key);
   app.route(Method::get, "/v1/catalog/gpus", RouteOptions::public_route(), catalog);
   app.route(Method::get, "/v1/catalog/gpus/{id}", RouteOptions::public_route(), catalog_one);

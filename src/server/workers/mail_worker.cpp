@@ -6,7 +6,7 @@
 namespace gpunex::server::workers {
 
 MailRoundResult deliver_due_mail(store::Store& store, mail::Mailer& mailer, const std::string& from,
-                                 std::int64_t retry_base_ms, int batch) {
+                                 std::int64_t retry_base_ms, std::int64_t max_attempts, int batch) {
   MailRoundResult result;
   auto due = store.transact([&](store::Tx& tx) { return due_mails(tx, store::now_ms(), batch); }, store::TxMode::read);
   for (const auto& m : due) {
@@ -17,6 +17,13 @@ MailRoundResult deliver_due_mail(store::Store& store, mail::Mailer& mailer, cons
       store.transact([&](store::Tx& tx) { mark_mail_sent(tx, m.id, now); });
       util::log_event("info", "mail sent", {{"mail_id", m.id}, {"attempt", m.attempts + 1}});
       ++result.sent;
+    } else if (m.attempts + 1 >= max_attempts) {
+      store.transact([&](store::Tx& tx) { give_up_mail(tx, m.id, sent.error().message); });
+      util::log_event("error", "mail given up",
+                      {{"mail_id", m.id}, {"attempts", m.attempts + 1}, {"error", sent.error().message},
+                       {"mailer", mailer.describe()}});
+      ++result.failed;
+      break;
     } else {
       const auto delay = mail_retry_delay_ms(m.attempts + 1, retry_base_ms);
       store.transact([&](store::Tx& tx) { mark_mail_failed(tx, m.id, sent.error().message, now + delay); });

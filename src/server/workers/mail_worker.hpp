@@ -1,7 +1,8 @@
 #pragma once
 // The mail worker's round: deliver every due outbox mail through a Mailer,
 // marking each sent only after the server accepted it, else scheduling a
-// retry with exponential backoff. Secrets in mails never reach the logs.
+// retry with exponential backoff, until max_attempts: then the mail is given up
+// and any secret it carries erased. Secrets in mails never reach the logs.
 
 #include <cstdint>
 #include <string>
@@ -18,6 +19,6 @@ struct MailRoundResult {
 
 //! One round over the due mails (at most `batch`).
 MailRoundResult deliver_due_mail(store::Store& store, mail::Mailer& mailer, const std::string& from,
-                                 std::int64_t retry_base_ms, int batch = 50);
+                                 std::int64_t retry_base_ms, std::int64_t max_attempts, int batch = 50);
 
 }  // namespace gpunex::server::workers

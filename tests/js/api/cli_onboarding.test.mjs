@@ -117,6 +117,17 @@ windows = [{ days = ["mon", "tue", "wed", "thu", "fri"], start = "18:00", end = 
     const shown = gpunex(rita, ['review', 'show', draft.id]);
     assert.match(shown.out, /\[FAIL\] availability: gpus\[1\] is available on a schedule, not 24\/7/);
     assert.match(shown.out, /\[pass\] ups/);
+    const shownJson = json(gpunex(rita, ['review', 'show', draft.id, '--json']));
+    assert.equal(shownJson.id, draft.id);
+    assert.equal(shownJson.status, 'submitted');
+    assert.equal(shownJson.suggested_tier, 'community');
+    assert.deepEqual(shownJson.gpus.map((g) => [g.model, g.count]), [['L40S', 4], ['RTX-4090', 2]]);
+    const availability = shownJson.tier_reasons.find((r) => r.rule === 'availability');
+    assert.equal(availability.passed, false);
+    assert.match(availability.reason, /gpus\[1\] is available on a schedule/);
+    assert.equal(shownJson.tier_reasons.find((r) => r.rule === 'ups').passed, true);
+    assert.deepEqual(shownJson.history.map((h) => h.to), ['draft', 'submitted']);
+    assert.ok(shownJson.expected_review_by);
 
     // Enterprise is refused by a rule; the message names the rule and the field.
     const refused = gpunex(rita, ['review', 'approve', draft.id, '--tier', 'enterprise', '--note', 'hi']);
@@ -195,6 +206,25 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
     const rej = gpunex(rita, ['review', 'reject', m.id, '--note', 'Not enough bandwidth']);
     assert.equal(rej.code, 0, rej.err);
     assert.match(rej.out, /: rejected/);
+    const rejectedJson = json(gpunex(rita, ['review', 'show', m.id, '--json']));
+    assert.equal(rejectedJson.status, 'rejected');
+    assert.equal(rejectedJson.history.at(-1).note, 'Not enough bandwidth');
+
+    // reject --json: the decided application, and no key.
+    await new Client(server.url).signupAndLogin('trent@example.com', 'correct-horse-battery', 'Trent T');
+    const trent = login(server, 'trent@example.com', 'correct-horse-battery');
+    const t = json(gpunex(trent, ['apply', '--file', example, '--json']));
+    const rejJson = json(gpunex(rita, ['review', 'reject', t.id, '--note', 'No UPS for the weekend host', '--json']));
+    assert.deepEqual(Object.keys(rejJson), ['application']);
+    assert.equal(rejJson.application.id, t.id);
+    assert.equal(rejJson.application.status, 'rejected');
+    assert.equal(rejJson.application.tier, null);
+    assert.ok(rejJson.application.decided_at);
+    assert.deepEqual(rejJson.application.history.at(-1),
+      { ...rejJson.application.history.at(-1), from: 'submitted', to: 'rejected', note: 'No UPS for the weekend host' });
+    const twice = gpunex(rita, ['review', 'reject', t.id, '--note', 'again', '--json']);
+    assert.equal(twice.code, 1);
+    assert.equal(JSON.parse(twice.out).error.code, 'invalid_state');
     assert.match(gpunex(mallory, ['application', 'status']).out, /rejected .*"Not enough bandwidth"/);
   } finally {
     await server.stop();

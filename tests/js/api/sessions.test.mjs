@@ -33,6 +33,17 @@ test(`${BACKEND}: cookie session, CSRF, expiry`, async () => {
     assert.equal(me.status, 200);
     assert.equal(me.json.email, 'kim@example.com');
 
+    // A tampered session cookie is refused, even with the right CSRF token.
+    const sessionValue = session.split(';')[0].split('=')[1];
+    const last = sessionValue.at(-1) === 'A' ? 'B' : 'A';
+    const tampered = `gpunex_session=${sessionValue.slice(0, -1)}${last}; ${csrf.split(';')[0]}`;
+    const tamperedMe = await c.request('GET', '/v1/me', { headers: { Cookie: tampered, Authorization: '' } });
+    assert.equal(tamperedMe.status, 401);
+    assert.equal(tamperedMe.json.error.code, 'invalid_session');
+    const tamperedPost = await c.request('POST', '/v1/auth/logout',
+      { headers: { Cookie: tampered, Authorization: '', 'X-CSRF-Token': csrfValue } });
+    assert.equal(tamperedPost.status, 401);
+
     const noCsrf = await c.request('POST', '/v1/auth/logout', { headers: { Cookie: cookieHeader, Authorization: '' } });
     assert.equal(noCsrf.status, 403);
     assert.equal(noCsrf.json.error.code, 'csrf_failed');
@@ -44,6 +55,10 @@ test(`${BACKEND}: cookie session, CSRF, expiry`, async () => {
     assert.equal(ok.status, 200);
     const after = await c.request('GET', '/v1/me', { headers: { Cookie: cookieHeader, Authorization: '' } });
     assert.equal(after.status, 401);
+    assert.equal(after.json.error.code, 'invalid_session');
+    const afterPost = await c.request('POST', '/v1/auth/logout',
+      { headers: { Cookie: cookieHeader, Authorization: '', 'X-CSRF-Token': csrfValue } });
+    assert.equal(afterPost.status, 401, 'a logged-out session cookie cannot mutate either');
 
     // An expired session is refused.
     const again = new Client(server.url);

@@ -22,14 +22,16 @@ export async function freePort() {
 const PYTHON = process.env.GPUNEX_PYTHON || (existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3');
 
 export class SmtpSink {
-  constructor(port, dir) {
+  // refuseEach: answer "451 try again later" to each message (by Message-ID) this many times first.
+  constructor(port, dir, { refuseEach = 0 } = {}) {
     this.port = port;
     this.dir = dir;
+    this.refuseEach = refuseEach;
   }
 
   async start() {
-    this.proc = spawn(PYTHON, [path.join(ROOT, 'tests/js/lib/smtp_sink.py'), String(this.port), this.dir],
-      { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = spawn(PYTHON, [path.join(ROOT, 'tests/js/lib/smtp_sink.py'), String(this.port), this.dir,
+      String(this.refuseEach)], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.exited = new Promise((resolve) => this.proc.on('exit', resolve));
     await new Promise((resolve, reject) => {
       let err = '';
@@ -49,6 +51,17 @@ export class SmtpSink {
   messages() {
     return readdirSync(this.dir).filter((f) => f.endsWith('.eml') && !f.startsWith('.')).sort()
       .map((f) => readFileSync(path.join(this.dir, f), 'utf8'));
+  }
+
+  // Every attempt to send, oldest first: {atMs, accepted, messageId, text}.
+  attempts() {
+    return readdirSync(this.dir).filter((f) => /^\d+-\d+\.(eml|refused)$/.test(f))
+      .sort((a, b) => (BigInt(a.split('-')[0]) < BigInt(b.split('-')[0]) ? -1 : 1))
+      .map((f) => {
+        const text = readFileSync(path.join(this.dir, f), 'utf8');
+        return { atMs: Number(BigInt(f.split('-')[0]) / 1000000n), accepted: f.endsWith('.eml'),
+          messageId: (text.match(/^Message-ID: (\S+)/m) || [])[1], text };
+      });
   }
 
   async waitFor(pred, what, ms = 15000) {
