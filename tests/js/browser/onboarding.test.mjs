@@ -2,8 +2,9 @@
 // GPU entries (one on a weekly schedule), a bad field shows its message next to it, the
 // reviewer asks for more information in the review console, the applicant edits and
 // resubmits, the reviewer approves as Enterprise (after the console shows the 422 for a
-// schedule), the provider sees the approval and a new API key exactly once, and the
-// approval mail reached a real SMTP server.
+// schedule), the provider sees the approval and reveals the key issued at approval exactly
+// once on the application page (a new key on the keys page is likewise shown once), and the
+// approval mail with that key reached a real SMTP server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -35,7 +36,7 @@ async function fillGpu(entry, g) {
   await entry.getByLabel('Region').fill(g.region);
 }
 
-test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown once, mail sent`, async () => {
+test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, approval key revealed once, mail sent`, async () => {
   const smtpPort = await freePort();
   const sink = await new SmtpSink(smtpPort, mkdtempSync(path.join(tmpdir(), 'gpunex-smtp-'))).start();
   const server = await new TestServer(['--smtp-url', `smtp://127.0.0.1:${smtpPort}`,
@@ -188,13 +189,32 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown 
     assert.doesNotMatch(await r.content(), /gpx_/, 'the reviewer never sees the provider key');
     await shot(r, 'review-approved');
 
-    // The provider: the approval, then a key shown once.
+    // The provider: the approval with its tier, and the key issued at approval, revealed exactly once.
     await p.getByRole('link', { name: 'Roles' }).click();
     await p.getByRole('heading', { name: 'Roles' }).waitFor();
     await p.getByRole('link', { name: 'Application', exact: true }).click();
     await p.getByRole('heading', { name: 'Approved as Enterprise provider' }).waitFor();
     assert.equal(p.url(), appUrl);
+    assert.match(await p.locator('#approval-key').textContent(), /is ready\. It is shown once/);
     await shot(p, 'status-approved');
+    await p.getByRole('button', { name: 'Show my API key (shown once)' }).click();
+    await p.getByRole('heading', { name: 'Your provider API key' }).waitFor();
+    const approvalKey = await p.getByLabel('API key', { exact: true }).inputValue();
+    assert.match(approvalKey, /^gpx_[A-Za-z0-9_-]{43}$/);
+    assert.match(await p.locator('#new-key-warning').textContent(), /only time it is shown/);
+    assert.ok((await p.locator('#approval-key').textContent()).includes(`curl -fsSL ${server.url}/agent/install.sh | bash`),
+      'the one-line install command is beside the key');
+    await shot(p, 'status-key-revealed');
+    const asAgent = await fetch(`${server.url}/v1/provider/profile`, { headers: { Authorization: `Bearer ${approvalKey}` } });
+    assert.equal(asAgent.status, 200, 'the key shown is the provider\'s live key');
+    assert.equal((await asAgent.json()).tier, 'enterprise');
+    // Gone for good: a reload says when it was shown, with neither the key nor the button.
+    await p.reload();
+    await p.getByRole('heading', { name: 'Approved as Enterprise provider' }).waitFor();
+    await p.locator('#approval-key', { hasText: 'was already shown here on' }).waitFor();
+    assert.equal(await p.getByRole('button', { name: /Show my API key/ }).count(), 0);
+    assert.doesNotMatch(await p.content(), /gpx_[A-Za-z0-9_-]{20,}/);
+    await shot(p, 'status-key-already-shown');
     await p.getByRole('link', { name: 'Manage API keys' }).click();
     await p.getByRole('heading', { name: 'API keys' }).waitFor();
     const keys = p.getByRole('table', { name: 'Your API keys' });
@@ -231,10 +251,11 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown 
     await shot(p, 'keys-rotated');
 
     // The approval mail went out through SMTP with the approval key and the install command.
-    const mail = await sink.waitFor(subjectHas('approved as a Enterprise provider'), 'about the approval');
+    const mail = await sink.waitFor(subjectHas('approved as an? Enterprise provider'), 'about the approval');
     assert.match(mail, /^To: alice@example\.com/m);
     assert.ok(mail.includes(`curl -fsSL ${server.url}/agent/install.sh | bash`));
     assert.ok(mail.includes(firstPrefix), 'the mailed key is the one issued at approval');
+    assert.ok(mail.includes(approvalKey), 'the key revealed in the dashboard is the mailed one');
     assert.ok(!mail.includes(key), 'keys made later are never mailed');
     assert.ok(mail.includes(appId));
     assert.deepEqual(errors, []);
