@@ -768,17 +768,32 @@ async function reviewDetail(id) {
 }
 
 function decisionForm(app) {
-  const d = { decision: 'approve', tier: app.suggested_tier, note: '', addModel: false,
-    model: { id: '', name: '', vram_gib: '', fp32_tflops: '', mem_bw_gbs: '' } };
+  const d = { decision: 'approve', tier: app.suggested_tier, note: '', addModel: false, model: {} };
   const hasOther = app.gpus.some((g) => g.model === 'other');
   const tier = bound('tier', 'Tier', d, 'tier', { options: [['community', 'Community'], ['enterprise', 'Enterprise']] });
+  const num = (key, label, step = 0.1) =>
+    bound(`add_model.${key}`, label, d.model, key, { type: 'number', min: 0, step });
   const modelFields = el('div', { hidden: true },
     bound('add_model.id', 'Catalog id', d.model, 'id', { placeholder: 'e.g. RTX-5090' }),
     bound('add_model.name', 'Display name', d.model, 'name', { placeholder: 'e.g. NVIDIA GeForce RTX 5090' }),
+    bound('add_model.nvml_name_pattern', 'Name NVML reports (optional)', d.model, 'nvml_name_pattern',
+      { placeholder: 'e.g. NVIDIA GeForce RTX 5090', hint: 'How the agents\' GPUs are matched to this model; as nvidia-smi prints it.' }),
     el('div', { class: 'row three' },
-      bound('add_model.vram_gib', 'Memory (GiB)', d.model, 'vram_gib', { type: 'number', min: 1, step: 1 }),
-      bound('add_model.fp32_tflops', 'FP32 TFLOP/s (optional)', d.model, 'fp32_tflops', { type: 'number', min: 0, step: 0.1 }),
-      bound('add_model.mem_bw_gbs', 'Memory bandwidth GB/s (optional)', d.model, 'mem_bw_gbs', { type: 'number', min: 0, step: 1 })));
+      num('vram_gib', 'Memory (GiB)', 1),
+      num('pcie_gen', 'PCIe generation (optional)', 1),
+      bound('add_model.compute_capability', 'Compute capability (optional)', d.model, 'compute_capability',
+        { placeholder: 'e.g. 12.0' })),
+    el('p', { class: 'muted' }, 'Reference figures (optional): spec peaks; tensor figures dense, without sparsity.'),
+    el('div', { class: 'row three' },
+      num('mem_bw_gbs', 'Memory bandwidth GB/s', 1),
+      num('fp32_tflops', 'FP32 TFLOP/s'),
+      num('fp16_tflops', 'FP16 TFLOP/s')),
+    el('div', { class: 'row three' },
+      num('fp16_tensor_tflops', 'FP16 tensor TFLOP/s'),
+      num('bf16_tensor_tflops', 'BF16 tensor TFLOP/s'),
+      num('fp8_tensor_tflops', 'FP8 tensor TFLOP/s')),
+    el('div', { class: 'row three' },
+      num('tdp_w', 'Board power (TDP) W', 1)));
   const addBox = el('input', { type: 'checkbox', id: 'f-add-model' });
   addBox.addEventListener('change', () => { d.addModel = addBox.checked; modelFields.hidden = !addBox.checked; });
   const addModel = hasOther
@@ -808,9 +823,10 @@ function decisionForm(app) {
     if (d.decision === 'approve') {
       body.tier = d.tier;
       if (d.addModel) {
-        const num = (v) => (v === '' ? undefined : Number(v));
-        body.add_model = { id: d.model.id, name: d.model.name, vram_gib: num(d.model.vram_gib),
-          fp32_tflops: num(d.model.fp32_tflops), mem_bw_gbs: num(d.model.mem_bw_gbs) };
+        // Every field filled in, as typed: the server checks each and names the one at fault.
+        const text = ['id', 'name', 'nvml_name_pattern', 'compute_capability'];
+        body.add_model = Object.fromEntries(Object.entries(d.model).filter(([, v]) => v !== '')
+          .map(([k, v]) => [k, text.includes(k) ? v : Number(v)]));
       }
     }
     const r = await api('POST', `/v1/review/applications/${app.id}/decision`, body);

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKEND, TestServer } from '../lib/server.mjs';
+import { BACKEND, Client, TestServer } from '../lib/server.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 import { freePort, SmtpSink } from '../lib/smtp.mjs';
 
@@ -264,6 +264,60 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, approval k
     await rita.close();
     await server.stop();
     await sink.stop();
+  }
+});
+
+test(`${BACKEND}: the reviewer adds an "other" GPU to the catalog with every reference figure`, async () => {
+  const server = await new TestServer().start();
+  server.createUser('rita@example.com', 'operator-password-1', 'reviewer', 'Rita Reviewer');
+  const browser = await launchBrowser();
+  const shot = screenshotter(`onboarding-add-model-${BACKEND}`);
+  try {
+    const bob = new Client(server.url);
+    await bob.signupAndLogin('bob@example.com', 'correct-horse-battery', 'Bob Builder');
+    const created = await bob.request('POST', '/v1/applications', { body: {
+      full_name: 'Bob Builder', email: 'bob@example.com',
+      gpus: [{ model: 'other', model_other: 'NVIDIA GeForce RTX 5090', count: 2, system_ram_gb: 128, download_gbps: 1,
+        upload_gbps: 1, availability: '24/7', location: { city: 'Oslo', country: 'NO', region: 'eu-north' } }],
+      ups: false, commitment_months: 6 } });
+    assert.equal(created.status, 201, created.body);
+    assert.equal((await bob.request('POST', `/v1/applications/${created.json.id}/submit`)).status, 200);
+
+    const r = await browser.newPage();
+    await login(r, server.url, 'rita@example.com', 'operator-password-1');
+    await r.goto(`${server.url}/#/review/${created.json.id}`);
+    await r.getByRole('heading', { name: 'Application from Bob Builder' }).waitFor();
+    await r.getByLabel('Add it to the GPU catalog when approving').check();
+    const figures = {
+      'Catalog id': 'RTX-5090', 'Display name': 'NVIDIA GeForce RTX 5090',
+      'Name NVML reports (optional)': 'NVIDIA GeForce RTX 5090', 'Memory (GiB)': '32',
+      'PCIe generation (optional)': '5', 'Compute capability (optional)': 'twelve',
+      'Memory bandwidth GB/s': '1792', 'FP32 TFLOP/s': '104.8', 'FP16 TFLOP/s': '104.8',
+      'FP16 tensor TFLOP/s': '209.5', 'BF16 tensor TFLOP/s': '209.5', 'FP8 tensor TFLOP/s': '419',
+      'Board power (TDP) W': '575',
+    };
+    for (const [label, v] of Object.entries(figures)) await r.getByLabel(label, { exact: true }).fill(v);
+    await shot(r, 'add-model-filled');
+    // The server names the bad field; the message sits next to it.
+    await r.getByRole('button', { name: 'Record decision' }).click();
+    await r.locator('#f-add-model-compute-capability-error', { hasText: 'add_model.compute_capability must be' }).waitFor();
+    await shot(r, 'add-model-bad-field');
+    await r.getByLabel('Compute capability (optional)', { exact: true }).fill('12.0');
+    await r.getByRole('button', { name: 'Record decision' }).click();
+    await r.getByRole('status').filter({ hasText: 'Decision recorded: Approved' }).waitFor();
+    await shot(r, 'add-model-approved');
+
+    const catalog = await (await fetch(`${server.url}/v1/catalog/gpus/RTX-5090`)).json();
+    assert.deepEqual(catalog, {
+      id: 'RTX-5090', name: 'NVIDIA GeForce RTX 5090', nvml_name_pattern: 'NVIDIA GeForce RTX 5090', vram_gib: 32,
+      mem_bw_gbs: 1792, fp32_tflops: 104.8, fp16_tflops: 104.8, fp16_tensor_tflops: 209.5, bf16_tensor_tflops: 209.5,
+      fp8_tensor_tflops: 419, tdp_w: 575, pcie_gen: 5, compute_capability: '12.0', builtin: false,
+    });
+    const app = await bob.request('GET', `/v1/applications/${created.json.id}`);
+    assert.equal(app.json.gpus[0].model, 'RTX-5090');
+  } finally {
+    await browser.close();
+    await server.stop();
   }
 });
 
