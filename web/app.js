@@ -212,7 +212,13 @@ const pages = {
     }
     const r = await api('GET', `/v1/applications/${encodeURIComponent(id)}`);
     if (!r.ok) return notFound(r);
-    return applicationStatus(r.data);
+    // The key issued at approval is the one with a one-time reveal; its owner may open it here.
+    let approvalKey = null;
+    if (r.data.status === 'approved' && r.data.user_id === state.user.id && hasRole('provider')) {
+      const keys = await apiList('/v1/provider/api-keys');
+      if (keys.ok) approvalKey = keys.data.items.find((k) => k.reveal) || null;
+    }
+    return applicationStatus(r.data, approvalKey);
   },
 
   async notifications() {
@@ -645,7 +651,7 @@ function applicationSummary(app) {
   ];
 }
 
-function applicationStatus(app) {
+function applicationStatus(app, approvalKey) {
   document.title = 'Your application — GPUnex';
   const parts = [el('h1', {}, 'Your provider application'),
     el('dl', { class: 'facts' },
@@ -666,8 +672,7 @@ function applicationStatus(app) {
   if (app.status === 'approved') {
     parts.push(el('section', { class: 'callout ok', 'aria-labelledby': 'approved-h' },
       el('h2', { id: 'approved-h' }, `Approved as ${tierText(app.tier)} provider`),
-      el('p', {}, `Your first provider API key was e-mailed to ${app.email} with these instructions. ` +
-        'Keys are shown only once; create or rotate keys on the API keys page.'),
+      approvalKeyPart(app, approvalKey),
       el('p', {}, 'Install the GPUnex agent on each GPU host:'),
       el('pre', {}, el('code', {}, installCommand())),
       el('p', {}, el('a', { href: '#/keys', class: 'button', id: 'manage-keys' }, 'Manage API keys'))));
@@ -677,12 +682,45 @@ function applicationStatus(app) {
   return parts;
 }
 
-// The key just made: shown here once, never again (the server keeps only its hash).
-function newKeyPanel(k) {
+// The key issued at approval: its owner reveals it here once (it was e-mailed too); after that the
+// server keeps only its hash, and this says when it was shown.
+function approvalKeyPart(app, k) {
+  const mailed = `It was also e-mailed to ${app.email} with these instructions.`;
+  if (!k) {
+    return el('p', {}, `Your first provider API key was e-mailed to ${app.email} with these instructions. ` +
+      'Keys are shown only once; create or rotate keys on the API keys page.');
+  }
+  const part = el('div', { id: 'approval-key' });
+  if (k.reveal.state === 'available') {
+    const error = el('div', { class: 'form-error', role: 'alert' });
+    const reveal = async () => {
+      const r = await api('POST', `/v1/provider/api-keys/${encodeURIComponent(k.id)}/reveal`);
+      if (!r.ok) { error.textContent = r.data && r.data.error ? r.data.error.message : 'Something went wrong; try again.'; return; }
+      part.replaceChildren(newKeyPanel(r.data, 'Your provider API key'));
+    };
+    part.append(
+      el('p', {}, `Your provider API key ${k.prefix}… is ready. It is shown once, here, until ${fmtDate(k.reveal.expires_at)}: ` +
+        `copy it when you open it. ${mailed}`),
+      el('button', { type: 'button', id: 'reveal-key', onclick: reveal }, 'Show my API key (shown once)'),
+      error);
+    return part;
+  }
+  const lost = 'If you lost it, create a new key on the API keys page and revoke this one.';
+  const text = {
+    revealed: `was already shown here on ${fmtTime(k.reveal.cleared_at)}; it is never shown again. ${mailed} ${lost}`,
+    revoked: 'was revoked before it was shown here. Create a new key on the API keys page.',
+    expired: `was not opened here by ${fmtDate(k.reveal.expires_at)}, so it is no longer kept. ${mailed} ${lost}`,
+  }[k.reveal.state];
+  part.append(el('p', {}, `Your provider API key ${k.prefix}… ${text}`));
+  return part;
+}
+
+// The key just made (or revealed): shown here once, never again (the server keeps only its hash).
+function newKeyPanel(k, heading = 'Your new API key') {
   const box = el('input', { id: 'new-key', type: 'text', readonly: true, value: k.api_key, 'aria-describedby': 'new-key-warning' });
   const copied = el('span', { role: 'status', class: 'muted' });
   return el('section', { class: 'callout ok', 'aria-labelledby': 'new-key-h' },
-    el('h2', { id: 'new-key-h' }, 'Your new API key'),
+    el('h2', { id: 'new-key-h' }, heading),
     k.revoked ? el('p', {}, `Key ${k.revoked.prefix}… is revoked.`) : '',
     el('p', { id: 'new-key-warning', class: 'warning' },
       'Copy it now: this is the only time it is shown. Anyone with it can act as your GPU hosts; keep it secret.'),
@@ -695,7 +733,10 @@ function newKeyPanel(k) {
           copied.textContent = 'Select the key and copy it (Ctrl+C).';
         }
       } }, 'Copy key'), ' ', copied),
-    el('p', {}, 'Then run on each host: ', el('code', {}, `GPUNEX_API_KEY=… ${installCommand()}`)));
+    el('p', {}, 'Then install the agent on each GPU host with this one line, and paste the key when it asks:'),
+    el('pre', {}, el('code', {}, installCommand())),
+    el('p', { class: 'muted' }, 'Unattended: ',
+      el('code', {}, installCommand().replace('| bash', '| GPUNEX_API_KEY=gpx_… bash')), '.'));
 }
 
 async function reviewDetail(id) {
@@ -727,17 +768,32 @@ async function reviewDetail(id) {
 }
 
 function decisionForm(app) {
-  const d = { decision: 'approve', tier: app.suggested_tier, note: '', addModel: false,
-    model: { id: '', name: '', vram_gib: '', fp32_tflops: '', mem_bw_gbs: '' } };
+  const d = { decision: 'approve', tier: app.suggested_tier, note: '', addModel: false, model: {} };
   const hasOther = app.gpus.some((g) => g.model === 'other');
   const tier = bound('tier', 'Tier', d, 'tier', { options: [['community', 'Community'], ['enterprise', 'Enterprise']] });
+  const num = (key, label, step = 0.1) =>
+    bound(`add_model.${key}`, label, d.model, key, { type: 'number', min: 0, step });
   const modelFields = el('div', { hidden: true },
     bound('add_model.id', 'Catalog id', d.model, 'id', { placeholder: 'e.g. RTX-5090' }),
     bound('add_model.name', 'Display name', d.model, 'name', { placeholder: 'e.g. NVIDIA GeForce RTX 5090' }),
+    bound('add_model.nvml_name_pattern', 'Name NVML reports (optional)', d.model, 'nvml_name_pattern',
+      { placeholder: 'e.g. NVIDIA GeForce RTX 5090', hint: 'How the agents\' GPUs are matched to this model; as nvidia-smi prints it.' }),
     el('div', { class: 'row three' },
-      bound('add_model.vram_gib', 'Memory (GiB)', d.model, 'vram_gib', { type: 'number', min: 1, step: 1 }),
-      bound('add_model.fp32_tflops', 'FP32 TFLOP/s (optional)', d.model, 'fp32_tflops', { type: 'number', min: 0, step: 0.1 }),
-      bound('add_model.mem_bw_gbs', 'Memory bandwidth GB/s (optional)', d.model, 'mem_bw_gbs', { type: 'number', min: 0, step: 1 })));
+      num('vram_gib', 'Memory (GiB)', 1),
+      num('pcie_gen', 'PCIe generation (optional)', 1),
+      bound('add_model.compute_capability', 'Compute capability (optional)', d.model, 'compute_capability',
+        { placeholder: 'e.g. 12.0' })),
+    el('p', { class: 'muted' }, 'Reference figures (optional): spec peaks; tensor figures dense, without sparsity.'),
+    el('div', { class: 'row three' },
+      num('mem_bw_gbs', 'Memory bandwidth GB/s', 1),
+      num('fp32_tflops', 'FP32 TFLOP/s'),
+      num('fp16_tflops', 'FP16 TFLOP/s')),
+    el('div', { class: 'row three' },
+      num('fp16_tensor_tflops', 'FP16 tensor TFLOP/s'),
+      num('bf16_tensor_tflops', 'BF16 tensor TFLOP/s'),
+      num('fp8_tensor_tflops', 'FP8 tensor TFLOP/s')),
+    el('div', { class: 'row three' },
+      num('tdp_w', 'Board power (TDP) W', 1)));
   const addBox = el('input', { type: 'checkbox', id: 'f-add-model' });
   addBox.addEventListener('change', () => { d.addModel = addBox.checked; modelFields.hidden = !addBox.checked; });
   const addModel = hasOther
@@ -767,9 +823,10 @@ function decisionForm(app) {
     if (d.decision === 'approve') {
       body.tier = d.tier;
       if (d.addModel) {
-        const num = (v) => (v === '' ? undefined : Number(v));
-        body.add_model = { id: d.model.id, name: d.model.name, vram_gib: num(d.model.vram_gib),
-          fp32_tflops: num(d.model.fp32_tflops), mem_bw_gbs: num(d.model.mem_bw_gbs) };
+        // Every field filled in, as typed: the server checks each and names the one at fault.
+        const text = ['id', 'name', 'nvml_name_pattern', 'compute_capability'];
+        body.add_model = Object.fromEntries(Object.entries(d.model).filter(([, v]) => v !== '')
+          .map(([k, v]) => [k, text.includes(k) ? v : Number(v)]));
       }
     }
     const r = await api('POST', `/v1/review/applications/${app.id}/decision`, body);
@@ -777,10 +834,10 @@ function decisionForm(app) {
     catalogCache = null;
     const flash = [el('strong', {}, `Decision recorded: ${statusText(r.data.application.status)}.`)];
     if (r.data.provider_id) {
-      // The key itself is the applicant's; it went to them by mail and is not shown to the reviewer.
+      // The key itself is the applicant's (by mail, and once on their application page), never the reviewer's.
       flash.push(' ', `Approved as ${tierText(r.data.tier)}: provider ${r.data.provider_id} was created and API key ` +
         `${r.data.api_key_id} was issued and e-mailed to ${app.email} with the install command `,
-      el('code', {}, installCommand()), '.');
+      el('code', {}, installCommand()), '; the applicant can also reveal it once on their application page.');
     }
     state.flash = flash;
     route();

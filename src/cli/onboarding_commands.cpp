@@ -1,11 +1,13 @@
 // gpunex apply | application status | review list|show|approve|reject|needs-info | keys list|rotate|revoke
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
 #include <toml++/toml.h>
 
 #include "cli/cli.hpp"
+#include "core/gpu_catalog.hpp"
 
 namespace gpunex::cli {
 
@@ -259,9 +261,7 @@ class ReviewDecideCommand : public Command {
       c->add_option("--tier", tier_, "community or enterprise")
           ->required()
           ->check(CLI::IsMember({"community", "enterprise"}));
-      c->add_option("--add-model-id", model_id_, "add the applicant's \"other\" GPU to the catalog with this id");
-      c->add_option("--add-model-name", model_name_, "its display name");
-      c->add_option("--add-model-vram", model_vram_, "its memory in GiB");
+      add_model_options(*c);
     } else {
       note->required();
     }
@@ -271,29 +271,63 @@ class ReviewDecideCommand : public Command {
     nlohmann::json body = {{"decision", decision_}};
     if (!note_.empty()) body["note"] = note_;
     if (!tier_.empty()) body["tier"] = tier_;
-    if (!model_id_.empty()) {
-      body["add_model"] = {{"id", model_id_}, {"name", model_name_}};
-      if (model_vram_ > 0) body["add_model"]["vram_gib"] = model_vram_;
-    }
+    if (!model_.empty()) body["add_model"] = model_;
     nlohmann::json r;
     if (int rc = request_json(ctx, "POST", "/v1/review/applications/" + id_ + "/decision", body, 200, r); rc != 0) {
       return rc;
     }
     std::string human = "application " + id_ + ": " + str(r["application"], "status");
     if (r.contains("api_key")) {
-      // The key belongs to the applicant, who gets it by mail; the reviewer's terminal never shows it.
+      // The key belongs to the applicant (by mail, and once on their application page); the reviewer's
+      // terminal never shows it.
       r.erase("api_key");
       r["api_key_issued"] = true;
       human += " as " + str(r, "tier") + "\nprovider " + str(r, "provider_id") + " created; API key " +
-               str(r, "api_key_id") + " issued and e-mailed to the applicant with the install command";
+               str(r, "api_key_id") +
+               " issued; the applicant gets it by mail with the install command and can reveal it once in "
+               "the dashboard";
     }
     ctx.print(r, human);
     return 0;
   }
 
  private:
-  std::string verb_, decision_, id_, note_, tier_, model_id_, model_name_;
-  double model_vram_ = 0;
+  //! --add-model-*: every field the catalog keeps for a model, sent as given (the server checks
+  //! each and names the one at fault).
+  void add_model_options(CLI::App& c) {
+    auto text = [&](const std::string& flag, const std::string& key, const std::string& help) {
+      c.add_option_function<std::string>(
+          flag, [this, key](const std::string& v) { model_[key] = v; }, help);
+    };
+    text("--add-model-id", "id", "add the applicant's \"other\" GPU to the catalog with this id (e.g. RTX-5090)");
+    text("--add-model-name", "name", "its display name");
+    c.add_option_function<double>(
+        "--add-model-vram", [this](const double& v) { model_["vram_gib"] = v; }, "its memory in GiB");
+    text("--add-model-nvml-name", "nvml_name_pattern", "the name NVML reports for it (how agents' GPUs are matched)");
+    for (const auto& key : core::reference_figure_names()) {
+      std::string flag = "--add-model-" + key;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      c.add_option_function<double>(
+          flag, [this, key](const double& v) { model_[key] = v; }, figure_help(key));
+    }
+    c.add_option_function<int>(
+        "--add-model-pcie-gen", [this](const int& v) { model_["pcie_gen"] = v; }, "its PCIe generation");
+    text("--add-model-compute-capability", "compute_capability", "its CUDA compute capability, e.g. 12.0");
+  }
+
+  static std::string figure_help(const std::string& key) {
+    if (key == "mem_bw_gbs") return "its memory bandwidth in GB/s";
+    if (key == "fp32_tflops") return "its FP32 peak in TFLOP/s";
+    if (key == "fp16_tflops") return "its FP16 (non-tensor) peak in TFLOP/s";
+    if (key == "fp16_tensor_tflops") return "its dense FP16 tensor-core peak in TFLOP/s";
+    if (key == "bf16_tensor_tflops") return "its dense BF16 tensor-core peak in TFLOP/s";
+    if (key == "fp8_tensor_tflops") return "its dense FP8 tensor-core peak in TFLOP/s (omit if it has none)";
+    if (key == "tdp_w") return "its board power (TDP) in W";
+    return "its " + key;
+  }
+
+  std::string verb_, decision_, id_, note_, tier_;
+  nlohmann::json model_ = nlohmann::json::object();
 };
 
 class KeysListCommand : public Command {

@@ -45,6 +45,16 @@ const std::optional<double>* figure(const GpuModel& m, std::string_view name) {
   return figure(const_cast<GpuModel&>(m), name);  // NOLINT: read-only view of the same member
 }
 
+// "8.9", "12.0": what CUDA reports as a device's compute capability.
+bool is_compute_capability(std::string_view s) {
+  const auto dot = s.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 2 || s.size() != dot + 2) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i != dot && (s[i] < '0' || s[i] > '9')) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const std::vector<std::string>& reference_figure_names() {
@@ -163,6 +173,12 @@ Result<GpuModel> parse_gpu_model(const nlohmann::json& j, const std::string& pat
   }
   m.vram_gib = r.required_number("vram_gib", 1, 4096);
   m.nvml_name_pattern = r.optional_string("nvml_name_pattern", 100).value_or("");
+  if (!r.failed() && (!is_clean_utf8(m.nvml_name_pattern) || trim(m.nvml_name_pattern) != m.nvml_name_pattern)) {
+    r.fail(
+        Error::make(ErrorCode::invalid_field,
+                    r.path_of("nvml_name_pattern") + " must be the name NVML reports, e.g. \"NVIDIA GeForce RTX 5090\"",
+                    r.path_of("nvml_name_pattern")));
+  }
   for (const auto& name : reference_figure_names()) {
     const auto* v = r.optional_value(name);
     if (!v || r.failed()) continue;
@@ -175,6 +191,11 @@ Result<GpuModel> parse_gpu_model(const nlohmann::json& j, const std::string& pat
   auto gen = r.optional_int("pcie_gen", 1, 7);
   if (gen) m.pcie_gen = static_cast<int>(*gen);
   m.compute_capability = r.optional_string("compute_capability", 8).value_or("");
+  if (!r.failed() && !m.compute_capability.empty() && !is_compute_capability(m.compute_capability)) {
+    r.fail(Error::make(ErrorCode::invalid_field,
+                       r.path_of("compute_capability") + " must be MAJOR.MINOR, e.g. \"12.0\"",
+                       r.path_of("compute_capability")));
+  }
   if (auto s = r.finish(); !s) return std::move(s).error();
   return m;
 }

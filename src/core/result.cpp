@@ -14,6 +14,7 @@ int http_status(ErrorCode code) {
     case ErrorCode::not_found: return 404;
     case ErrorCode::method_not_allowed: return 405;
     case ErrorCode::conflict: return 409;
+    case ErrorCode::gone: return 410;
     case ErrorCode::payload_too_large: return 413;
     case ErrorCode::unprocessable: return 422;
     case ErrorCode::rate_limited: return 429;
@@ -35,6 +36,7 @@ std::string_view code_name(ErrorCode code) {
     case ErrorCode::not_found: return "not_found";
     case ErrorCode::method_not_allowed: return "method_not_allowed";
     case ErrorCode::conflict: return "conflict";
+    case ErrorCode::gone: return "gone";
     case ErrorCode::payload_too_large: return "payload_too_large";
     case ErrorCode::unprocessable: return "unprocessable";
     case ErrorCode::rate_limited: return "rate_limited";

@@ -24,6 +24,7 @@ enum class ErrorCode {
   not_found,          // 404
   method_not_allowed, // 405
   conflict,           // 409
+  gone,               // 410: it existed, and is no more (a secret already shown once)
   payload_too_large,  // 413
   unprocessable,      // 422: well-formed, but a business rule refuses it
   rate_limited,       // 429

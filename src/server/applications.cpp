@@ -296,6 +296,7 @@ core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, 
     }
     auto provider = create_provider(tx, app.user_id, app.id, tier_s, now);
     auto key = create_api_key(tx, provider.id, now);
+    keep_for_reveal(tx, key, app.user_id, now);  // the applicant opens it once on the application page
     out.provider_id = provider.id;
     out.api_key = key.key;
     out.api_key_id = key.id;

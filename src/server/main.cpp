@@ -15,6 +15,7 @@
 #include "server/catalog.hpp"
 #include "server/config.hpp"
 #include "server/mail/mailer.hpp"
+#include "server/providers.hpp"
 #include "server/workers/machines_worker.hpp"
 #include "server/benchmarks.hpp"
 #include "server/workers/mail_worker.hpp"
@@ -85,6 +86,11 @@ int serve(server::Config cfg) {
         server::schedule_benchmarks(app->store(), settings, store::now_ms());
       });
 
+  // Approval keys not revealed within kApiKeyRevealDays lose their kept plaintext.
+  server::workers::Worker key_reveals_worker(app->store(), "key_reveals", std::chrono::minutes(10), [&] {
+    app->store().transact([&](store::Tx& tx) { return server::expire_key_reveals(tx, store::now_ms()); });
+  });
+
   http::ServerOptions so;
   so.host = cfg.host();
   so.port = cfg.port();
@@ -110,6 +116,7 @@ int serve(server::Config cfg) {
   mail_worker.start();
   machines_worker.start();
   benchmarks_worker.start();
+  key_reveals_worker.start();
   std::string scheme = so.tls ? "https" : "http";
   util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", so.tls.has_value()}});
   if (!cfg.port_file.empty()) {
@@ -128,6 +135,7 @@ int serve(server::Config cfg) {
   mail_worker.stop();
   machines_worker.stop();
   benchmarks_worker.stop();
+  key_reveals_worker.stop();
   util::log_event("info", "stopped");
   return 0;
 }

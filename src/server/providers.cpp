@@ -49,17 +49,27 @@ NewApiKey create_api_key(store::Tx& tx, const std::string& provider_id, std::int
   return k;
 }
 
-nlohmann::json list_api_keys(store::Tx& tx, const std::string& provider_id) {
+nlohmann::json list_api_keys(store::Tx& tx, const std::string& provider_id, std::int64_t now_ms) {
   nlohmann::json items = nlohmann::json::array();
-  for (const auto& r : tx.query("SELECT id, prefix, created_at, last_used_at, revoked_at FROM api_keys "
-                                "WHERE provider_id = ? ORDER BY created_at DESC, id",
+  for (const auto& r : tx.query("SELECT k.id, k.prefix, k.created_at, k.last_used_at, k.revoked_at, v.api_key_id, "
+                                "v.expires_at, v.cleared_at, v.cleared_why FROM api_keys k "
+                                "LEFT JOIN api_key_reveals v ON v.api_key_id = k.id "
+                                "WHERE k.provider_id = ? ORDER BY k.created_at DESC, k.id",
                                 {provider_id})) {
+    nlohmann::json reveal = nullptr;
+    if (!r.is_null(5)) {
+      // cleared_at is set whenever the plaintext is cleared.
+      const std::string state =
+          r.is_null(7) ? (now_ms >= r.i64(6) ? "expired" : "available") : r.opt_str(8).value_or("expired");
+      reveal = {{"state", state}, {"expires_at", util::rfc3339(r.i64(6))}, {"cleared_at", opt_time(r.opt_i64(7))}};
+    }
     items.push_back({{"id", r.str(0)},
                      {"prefix", r.str(1)},
                      {"created_at", util::rfc3339(r.i64(2))},
                      {"last_used_at", opt_time(r.opt_i64(3))},
                      {"revoked_at", opt_time(r.opt_i64(4))},
-                     {"active", r.is_null(4)}});
+                     {"active", r.is_null(4)},
+                     {"reveal", reveal}});
   }
   return items;
 }
@@ -72,10 +82,62 @@ core::Result<nlohmann::json> revoke_api_key(store::Tx& tx, const std::string& pr
   std::int64_t at = now_ms;
   if (r->is_null(0)) {
     tx.exec("UPDATE api_keys SET revoked_at = ? WHERE id = ?", {now_ms, key_id});
+    tx.exec("UPDATE api_key_reveals SET secret = NULL, cleared_at = ?, cleared_why = 'revoked' "
+            "WHERE api_key_id = ? AND secret IS NOT NULL",
+            {now_ms, key_id});
   } else {
     at = r->i64(0);
   }
   return nlohmann::json{{"id", key_id}, {"prefix", r->str(1)}, {"revoked_at", util::rfc3339(at)}, {"active", false}};
+}
+
+void keep_for_reveal(store::Tx& tx, const NewApiKey& key, const std::string& user_id, std::int64_t now_ms) {
+  tx.exec("INSERT INTO api_key_reveals (api_key_id, user_id, secret, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+          {key.id, user_id, key.key, now_ms, now_ms + kApiKeyRevealDays * 86'400'000});
+}
+
+core::Result<nlohmann::json> reveal_api_key(store::Tx& tx, const std::string& provider_id, const std::string& user_id,
+                                            const std::string& key_id, std::int64_t now_ms) {
+  using core::Error;
+  using core::ErrorCode;
+  auto r = tx.query_one(
+      "SELECT v.secret, v.expires_at, v.cleared_at, v.cleared_why, k.prefix FROM api_key_reveals v "
+      "JOIN api_keys k ON k.id = v.api_key_id WHERE v.api_key_id = ? AND v.user_id = ? AND k.provider_id = ?",
+      {key_id, user_id, provider_id});
+  if (!r) return Error::make(ErrorCode::not_found, "no such API key waiting to be shown");
+  const std::string why = r->opt_str(3).value_or("");
+  if (why == "revealed") {
+    return Error::make(ErrorCode::gone, "this API key was already shown, at " + util::rfc3339(r->i64(2)) +
+                                            "; it is never shown again. If you lost it, create a new key "
+                                            "and revoke this one")
+        .with_code("key_already_shown");
+  }
+  if (why == "revoked") {
+    return Error::make(ErrorCode::gone, "this API key was revoked before it was shown; create a new key")
+        .with_code("key_revoked");
+  }
+  if (r->is_null(0) || now_ms >= r->i64(1)) {
+    return Error::make(ErrorCode::gone, "this API key was not shown within " + std::to_string(kApiKeyRevealDays) +
+                                            " days and is no longer kept; use the one we e-mailed you, or "
+                                            "create a new key")
+        .with_code("key_reveal_expired");
+  }
+  // Only the transaction that clears it hands it out (two reveals at once get one key).
+  auto n = tx.exec("UPDATE api_key_reveals SET secret = NULL, cleared_at = ?, cleared_why = 'revealed' "
+                   "WHERE api_key_id = ? AND secret IS NOT NULL",
+                   {now_ms, key_id});
+  if (n != 1) return Error::make(ErrorCode::gone, "this API key was already shown").with_code("key_already_shown");
+  return nlohmann::json{{"id", key_id},
+                        {"prefix", r->str(4)},
+                        {"api_key", r->str(0)},
+                        {"provider_id", provider_id},
+                        {"revealed_at", util::rfc3339(now_ms)}};
+}
+
+std::int64_t expire_key_reveals(store::Tx& tx, std::int64_t now_ms) {
+  return tx.exec("UPDATE api_key_reveals SET secret = NULL, cleared_at = ?, cleared_why = 'expired' "
+                 "WHERE expires_at <= ? AND secret IS NOT NULL",
+                 {now_ms, now_ms});
 }
 
 std::optional<ApiKeyInfo> find_api_key(store::Tx& tx, const std::string& key) {

@@ -1,7 +1,10 @@
 #pragma once
 // Providers and their API keys. A key is "gpx_" + base64url of 32 random bytes,
 // returned once at creation and stored only as its SHA-256 with a short
-// display prefix; a revoked key stops authenticating at once.
+// display prefix; a revoked key stops authenticating at once. The one exception,
+// the key issued at approval, also waits in plaintext for its owner to reveal it
+// once in the dashboard (the reviewer decided, the provider was not there), for
+// at most kApiKeyRevealDays.
 
 #include <cstdint>
 #include <optional>
@@ -40,12 +43,28 @@ struct NewApiKey {
   std::int64_t created_at_ms = 0;
 };
 NewApiKey create_api_key(store::Tx& tx, const std::string& provider_id, std::int64_t now_ms);
-//! {items: [{id, prefix, created_at, last_used_at, revoked_at}], next_cursor}, newest first.
-//! The provider's API keys, newest first (a JSON array).
-nlohmann::json list_api_keys(store::Tx& tx, const std::string& provider_id);
-//! Revokes one of the provider's keys (a second revoke keeps the first time); 404 when not theirs.
+//! The provider's API keys, newest first (a JSON array of {id, prefix, created_at, last_used_at,
+//! revoked_at, active, reveal}); `reveal` is null, or for the key issued at approval
+//! {state: available|revealed|revoked|expired, expires_at, cleared_at}.
+nlohmann::json list_api_keys(store::Tx& tx, const std::string& provider_id, std::int64_t now_ms);
+//! Revokes one of the provider's keys (a second revoke keeps the first time) and clears its
+//! one-time reveal; 404 when not theirs.
 core::Result<nlohmann::json> revoke_api_key(store::Tx& tx, const std::string& provider_id, const std::string& key_id,
                                             std::int64_t now_ms);
+
+//! How long the key issued at approval waits for its owner to reveal it in the dashboard; after
+//! that the plaintext is cleared (it went by mail too) and a new key is made on the API keys page.
+inline constexpr std::int64_t kApiKeyRevealDays = 7;
+
+//! Keeps `key`'s plaintext for one reveal by `user_id` (the approval's key; the same transaction).
+void keep_for_reveal(store::Tx& tx, const NewApiKey& key, const std::string& user_id, std::int64_t now_ms);
+//! Hands the kept plaintext of one of the provider's keys to its owner once and clears it:
+//! {id, prefix, api_key, provider_id, revealed_at}. 404 when the key is not theirs or was never
+//! kept; 410 (key_already_shown, key_revoked, key_reveal_expired) when it is no more.
+core::Result<nlohmann::json> reveal_api_key(store::Tx& tx, const std::string& provider_id, const std::string& user_id,
+                                            const std::string& key_id, std::int64_t now_ms);
+//! Clears the plaintext of every reveal past its expiry; the number cleared.
+std::int64_t expire_key_reveals(store::Tx& tx, std::int64_t now_ms);
 
 //! A live (unrevoked) key found by its secret.
 struct ApiKeyInfo {

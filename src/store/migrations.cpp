@@ -388,6 +388,22 @@ INSERT INTO gpu_reference_prices (model, usdc_micro, updated_at) VALUES
 )sql"},
       {6, "market: market_version bumped by triggers (offer cache), machine_gpus index for the offer query",
        market_version_sqlite(), market_version_postgres()},
+      // The approval key's one-time reveal (server/providers.hpp): the plaintext waits here for the
+      // provider to open it once, and is cleared (NULL) when shown, revoked or expired; the row stays
+      // so the dashboard can say which and when.
+      {7, "provider onboarding: one-time reveal of the API key issued at approval",
+       R"sql(
+CREATE TABLE api_key_reveals (
+  api_key_id TEXT PRIMARY KEY REFERENCES api_keys(id),
+  user_id TEXT NOT NULL REFERENCES users(id),
+  secret TEXT,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  cleared_at BIGINT,
+  cleared_why TEXT
+);
+CREATE INDEX api_key_reveals_expiry ON api_key_reveals (expires_at);
+)sql"},
   };
   return list;
 }

@@ -65,3 +65,39 @@ TEST(GpuCatalog, ReviewerModel) {
   j.erase("vram_gib");
   EXPECT_EQ(core::parse_gpu_model(j, "add_model").error().field, "add_model.vram_gib");
 }
+
+TEST(GpuCatalog, ReviewerModelTakesEveryFigure) {
+  nlohmann::json j = {{"id", "RTX-5090"},
+                      {"name", "NVIDIA GeForce RTX 5090"},
+                      {"vram_gib", 32},
+                      {"nvml_name_pattern", "NVIDIA GeForce RTX 5090"},
+                      {"mem_bw_gbs", 1792},
+                      {"fp32_tflops", 104.8},
+                      {"fp16_tflops", 104.8},
+                      {"fp16_tensor_tflops", 209.5},
+                      {"bf16_tensor_tflops", 209.5},
+                      {"fp8_tensor_tflops", 419},
+                      {"tdp_w", 575},
+                      {"pcie_gen", 5},
+                      {"compute_capability", "12.0"}};
+  auto m = core::parse_gpu_model(j, "add_model");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto back = core::to_json(*m);
+  for (const auto& [k, v] : j.items()) EXPECT_EQ(back[k], v) << k;
+
+  auto field_of = [&](const char* key, nlohmann::json bad) {
+    auto copy = j;
+    copy[key] = std::move(bad);
+    auto r = core::parse_gpu_model(copy, "add_model");
+    return r.ok() ? std::string("accepted") : r.error().field.value_or("");
+  };
+  for (const auto& name : core::reference_figure_names()) {
+    EXPECT_EQ(field_of(name.c_str(), 0), "add_model." + name);
+    EXPECT_EQ(field_of(name.c_str(), "fast"), "add_model." + name);
+  }
+  EXPECT_EQ(field_of("pcie_gen", 9), "add_model.pcie_gen");
+  EXPECT_EQ(field_of("compute_capability", "twelve"), "add_model.compute_capability");
+  EXPECT_EQ(field_of("compute_capability", "12"), "add_model.compute_capability");
+  EXPECT_EQ(field_of("compute_capability", "8.9"), "accepted");
+  EXPECT_EQ(field_of("nvml_name_pattern", " padded "), "add_model.nvml_name_pattern");
+}

@@ -1,5 +1,6 @@
-// Provider self-service (/v1/provider/profile, /v1/provider/api-keys), the GPU
-// catalog (/v1/catalog/gpus) and the in-app notifications (/v1/notifications).
+// Provider self-service (/v1/provider/profile, /v1/provider/api-keys with the approval key's
+// one-time reveal), the GPU catalog (/v1/catalog/gpus) and the in-app notifications
+// (/v1/notifications).
 
 #include "core/json_reader.hpp"
 #include "server/api/handlers.hpp"
@@ -40,7 +41,7 @@ Response list_keys(Ctx& ctx) {
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
-        return page_of(list_api_keys(tx, p->id), *page);
+        return page_of(list_api_keys(tx, p->id, store::now_ms()), *page);
       },
       store::TxMode::read);
   if (!r) return Response::error(r.error());
@@ -91,6 +92,16 @@ Response delete_key(Ctx& ctx) {
   return Response::json(200, *r);
 }
 
+Response reveal_key(Ctx& ctx) {
+  auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto p = provider_of_user(tx, ctx.principal->user.id);
+    if (!p) return std::move(p).error();
+    return reveal_api_key(tx, p->id, ctx.principal->user.id, ctx.req.param("id"), store::now_ms());
+  });
+  if (!r) return Response::error(r.error());
+  return Response::json(200, *r);
+}
+
 Response catalog(Ctx& ctx) {
   return list_response(
       ctx,
@@ -136,6 +147,9 @@ void register_provider_api(App& app) {
   app.route(Method::post, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).sealed_idempotency(),
             create_key);
   app.route(Method::del, "/v1/provider/api-keys/{id}", RouteOptions::for_roles({"provider"}), delete_key);
+  // The key issued at approval, once, to its owner's session; the answer is a secret, so never replayed.
+  app.route(Method::post, "/v1/provider/api-keys/{id}/reveal", RouteOptions::for_roles({"provider"}).no_idempotency(),
+            reveal_key);
   app.route(Method::get, "/v1/catalog/gpus", RouteOptions::public_route(), catalog);
   app.route(Method::get, "/v1/catalog/gpus/{id}", RouteOptions::public_route(), catalog_one);
   app.route(Method::get, "/v1/notifications", RouteOptions::signed_in(), notifications);

@@ -1,7 +1,7 @@
 // The gpunex CLI for onboarding: apply from TOML (draft, submit, resubmit after needs_info),
-// application status, the reviewer's review list/show/needs-info/approve/reject, and the
-// provider's keys list/rotate/revoke; --json everywhere; errors print the server's message
-// and the field it names.
+// application status, the reviewer's review list/show/needs-info/approve/reject (approve
+// adding an "other" GPU to the catalog with every reference figure), and the provider's keys
+// list/rotate/revoke; --json everywhere; errors print the server's message and the field it names.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -226,6 +226,33 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
     assert.equal(twice.code, 1);
     assert.equal(JSON.parse(twice.out).error.code, 'invalid_state');
     assert.match(gpunex(mallory, ['application', 'status']).out, /rejected .*"Not enough bandwidth"/);
+
+    // Approving an "other" GPU into the catalog with every reference figure; a bad one is named.
+    await new Client(server.url).signupAndLogin('carol@example.com', 'correct-horse-battery', 'Carol C');
+    const carol = login(server, 'carol@example.com', 'correct-horse-battery');
+    const c = json(gpunex(carol, ['apply', '--file', example, '--json']));
+    const model = {
+      id: 'RTX-5090', name: 'NVIDIA GeForce RTX 5090', vram: '32', 'nvml-name': 'NVIDIA GeForce RTX 5090',
+      'mem-bw-gbs': '1792', 'fp32-tflops': '104.8', 'fp16-tflops': '104.8', 'fp16-tensor-tflops': '209.5',
+      'bf16-tensor-tflops': '209.5', 'fp8-tensor-tflops': '419', 'tdp-w': '575', 'pcie-gen': '5',
+      'compute-capability': '12.0',
+    };
+    const approve = (change, ...extra) => gpunex(rita, ['review', 'approve', c.id, '--tier', 'community',
+      ...Object.entries({ ...model, ...change }).map(([k, v]) => `--add-model-${k}=${v}`), ...extra]);
+    const badFigure = approve({ 'fp8-tensor-tflops': '0' });
+    assert.equal(badFigure.code, 1);
+    assert.match(badFigure.err, /add_model\.fp8_tensor_tflops must be a positive number \(field: add_model\.fp8_tensor_tflops\)/);
+    const badCc = approve({ 'compute-capability': 'twelve' }, '--json');
+    assert.equal(JSON.parse(badCc.out).error.field, 'add_model.compute_capability');
+    const added = json(approve({}, '--json'));
+    assert.equal(added.application.status, 'approved');
+    assert.equal(added.application.gpus[1].model, 'RTX-5090');
+    const catalog = await (await fetch(`${server.url}/v1/catalog/gpus/RTX-5090`)).json();
+    assert.deepEqual(catalog, {
+      id: 'RTX-5090', name: 'NVIDIA GeForce RTX 5090', nvml_name_pattern: 'NVIDIA GeForce RTX 5090', vram_gib: 32,
+      mem_bw_gbs: 1792, fp32_tflops: 104.8, fp16_tflops: 104.8, fp16_tensor_tflops: 209.5, bf16_tensor_tflops: 209.5,
+      fp8_tensor_tflops: 419, tdp_w: 575, pcie_gen: 5, compute_capability: '12.0', builtin: false,
+    });
   } finally {
     await server.stop();
   }

@@ -2,14 +2,15 @@
 // GPU entries (one on a weekly schedule), a bad field shows its message next to it, the
 // reviewer asks for more information in the review console, the applicant edits and
 // resubmits, the reviewer approves as Enterprise (after the console shows the 422 for a
-// schedule), the provider sees the approval and a new API key exactly once, and the
-// approval mail reached a real SMTP server.
+// schedule), the provider sees the approval and reveals the key issued at approval exactly
+// once on the application page (a new key on the keys page is likewise shown once), and the
+// approval mail with that key reached a real SMTP server.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKEND, TestServer } from '../lib/server.mjs';
+import { BACKEND, Client, TestServer } from '../lib/server.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 import { freePort, SmtpSink } from '../lib/smtp.mjs';
 
@@ -35,7 +36,7 @@ async function fillGpu(entry, g) {
   await entry.getByLabel('Region').fill(g.region);
 }
 
-test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown once, mail sent`, async () => {
+test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, approval key revealed once, mail sent`, async () => {
   const smtpPort = await freePort();
   const sink = await new SmtpSink(smtpPort, mkdtempSync(path.join(tmpdir(), 'gpunex-smtp-'))).start();
   const server = await new TestServer(['--smtp-url', `smtp://127.0.0.1:${smtpPort}`,
@@ -188,13 +189,32 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown 
     assert.doesNotMatch(await r.content(), /gpx_/, 'the reviewer never sees the provider key');
     await shot(r, 'review-approved');
 
-    // The provider: the approval, then a key shown once.
+    // The provider: the approval with its tier, and the key issued at approval, revealed exactly once.
     await p.getByRole('link', { name: 'Roles' }).click();
     await p.getByRole('heading', { name: 'Roles' }).waitFor();
     await p.getByRole('link', { name: 'Application', exact: true }).click();
     await p.getByRole('heading', { name: 'Approved as Enterprise provider' }).waitFor();
     assert.equal(p.url(), appUrl);
+    assert.match(await p.locator('#approval-key').textContent(), /is ready\. It is shown once/);
     await shot(p, 'status-approved');
+    await p.getByRole('button', { name: 'Show my API key (shown once)' }).click();
+    await p.getByRole('heading', { name: 'Your provider API key' }).waitFor();
+    const approvalKey = await p.getByLabel('API key', { exact: true }).inputValue();
+    assert.match(approvalKey, /^gpx_[A-Za-z0-9_-]{43}$/);
+    assert.match(await p.locator('#new-key-warning').textContent(), /only time it is shown/);
+    assert.ok((await p.locator('#approval-key').textContent()).includes(`curl -fsSL ${server.url}/agent/install.sh | bash`),
+      'the one-line install command is beside the key');
+    await shot(p, 'status-key-revealed');
+    const asAgent = await fetch(`${server.url}/v1/provider/profile`, { headers: { Authorization: `Bearer ${approvalKey}` } });
+    assert.equal(asAgent.status, 200, 'the key shown is the provider\'s live key');
+    assert.equal((await asAgent.json()).tier, 'enterprise');
+    // Gone for good: a reload says when it was shown, with neither the key nor the button.
+    await p.reload();
+    await p.getByRole('heading', { name: 'Approved as Enterprise provider' }).waitFor();
+    await p.locator('#approval-key', { hasText: 'was already shown here on' }).waitFor();
+    assert.equal(await p.getByRole('button', { name: /Show my API key/ }).count(), 0);
+    assert.doesNotMatch(await p.content(), /gpx_[A-Za-z0-9_-]{20,}/);
+    await shot(p, 'status-key-already-shown');
     await p.getByRole('link', { name: 'Manage API keys' }).click();
     await p.getByRole('heading', { name: 'API keys' }).waitFor();
     const keys = p.getByRole('table', { name: 'Your API keys' });
@@ -231,10 +251,11 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown 
     await shot(p, 'keys-rotated');
 
     // The approval mail went out through SMTP with the approval key and the install command.
-    const mail = await sink.waitFor(subjectHas('approved as a Enterprise provider'), 'about the approval');
+    const mail = await sink.waitFor(subjectHas('approved as an? Enterprise provider'), 'about the approval');
     assert.match(mail, /^To: alice@example\.com/m);
     assert.ok(mail.includes(`curl -fsSL ${server.url}/agent/install.sh | bash`));
     assert.ok(mail.includes(firstPrefix), 'the mailed key is the one issued at approval');
+    assert.ok(mail.includes(approvalKey), 'the key revealed in the dashboard is the mailed one');
     assert.ok(!mail.includes(key), 'keys made later are never mailed');
     assert.ok(mail.includes(appId));
     assert.deepEqual(errors, []);
@@ -243,6 +264,60 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, key shown 
     await rita.close();
     await server.stop();
     await sink.stop();
+  }
+});
+
+test(`${BACKEND}: the reviewer adds an "other" GPU to the catalog with every reference figure`, async () => {
+  const server = await new TestServer().start();
+  server.createUser('rita@example.com', 'operator-password-1', 'reviewer', 'Rita Reviewer');
+  const browser = await launchBrowser();
+  const shot = screenshotter(`onboarding-add-model-${BACKEND}`);
+  try {
+    const bob = new Client(server.url);
+    await bob.signupAndLogin('bob@example.com', 'correct-horse-battery', 'Bob Builder');
+    const created = await bob.request('POST', '/v1/applications', { body: {
+      full_name: 'Bob Builder', email: 'bob@example.com',
+      gpus: [{ model: 'other', model_other: 'NVIDIA GeForce RTX 5090', count: 2, system_ram_gb: 128, download_gbps: 1,
+        upload_gbps: 1, availability: '24/7', location: { city: 'Oslo', country: 'NO', region: 'eu-north' } }],
+      ups: false, commitment_months: 6 } });
+    assert.equal(created.status, 201, created.body);
+    assert.equal((await bob.request('POST', `/v1/applications/${created.json.id}/submit`)).status, 200);
+
+    const r = await browser.newPage();
+    await login(r, server.url, 'rita@example.com', 'operator-password-1');
+    await r.goto(`${server.url}/#/review/${created.json.id}`);
+    await r.getByRole('heading', { name: 'Application from Bob Builder' }).waitFor();
+    await r.getByLabel('Add it to the GPU catalog when approving').check();
+    const figures = {
+      'Catalog id': 'RTX-5090', 'Display name': 'NVIDIA GeForce RTX 5090',
+      'Name NVML reports (optional)': 'NVIDIA GeForce RTX 5090', 'Memory (GiB)': '32',
+      'PCIe generation (optional)': '5', 'Compute capability (optional)': 'twelve',
+      'Memory bandwidth GB/s': '1792', 'FP32 TFLOP/s': '104.8', 'FP16 TFLOP/s': '104.8',
+      'FP16 tensor TFLOP/s': '209.5', 'BF16 tensor TFLOP/s': '209.5', 'FP8 tensor TFLOP/s': '419',
+      'Board power (TDP) W': '575',
+    };
+    for (const [label, v] of Object.entries(figures)) await r.getByLabel(label, { exact: true }).fill(v);
+    await shot(r, 'add-model-filled');
+    // The server names the bad field; the message sits next to it.
+    await r.getByRole('button', { name: 'Record decision' }).click();
+    await r.locator('#f-add-model-compute-capability-error', { hasText: 'add_model.compute_capability must be' }).waitFor();
+    await shot(r, 'add-model-bad-field');
+    await r.getByLabel('Compute capability (optional)', { exact: true }).fill('12.0');
+    await r.getByRole('button', { name: 'Record decision' }).click();
+    await r.getByRole('status').filter({ hasText: 'Decision recorded: Approved' }).waitFor();
+    await shot(r, 'add-model-approved');
+
+    const catalog = await (await fetch(`${server.url}/v1/catalog/gpus/RTX-5090`)).json();
+    assert.deepEqual(catalog, {
+      id: 'RTX-5090', name: 'NVIDIA GeForce RTX 5090', nvml_name_pattern: 'NVIDIA GeForce RTX 5090', vram_gib: 32,
+      mem_bw_gbs: 1792, fp32_tflops: 104.8, fp16_tflops: 104.8, fp16_tensor_tflops: 209.5, bf16_tensor_tflops: 209.5,
+      fp8_tensor_tflops: 419, tdp_w: 575, pcie_gen: 5, compute_capability: '12.0', builtin: false,
+    });
+    const app = await bob.request('GET', `/v1/applications/${created.json.id}`);
+    assert.equal(app.json.gpus[0].model, 'RTX-5090');
+  } finally {
+    await browser.close();
+    await server.stop();
   }
 });
 
