@@ -794,11 +794,18 @@ function decisionForm(app) {
       num('fp8_tensor_tflops', 'FP8 tensor TFLOP/s')),
     el('div', { class: 'row three' },
       num('tdp_w', 'Board power (TDP) W', 1)));
+  // Several different unlisted models: the reviewer says which one this catalog entry is for.
+  const others = [...new Set(app.gpus.filter((g) => g.model === 'other').map((g) => g.model_other))];
+  if (others.length > 1) {
+    d.model.model_other = others[0];
+    modelFields.prepend(bound('add_model.model_other', 'For the applicant\'s GPU', d.model, 'model_other',
+      { options: others.map((o) => [o, o]) }));
+  }
   const addBox = el('input', { type: 'checkbox', id: 'f-add-model' });
   addBox.addEventListener('change', () => { d.addModel = addBox.checked; modelFields.hidden = !addBox.checked; });
   const addModel = hasOther
     ? group('add_model', 'Unlisted GPU model',
-      el('p', { class: 'muted' }, `The applicant listed: ${app.gpus.filter((g) => g.model === 'other').map((g) => g.model_other).join(', ')}.`),
+      el('p', { class: 'muted' }, `The applicant listed: ${others.join(', ')}.`),
       el('label', { for: 'f-add-model', class: 'choice' }, addBox, ' Add it to the GPU catalog when approving'),
       modelFields)
     : '';
@@ -824,7 +831,7 @@ function decisionForm(app) {
       body.tier = d.tier;
       if (d.addModel) {
         // Every field filled in, as typed: the server checks each and names the one at fault.
-        const text = ['id', 'name', 'nvml_name_pattern', 'compute_capability'];
+        const text = ['id', 'name', 'nvml_name_pattern', 'compute_capability', 'model_other'];
         body.add_model = Object.fromEntries(Object.entries(d.model).filter(([, v]) => v !== '')
           .map(([k, v]) => [k, text.includes(k) ? v : Number(v)]));
       }

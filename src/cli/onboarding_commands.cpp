@@ -300,6 +300,8 @@ class ReviewDecideCommand : public Command {
           flag, [this, key](const std::string& v) { model_[key] = v; }, help);
     };
     text("--add-model-id", "id", "add the applicant's \"other\" GPU to the catalog with this id (e.g. RTX-5090)");
+    text("--add-model-for", "model_other",
+         "which \"other\" GPU it is, as the applicant wrote it (needed when they listed more than one)");
     text("--add-model-name", "name", "its display name");
     c.add_option_function<double>(
         "--add-model-vram", [this](const double& v) { model_["vram_gib"] = v; }, "its memory in GiB");

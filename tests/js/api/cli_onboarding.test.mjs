@@ -253,6 +253,37 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
       mem_bw_gbs: 1792, fp32_tflops: 104.8, fp16_tflops: 104.8, fp16_tensor_tflops: 209.5, bf16_tensor_tflops: 209.5,
       fp8_tensor_tflops: 419, tdp_w: 575, pcie_gen: 5, compute_capability: '12.0', builtin: false,
     });
+
+    // Two different unlisted models: --add-model-for says which one the new catalog entry is for.
+    await new Client(server.url).signupAndLogin('dave@example.com', 'correct-horse-battery', 'Dave D');
+    const dave = login(server, 'dave@example.com', 'correct-horse-battery');
+    const twoOthers = path.join(dir, 'two-others.toml');
+    writeFileSync(twoOthers, `full_name = "Dave D"
+email = "dave@example.com"
+ups = false
+commitment_months = 6
+${['NVIDIA RTX PRO 6000', 'AMD Instinct MI300X'].map((m) => `[[gpus]]
+model = "other"
+model_other = "${m}"
+count = 1
+system_ram_gb = 256
+download_gbps = 1.0
+upload_gbps = 1.0
+availability = "24/7"
+location = { city = "Hamburg", country = "DE", region = "eu-central" }
+`).join('\n')}`);
+    const dv = json(gpunex(dave, ['apply', '--file', twoOthers, '--json']));
+    const pro = ['--add-model-id=RTX-PRO-6000', '--add-model-name=NVIDIA RTX PRO 6000', '--add-model-vram=96'];
+    const which = gpunex(rita, ['review', 'approve', dv.id, '--tier', 'community', ...pro, '--json']);
+    assert.equal(which.code, 1);
+    assert.equal(JSON.parse(which.out).error.field, 'add_model.model_other', 'two unlisted models: which one is asked');
+    const none = gpunex(rita, ['review', 'approve', dv.id, '--tier', 'community', ...pro,
+      '--add-model-for', 'NVIDIA H300', '--json']);
+    assert.equal(JSON.parse(none.out).error.field, 'add_model.model_other');
+    const forPro = json(gpunex(rita, ['review', 'approve', dv.id, '--tier', 'community', ...pro,
+      '--add-model-for', 'NVIDIA RTX PRO 6000', '--json']));
+    assert.deepEqual(forPro.application.gpus.map((g) => [g.model, g.model_other]),
+      [['RTX-PRO-6000', undefined], ['other', 'AMD Instinct MI300X']]);
   } finally {
     await server.stop();
   }

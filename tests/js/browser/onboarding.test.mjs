@@ -270,14 +270,16 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, approval k
 test(`${BACKEND}: the reviewer adds an "other" GPU to the catalog with every reference figure`, async () => {
   const server = await new TestServer().start();
   server.createUser('rita@example.com', 'operator-password-1', 'reviewer', 'Rita Reviewer');
-  const browser = await launchBrowser();
   const shot = screenshotter(`onboarding-add-model-${BACKEND}`);
+  const browser = await launchBrowser(shot);
   try {
     const bob = new Client(server.url);
     await bob.signupAndLogin('bob@example.com', 'correct-horse-battery', 'Bob Builder');
     const created = await bob.request('POST', '/v1/applications', { body: {
       full_name: 'Bob Builder', email: 'bob@example.com',
       gpus: [{ model: 'other', model_other: 'NVIDIA GeForce RTX 5090', count: 2, system_ram_gb: 128, download_gbps: 1,
+        upload_gbps: 1, availability: '24/7', location: { city: 'Oslo', country: 'NO', region: 'eu-north' } },
+      { model: 'other', model_other: 'AMD Instinct MI300X', count: 1, system_ram_gb: 256, download_gbps: 1,
         upload_gbps: 1, availability: '24/7', location: { city: 'Oslo', country: 'NO', region: 'eu-north' } }],
       ups: false, commitment_months: 6 } });
     assert.equal(created.status, 201, created.body);
@@ -297,6 +299,11 @@ test(`${BACKEND}: the reviewer adds an "other" GPU to the catalog with every ref
       'Board power (TDP) W': '575',
     };
     for (const [label, v] of Object.entries(figures)) await r.getByLabel(label, { exact: true }).fill(v);
+    // Two different unlisted models: the reviewer picks which one this entry is for.
+    const forWhich = r.getByLabel('For the applicant\'s GPU');
+    assert.deepEqual(await forWhich.locator('option').allTextContents(), ['NVIDIA GeForce RTX 5090', 'AMD Instinct MI300X']);
+    await forWhich.selectOption('AMD Instinct MI300X');
+    await forWhich.selectOption('NVIDIA GeForce RTX 5090');
     await shot(r, 'add-model-filled');
     // The server names the bad field; the message sits next to it.
     await r.getByRole('button', { name: 'Record decision' }).click();
@@ -314,7 +321,8 @@ test(`${BACKEND}: the reviewer adds an "other" GPU to the catalog with every ref
       fp8_tensor_tflops: 419, tdp_w: 575, pcie_gen: 5, compute_capability: '12.0', builtin: false,
     });
     const app = await bob.request('GET', `/v1/applications/${created.json.id}`);
-    assert.equal(app.json.gpus[0].model, 'RTX-5090');
+    assert.deepEqual(app.json.gpus.map((g) => [g.model, g.model_other]),
+      [['RTX-5090', undefined], ['other', 'AMD Instinct MI300X']], 'only the chosen "other" entry became RTX-5090');
   } finally {
     await browser.close();
     await server.stop();
