@@ -18,19 +18,28 @@ trap 'rm -rf "$WORK"; rm -f "$DIR/fio-bench.tmp"' EXIT
 
 echo "folder: $DIR ($(df -T "$DIR" | awk 'NR==2{print $2}')), file ${MIB} MiB, 1 MiB sequential blocks, 4 KiB random reads x 4 threads, O_DIRECT"
 
-# Three rounds, each the agent's run (3 passes per sequential case, 3 x 1 s
-# random-read samples; its medians) then fio's (one pass of each case), so a
-# change in the machine's load reaches both alike. Medians of the rounds.
+# Three rounds, each the agent's run then fio's, so a change in the machine's
+# load reaches both alike. Within a round both make three passes of each case
+# back to back in one process (the agent's own passes; fio's as three
+# stonewalled jobs), because the first pass after a pause is the slowest for
+# either tool; each round gives the median pass, and the figure is the median
+# of the rounds.
 FIO_COMMON=(--filename="$DIR/fio-bench.tmp" --size="${MIB}M" --direct=1 --ioengine=psync --iodepth=1
-  --output-format=json --group_reporting)
+  --output-format=json)
 median3() { sort -g | sed -n 2p; }
-fio_seq() {  # $1: write|read; prints MB/s of one pass
-  fio --name="seq$1" --rw="$1" --bs=1M --end_fsync=1 "${FIO_COMMON[@]}" >"$WORK/fio.json"
-  jq -r ".jobs[0].$1.bw_bytes / 1e6" "$WORK/fio.json"
+three_passes() {  # fio job options for three passes, one after the other, each reported alone
+  echo --name=pass1 --new_group --name=pass2 --stonewall --new_group --name=pass3 --stonewall --new_group
 }
-fio_rand() {
-  fio --name=randread --rw=randread --bs=4k --numjobs=4 --time_based --runtime=1 "${FIO_COMMON[@]}" >"$WORK/fio.json"
-  jq -r '.jobs[0].read.iops' "$WORK/fio.json"
+fio_seq() {  # $1: write|read; prints MB/s of the median pass
+  # shellcheck disable=SC2046
+  fio --rw="$1" --bs=1M --end_fsync=1 "${FIO_COMMON[@]}" $(three_passes) >"$WORK/fio.json"
+  jq -r ".jobs[].$1.bw_bytes / 1e6" "$WORK/fio.json" | median3
+}
+fio_rand() {  # IOPS of the median 1 s sample, 4 threads
+  # shellcheck disable=SC2046
+  fio --rw=randread --bs=4k --numjobs=4 --time_based --runtime=1 --group_reporting "${FIO_COMMON[@]}" \
+    $(three_passes) >"$WORK/fio.json"
+  jq -r '.jobs[].read.iops' "$WORK/fio.json" | median3
 }
 agent_run() {
   "$BIN/gpunex-agent" bench --only storage --json --data-dir "$DIR" --storage-mib "$MIB" >"$WORK/agent.json"
@@ -38,7 +47,7 @@ agent_run() {
     jq -r --arg k "$k" '.report.machine[] | select(.key == $k) | .median' "$WORK/agent.json" >>"$WORK/agent.$k"
   done
 }
-fio_seq write >/dev/null  # lay the file out once, as the agent's first pass does
+fio --name=layout --rw=write --bs=1M "${FIO_COMMON[@]}" >/dev/null  # lay the file out once, as the agent's first pass does
 for round in 1 2 3; do
   agent_run
   fio_seq write >>"$WORK/fio.storage.seq_write"
