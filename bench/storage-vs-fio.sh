@@ -28,12 +28,16 @@ FIO_COMMON=(--filename="$DIR/fio-bench.tmp" --size="${MIB}M" --direct=1 --ioengi
   --output-format=json)
 median3() { sort -g | sed -n 2p; }
 three_passes() {  # fio job options for three passes, one after the other, each reported alone
-  echo --name=pass1 --new_group --name=pass2 --stonewall --new_group --name=pass3 --stonewall --new_group
+  echo --name=pass1 --stonewall --new_group --name=pass2 --stonewall --new_group --name=pass3 --stonewall --new_group
 }
 fio_seq() {  # $1: write|read; prints MB/s of the median pass
+  # The reads follow an untimed write pass of the file, as the agent's do (it writes its file first).
+  local prep=()
+  [ "$1" = read ] && prep=(--name=prep --rw=write)
   # shellcheck disable=SC2046
-  fio --rw="$1" --bs=1M --end_fsync=1 "${FIO_COMMON[@]}" $(three_passes) >"$WORK/fio.json"
-  jq -r ".jobs[].$1.bw_bytes / 1e6" "$WORK/fio.json" | median3
+  fio --rw="$1" --bs=1M --end_fsync=1 "${FIO_COMMON[@]}" "${prep[@]}" $(three_passes) \
+    >"$WORK/fio.json"
+  jq -r ".jobs[] | select(.jobname != \"prep\") | .$1.bw_bytes / 1e6" "$WORK/fio.json" | median3
 }
 fio_rand() {  # IOPS of the median 1 s sample, 4 threads
   # shellcheck disable=SC2046
@@ -41,17 +45,17 @@ fio_rand() {  # IOPS of the median 1 s sample, 4 threads
     $(three_passes) >"$WORK/fio.json"
   jq -r '.jobs[].read.iops' "$WORK/fio.json" | median3
 }
-agent_run() {
-  "$BIN/gpunex-agent" bench --only storage --json --data-dir "$DIR" --storage-mib "$MIB" >"$WORK/agent.json"
-  for k in storage.seq_write storage.seq_read storage.rand_read_4k; do
-    jq -r --arg k "$k" '.report.machine[] | select(.key == $k) | .median' "$WORK/agent.json" >>"$WORK/agent.$k"
-  done
+agent_run() {  # $1: the case; one agent run per case, as fio runs one job per case
+  "$BIN/gpunex-agent" bench --only "$1" --json --data-dir "$DIR" --storage-mib "$MIB" >"$WORK/agent.json"
+  jq -r --arg k "$1" '.report.machine[] | select(.key == $k) | .median' "$WORK/agent.json" >>"$WORK/agent.$1"
 }
-fio --name=layout --rw=write --bs=1M "${FIO_COMMON[@]}" >/dev/null  # lay the file out once, as the agent's first pass does
-for round in 1 2 3; do
-  agent_run
+fio --name=layout --rw=write --bs=1M "${FIO_COMMON[@]}" >/dev/null  # the file fio_rand reads
+for _ in 1 2 3; do
+  agent_run storage.seq_write
   fio_seq write >>"$WORK/fio.storage.seq_write"
+  agent_run storage.seq_read
   fio_seq read >>"$WORK/fio.storage.seq_read"
+  agent_run storage.rand_read_4k
   fio_rand >>"$WORK/fio.storage.rand_read_4k"
 done
 agent() { median3 <"$WORK/agent.$1"; }
