@@ -1,6 +1,7 @@
 #include "agent/bench/storage_bench.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -47,6 +48,42 @@ AlignedBuffer aligned(std::size_t bytes) {
   if (::posix_memalign(&p, 4096, bytes) != 0) return nullptr;
   return AlignedBuffer(static_cast<unsigned char*>(p));
 }
+
+//! The sequential passes' buffer, on one transparent huge page where the kernel allows it
+//! (MADV_HUGEPAGE works with THP set to "always" or "madvise"), else on ordinary pages.
+//!
+//! Why: a 1 MiB direct I/O reaches the device as one segment per physically contiguous run of its
+//! buffer. On 4 KiB pages scattered in physical memory that is up to 256 segments, which virtual disks
+//! handle one at a time: on this project's Firecracker VMs (virtio-blk, max_segments 254) fio's 1 MiB
+//! reads ran at 1.0-1.3 GB/s from malloc'd pages and 1.9-2.4 GB/s from huge pages, same file, same
+//! minute. On a huge page the figure is the disk's, not the page allocator's luck.
+class IoBuffer {
+ public:
+  explicit IoBuffer(std::size_t bytes) {
+    constexpr std::size_t kHuge = 2u << 20;
+    const std::size_t span = (bytes + kHuge - 1) / kHuge * kHuge;
+    // Map one huge page more than needed, so a 2 MiB-aligned span fits inside.
+    void* m = ::mmap(nullptr, span + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {
+      map_ = static_cast<unsigned char*>(m);
+      map_bytes_ = span + kHuge;
+      const auto addr = reinterpret_cast<std::uintptr_t>(map_);
+      data_ = reinterpret_cast<unsigned char*>((addr + kHuge - 1) / kHuge * kHuge);
+      ::madvise(data_, span, MADV_HUGEPAGE);  // advice only: ordinary pages if refused
+    }
+  }
+  IoBuffer(const IoBuffer&) = delete;
+  IoBuffer& operator=(const IoBuffer&) = delete;
+  ~IoBuffer() {
+    if (map_ != nullptr) ::munmap(map_, map_bytes_);
+  }
+  unsigned char* get() const { return data_; }
+
+ private:
+  unsigned char* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  unsigned char* data_ = nullptr;
+};
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -147,8 +184,8 @@ core::Result<StorageFigures> run_storage(const StorageOptions& opts, unsigned wh
     return io_error("opening " + f.path + " with O_DIRECT", err);
   }
 
-  auto buf = aligned(block);
-  if (!buf) return io_error("allocating the I/O buffer", ENOMEM);
+  IoBuffer buf(block);
+  if (buf.get() == nullptr) return io_error("allocating the I/O buffer", errno);
   std::mt19937_64 rng(42);
   for (std::size_t i = 0; i < block; i += 8) {
     const std::uint64_t v = rng();
