@@ -221,6 +221,12 @@ void App::dispatch(http::Request& req, const AppRoute& route, const http::Reply&
   done(run_with_idempotency(ctx, route.options, route.handler));
 }
 
+std::int64_t prune_idempotency_keys(store::Tx& tx, std::int64_t now_ms, std::int64_t retention_ms,
+                                    std::int64_t abandoned_ms) {
+  return tx.exec("DELETE FROM idempotency_keys WHERE created_at < ? OR (status = 0 AND created_at < ?)",
+                 {now_ms - retention_ms, now_ms - abandoned_ms});
+}
+
 http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, const ApiHandler& handler) {
   const http::Request& req = ctx.req;
   const Principal* principal = ctx.principal;

@@ -187,6 +187,12 @@ class App {
   GroupCommit group_commit_;      // last: its thread uses the store and the metrics
 };
 
+//! Deletes the Idempotency-Key rows made before `now_ms - retention_ms` (a repeat after that runs the
+//! request again), and those still "in progress" after `abandoned_ms` (their request died with its
+//! server, so a retry is not refused as in progress for ever). Returns how many went.
+std::int64_t prune_idempotency_keys(store::Tx& tx, std::int64_t now_ms, std::int64_t retention_ms,
+                                    std::int64_t abandoned_ms = 3'600'000);
+
 //! Session cookie names.
 inline constexpr const char* kSessionCookie = "gpunex_session";
 inline constexpr const char* kCsrfCookie = "gpunex_csrf";

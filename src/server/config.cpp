@@ -198,6 +198,9 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(string_key("log_level", "trace, debug, info, warn, error or off", &Config::log_level, check_level));
     k.push_back(int_key("db_pool_size", "store connections", &Config::db_pool_size, 1, 256));
     k.push_back(int_key("session_ttl_hours", "how long a login lasts", &Config::session_ttl_hours, 1, 24 * 365));
+    k.push_back(int_key("idempotency_retention_hours",
+                        "how long a mutating request's answer is kept for Idempotency-Key replay",
+                        &Config::idempotency_retention_hours, 1, 24 * 365));
     k.push_back(int_key("auth_rate_limit_per_minute",
                         "requests per minute per address to /v1/auth/signup and /v1/auth/login (then 429); "
                         "logout is not limited",

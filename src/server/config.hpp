@@ -36,6 +36,7 @@ struct Config {
   std::string log_level = "info";
   int db_pool_size = 8;
   int session_ttl_hours = 168;
+  int idempotency_retention_hours = 24;  // an Idempotency-Key's answer is replayed this long
   int auth_rate_limit_per_minute = 60;
   int login_failures_per_minute = 10;
   bool access_log = true;

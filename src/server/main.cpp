@@ -91,6 +91,14 @@ int serve(server::Config cfg) {
     app->store().transact([&](store::Tx& tx) { return server::expire_key_reveals(tx, store::now_ms()); });
   });
 
+  // Idempotency-Key answers older than idempotency_retention_hours, and requests that died mid-way.
+  server::workers::Worker idempotency_worker(app->store(), "idempotency", std::chrono::minutes(10), [&] {
+    app->store().transact([&](store::Tx& tx) {
+      return server::prune_idempotency_keys(tx, store::now_ms(),
+                                            std::int64_t{cfg.idempotency_retention_hours} * 3'600'000);
+    });
+  });
+
   http::ServerOptions so;
   so.host = cfg.host();
   so.port = cfg.port();
@@ -117,6 +125,7 @@ int serve(server::Config cfg) {
   machines_worker.start();
   benchmarks_worker.start();
   key_reveals_worker.start();
+  idempotency_worker.start();
   std::string scheme = so.tls ? "https" : "http";
   util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", so.tls.has_value()}});
   if (!cfg.port_file.empty()) {
@@ -136,6 +145,7 @@ int serve(server::Config cfg) {
   machines_worker.stop();
   benchmarks_worker.stop();
   key_reveals_worker.stop();
+  idempotency_worker.stop();
   util::log_event("info", "stopped");
   return 0;
 }
