@@ -12,7 +12,7 @@ PACKAGES=(
   libsodium-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev libhowardhinnant-date-dev
   libgtest-dev tzdata
   # run and test
-  postgresql sqlite3 python3 python3-aiosmtpd chromium bats curl openssl libxml2-utils
+  postgresql sqlite3 faketime python3 python3-aiosmtpd chromium bats curl openssl libxml2-utils
   # benchmarks
   wrk nginx-light fio iperf3
 )

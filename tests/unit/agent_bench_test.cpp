@@ -2,6 +2,7 @@
 // real storage benchmarks on a temporary file, and network benchmarks against a
 // loopback HTTP server.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -200,10 +201,11 @@ TEST(BenchSuite, NetworkWaivedWithoutServer) {
 namespace {
 
 std::filesystem::path bench_dir() {
-  // Under the build tree, not /tmp: tmpfs has no O_DIRECT. One folder per test, since ctest
-  // runs the tests of this binary in parallel processes.
+  // Under the build tree, not /tmp: tmpfs has no O_DIRECT. One folder per test and process,
+  // since ctest runs the tests of this binary in parallel processes, and the clock guard
+  // (scripts/moved-clock.sh) runs the whole binary beside them.
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto d = std::filesystem::current_path() / "agent-bench-test" / (std::string(info->test_suite_name()) + "." + info->name());
+  auto d = std::filesystem::current_path() / "agent-bench-test" / (std::string(info->test_suite_name()) + "." + info->name() + "." + std::to_string(::getpid()));
   std::filesystem::create_directories(d);
   return d;
 }

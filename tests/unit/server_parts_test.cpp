@@ -1,6 +1,8 @@
 // Config precedence and validation, the rate limiter, metrics rendering, text rules, sealing.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,8 +14,18 @@
 
 using namespace gpunex;  // NOLINT
 
+namespace {
+// A path under the temporary folder that no other process running these tests uses: ctest runs
+// each test in its own process, and the clock guard runs the whole binary beside them.
+std::filesystem::path temp_path(const std::string& name) {
+  const std::filesystem::path p(name);
+  return std::filesystem::temp_directory_path() /
+         (p.stem().string() + "-" + std::to_string(::getpid()) + p.extension().string());
+}
+}  // namespace
+
 TEST(Config, TomlThenEnvThenFlags) {
-  auto dir = std::filesystem::temp_directory_path() / "gpunex-config-test";
+  auto dir = temp_path("gpunex-config-test");
   std::filesystem::create_directories(dir);
   auto file = (dir / "c.toml").string();
   std::ofstream(file) << "listen = \"127.0.0.1:9000\"\nheartbeat_interval = 20\ndb = \"sqlite:/tmp/x.db\"\n";
@@ -47,7 +59,7 @@ TEST(Config, InvalidValueNamesTheKey) {
 }
 
 TEST(Config, TomlSyntaxErrorIsReported) {
-  auto file = (std::filesystem::temp_directory_path() / "gpunex-bad.toml").string();
+  auto file = temp_path("gpunex-bad.toml").string();
   std::ofstream(file) << "listen = \n";
   auto values = server::read_toml_file(file);
   ASSERT_FALSE(values.ok());
@@ -63,7 +75,7 @@ TEST(Config, TlsNeedsBothFiles) {
 }
 
 TEST(Config, TlsFilesMustBeAReadablePemPair) {
-  auto dir = std::filesystem::temp_directory_path() / "gpunex-config-tls-test";
+  auto dir = temp_path("gpunex-config-tls-test");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const auto path = [&](const char* name) { return (dir / name).string(); };
@@ -111,7 +123,7 @@ TEST(Config, TlsFilesMustBeAReadablePemPair) {
 }
 
 TEST(Config, TomlDecimalsForDecimalKeys) {
-  auto file = (std::filesystem::temp_directory_path() / "gpunex-decimals.toml").string();
+  auto file = temp_path("gpunex-decimals.toml").string();
   std::ofstream(file) << "rank_enterprise_boost = 1.2\nrank_reliability_prior = 87.5\n"
                          "benchmark_cpu_cores_per_gpu = 3\nbenchmark_net_up_pct = 25.0\n";
   auto values = server::read_toml_file(file);
@@ -162,7 +174,7 @@ TEST(Config, HelpListsEveryKeyWithItsDefault) {
     EXPECT_NE(help.find(line), std::string::npos) << line;
   }
   // Every default as printed is a TOML value the key accepts and reads back unchanged.
-  auto file = (std::filesystem::temp_directory_path() / "gpunex-defaults.toml").string();
+  auto file = temp_path("gpunex-defaults.toml").string();
   std::ofstream(file) << toml;
   auto values = server::read_toml_file(file);
   ASSERT_TRUE(values.ok()) << values.error().message;

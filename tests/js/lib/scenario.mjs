@@ -14,6 +14,11 @@
 //   let app = {"a": 1}                      -> keeps a JSON value for ${app} in later steps (one line)
 //   from app                                -> as a request body: the value of `let app`, optionally
 //   from app unset x.y[0].z set {"a.b": 2}     with one path removed and paths set (JSON values)
+//
+// Times the server compares with its own clock are never written as dates: ${now}, ${now-5m},
+// ${now+1d} (units s, m, h, d, w) render the runner's clock, moved by that much, as RFC 3339
+// UTC to the second (2027-01-08T10:00:00Z). The runner and the server share the machine's
+// clock, so a scenario passes on any day and under faketime.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Client } from './server.mjs';
@@ -67,7 +72,18 @@ export function parseScenario(text, file) {
   return steps;
 }
 
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+// ${now}, ${now+1d}, ${now-90s}: the current time moved by an offset, as RFC 3339 UTC seconds.
+export function relativeTime(expr, nowMs = Date.now()) {
+  const m = expr.match(/^now(?:([+-])(\d+)([smhdw]))?$/);
+  if (!m) return null;
+  const offset = m[1] ? (m[1] === '-' ? -1 : 1) * Number(m[2]) * UNIT_MS[m[3]] : 0;
+  return new Date(Math.floor((nowMs + offset) / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
 function substitute(text, vars) {
+  text = text.replace(/\$\{(now(?:[+-]\d+[smhdw])?)\}/g, (_, expr) => relativeTime(expr));
   return text.replace(/\$\{(\w+)\}/g, (_, k) => {
     if (!(k in vars)) throw new Error(`unknown variable \${${k}}`);
     return typeof vars[k] === 'object' ? JSON.stringify(vars[k]) : String(vars[k]);
