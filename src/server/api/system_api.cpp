@@ -1,18 +1,40 @@
-// /healthz and /metrics.
+// /healthz (liveness), /readyz (readiness) and /metrics.
 
 #include "server/app.hpp"
+#include "store/migrations.hpp"
 
 namespace gpunex::server {
 
 namespace {
 
-http::Response healthz(Ctx& ctx) {
+// Liveness: the process is serving requests. Answered from memory, never from the store, so a
+// slow or unreachable database does not get a healthy process restarted.
+http::Response healthz(Ctx&) { return http::Response::json(200, {{"status", "ok"}}); }
+
+// Readiness: the store answers and its schema is the one this binary was built for. A load
+// balancer sends traffic only while this is 200; 503 says why not.
+http::Response readyz(Ctx& ctx) {
+  const int expected = store::migrations().empty() ? 0 : store::migrations().back().version;
+  std::int64_t applied = 0;
   try {
-    ctx.store().transact([](store::Tx& tx) { tx.query("SELECT 1"); }, store::TxMode::read);
-  } catch (const store::StoreError&) {
-    return http::Response::json(503, {{"status", "unavailable"}, {"store", "unreachable"}});
+    ctx.store().transact(
+        [&](store::Tx& tx) {
+          auto r = tx.query_one("SELECT MAX(version) FROM schema_migrations");
+          applied = r && !r->is_null(0) ? r->i64(0) : 0;
+        },
+        store::TxMode::read);
+  } catch (const std::exception& e) {
+    return http::Response::json(503, {{"status", "unavailable"}, {"reason", "store unavailable"}, {"detail", e.what()}});
   }
-  return http::Response::json(200, {{"status", "ok"}});
+  if (applied != expected) {
+    return http::Response::json(
+        503, {{"status", "unavailable"},
+              {"reason", "schema version " + std::to_string(applied) + ", this server needs " +
+                             std::to_string(expected)},
+              {"schema_version", applied},
+              {"expected_schema_version", expected}});
+  }
+  return http::Response::json(200, {{"status", "ready"}, {"schema_version", applied}});
 }
 
 bool is_loopback(const std::string& ip) { return ip.rfind("127.", 0) == 0 || ip == "::1" || ip == "::ffff:127.0.0.1"; }
@@ -32,6 +54,7 @@ http::Response metrics(Ctx& ctx) {
 
 void register_system_api(App& app) {
   app.route(http::Method::get, "/healthz", RouteOptions::public_route(), healthz);
+  app.route(http::Method::get, "/readyz", RouteOptions::public_route(), readyz);
   app.route(http::Method::get, "/metrics", RouteOptions::public_route(), metrics);
 }
 
