@@ -59,10 +59,24 @@ int backend_error(const gpunex::core::Error& e, bool json_log) {
   return code(e.detail_code == "no_nvidia_driver" ? ExitCode::no_gpu_backend : ExitCode::failure);
 }
 
+//! What `--version` prints: the agent's version and whether it measures real GPUs (a binary built
+//! without the CUDA toolkit has no GPU benchmarks, and a real GPU it reports is never listed).
+std::string version_text() {
+  std::string s = std::string("gpunex-agent ") + gpunex::agent::kAgentVersion + "\n";
+#ifdef GPUNEX_HAVE_CUDA
+  s += std::string("GPU benchmarks: built with CUDA ") + GPUNEX_BUILD_CUDA_VERSION +
+       " (cuBLAS, cuBLASLt; architectures " + GPUNEX_BUILD_CUDA_ARCHS + ")";
+#else
+  s += "GPU benchmarks: built without CUDA (real GPUs cannot be measured and stay delisted; simulated GPUs only)";
+#endif
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gpunex-agent: registers this host's GPUs with a GPUnex server and reports their health"};
+  app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->envname("GPUNEX_LOG_LEVEL");
