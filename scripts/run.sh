@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: serves GPUnex on SQLite under ./var at http://127.0.0.1:8080 and
 # starts a local agent registered to a demo provider, so the dashboard shows an
-# Online machine: real GPUs when NVML finds them, otherwise a simulated 2x L40S.
+# Online machine: real GPUs when NVML finds them, otherwise simulated ones that this host can
+# carry (2x L40S on a large host); once benchmarked, it prints whether each GPU is listed.
 # Creates a first admin account if there is none and prints its login once.
 # The demo provider is made through the public API (sign up, apply, submit,
 # approve by a demo reviewer); its API key is kept in var/demo/agent-api-key
@@ -44,7 +45,7 @@ trap 'stop_all; exit 143' TERM
 server_pid=$!
 
 for _ in $(seq 1 100); do
-  curl -fsS -o /dev/null "$URL/healthz" 2>/dev/null && break
+  curl -fsS -o /dev/null "$URL/readyz" 2>/dev/null && break
   kill -0 "$server_pid" 2>/dev/null || { echo "gpunex-server exited" >&2; wait "$server_pid" || exit $?; exit 1; }
   sleep 0.1
 done
@@ -98,7 +99,7 @@ demo_provider_key() {
   token=$(call POST /v1/auth/login "" "{\"email\":\"$PROVIDER_EMAIL\",\"password\":$(jstr "$pass")}" | json token) \
     || fail "log-in failed (delete $DEMO to start over with a fresh database)"
   app_id=$(call POST /v1/applications "$token" '{"full_name":"Demo Provider","email":"'"$PROVIDER_EMAIL"'","company":"GPUnex demo",
-    "ups":false,"commitment_months":3,"gpus":[{"model":"L40S","count":2,"system_ram_gb":256,"download_gbps":1,
+    "ups":false,"commitment_months":3,"gpus":[{"model":"'"$DEMO_MODEL"'","count":'"$DEMO_COUNT"',"system_ram_gb":256,"download_gbps":1,
     "upload_gbps":1,"availability":"24/7","location":{"city":"Berlin","country":"DE","region":"eu-central"}}]}' | json id) \
     || fail "application failed"
   call POST "/v1/applications/$app_id/submit" "$token" >/dev/null
@@ -106,10 +107,61 @@ demo_provider_key() {
   local rtoken
   rtoken=$(call POST /v1/auth/login "" "{\"email\":$(jstr "$rev_email"),\"password\":$(jstr "$rev_pass")}" | json token) \
     || fail "reviewer log-in failed"
-  key=$(call POST "/v1/review/applications/$app_id/decision" "$rtoken" \
-    '{"decision":"approve","tier":"community","note":"make run demo provider"}' | json api_key) || fail "approval failed"
+  local key_id
+  key_id=$(call POST "/v1/review/applications/$app_id/decision" "$rtoken" \
+    '{"decision":"approve","tier":"community","note":"make run demo provider"}' | json api_key_id) || fail "approval failed"
+  # The reviewer never sees the key: the demo provider, logged in again as a provider, reveals it once.
+  token=$(call POST /v1/auth/login "" "{\"email\":\"$PROVIDER_EMAIL\",\"password\":$(jstr "$pass")}" | json token) \
+    || fail "log-in after approval failed"
+  key=$(call POST "/v1/provider/api-keys/$key_id/reveal" "$token" | json api_key) || fail "revealing the API key failed"
   save agent-api-key "$key"
   echo "$key"
+}
+
+# The simulated demo GPUs: the largest of 2x L40S, 1x L40S, 2x L4, 1x L4 that this host can carry
+# by the server's default machine checks (host RAM at least the machine's total VRAM, 2 CPU cores
+# per GPU), so the demo's GPUs pass their benchmarks where the host allows; where none fits, 1x L4,
+# and the summary below says why it is delisted, as it would to a provider.
+pick_demo_gpu() {
+  local ram_mib cores model vram count
+  ram_mib=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
+  cores=$(nproc)
+  for model_vram in L40S:48 L4:24; do
+    model=${model_vram%%:*}
+    vram=${model_vram##*:}
+    for count in 2 1; do
+      if ((ram_mib >= count * vram * 1024 && cores >= count * 2)); then
+        echo "$model $count"
+        return
+      fi
+    done
+  done
+  echo "L4 1"
+}
+read -r DEMO_MODEL DEMO_COUNT < <(pick_demo_gpu)
+
+# Prints what the benchmarks decided for each demo GPU, once every GPU has a verdict: listed with
+# its perf score, or delisted with the reason (the Machines page says the same).
+read -r -d '' SUMMARY_PY <<'PY' || true
+import json, sys
+gpus = [(m, g) for m in json.load(sys.stdin)["items"] for g in m["gpus"] if g.get("present", True)]
+if not gpus or not all(g.get("benchmarked") for _, g in gpus):
+    sys.exit(1)
+for m, g in gpus:
+    what = "listed, perf score %.1f" % g["perf_score"] if g["listed"] else "DELISTED: " + str(g["delist_reason"])
+    sim = ", simulated" if m["simulated"] else ""
+    print("Demo GPU %d (%s%s): %s" % (g["index"], g.get("model") or g["name"], sim, what))
+PY
+demo_summary() {
+  local key=$1 deadline=$((SECONDS + ${GPUNEX_DEMO_WAIT_S:-300}))
+  while ((SECONDS < deadline)); do
+    kill -0 "$agent_pid" 2>/dev/null || return 0
+    if call GET /v1/provider/machines "$key" | python3 -c "$SUMMARY_PY" 2>/dev/null; then
+      return 0
+    fi
+    sleep 2
+  done
+  echo "Demo GPUs: no benchmark verdict after ${GPUNEX_DEMO_WAIT_S:-300} s; see $URL/#/machines"
 }
 
 echo "Dashboard: $URL/"
@@ -120,8 +172,8 @@ if [ "${GPUNEX_NO_AGENT:-0}" != 1 ]; then
   if "$BIN/gpunex-agent" info >/dev/null 2>&1; then
     echo "Agent: NVML found GPUs; reporting this host's real GPUs."
   else
-    echo "Agent: no NVIDIA GPUs found (NVML); running a SIMULATED 2x L40S (--simulate L40S:2)."
-    agent_args+=(--simulate L40S:2)
+    echo "Agent: no NVIDIA GPUs found (NVML); running a SIMULATED ${DEMO_COUNT}x $DEMO_MODEL (--simulate $DEMO_MODEL:$DEMO_COUNT)."
+    agent_args+=(--simulate "$DEMO_MODEL:$DEMO_COUNT")
   fi
   mkdir -p "$VAR/agent"
   GPUNEX_API_KEY="$key" "$BIN/gpunex-agent" "${agent_args[@]}" &
@@ -130,6 +182,7 @@ if [ "${GPUNEX_NO_AGENT:-0}" != 1 ]; then
   echo "Its machine: $URL/#/machines"
 fi
 echo "Ctrl-C stops the agent and the server."
+[ -n "$agent_pid" ] && demo_summary "$key"
 
 # Runs until a signal, or until either process exits (then the other is stopped too).
 rc=0

@@ -294,7 +294,7 @@ const pages = {
     const rows = items.map((a) => el('tr', { class: a.overdue ? 'overdue' : '' },
       el('td', {}, el('a', { href: `#/review/${a.id}` }, a.full_name)),
       el('td', {}, a.company || '—'),
-      el('td', {}, `${a.gpu_count} × `, a.models.join(', ')),
+      el('td', {}, a.gpus_text),
       el('td', {}, tierBadge(a.suggested_tier)),
       el('td', {}, a.submitted_at ? fmtTime(a.submitted_at) : '—'),
       el('td', {}, a.age_ms !== undefined ? ageText(a) : '—'),

@@ -210,8 +210,8 @@ class ReviewListCommand : public Command {
     std::ostringstream s;
     if (q["items"].empty()) s << "no applications with status " << status_ << "\n";
     for (const auto& a : q["items"]) {
-      s << str(a, "id") << "  " << str(a, "full_name") << " <" << str(a, "email") << ">  " << str(a, "gpu_count")
-        << " GPUs  suggested " << str(a, "suggested_tier") << "  submitted " << str(a, "submitted_at");
+      s << str(a, "id") << "  " << str(a, "full_name") << " <" << str(a, "email") << ">  " << str(a, "gpus_text")
+        << "  suggested " << str(a, "suggested_tier") << "  submitted " << str(a, "submitted_at");
       if (a.contains("age_business_days")) s << "  age " << str(a, "age_business_days") << " business days";
       if (a.value("overdue", false)) s << "  OVERDUE";
       s << "\n";
@@ -277,10 +277,9 @@ class ReviewDecideCommand : public Command {
       return rc;
     }
     std::string human = "application " + id_ + ": " + str(r["application"], "status");
-    if (r.contains("api_key")) {
-      // The key belongs to the applicant (by mail, and once on their application page); the reviewer's
-      // terminal never shows it.
-      r.erase("api_key");
+    if (r.contains("api_key_id")) {
+      // The key belongs to the applicant (by mail, and once on their application page); the server
+      // never sends it to the reviewer.
       r["api_key_issued"] = true;
       human += " as " + str(r, "tier") + "\nprovider " + str(r, "provider_id") + " created; API key " +
                str(r, "api_key_id") +

@@ -1,5 +1,7 @@
 #include "server/applications.hpp"
 
+#include "core/declared_gpus.hpp"
+
 #include <algorithm>
 #include <set>
 
@@ -195,7 +197,8 @@ core::Result<Application> submit_application(store::Tx& tx, Application app, con
                  "GPUnex: we received your provider application",
                  "Hello " + app.form.full_name + ",\n\n"
                  "thank you for applying to provide GPUs on GPUnex. Your application " + app.id +
-                     " is now waiting for review.\n\n"
+                     " (GPUs: " + core::declared_gpus_text(core::declared_gpus(app.form)) +
+                     ") is now waiting for review.\n\n"
                      "Reviews take 1 to 3 business days; expect our answer by " + day_text(expected) + " (" +
                      util::rfc3339(expected) + ").\n\n"
                      "Follow it here: " + link + "\n\n-- GPUnex\n",
@@ -235,11 +238,14 @@ std::vector<Application> review_queue(store::Tx& tx, ApplicationStatus status) {
 
 nlohmann::json queue_entry_json(const Application& a, std::int64_t now_ms) {
   auto tier = core::assess_tier(a.form);
+  const auto declared = core::declared_gpus(a.form);
   std::int64_t gpu_count = 0;
-  std::set<std::string> models;
-  for (const auto& g : a.form.gpus) {
-    gpu_count += g.count;
-    models.insert(g.model == "other" ? "other: " + g.model_other : g.model);
+  std::vector<std::string> models;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& d : declared) {
+    gpu_count += d.count;
+    models.push_back(d.model);
+    gpus.push_back({{"model", d.model}, {"count", d.count}});
   }
   nlohmann::json j = {{"id", a.id},
                       {"user_id", a.user_id},
@@ -248,7 +254,9 @@ nlohmann::json queue_entry_json(const Application& a, std::int64_t now_ms) {
                       {"email", a.form.email},
                       {"company", a.form.company.empty() ? nlohmann::json(nullptr) : nlohmann::json(a.form.company)},
                       {"gpu_count", gpu_count},
-                      {"models", std::vector<std::string>(models.begin(), models.end())},
+                      {"models", models},
+                      {"gpus", std::move(gpus)},
+                      {"gpus_text", core::declared_gpus_text(declared)},
                       {"suggested_tier", core::tier_name(tier.suggested)},
                       {"submitted_at", opt_time(a.submitted_at_ms)},
                       {"first_submitted_at", opt_time(a.first_submitted_at_ms)}};
@@ -305,7 +313,9 @@ core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, 
     OutgoingMail m{"application_approved", app.form.email,
                    "GPUnex: you are approved as " + article + tier_title + " provider",
                    "Hello " + app.form.full_name + ",\n\n"
-                   "your provider application " + app.id + " is approved. Your tier: " + tier_title + ".\n" +
+                   "your provider application " + app.id + " (GPUs: " +
+                       core::declared_gpus_text(core::declared_gpus(app.form)) + ") is approved. Your tier: " +
+                       tier_title + ".\n" +
                        (d.note.empty() ? "" : "\nNote from the reviewer: " + d.note + "\n") +
                        "\nYour provider API key (keep it secret; it is shown only here and once in the dashboard):\n\n"
                        "    " + kSecretPlaceholder + "\n\n"

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <set>
 
+#include "core/default_schedule.hpp"
+#include "server/applications.hpp"
+#include "server/market.hpp"
+#include "server/providers.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
 
@@ -64,28 +68,36 @@ std::string cuda_of(const RegisterRequest& req) {
 }
 
 nlohmann::json gpu_summary(const Row& r) {
-  // uuid, idx, name, model, memory_mib, present, facts, latest sample
+  // uuid, idx, name, model, memory_mib, present, facts, latest sample, then the listing state the
+  // benchmarks decided (gpu_listing, NULL until a first run): listed, perf_score, quality_ratio,
+  // delist_reason. The Benchmarks tab reads the same row, so the two pages agree.
   nlohmann::json g = {{"uuid", r.str(0)},
                       {"index", r.i64(1)},
                       {"name", r.str(2)},
                       {"model", r.opt_str(3) ? nlohmann::json(*r.opt_str(3)) : nlohmann::json()},
                       {"memory_mib", r.i64(4)},
-                      {"present", r.boolean(5)},
-                      // Benchmarks (issue 5) fill these; until a run passes, a GPU is not listed.
-                      {"perf_score", nullptr},
-                      {"quality_ratio", nullptr},
-                      {"listed", false},
-                      {"delist_reason", "awaiting benchmarks"}};
+                      {"present", r.boolean(5)}};
   auto facts = nlohmann::json::parse(r.str(6), nullptr, false);
   if (facts.is_object()) g.update(facts);
   g["index"] = r.i64(1);
   g["latest"] = r.opt_str(7) ? nlohmann::json::parse(*r.opt_str(7), nullptr, false) : nlohmann::json();
+  const bool benchmarked = !r.is_null(8);
+  auto opt_f64 = [&](std::size_t i) { return r.is_null(i) ? nlohmann::json(nullptr) : nlohmann::json(r.f64(i)); };
+  g["benchmarked"] = benchmarked;
+  g["listed"] = benchmarked && r.boolean(8);
+  g["perf_score"] = opt_f64(9);
+  g["quality_ratio"] = opt_f64(10);
+  g["delist_reason"] = !benchmarked      ? nlohmann::json("awaiting benchmarks")
+                       : r.is_null(11) ? nlohmann::json(nullptr)
+                                       : nlohmann::json(r.str(11));
   return g;
 }
 
 const char* kGpuColumns =
-    "SELECT g.uuid, g.idx, g.name, g.model, g.memory_mib, g.present, g.facts, l.sample "
+    "SELECT g.uuid, g.idx, g.name, g.model, g.memory_mib, g.present, g.facts, l.sample, "
+    "b.listed, b.perf_score, b.quality_ratio, b.delist_reason "
     "FROM machine_gpus g LEFT JOIN telemetry_latest l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
+    "LEFT JOIN gpu_listing b ON b.machine_id = g.machine_id AND b.uuid = g.uuid "
     "WHERE g.machine_id = ? ORDER BY g.present DESC, g.idx, g.uuid";
 
 nlohmann::json machine_summary(Tx& tx, const Row& m) {
@@ -107,6 +119,29 @@ nlohmann::json machine_summary(Tx& tx, const Row& m) {
 const char* kMachineColumns =
     "SELECT id, status, last_seen_at, simulated, hostname, created_at, driver_version, cuda_version, agent_version, "
     "host FROM machines ";
+
+//! A new machine starts with the availability its provider declared in the approved application
+//! for that GPU model: shown on the machine's schedule and editable there like any other.
+void start_with_declared_schedule(Tx& tx, const std::string& provider_id, const std::string& machine_id,
+                                  const std::vector<std::string>& models, std::int64_t now) {
+  auto provider = find_provider(tx, provider_id);
+  if (!provider) return;
+  auto app = load_application(tx, provider->application_id);
+  if (!app) return;
+  auto declared = core::default_schedule(app->form, models);
+  if (!declared) {
+    // Declared long ago in a time zone the OS database no longer has: the machine stays 24/7, and
+    // the machine's events say why.
+    add_event(tx, machine_id, now, "schedule_not_applied",
+              {{"application_id", app->id}, {"reason", declared.error().message}});
+    return;
+  }
+  save_schedule(tx, provider_id, machine_id, declared->schedule, now);
+  add_event(tx, machine_id, now, "schedule_from_application",
+            {{"application_id", app->id},
+             {"entry", declared->entry ? nlohmann::json(*declared->entry) : nlohmann::json(nullptr)},
+             {"schedule", core::schedule_to_json(declared->schedule)}});
+}
 
 }  // namespace
 
@@ -163,8 +198,10 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
     if (m->simulated != req.simulated) add_event(tx, id, now, "simulated_changed", {{"simulated", req.simulated}});
     tx.exec("UPDATE machine_gpus SET present = 0, updated_at = ? WHERE machine_id = ?", {now, id});
   }
+  std::vector<std::string> models;
   for (const auto& g : req.gpus) {
     auto model = catalog_model(tx, g);
+    if (model) models.push_back(*model);
     tx.exec(
         "INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, first_seen_at, "
         "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
@@ -174,6 +211,7 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
         {id, g.uuid, g.index, g.name, model ? store::Value(*model) : store::Value(nullptr), g.memory_mib,
          g.facts().dump(), now, now});
   }
+  if (!m && !load_schedule(tx, id)) start_with_declared_schedule(tx, provider_id, id, models, now);
   return nlohmann::json{{"machine_id", id}, {"heartbeat_interval_s", settings.heartbeat_interval_s}};
 }
 

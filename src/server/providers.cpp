@@ -19,11 +19,21 @@ nlohmann::json Provider::to_json() const {
           {"created_at", util::rfc3339(created_at_ms)}};
 }
 
-std::optional<Provider> find_provider_by_user(store::Tx& tx, const std::string& user_id) {
-  auto r =
-      tx.query_one("SELECT id, user_id, application_id, tier, created_at FROM providers WHERE user_id = ?", {user_id});
+namespace {
+std::optional<Provider> provider_from(const std::optional<store::Row>& r) {
   if (!r) return std::nullopt;
   return Provider{r->str(0), r->str(1), r->str(2), r->str(3), r->i64(4)};
+}
+}  // namespace
+
+std::optional<Provider> find_provider_by_user(store::Tx& tx, const std::string& user_id) {
+  return provider_from(
+      tx.query_one("SELECT id, user_id, application_id, tier, created_at FROM providers WHERE user_id = ?", {user_id}));
+}
+
+std::optional<Provider> find_provider(store::Tx& tx, const std::string& provider_id) {
+  return provider_from(
+      tx.query_one("SELECT id, user_id, application_id, tier, created_at FROM providers WHERE id = ?", {provider_id}));
 }
 
 Provider create_provider(store::Tx& tx, const std::string& user_id, const std::string& application_id,

@@ -27,6 +27,7 @@ struct Provider {
 };
 
 std::optional<Provider> find_provider_by_user(store::Tx& tx, const std::string& user_id);
+std::optional<Provider> find_provider(store::Tx& tx, const std::string& provider_id);
 //! The provider profile of the signed-in caller, or 404 not_a_provider.
 core::Result<Provider> provider_of_user(store::Tx& tx, const std::string& user_id);
 //! Creates the provider (role, row) for an approved application.

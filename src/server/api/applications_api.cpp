@@ -175,9 +175,11 @@ Response decide(Ctx& ctx) {
   if (!result) return Response::error(result.error());
   nlohmann::json out = {{"application", to_json(result->app, store::now_ms())}};
   if (result->api_key) {
+    // The key itself goes to the applicant only (the mail, one reveal on their application page):
+    // the reviewer learns that it was issued, never its value.
     out["provider_id"] = *result->provider_id;
-    out["api_key"] = *result->api_key;
     out["api_key_id"] = *result->api_key_id;
+    out["api_key_delivery"] = "e-mailed to the applicant and revealed once on their application page";
     out["tier"] = *result->app.tier;
   }
   return Response::json(200, out);
@@ -192,7 +194,7 @@ void register_applications_api(App& app) {
   app.route(Method::patch, "/v1/applications/{id}", RouteOptions::signed_in(), edit);
   app.route(Method::post, "/v1/applications/{id}/submit", RouteOptions::signed_in(), submit);
   app.route(Method::get, "/v1/review/applications", RouteOptions::for_roles({"reviewer"}), queue);
-  // The approval answer carries the API key: an Idempotency-Key replay keeps it sealed under that key.
+  // The approval answer names the issued key (never its value); replays stay sealed all the same.
   app.route(Method::post, "/v1/review/applications/{id}/decision",
             RouteOptions::for_roles({"reviewer"}).sealed_idempotency(), decide);
 }

@@ -30,7 +30,11 @@ async function provider(server, email) {
   const d = await reviewer.request('POST', `/v1/review/applications/${app.json.id}/decision`,
     { body: { decision: 'approve', tier: 'community', note: 'ok' } });
   assert.equal(d.status, 200, d.body);
-  return { client: c, key: d.json.api_key, keyId: d.json.api_key_id };
+  assert.ok(!('api_key' in d.json), 'the reviewer never sees the key');
+  await c.login(email, 'correct-horse-battery');  // the provider role granted at approval
+  const shown = await c.request('POST', `/v1/provider/api-keys/${d.json.api_key_id}/reveal`);
+  assert.equal(shown.status, 200, shown.body);
+  return { client: c, key: shown.json.api_key, keyId: d.json.api_key_id };
 }
 
 class Agent {

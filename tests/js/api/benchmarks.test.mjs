@@ -52,6 +52,22 @@ async function completedRuns(client, id, n) {
   }, 90000);
 }
 
+// The machine list, the machine page and the Benchmarks tab show one decision per GPU.
+async function assertPagesAgree(client, id, bench) {
+  const list = await client.request('GET', '/v1/provider/machines');
+  const detail = await client.request('GET', `/v1/provider/machines/${id}`);
+  for (const g of bench.gpus) {
+    const want = { benchmarked: g.benchmarked, listed: g.listed, perf_score: g.perf_score,
+      quality_ratio: g.quality_ratio, delist_reason: g.delist_reason };
+    for (const [page, gpus] of [['list', list.json.items.find((m) => m.id === id).gpus], ['detail', detail.json.gpus]]) {
+      const row = gpus.find((x) => x.uuid === g.uuid);
+      const got = { benchmarked: row.benchmarked, listed: row.listed, perf_score: row.perf_score,
+        quality_ratio: row.quality_ratio, delist_reason: row.delist_reason };
+      assert.deepEqual(got, want, `${page} vs the Benchmarks tab for ${g.uuid}`);
+    }
+  }
+}
+
 test(`${BACKEND}: perf factor 0.7 delists naming FP16 tensor throughput; 1.0 and a re-run relists`, async () => {
   const server = await new TestServer(BENCH_SERVER_ARGS).start();
   const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-agent-'));
@@ -70,6 +86,7 @@ test(`${BACKEND}: perf factor 0.7 delists naming FP16 tensor throughput; 1.0 and
     assert.ok(gpu.latest.figures['compute.fp16_tensor'] > 0);
     assert.ok(gpu.latest.expected['compute.fp16_tensor'] > gpu.latest.figures['compute.fp16_tensor']);
     assert.ok(gpu.latest.figures['storage.seq_read'] === undefined, 'machine figures are not GPU figures');
+    await assertPagesAgree(client, id, first);
 
     const notes = await client.request('GET', '/v1/notifications');
     const delisted = notes.json.items.find((n) => n.kind === 'gpu_delisted');
@@ -87,6 +104,8 @@ test(`${BACKEND}: perf factor 0.7 delists naming FP16 tensor throughput; 1.0 and
     assert.equal(second.gpus[0].listed, true, JSON.stringify(second.gpus[0]));
     assert.equal(second.gpus[0].delist_reason, null);
     assert.ok(second.gpus[0].history.length >= 2);
+    assert.ok(second.gpus[0].perf_score > 0, JSON.stringify(second.gpus[0]));
+    await assertPagesAgree(client, id, second);
     const notes2 = await client.request('GET', '/v1/notifications');
     assert.ok(notes2.json.items.find((n) => n.kind === 'gpu_relisted'), JSON.stringify(notes2.json));
     const soon = await client.request('POST', `/v1/provider/machines/${id}/benchmarks/run`);

@@ -113,7 +113,7 @@ windows = [{ days = ["mon", "tue", "wed", "thu", "fri"], start = "18:00", end = 
 
     const queue = json(gpunex(rita, ['review', 'list', '--json']));
     assert.deepEqual(queue.items.map((a) => a.id), [draft.id]);
-    assert.match(gpunex(rita, ['review', 'list']).out, new RegExp(`${draft.id}  Alice Provider .* 6 GPUs  suggested community`));
+    assert.match(gpunex(rita, ['review', 'list']).out, new RegExp(`${draft.id}  Alice Provider .*  4 × L40S, 2 × RTX-4090  suggested community`));
     const shown = gpunex(rita, ['review', 'show', draft.id]);
     assert.match(shown.out, /\[FAIL\] availability: gpus\[1\] is available on a schedule, not 24\/7/);
     assert.match(shown.out, /\[pass\] ups/);

@@ -88,7 +88,8 @@ test(`${BACKEND}: onboarding mails reach a real SMTP server`, async () => {
     const ok = await rita.request('POST', `/v1/review/applications/${id}/decision`,
       { body: { decision: 'approve', tier: 'enterprise', note: 'Welcome' } });
     assert.equal(ok.status, 200, ok.body);
-    const key = ok.json.api_key;
+    assert.ok(!('api_key' in ok.json), 'the reviewer never sees the key');
+    const key = await revealKey(server, 'ada@example.com', ok.json.api_key_id);
     assert.match(key, /^gpx_[A-Za-z0-9_-]{43}$/);
     const approved = await sink.waitFor(subjectHas('approved'), 'about the approval');
     assert.match(approved, /^Subject: GPUnex: you are approved as an Enterprise provider\r?\n/m);
@@ -137,6 +138,15 @@ test(`${BACKEND}: a mail queued while SMTP is down is delivered after a restart`
   }
 });
 
+// The applicant's one reveal of the key issued at approval (the reviewer's answer never has it).
+async function revealKey(server, email, keyId) {
+  const owner = new Client(server.url);
+  await owner.login(email, 'correct-horse-battery');
+  const shown = await owner.request('POST', `/v1/provider/api-keys/${keyId}/reveal`);
+  assert.equal(shown.status, 200, shown.body);
+  return shown.json.api_key;
+}
+
 // Submits one application and approves it: two mails, the second carrying the API key.
 async function applyAndApprove(server, email, name) {
   const { id } = await applyAndSubmit(server, email, name);
@@ -146,7 +156,7 @@ async function applyAndApprove(server, email, name) {
   const ok = await rita.request('POST', `/v1/review/applications/${id}/decision`,
     { body: { decision: 'approve', tier: 'community' } });
   assert.equal(ok.status, 200, ok.body);
-  return ok.json.api_key;
+  return revealKey(server, email, ok.json.api_key_id);
 }
 
 test(`${BACKEND}: a refused mail is retried with growing delays and delivered once`, async () => {
@@ -233,7 +243,8 @@ test(`${BACKEND}: without SMTP each mail is an .eml file under <data dir>/mail`,
     assert.match(text, /^Message-ID: <mail_[0-9a-f]+@gpunex\.test>\r\n/m);
     const body = text.slice(text.indexOf('\r\n\r\n') + 4);
     assert.match(body, /^Hello Eve Files,\r\n/);
-    assert.ok(body.includes(`Your application ${id} is now waiting for review.`), body);
+    // The GPUs as declared, each model with its own count (the review queue shows the same).
+    assert.ok(body.includes(`Your application ${id} (GPUs: 8 × H100-SXM, 2 × L4) is now waiting for review.`), body);
     assert.match(body, /expect our answer by \w+day, \d{2} \w+ \d{4}/);
     assert.ok(body.includes(`${server.url}/#/applications/${id}`), body);
     assert.deepEqual(outbox(server).map((m) => [m.kind, m.sent, m.attempts]), [['application_submitted', true, 1]]);

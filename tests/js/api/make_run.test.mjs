@@ -59,7 +59,7 @@ test(`${BACKEND}: make run serves the dashboard with a local agent and stops cle
     // Simulated exactly when this host has no GPU that NVML finds, and it says which.
     const realGpus = spawnSync(path.join(BIN, 'gpunex-agent'), ['info'], { stdio: 'ignore' }).status === 0;
     assert.match(out, realGpus ? /Agent: NVML found GPUs; reporting this host's real GPUs\./
-      : /Agent: no NVIDIA GPUs found \(NVML\); running a SIMULATED 2x L40S/);
+      : /Agent: no NVIDIA GPUs found \(NVML\); running a SIMULATED [12]x (L40S|L4) /);
     const demo = out.match(/Demo provider login: (\S+) \/ (\S+) /);
     assert.ok(demo, out);
     const provider = new Client(url);
@@ -69,6 +69,21 @@ test(`${BACKEND}: make run serves the dashboard with a local agent and stops cle
       return r.status === 200 && r.json.items.find((m) => m.status === 'online');
     }, 60000);
     assert.equal(machine.simulated, !realGpus);
+
+    // Once benchmarked, the summary tells the truth about every GPU, as the API does: listed with
+    // its score, or delisted with the reason (issue #14: it said nothing while they were delisted).
+    await until('the demo GPUs\' benchmark verdict', () => /Demo GPU \d+ .*\n/.test(out) || proc.exitCode !== null, 300000);
+    const verdicts = [...out.matchAll(/Demo GPU (\d+) \(([^,)]+)[^)]*\): (listed, perf score ([\d.]+)|DELISTED: (.*))\n/g)];
+    const listed = (await provider.request('GET', '/v1/provider/machines')).json.items[0].gpus;
+    assert.equal(verdicts.length, listed.length, out);
+    for (const v of verdicts) {
+      const g = listed.find((x) => x.index === Number(v[1]));
+      assert.ok(g && g.benchmarked, JSON.stringify(listed));
+      assert.equal(v[2], g.model);
+      assert.equal(Boolean(v[4]), g.listed, `${v[0]} vs ${JSON.stringify(g)}`);
+      if (g.listed) assert.equal(Number(v[4]), Number(g.perf_score.toFixed(1)));
+      else assert.equal(v[5], g.delist_reason);
+    }
 
     process.kill(-proc.pid, 'SIGINT');
     let timer;

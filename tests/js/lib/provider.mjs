@@ -5,7 +5,8 @@ import { Client } from './server.mjs';
 
 let reviewers = 0;
 
-export async function approvedProvider(server, email, { gpus } = {}) {
+// { reveal: false } leaves the approval key unrevealed (key undefined; keyId names it).
+export async function approvedProvider(server, email, { gpus, reveal = true } = {}) {
   const provider = new Client(server.url);
   await provider.signupAndLogin(email);
   const app = {
@@ -25,7 +26,12 @@ export async function approvedProvider(server, email, { gpus } = {}) {
   const ok = await reviewer.request('POST', `/v1/review/applications/${created.json.id}/decision`,
     { body: { decision: 'approve', tier: 'enterprise', note: 'ok' } });
   if (ok.status !== 200) throw new Error(`approve: ${ok.status} ${ok.body}`);
-  // A fresh login picks up the provider role granted at approval.
+  if ('api_key' in ok.json) throw new Error('the approval answer shows the reviewer the API key');
+  // A fresh login picks up the provider role granted at approval; the applicant reveals the key once.
   await provider.login(email, 'correct-horse-battery');
-  return { client: provider, key: ok.json.api_key, applicationId: created.json.id };
+  const keyId = ok.json.api_key_id;
+  if (!reveal) return { client: provider, key: undefined, keyId, applicationId: created.json.id };
+  const shown = await provider.request('POST', `/v1/provider/api-keys/${keyId}/reveal`);
+  if (shown.status !== 200) throw new Error(`reveal: ${shown.status} ${shown.body}`);
+  return { client: provider, key: shown.json.api_key, keyId, applicationId: created.json.id };
 }

@@ -9,7 +9,8 @@
 //   {"name": "x"}                           -> JSON body (one line), or `raw TEXT` sent as is,
 //                                              or `repeat N BYTE` for a body of N copies of BYTE
 //   => 400                                  -> expected status
-//   {"error": {"field": "name"}}            -> expected JSON, matched as a subset ("*" = any value)
+//   {"error": {"field": "name"}}            -> expected JSON, matched as a subset ("*" = any value,
+//                                              "<absent>" = the key must not be there)
 //   capture id = json.path                  -> keeps a value for ${id} in later steps
 //   let app = {"a": 1}                      -> keeps a JSON value for ${app} in later steps (one line)
 //   from app                                -> as a request body: the value of `let app`, optionally
@@ -125,7 +126,10 @@ export function assertSubset(actual, expected, where = '$') {
   }
   if (expected && typeof expected === 'object') {
     assert.ok(actual && typeof actual === 'object', `${where}: expected an object, got ${JSON.stringify(actual)}`);
-    for (const [k, v] of Object.entries(expected)) assertSubset(actual[k], v, `${where}.${k}`);
+    for (const [k, v] of Object.entries(expected)) {
+      if (v === '<absent>') assert.ok(!(k in actual), `${where}.${k}: expected no such key, got ${JSON.stringify(actual[k])}`);
+      else assertSubset(actual[k], v, `${where}.${k}`);
+    }
     return;
   }
   assert.deepEqual(actual, expected, `${where}`);
