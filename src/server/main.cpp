@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> flag_values;
   std::map<std::string, std::string> flags;
   for (const auto& key : server::config_keys()) {
-    cli.add_option(key.flag, flags[key.name], key.help);
+    cli.add_option(key.flag, flags[key.name], key.help)->type_name(key.type_name);
   }
 
   auto* admin = cli.add_subcommand("admin", "operator commands");
