@@ -2,7 +2,9 @@
 # `make run`: serves GPUnex on SQLite under ./var at http://127.0.0.1:8080 and
 # starts a local agent registered to a demo provider, so the dashboard shows an
 # Online machine: real GPUs when NVML finds them, otherwise a simulated 2x L40S.
-# Creates a first admin account if there is none and prints its login once.
+# Creates a first admin account if there is none: its login is printed once
+# when standard output is a terminal, else written to $GPUNEX_VAR_DIR/first-admin.txt
+# (mode 0600) and only that path printed, so the password stays out of logs.
 # The demo provider is made through the public API (sign up, apply, submit,
 # approve by a demo reviewer); its API key is kept in var/demo/agent-api-key
 # (mode 0600) and reused on later runs. Ctrl-C stops the agent and the server.
@@ -21,7 +23,7 @@ DEMO="$VAR/demo"
 mkdir -p "$VAR"
 (umask 077 && mkdir -p "$DEMO")
 
-"$BIN/gpunex-server" admin bootstrap --db "$DB"
+"$BIN/gpunex-server" admin bootstrap --db "$DB" --data-dir "$VAR"
 
 server_pid=""
 agent_pid=""
@@ -113,6 +115,7 @@ demo_provider_key() {
 }
 
 echo "Dashboard: $URL/"
+[ -f "$VAR/first-admin.txt" ] && echo "First admin login: in $VAR/first-admin.txt (mode 0600)"
 if [ "${GPUNEX_NO_AGENT:-0}" != 1 ]; then
   key=$(demo_provider_key)
   rm -f "$DEMO/.body" "$DEMO/.status"
