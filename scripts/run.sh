@@ -3,7 +3,9 @@
 # starts a local agent registered to a demo provider, so the dashboard shows an
 # Online machine: real GPUs when NVML finds them, otherwise simulated ones that this host can
 # carry (2x L40S on a large host); once benchmarked, it prints whether each GPU is listed.
-# Creates a first admin account if there is none and prints its login once.
+# Creates a first admin account if there is none: its login is printed once
+# when standard output is a terminal, else written to $GPUNEX_VAR_DIR/first-admin.txt
+# (mode 0600) and only that path printed, so the password stays out of logs.
 # The demo provider is made through the public API (sign up, apply, submit,
 # approve by a demo reviewer); its API key is kept in var/demo/agent-api-key
 # (mode 0600) and reused on later runs. Ctrl-C stops the agent and the server.
@@ -22,7 +24,7 @@ DEMO="$VAR/demo"
 mkdir -p "$VAR"
 (umask 077 && mkdir -p "$DEMO")
 
-"$BIN/gpunex-server" admin bootstrap --db "$DB"
+"$BIN/gpunex-server" admin bootstrap --db "$DB" --data-dir "$VAR"
 
 server_pid=""
 agent_pid=""
@@ -165,6 +167,7 @@ demo_summary() {
 }
 
 echo "Dashboard: $URL/"
+[ -f "$VAR/first-admin.txt" ] && echo "First admin login: in $VAR/first-admin.txt (mode 0600)"
 if [ "${GPUNEX_NO_AGENT:-0}" != 1 ]; then
   key=$(demo_provider_key)
   rm -f "$DEMO/.body" "$DEMO/.status"

@@ -152,7 +152,7 @@ function machinesBody(res, id) {
   if (res.items.length === 0) {
     return [el('div', { class: 'callout' }, el('h2', {}, 'No machines yet'),
       el('p', {}, 'Install the agent on a host with NVIDIA GPUs and give it one of your ', el('a', { href: '#/keys' }, 'API keys'), ':'),
-      el('pre', {}, el('code', {}, `curl -fsSL ${location.origin}/agent/install.sh | sudo GPUNEX_API_KEY=gpx_... sh`)))];
+      el('pre', {}, el('code', {}, `curl -fsSL ${location.origin}/agent/install.sh | sudo GPUNEX_API_KEY=gpx_... bash`)))];
   }
   const online = res.items.filter((m) => m.status === 'online').length;
   return [id ? '' : el('p', { class: 'muted', role: 'status', id: 'machines-summary' },

@@ -2,6 +2,16 @@
 # GPUnex agent installer: curl -fsSL <server>/agent/install.sh | bash
 # The server serves this file with its own URL filled in below. Every failed
 # check says what to do. Unattended: GPUNEX_API_KEY=gpx_... curl ... | bash
+
+# It needs bash (pipefail, read -s). Piped to sh (dash, busybox ash) it would stop at the first bash-only
+# line with a puzzling message, or go on wrongly: this check is plain POSIX sh and comes before any of them.
+if [ -z "${BASH_VERSION:-}" ]; then
+  printf 'gpunex-install: this installer needs bash, but it was run by another shell (sh, dash, zsh...).\n' >&2
+  printf '  what to do: run it with bash: curl -fsSL %s/agent/install.sh | bash\n' \
+    "${GPUNEX_SERVER:-__GPUNEX_SERVER_URL__}" >&2
+  exit 1
+fi
+
 set -euo pipefail
 
 GPUNEX_SERVER="${GPUNEX_SERVER:-__GPUNEX_SERVER_URL__}"

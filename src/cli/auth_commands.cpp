@@ -3,6 +3,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <iostream>
 
 #include "cli/cli.hpp"
@@ -11,21 +12,51 @@ namespace gpunex::cli {
 
 namespace {
 
+// The terminal's settings while a password is typed without echo: Ctrl-C must not leave echo off.
+termios g_saved_tty{};
+volatile std::sig_atomic_t g_echo_off = 0;
+
+void restore_echo_and_reraise(int sig) {
+  if (g_echo_off) ::tcsetattr(STDIN_FILENO, TCSANOW, &g_saved_tty);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+bool stdin_is_terminal() {
+  return ::isatty(STDIN_FILENO) == 1;
+}
+
+//! A line typed at the terminal after `prompt` (on standard error), echoed.
+std::string ask(const std::string& prompt) {
+  std::cerr << prompt << std::flush;
+  std::string line;
+  std::getline(std::cin, line);
+  return line;
+}
+
+//! The password: from standard input when asked to (or when it is not a terminal), else typed without echo.
 std::string read_secret(const std::string& prompt, bool from_stdin) {
   std::string line;
-  if (from_stdin || !::isatty(STDIN_FILENO)) {
+  if (from_stdin || !stdin_is_terminal()) {
     std::getline(std::cin, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     return line;
   }
-  std::cerr << prompt << std::flush;
-  termios old{};
-  tcgetattr(STDIN_FILENO, &old);
-  termios quiet = old;
+  ::tcgetattr(STDIN_FILENO, &g_saved_tty);
+  termios quiet = g_saved_tty;
   quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
-  tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+  quiet.c_lflag |= ECHONL;  // the Enter key still moves to the next line
+  auto old_int = std::signal(SIGINT, restore_echo_and_reraise);
+  auto old_term = std::signal(SIGTERM, restore_echo_and_reraise);
+  g_echo_off = 1;
+  ::tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+  // The prompt only once echo is off, so nothing typed after it can be shown.
+  std::cerr << prompt << std::flush;
   std::getline(std::cin, line);
-  tcsetattr(STDIN_FILENO, TCSANOW, &old);
-  std::cerr << "\n";
+  ::tcsetattr(STDIN_FILENO, TCSANOW, &g_saved_tty);
+  g_echo_off = 0;
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
   return line;
 }
 
@@ -33,11 +64,18 @@ class LoginCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     auto* c = parent.add_subcommand("login", "log in and keep the session token (mode 0600)");
-    c->add_option("--email", email_, "account e-mail")->required();
-    c->add_flag("--password-stdin", password_stdin_, "read the password from standard input");
+    c->add_option("--email", email_, "account e-mail (asked for on the terminal when not given)");
+    c->add_flag("--password-stdin", password_stdin_,
+                "read the password from standard input (without it, the password is asked for on the terminal "
+                "and not shown)");
     return c;
   }
   int run(Context& ctx) override {
+    if (email_.empty()) {
+      if (password_stdin_ || !stdin_is_terminal())
+        return ctx.fail("--email is required when there is no terminal to ask on");
+      email_ = ask("E-mail: ");
+    }
     const std::string password = read_secret("Password: ", password_stdin_);
     auto r = ctx.client()->request("POST", "/v1/auth/login",
                                    nlohmann::json{{"email", email_}, {"password", password}}.dump());

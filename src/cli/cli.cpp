@@ -2,6 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -95,6 +99,91 @@ int report_http_error(const Context& ctx, const util::HttpResponse& r) {
   }
   if (r.status == 401) msg += "; run `gpunex login`";
   return ctx.fail(msg, j.is_object() ? j : nlohmann::json(nullptr));
+}
+
+int get_json(Context& ctx, const std::string& path, nlohmann::json& out) {
+  if (!ctx.token()) return ctx.fail("not logged in to " + ctx.server + "; run `gpunex login`");
+  auto r = call(ctx, "GET", path);
+  if (!r) return ctx.fail(r.error().message);
+  if (r->status != 200) return report_http_error(ctx, *r);
+  out = nlohmann::json::parse(r->body, nullptr, false);
+  if (out.is_discarded()) return ctx.fail("the server's answer to GET " + path + " is not JSON");
+  return 0;
+}
+
+CLI::App* command_group(CLI::App& parent, const std::string& name, const std::string& description) {
+  auto found = parent.get_subcommands([&](CLI::App* a) { return a->get_name() == name; });
+  if (!found.empty()) return found.front();
+  auto* g = parent.add_subcommand(name, description);
+  g->require_subcommand(1);
+  return g;
+}
+
+std::string url_encode(const std::string& s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Characters on screen: UTF-8 continuation bytes take no column ("×", "–").
+std::size_t display_width(const std::string& s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+}  // namespace
+
+std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(header.size(), 0);
+  const auto measure = [&](const std::vector<std::string>& row) {
+    for (std::size_t i = 0; i < row.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], display_width(row[i]));
+  };
+  measure(header);
+  for (const auto& row : rows) measure(row);
+  std::string out;
+  const auto line = [&](const std::vector<std::string>& row) {
+    std::string text;
+    for (std::size_t i = 0; i < row.size() && i < width.size(); ++i) {
+      text += row[i];
+      if (i + 1 < row.size()) text += std::string(width[i] - display_width(row[i]) + 2, ' ');
+    }
+    out += text + "\n";
+  };
+  line(header);
+  for (const auto& row : rows) line(row);
+  return out;
+}
+
+const nlohmann::json& member(const nlohmann::json& j, const std::string& key) {
+  static const nlohmann::json null_value;
+  if (!j.is_object()) return null_value;
+  const auto it = j.find(key);
+  return it == j.end() ? null_value : *it;
+}
+
+std::string format_text(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : "-";
+}
+
+std::string format_fixed(const nlohmann::json& v, int decimals) {
+  if (!v.is_number()) return "-";
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, d);
+  return buf;
 }
 
 }  // namespace gpunex::cli

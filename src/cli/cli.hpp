@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -71,12 +72,30 @@ std::unique_ptr<Command> make_price_list_command();
 std::unique_ptr<Command> make_price_recommend_command();
 std::unique_ptr<Command> make_schedule_set_command();
 std::unique_ptr<Command> make_schedule_show_command();
-std::unique_ptr<Command> make_market_search_command();
+// Machines and the marketplace for everyday use (machine_commands.cpp, offers_commands.cpp).
+std::unique_ptr<Command> make_machines_list_command();
+std::unique_ptr<Command> make_machines_show_command();
+std::unique_ptr<Command> make_offers_search_command();
 
 //! Sends a request with the stored token; returns the response or prints the failure.
 core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, const std::string& path,
                                       const std::optional<nlohmann::json>& body = std::nullopt);
 //! Turns a non-2xx response into an exit code with the server's error message printed.
 int report_http_error(const Context& ctx, const util::HttpResponse& r);
+//! GETs `path` and parses the JSON answer into `out`; on failure prints it and returns the exit code (0: ok).
+int get_json(Context& ctx, const std::string& path, nlohmann::json& out);
+
+//! The group subcommand ("machines", "offers") under `parent`, made on first use; it needs a verb.
+CLI::App* command_group(CLI::App& parent, const std::string& name, const std::string& description);
+//! Percent-encodes one path segment or query value.
+std::string url_encode(const std::string& s);
+//! Text columns for people: each padded to its widest cell (UTF-8 aware), two spaces apart.
+std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+//! j[key] when j is an object that has it, else null: safe on a const value whatever the server sent.
+const nlohmann::json& member(const nlohmann::json& j, const std::string& key);
+//! A JSON string as is, or "-" when it is null or not a string.
+std::string format_text(const nlohmann::json& v);
+//! A JSON number with `decimals` places, or "-" when it is null or not a number.
+std::string format_fixed(const nlohmann::json& v, int decimals);
 
 }  // namespace gpunex::cli

@@ -1,6 +1,5 @@
-// gpunex price set|list|recommend, schedule set|show, market search: one Command per verb.
+// gpunex price set|list|recommend, schedule set|show: one Command per verb.
 
-#include <cctype>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -23,21 +22,6 @@ int request_and_print(Context& ctx, const std::string& method, const std::string
   const auto j = nlohmann::json::parse(r->body);
   ctx.print(j, human(j));
   return 0;
-}
-
-std::string url_encode(const std::string& s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
 }
 
 //! The group subcommand ("price", "schedule", "market") under `parent`, made on first use.
@@ -173,47 +157,6 @@ class ScheduleShowCommand : public Command {
   std::string machine_;
 };
 
-class MarketSearchCommand : public Command {
- public:
-  CLI::App* add_to(CLI::App& parent) override {
-    auto* c = group(parent, "market", "the marketplace")->add_subcommand("search", "offers visible now");
-    c->add_option("--model", model_, "catalog id, e.g. H100-SXM");
-    c->add_option("--region", region_, "region");
-    c->add_option("--min-vram-gb", min_vram_, "least VRAM per GPU, GB");
-    c->add_option("--max-price", max_price_, "most USDC per GPU-hour");
-    c->add_option("--min-reliability", min_reliability_, "least reliability, 0-100");
-    c->add_option("--tier", tier_, "community or enterprise");
-    c->add_option("--sort", sort_, "rank (default), price or perf");
-    c->add_option("--limit", limit_, "offers per page");
-    return c;
-  }
-  int run(Context& ctx) override {
-    std::string query;
-    for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
-             {"model", model_}, {"region", region_}, {"min_vram_gb", min_vram_}, {"max_price", max_price_},
-             {"min_reliability", min_reliability_}, {"tier", tier_}, {"sort", sort_}, {"limit", limit_}}) {
-      if (!v.empty()) query += (query.empty() ? "?" : "&") + k + "=" + url_encode(v);
-    }
-    return request_and_print(ctx, "GET", "/v1/marketplace/offers" + query, std::nullopt, [](const nlohmann::json& j) {
-      std::string out = "machine\tmodel\tgpus\tUSDC/GPU-h\tperf\treliability\ttier\tregion\trank";
-      for (const auto& o : j["items"]) {
-        std::ostringstream line;
-        line << "\n"
-             << o["machine_id"].get<std::string>() << "\t" << o["model"].get<std::string>() << "\t"
-             << o["gpu_count_available"] << "\t" << o["usdc_per_gpu_hour"].get<std::string>() << "\t"
-             << o["perf_score"] << "\t" << o["reliability"] << (o["reliability_is_prior"].get<bool>() ? " (prior)" : "")
-             << "\t" << o["tier"].get<std::string>() << "\t" << o["location"]["region"].get<std::string>() << "\t"
-             << o["rank"];
-        out += line.str();
-      }
-      return j["items"].empty() ? std::string("no offers match") : out;
-    });
-  }
-
- private:
-  std::string model_, region_, min_vram_, max_price_, min_reliability_, tier_, sort_, limit_;
-};
-
 }  // namespace
 
 std::unique_ptr<Command> make_price_set_command() { return std::make_unique<PriceSetCommand>(); }
@@ -221,6 +164,5 @@ std::unique_ptr<Command> make_price_list_command() { return std::make_unique<Pri
 std::unique_ptr<Command> make_price_recommend_command() { return std::make_unique<PriceRecommendCommand>(); }
 std::unique_ptr<Command> make_schedule_set_command() { return std::make_unique<ScheduleSetCommand>(); }
 std::unique_ptr<Command> make_schedule_show_command() { return std::make_unique<ScheduleShowCommand>(); }
-std::unique_ptr<Command> make_market_search_command() { return std::make_unique<MarketSearchCommand>(); }
 
 }  // namespace gpunex::cli

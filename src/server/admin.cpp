@@ -1,5 +1,12 @@
 #include "server/admin.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "server/accounts.hpp"
@@ -31,7 +38,31 @@ int admin_create_user(const std::string& db_url, const std::string& email, const
   }
 }
 
-int admin_bootstrap(const std::string& db_url, std::ostream& out, std::ostream& err) {
+namespace {
+
+//! Writes the first admin's login to `path`, readable by its owner only (0600 from the moment it exists).
+bool write_login_file(const std::string& path, const std::string& email, const std::string& password,
+                      std::ostream& err) {
+  std::error_code ec;
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    err << "error: cannot write " << path << ": " << std::strerror(errno) << "\n";
+    return false;
+  }
+  const std::string text = "e-mail:   " + email + "\npassword: " + password + "\n";
+  // A file left by an earlier run keeps its old mode through O_TRUNC: set it before writing.
+  const bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (!ok) err << "error: cannot write " << path << ": " << std::strerror(errno) << "\n";
+  ::close(fd);
+  if (!ok) std::filesystem::remove(path, ec);
+  return ok;
+}
+
+}  // namespace
+
+int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, std::ostream& out, std::ostream& err) {
   try {
     auto store = store::open_store(db_url);
     store::migrate(*store);
@@ -39,13 +70,24 @@ int admin_bootstrap(const std::string& db_url, std::ostream& out, std::ostream& 
         [](store::Tx& tx) { return tx.query_one("SELECT user_id FROM user_roles WHERE role = 'admin'").has_value(); },
         store::TxMode::read);
     if (has_admin) return 0;
+    const std::string email = "admin@localhost.localdomain";
     const std::string password = util::random_token(12);
-    auto user = create_user(*store, NewUser{"admin@localhost.localdomain", password, "Administrator", "admin"});
+    // The file first: an account whose password could not be kept anywhere would be locked for good.
+    if (!output.to_terminal && !write_login_file(output.login_file, email, password, err)) return 1;
+    auto user = create_user(*store, NewUser{email, password, "Administrator", "admin"});
     if (!user) {
+      std::error_code ec;
+      if (!output.to_terminal) std::filesystem::remove(output.login_file, ec);
       err << "error: " << user.error().message << "\n";
       return 1;
     }
-    out << "First admin account (shown once):\n  e-mail:   " << user->email << "\n  password: " << password << "\n";
+    if (output.to_terminal) {
+      out << "First admin account (shown once):\n  e-mail:   " << user->email << "\n  password: " << password << "\n";
+    } else {
+      out << "First admin account: " << user->email << "; its password is in " << output.login_file
+          << " (mode 0600; standard output is not a terminal, so it is not printed)\n";
+    }
+    out.flush();
     return 0;
   } catch (const store::StoreError& e) {
     err << "error: " << e.what() << "\n";

@@ -9,7 +9,14 @@ namespace gpunex::server {
 //! Creates an account with a role; the password comes from `in` (first line). Returns the exit code.
 int admin_create_user(const std::string& db_url, const std::string& email, const std::string& full_name,
                       const std::string& role, std::istream& in, std::ostream& out, std::ostream& err);
-//! Creates admin@localhost with a random password when no admin exists, printing the login once.
-int admin_bootstrap(const std::string& db_url, std::ostream& out, std::ostream& err);
+//! Where the first admin's login goes: printed once when standard output is a terminal; otherwise into
+//! `login_file` (mode 0600) and only its path printed, so the password never reaches a log or a pipe.
+struct BootstrapOutput {
+  bool to_terminal = false;
+  std::string login_file;  // e.g. var/first-admin.txt
+};
+
+//! Creates admin@localhost with a random password when no admin exists; see BootstrapOutput. Returns the exit code.
+int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, std::ostream& out, std::ostream& err);
 
 }  // namespace gpunex::server

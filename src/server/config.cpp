@@ -40,6 +40,13 @@ std::string format_number(double d) {
   return ec == std::errc{} ? std::string(buf, end) : std::to_string(d);
 }
 
+// A bound as a person reads it: 1000000, not 1e+06.
+std::string format_bound(double d) {
+  if (d > -1e15 && d < 1e15 && d == static_cast<double>(static_cast<std::int64_t>(d)))
+    return std::to_string(static_cast<std::int64_t>(d));
+  return format_number(d);
+}
+
 // A string as a TOML basic string literal.
 std::string toml_string(const std::string& v) {
   std::string out = "\"";
@@ -61,20 +68,34 @@ std::pair<std::string, std::string> env_and_flag(const std::string& name) {
   return {env, flag};
 }
 
-template <class T>
-ConfigKey int_key(std::string name, std::string help, T Config::*member, std::int64_t min, std::int64_t max) {
+// CLI11's way of showing a range: "INT in [1 - 3600]".
+std::string range_type(const char* type, const std::string& min, const std::string& max) {
+  return std::string(type) + " in [" + min + " - " + max + "]";
+}
+
+//! A whole number in [min, max], stored through `set` and read back through `get`.
+ConfigKey integer_key(std::string name, std::string help, std::function<void(Config&, std::int64_t)> set,
+                      std::function<std::int64_t(const Config&)> get, std::int64_t min, std::int64_t max) {
   auto [env, flag] = env_and_flag(name);
   return ConfigKey{name,
                    env,
                    flag,
                    std::move(help),
-                   [member, min, max](Config& cfg, const std::string& v) -> std::optional<std::string> {
+                   [set, min, max](Config& cfg, const std::string& v) -> std::optional<std::string> {
                      std::int64_t n = 0;
                      if (auto err = parse_int(v, min, max, n)) return err;
-                     cfg.*member = static_cast<T>(n);
+                     set(cfg, n);
                      return std::nullopt;
                    },
-                   [member](const Config& cfg) { return std::to_string(cfg.*member); }};
+                   [get](const Config& cfg) { return std::to_string(get(cfg)); },
+                   range_type("INT", std::to_string(min), std::to_string(max))};
+}
+
+template <class T>
+ConfigKey int_key(std::string name, std::string help, T Config::*member, std::int64_t min, std::int64_t max) {
+  return integer_key(
+      std::move(name), std::move(help), [member](Config& cfg, std::int64_t n) { cfg.*member = static_cast<T>(n); },
+      [member](const Config& cfg) { return static_cast<std::int64_t>(cfg.*member); }, min, max);
 }
 
 //! A decimal number in [min, max], stored through `set` and read back through `get` (the member may be
@@ -95,12 +116,13 @@ ConfigKey number_key(std::string name, std::string help, std::function<void(Conf
                        used = 0;
                      }
                      if (used == 0 || used != v.size() || !(d >= min && d <= max))
-                       return "must be a number from " + format_number(min) + " to " + format_number(max) + ", got '" +
+                       return "must be a number from " + format_bound(min) + " to " + format_bound(max) + ", got '" +
                               v + "'";
                      set(cfg, d);
                      return std::nullopt;
                    },
-                   [get](const Config& cfg) { return format_number(get(cfg)); }};
+                   [get](const Config& cfg) { return format_number(get(cfg)); },
+                   range_type("DECIMAL", format_bound(min), format_bound(max))};
 }
 
 ConfigKey string_key(std::string name, std::string help, std::string Config::*member,
@@ -117,7 +139,8 @@ ConfigKey string_key(std::string name, std::string help, std::string Config::*me
                      cfg.*member = v;
                      return std::nullopt;
                    },
-                   [member](const Config& cfg) { return toml_string(cfg.*member); }};
+                   [member](const Config& cfg) { return toml_string(cfg.*member); },
+                   "TEXT"};
 }
 
 std::optional<std::string> check_listen(const std::string& v) {
@@ -218,7 +241,8 @@ const std::vector<ConfigKey>& config_keys() {
                             }
                             return std::nullopt;
                           },
-                          [](const Config& cfg) -> std::string { return cfg.access_log ? "true" : "false"; }});
+                          [](const Config& cfg) -> std::string { return cfg.access_log ? "true" : "false"; },
+                          "BOOL"});
     k.push_back(string_key("web_dir", "development: serve the dashboard from this folder, re-read per request",
                            &Config::web_dir));
     k.push_back(string_key("port_file", "write the bound port to this file once listening", &Config::port_file));
@@ -298,11 +322,11 @@ const std::vector<ConfigKey>& config_keys() {
         "rank_reliability_prior", "reliability (0-100) a machine carries until it is scored",
         [](Config& c, double v) { c.rank.reliability_prior = v; },
         [](const Config& c) { return c.rank.reliability_prior; }, 0, 100));
-    k.push_back(number_key(
+    k.push_back(integer_key(
         "price_recommendation_min_listings",
         "listings a region (then all regions) needs before the catalog price is used",
-        [](Config& c, double v) { c.recommendation.min_listings = static_cast<std::size_t>(v); },
-        [](const Config& c) { return static_cast<double>(c.recommendation.min_listings); }, 1, 1000));
+        [](Config& c, std::int64_t v) { c.recommendation.min_listings = static_cast<std::size_t>(v); },
+        [](const Config& c) { return static_cast<std::int64_t>(c.recommendation.min_listings); }, 1, 1000));
     return k;
   }();
   return keys;

@@ -74,6 +74,8 @@ struct ConfigKey {
   std::function<std::optional<std::string>(Config&, const std::string&)> set;
   //! The key's value in a config as a TOML value (strings quoted); --help prints it for Config{}.
   std::function<std::string(const Config&)> show;
+  //! What --help shows for the value: "TEXT", "BOOL", "INT in [1 - 3600]", "DECIMAL in [0.1 - 10]".
+  std::string type_name = "TEXT";
 };
 
 const std::vector<ConfigKey>& config_keys();

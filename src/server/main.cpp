@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -162,7 +163,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> flag_values;
   std::map<std::string, std::string> flags;
   for (const auto& key : server::config_keys()) {
-    cli.add_option(key.flag, flags[key.name], key.help);
+    cli.add_option(key.flag, flags[key.name], key.help)->type_name(key.type_name);
   }
 
   auto* admin = cli.add_subcommand("admin", "operator commands");
@@ -174,8 +175,15 @@ int main(int argc, char** argv) {
   create->add_option("--role", role, "admin, reviewer or customer")->check(CLI::IsMember({"admin", "reviewer", "customer"}));
   create->add_option("--full-name", full_name, "display name (default: the e-mail)");
   create->add_flag("--password-stdin", password_stdin, "read the password from standard input (required)")->required();
-  auto* bootstrap = admin->add_subcommand("bootstrap", "create a first admin account if none exists and print it once");
+  auto* bootstrap = admin->add_subcommand(
+      "bootstrap",
+      "create a first admin account if none exists: its login is printed once when standard output is a terminal, "
+      "else written to <data-dir>/first-admin.txt (mode 0600)");
   bootstrap->add_option("--db", db, "store URL")->required()->envname("GPUNEX_DB");
+  std::string bootstrap_data_dir = cfg.data_dir;
+  bootstrap->add_option("--data-dir", bootstrap_data_dir, "folder for the login file when not on a terminal")
+      ->envname("GPUNEX_DATA_DIR")
+      ->capture_default_str();
   admin->require_subcommand(1);
 
   try {
@@ -184,7 +192,11 @@ int main(int argc, char** argv) {
     return cli.exit(e);
   }
   if (*create) return server::admin_create_user(db, email, full_name, role, std::cin, std::cout, std::cerr);
-  if (*bootstrap) return server::admin_bootstrap(db, std::cout, std::cerr);
+  if (*bootstrap) {
+    const server::BootstrapOutput output{::isatty(STDOUT_FILENO) == 1,
+                                         (std::filesystem::path(bootstrap_data_dir) / "first-admin.txt").string()};
+    return server::admin_bootstrap(db, output, std::cout, std::cerr);
+  }
 
   if (!config_file.empty()) {
     auto values = server::read_toml_file(config_file);

@@ -72,6 +72,23 @@ installer() { /usr/bin/env PATH="$INSTALL_PATH" bash "$WORK/install.sh"; }
   ! grep -q "^docker rm" "$CALLS"
 }
 
+@test "run by sh instead of bash (curl ... | sh): refuses before any check, saying to use bash" {
+  # As `curl ... | sh` does: the script on standard input of sh (dash on Debian).
+  run /usr/bin/env PATH="$INSTALL_PATH" sh -c 'GPUNEX_API_KEY=gpx_k sh <"$1"' sh "$WORK/install.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"this installer needs bash, but it was run by another shell"* ]]
+  [[ "$output" == *"curl -fsSL https://gpunex.test/agent/install.sh | bash"* ]]
+  [ ! -s "$CALLS" ]  # nothing ran: no docker, no curl
+}
+
+@test "run by dash by name: the same refusal" {
+  command -v dash >/dev/null || skip "dash is not installed"
+  GPUNEX_API_KEY=gpx_k run /usr/bin/env PATH="$INSTALL_PATH" "$(command -v dash)" "$WORK/install.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"needs bash"* ]]
+  [ ! -s "$CALLS" ]
+}
+
 @test "re-running replaces the existing container" {
   FAKE_EXISTING=1 GPUNEX_API_KEY=gpx_testkey run installer
   [ "$status" -eq 0 ]

@@ -1,10 +1,13 @@
 // gpunex-server admin: create-user makes staff accounts that can log in with their roles, and
-// bootstrap (run by `make run` before it serves) prints a first admin login once, then nothing.
+// bootstrap (run by `make run` before it serves) makes a first admin once, then nothing: its login
+// printed on a terminal, or written to <data-dir>/first-admin.txt (0600) when output is not one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
+import { Pty } from '../lib/pty.mjs';
 
 const admin = (args, input) => spawnSync(path.join(BIN, 'gpunex-server'), ['admin', ...args],
   { input, encoding: 'utf8', timeout: 30000 });
@@ -38,15 +41,20 @@ test(`${BACKEND}: admin create-user --role admin and --role reviewer, password o
   }
 });
 
-test(`${BACKEND}: admin bootstrap prints a first admin login once`, async () => {
+test(`${BACKEND}: admin bootstrap, output not a terminal: the login goes to a 0600 file, not to the output`, async () => {
   // As scripts/run.sh does: bootstrap on the data folder's database, then serve it.
   const s = new TestServer().prepare();
-  const first = admin(['bootstrap', '--db', s.db]);
+  const file = path.join(s.dir, 'first-admin.txt');
+  const first = admin(['bootstrap', '--db', s.db, '--data-dir', s.dir]);
   assert.equal(first.status, 0, first.stderr);
-  const m = first.stdout.match(/^First admin account \(shown once\):\n {2}e-mail: +(\S+)\n {2}password: (\S+)\n$/);
-  assert.ok(m, first.stdout);
+  assert.equal(first.stdout, `First admin account: admin@localhost.localdomain; its password is in ${file} `
+    + '(mode 0600; standard output is not a terminal, so it is not printed)\n');
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  const m = readFileSync(file, 'utf8').match(/^e-mail: +(\S+)\npassword: (\S+)\n$/);
+  assert.ok(m, readFileSync(file, 'utf8'));
   const [, email, password] = m;
-  const second = admin(['bootstrap', '--db', s.db]);
+  assert.ok(!first.stdout.includes(password) && !first.stderr.includes(password));
+  const second = admin(['bootstrap', '--db', s.db, '--data-dir', s.dir]);
   assert.equal(second.status, 0, second.stderr);
   assert.equal(second.stdout, '');
   assert.equal(second.stderr, '');
@@ -55,6 +63,21 @@ test(`${BACKEND}: admin bootstrap prints a first admin login once`, async () => 
     assert.deepEqual(await rolesAfterLogin(s.url, email, password), ['admin', 'customer']);
     const wrong = await new Client(s.url).request('POST', '/v1/auth/login', { body: { email, password: `${password}x` } });
     assert.equal(wrong.status, 401);
+  } finally {
+    await s.stop();
+  }
+});
+
+test(`${BACKEND}: admin bootstrap on a terminal prints the login once and writes no file`, async () => {
+  const s = new TestServer().prepare();
+  const tty = new Pty([path.join(BIN, 'gpunex-server'), 'admin', 'bootstrap', '--db', s.db, '--data-dir', s.dir]);
+  assert.deepEqual(await tty.wait(), { code: 0, signal: null }, tty.text);
+  const m = tty.text.match(/^First admin account \(shown once\):\n {2}e-mail: +(\S+)\n {2}password: (\S+)\n$/);
+  assert.ok(m, tty.text);
+  assert.ok(!existsSync(path.join(s.dir, 'first-admin.txt')));
+  await s.start();
+  try {
+    assert.deepEqual(await rolesAfterLogin(s.url, m[1], m[2]), ['admin', 'customer']);
   } finally {
     await s.stop();
   }

@@ -8,6 +8,7 @@ import { mkdtempSync, statSync, existsSync, readFileSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
+import { Pty } from '../lib/pty.mjs';
 
 function gpunex(home, args, input, env = {}) {
   const r = spawnSync(path.join(BIN, 'gpunex'), args, {
@@ -48,6 +49,42 @@ test(`${BACKEND}: gpunex login, whoami, logout`, async () => {
     const after = gpunex(home, ['--server', server.url, 'whoami']);
     assert.equal(after.code, 1);
     assert.match(after.err, /not logged in/);
+  } finally {
+    await server.stop();
+  }
+});
+
+test(`${BACKEND}: gpunex login at a terminal asks for the e-mail, then the password without showing it`, async () => {
+  const server = await new TestServer().start();
+  const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
+  const password = 'Secret-Typed-At-The-Tty-7';
+  try {
+    const c = new Client(server.url);
+    assert.equal((await c.request('POST', '/v1/auth/signup',
+      { body: { email: 'tty@example.com', password, full_name: 'Tty User' } })).status, 201);
+
+    const tty = new Pty([path.join(BIN, 'gpunex'), '--server', server.url, 'login'],
+      { env: { PATH: process.env.PATH, HOME: home } });
+    await tty.expect('E-mail: ');
+    tty.type('tty@example.com\n');
+    await tty.expect('Password: ');
+    tty.type(`${password}\n`);
+    const end = await tty.wait();
+    assert.deepEqual(end, { code: 0, signal: null }, tty.text);
+    assert.match(tty.text, /Logged in to .* as tty@example\.com/);
+    // The terminal echoed the e-mail as typed, and not the password.
+    assert.match(tty.text, /E-mail: tty@example\.com\n/);
+    assert.ok(!tty.text.includes(password), tty.text);
+    assert.ok(!tty.text.includes(password.slice(0, 6)), tty.text);
+
+    const who = gpunex(home, ['whoami', '--json']);
+    assert.equal(who.code, 0, who.err);
+    assert.equal(JSON.parse(who.out).email, 'tty@example.com');
+
+    // Without a terminal and without --email there is no one to ask: it says so.
+    const noTty = gpunex(home, ['--server', server.url, 'login'], `${password}\n`);
+    assert.equal(noTty.code, 1);
+    assert.match(noTty.err, /--email is required when there is no terminal to ask on/);
   } finally {
     await server.stop();
   }

@@ -46,6 +46,40 @@ test('--help documents every configuration key with its default', () => {
   assert.deepEqual([...options].sort(), [...keys.values()].map((k) => k.flag).sort());
 });
 
+test('--help shows each numeric key as a whole or decimal number with its range, and refuses a value outside it', () => {
+  const { text, keys } = helpDefaults();
+  // CLI11's option lines: `  --flag TYPE  help`, the help on the next line when the two are long.
+  const typeOf = (flag) => text.match(new RegExp(`^ {2}${flag} (.+?)(?: {2,}|$)`, 'm'))?.[1];
+  assert.equal(typeOf('--heartbeat-interval'), 'INT in [1 - 3600]');
+  assert.equal(typeOf('--body-limit-bytes'), 'INT in [1024 - 1073741824]');
+  assert.equal(typeOf('--rank-enterprise-boost'), 'DECIMAL in [0.1 - 10]');
+  assert.equal(typeOf('--benchmark-storage-read-min-mbs'), 'DECIMAL in [0 - 1000000]');
+  assert.equal(typeOf('--price-recommendation-min-listings'), 'INT in [1 - 1000]');
+  assert.equal(typeOf('--access-log'), 'BOOL');
+  assert.equal(typeOf('--listen'), 'TEXT');
+  // Every key whose default is a number shows a numeric type and a range; a whole-number default
+  // with a decimal point would be a DECIMAL key.
+  let numeric = 0;
+  for (const [name, { value, flag }] of keys) {
+    if (!/^-?[0-9]/.test(value)) continue;
+    numeric += 1;
+    assert.match(typeOf(flag) ?? '', /^(INT|DECIMAL) in \[-?[0-9.]+ - -?[0-9.]+\]$/, name);
+  }
+  assert.ok(numeric > 30, `${numeric} numeric keys`);
+
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-cfg-'));
+  const db = ['--db', `sqlite:${dir}/x.db`];
+  let r = server(['--heartbeat-interval', '0', ...db]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /command line: heartbeat_interval must be between 1 and 3600/);
+  r = server(['--rank-enterprise-boost', '20', ...db]);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /command line: rank_enterprise_boost must be a number from 0\.1 to 10, got '20'/);
+  r = server(db, { GPUNEX_PRICE_RECOMMENDATION_MIN_LISTINGS: '2.5' });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /environment: price_recommendation_min_listings must be a whole number, got '2\.5'/);
+});
+
 test(`${BACKEND}: a TOML file of every default, decimals included, starts the server`, async () => {
   const { keys } = helpDefaults();
   const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-cfg-'));

@@ -6,10 +6,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BACKEND, BIN, ROOT, TestServer, Client, until } from '../lib/server.mjs';
 import { freePort } from '../lib/smtp.mjs';
+import { Pty } from '../lib/pty.mjs';
 
 // Processes whose command line names `dir` (the server and the agent both take a folder under it).
 function processesUsing(dir) {
@@ -42,9 +43,15 @@ test(`${BACKEND}: make run serves the dashboard with a local agent and stops cle
     assert.equal(proc.exitCode, null, out);
     assert.ok(out.includes(`Dashboard: ${url}/\n`), out);
 
-    // The first admin login, printed once, works.
-    const admin = out.match(/e-mail: +(\S+)\n {2}password: (\S+)\n/);
-    assert.ok(admin, out);
+    // Output that is not a terminal (here a pipe; a log file, a log shipper): the first admin's
+    // login is in a 0600 file under the var folder, and no line of the output carries the password.
+    const adminFile = path.join(dir, 'first-admin.txt');
+    assert.equal(statSync(adminFile).mode & 0o777, 0o600);
+    const admin = readFileSync(adminFile, 'utf8').match(/^e-mail: +(\S+)\npassword: (\S+)\n$/);
+    assert.ok(admin, readFileSync(adminFile, 'utf8'));
+    assert.ok(!out.includes(admin[2]), out);
+    assert.ok(out.includes(`its password is in ${adminFile} (mode 0600`), out);
+    assert.ok(out.split('\n').some((l) => l.startsWith('{"')), `the server's JSON log lines are in the output:\n${out}`);
     const staff = new Client(url);
     assert.ok((await staff.login(admin[1], admin[2])).user.roles.includes('admin'));
 
@@ -95,5 +102,39 @@ test(`${BACKEND}: make run serves the dashboard with a local agent and stops cle
     await assert.rejects(fetch(`${url}/healthz`));
   } finally {
     try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* already gone */ }
+  }
+});
+
+test(`${BACKEND}: make run on a terminal prints the first admin's login once, outside the JSON log lines`, async () => {
+  const { dir, db } = new TestServer().prepare();
+  const listen = `127.0.0.1:${await freePort()}`;
+  const url = `http://${listen}`;
+  const tty = new Pty([path.join(ROOT, 'scripts', 'run.sh')], {
+    env: { ...process.env, GPUNEX_BIN_DIR: BIN, GPUNEX_VAR_DIR: dir, GPUNEX_DB: db, GPUNEX_LISTEN: listen,
+      GPUNEX_NO_AGENT: '1' },
+  });
+  try {
+    await tty.expect('Ctrl-C stops the agent and the server.', 120000);
+    // A request the access log writes a JSON line for, after the login was printed.
+    assert.equal((await fetch(`${url}/healthz`)).status, 200);
+    await tty.expect(/"path":"\/healthz"/);
+    const lines = tty.text.split('\n');
+    const m = tty.text.match(/^First admin account \(shown once\):\n {2}e-mail: +(\S+)\n {2}password: (\S+)$/m);
+    assert.ok(m, tty.text);
+    const [, email, password] = m;
+    assert.equal(tty.text.split(password).length - 1, 1, `printed once:\n${tty.text}`);
+    const jsonLines = lines.filter((l) => { try { return typeof JSON.parse(l) === 'object'; } catch { return false; } });
+    assert.ok(jsonLines.length > 0, tty.text);
+    assert.ok(jsonLines.every((l) => !l.includes(password)));
+    assert.ok(!existsSync(path.join(dir, 'first-admin.txt')), 'no file when it was shown on the terminal');
+    assert.ok((await new Client(url).login(email, password)).user.roles.includes('admin'));
+
+    tty.type('\x03');  // Ctrl-C on the terminal
+    assert.equal((await tty.wait(30000)).code, 130, tty.text);
+    assert.deepEqual(processesUsing(dir), []);
+  } finally {
+    // Only if Ctrl-C did not stop them: the script's own children, found by their folder.
+    for (const p of processesUsing(dir)) process.kill(Number(p.split(':')[0]), 'SIGKILL');
+    if (tty.proc.exitCode === null) tty.proc.kill('SIGKILL');
   }
 });

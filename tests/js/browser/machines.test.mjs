@@ -47,6 +47,9 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     await p.getByRole('link', { name: 'Machines' }).click();
     await p.getByRole('heading', { name: 'Machines', level: 1 }).waitFor();
     await p.getByRole('heading', { name: 'No machines yet' }).waitFor();
+    // The installer needs bash: the command shown pipes to bash, not sh.
+    assert.equal(await p.locator('.callout pre code').textContent(),
+      `curl -fsSL ${server.url}/agent/install.sh | sudo GPUNEX_API_KEY=gpx_... bash`);
     await shot(p, 'no-machines');
 
     const t0 = Date.now();

@@ -1,0 +1,155 @@
+// gpunex machines list | machines show ID: a provider's machines, as the dashboard's Machines page shows them.
+
+#include <map>
+
+#include "cli/cli.hpp"
+
+namespace gpunex::cli {
+
+namespace {
+
+CLI::App* machines_group(CLI::App& parent) {
+  return command_group(parent, "machines", "your machines and their GPUs (providers)");
+}
+
+//! The figures the list's row and the show's summary both print, from the same JSON, so they cannot differ.
+struct GpuFigures {
+  std::string gpus;    // "2 × L40S"
+  std::string listed;  // "1/2"
+  std::string perf;    // mean perf score of the scored GPUs, "-" when none is scored
+};
+
+std::string gpu_model(const nlohmann::json& g) {
+  if (member(g, "model").is_string()) return member(g, "model").get<std::string>();
+  return g.value("name", std::string("unknown model"));
+}
+
+GpuFigures gpu_figures(const nlohmann::json& machine) {
+  std::map<std::string, int> by_model;
+  int present = 0, listed = 0, scored = 0;
+  double perf_sum = 0;
+  for (const auto& g : member(machine, "gpus")) {
+    if (!g.value("present", true)) continue;  // removed from the host: kept in history, not counted
+    ++present;
+    ++by_model[gpu_model(g)];
+    if (g.value("listed", false)) ++listed;
+    if (member(g, "perf_score").is_number()) {
+      perf_sum += member(g, "perf_score").get<double>();
+      ++scored;
+    }
+  }
+  GpuFigures f;
+  for (const auto& [model, n] : by_model) f.gpus += (f.gpus.empty() ? "" : ", ") + std::to_string(n) + " × " + model;
+  if (f.gpus.empty()) f.gpus = "none";
+  f.listed = std::to_string(listed) + "/" + std::to_string(present);
+  f.perf = scored > 0 ? format_fixed(perf_sum / scored, 1) : "-";
+  return f;
+}
+
+std::string status_text(const nlohmann::json& m) {
+  return m.value("status", std::string("?")) + (m.value("simulated", false) ? " (simulated)" : "");
+}
+
+class MachinesListCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    return machines_group(parent)->add_subcommand("list", "your machines: status, GPUs, how many are listed");
+  }
+  int run(Context& ctx) override {
+    // Every page, so a script gets the whole list in one answer.
+    nlohmann::json items = nlohmann::json::array();
+    std::string cursor;
+    do {
+      nlohmann::json page;
+      const std::string path =
+          "/v1/provider/machines?limit=200" + (cursor.empty() ? "" : "&cursor=" + url_encode(cursor));
+      if (int rc = get_json(ctx, path, page); rc != 0) return rc;
+      for (auto& m : page["items"]) items.push_back(std::move(m));
+      cursor = page["next_cursor"].is_string() ? page["next_cursor"].get<std::string>() : "";
+    } while (!cursor.empty());
+
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : items) {
+      const auto f = gpu_figures(m);
+      rows.push_back({format_text(member(m, "id")), status_text(m), m.value("hostname", std::string()), f.gpus,
+                      f.listed, f.perf, format_text(member(m, "last_seen_at"))});
+    }
+    const std::string human = rows.empty()
+                                  ? "no machines yet: install the agent with `curl -fsSL " + ctx.server +
+                                        "/agent/install.sh | bash` and one of your API keys"
+                                  : format_table({"ID", "STATUS", "HOST", "GPUS", "LISTED", "PERF", "LAST SEEN"}, rows);
+    ctx.print(nlohmann::json{{"items", std::move(items)}, {"next_cursor", nullptr}}, human);
+    return 0;
+  }
+};
+
+std::string machine_text(const nlohmann::json& m) {
+  const auto f = gpu_figures(m);
+  std::string out = "Machine " + format_text(member(m, "id")) + "  " + status_text(m) + "\n";
+  const auto field = [&](const std::string& name, const std::string& value) {
+    out += name + std::string(name.size() < 12 ? 12 - name.size() : 1, ' ') + value + "\n";
+  };
+  field("Host:", m.value("hostname", std::string()));
+  field("Last seen:", format_text(member(m, "last_seen_at")));
+  field("Agent:", m.value("agent_version", std::string()) + ", driver " + m.value("driver_version", std::string()) +
+                      ", CUDA " + m.value("cuda_version", std::string()));
+  field("GPUs:", f.gpus);
+  field("Listed:", f.listed);
+  field("Perf:", f.perf);
+  if (member(m, "presence_minutes_24h").is_number())
+    field("Online:", format_fixed(member(m, "presence_minutes_24h"), 0) + " of the last 1440 minutes");
+
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& g : member(m, "gpus")) {
+    const auto& latest = member(g, "latest");  // the last telemetry sample, or null before the first
+    std::string listed = g.value("listed", false) ? "yes" : "no";
+    if (!g.value("listed", false) && member(g, "delist_reason").is_string())
+      listed += ": " + member(g, "delist_reason").get<std::string>();
+    if (!g.value("present", true)) listed = "removed";
+    rows.push_back({std::to_string(g.value("index", 0)), gpu_model(g), g.value("uuid", std::string()),
+                    format_fixed(g.value("memory_mib", 0) / 1024.0, 1) + " GiB",
+                    format_fixed(member(g, "perf_score"), 1), format_fixed(member(g, "quality_ratio"), 2), listed,
+                    format_fixed(member(latest, "temperature_c"), 0), format_fixed(member(latest, "power_w"), 0),
+                    format_fixed(member(latest, "util_gpu_pct"), 0)});
+  }
+  out += "\n" + format_table(
+                    {"GPU", "MODEL", "UUID", "VRAM", "PERF", "QUALITY", "LISTED", "TEMP C", "POWER W", "UTIL %"}, rows);
+  if (member(m, "events").is_array() && !member(m, "events").empty()) {
+    out += "\nRecent events:\n";
+    std::size_t shown = 0;
+    for (const auto& e : member(m, "events")) {
+      if (++shown > 5) break;
+      out += "  " + format_text(member(e, "at")) + "  " + format_text(member(e, "kind")) + "\n";
+    }
+  }
+  return out;
+}
+
+class MachinesShowCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = machines_group(parent)->add_subcommand("show", "one machine: host, GPUs with scores and telemetry");
+    c->add_option("ID", id_, "machine id, as `gpunex machines list` shows it")->required();
+    return c;
+  }
+  int run(Context& ctx) override {
+    nlohmann::json m;
+    if (int rc = get_json(ctx, "/v1/provider/machines/" + url_encode(id_), m); rc != 0) return rc;
+    ctx.print(m, machine_text(m));
+    return 0;
+  }
+
+ private:
+  std::string id_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_machines_list_command() {
+  return std::make_unique<MachinesListCommand>();
+}
+std::unique_ptr<Command> make_machines_show_command() {
+  return std::make_unique<MachinesShowCommand>();
+}
+
+}  // namespace gpunex::cli
