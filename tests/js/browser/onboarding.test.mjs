@@ -124,7 +124,8 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, approval k
     await r.getByRole('link', { name: 'Review', exact: true }).click();
     await r.getByRole('heading', { name: 'Review queue' }).waitFor();
     const row = r.getByRole('table', { name: 'Review queue' }).getByRole('row', { name: /Alice Provider/ });
-    assert.match(await row.textContent(), /6 × .*L40S.*RTX-4090/);
+    // Each model with its own count, as declared (issue #14: the total read as that many of the first model).
+    assert.match(await row.textContent(), /4 × L40S, 2 × RTX-4090/);
     assert.match(await row.textContent(), /of 3 business days/);
     await shot(r, 'review-queue');
     await row.getByRole('link', { name: 'Alice Provider' }).click();
