@@ -7,31 +7,14 @@
 // third press meets the rate limit. Screenshots of each step.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer, until } from '../lib/server.mjs';
+import { BACKEND, BENCH_SERVER_ARGS, TestServer, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
+import { startAgent } from '../lib/agent.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
 
-function startAgent(serverUrl, key, dir, perfFactor) {
-  const file = path.join(dir, 'machine.toml');
-  writeFileSync(file, `[[gpu]]\nmodel = "L40S"\ncount = 1\nperf_factor = ${perfFactor}\n`);
-  const logs = [];
-  const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dir,
-    '--heartbeat-interval', '1', '--simulate', file, '--bench-storage-mib', '32', '--bench-net-mib', '8'],
-  { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout.on('data', (d) => logs.push(d.toString()));
-  proc.stderr.on('data', (d) => logs.push(d.toString()));
-  const exited = new Promise((resolve) => proc.on('exit', resolve));
-  return { logs, stop: () => { if (proc.exitCode === null) proc.kill('SIGTERM'); return exited; } };
-}
-
 test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re-run acknowledged then refused politely`, async () => {
   const server = await new TestServer(BENCH_SERVER_ARGS).start();
-  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-ui-'));
   const email = 'slow-ui@example.com';
   let agent;
   let browser;
@@ -39,7 +22,8 @@ test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re
   const shot = screenshotter(`benchmarks-${BACKEND}`);
   try {
     const { client, key } = await approvedProvider(server, email);
-    agent = startAgent(server.url, key, dir, 0.7);
+    agent = startAgent(server.url, key, { simulate: [{ model: 'L40S', count: 1, perf_factor: 0.7 }],
+      args: ['--bench-storage-mib', '32', '--bench-net-mib', '8'] });
     const id = await until('the machine to register', async () => {
       const r = await client.request('GET', '/v1/provider/machines');
       return r.status === 200 && r.json.items.length === 1 ? r.json.items[0].id : null;

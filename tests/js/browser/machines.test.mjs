@@ -5,27 +5,10 @@
 // configured missed heartbeats have passed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { BIN, BACKEND, TestServer } from '../lib/server.mjs';
+import { BACKEND, TestServer } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
+import { startAgent } from '../lib/agent.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
-
-function startAgent(url, key, dataDir) {
-  const logs = [];
-  const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', url, '--data-dir', dataDir,
-    '--heartbeat-interval', '1', '--simulate', 'L40S:2'],
-  { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout.on('data', (d) => logs.push(d.toString()));
-  proc.stderr.on('data', (d) => logs.push(d.toString()));
-  const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
-  return {
-    logs,
-    async stop() { if (proc.exitCode === null) proc.kill('SIGTERM'); return exited; },
-  };
-}
 
 test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline after it stops`, async () => {
   const server = await new TestServer(['--heartbeat-interval', '1', '--offline-after-missed', '3']).start();
@@ -50,7 +33,7 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     await shot(p, 'no-machines');
 
     const t0 = Date.now();
-    agent = startAgent(server.url, key, mkdtempSync(path.join(tmpdir(), 'gpunex-agent-')));
+    agent = startAgent(server.url, key, { simulate: 'L40S:2' });
     const card = p.locator('section.machine');
     // The page polls every 5 s; no reload needed.
     await card.locator('.machine-status', { hasText: 'Online' }).waitFor({ timeout: 20000 });
