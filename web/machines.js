@@ -1,6 +1,7 @@
 // The machines pages of the dashboard; they register into app.js's `pages`.
 // #/machines: every machine of the provider with its GPUs, live figures and a
-// 24-hour chart per GPU; #/machines/ID: one machine with host facts and events.
+// 24-hour chart per GPU (15-minute averages), all from the one list request;
+// #/machines/ID: one machine with per-minute charts, host facts and events.
 // The page polls the API while it is shown, so Online/Offline follow the agent.
 'use strict';
 
@@ -35,8 +36,9 @@ function machineStatusBadge(status) {
     online ? 'Online' : 'Offline');
 }
 
-// A 24-hour chart of one GPU's per-minute temperature (°C) and utilisation (%), both on a 0–100 scale.
-function gpuChart(gpu, series, nowMs) {
+// A 24-hour chart of one GPU's temperature (°C) and utilisation (%), both on a 0–100 scale, from
+// averages over `stepMinutes` (1 on the machine page, 15 on the list).
+function gpuChart(gpu, series, stepMinutes, nowMs) {
   const W = 720; const H = 180; const L = 40; const R = 12; const T = 14; const B = 26;
   const from = nowMs - 24 * 3600 * 1000;
   const x = (ms) => L + ((ms - from) / (nowMs - from)) * (W - L - R);
@@ -56,12 +58,12 @@ function gpuChart(gpu, series, nowMs) {
   }
   const lines = [['temperature_c_avg', '#d92d20', 'Temperature (°C)'], ['util_gpu_pct_avg', '#0e7c66', 'Utilisation (%)']];
   for (const [key, color] of lines) {
-    // Minutes without data break the line, so an outage shows as a gap.
+    // Steps without data break the line, so an outage shows as a gap.
     let d = ''; let prev = null; const dots = [];
     for (const p of series) {
       const at = new Date(p.at).getTime();
       if (p[key] === null || p[key] === undefined || at < from) { prev = null; continue; }
-      const joined = prev !== null && at - prev <= 2 * 60 * 1000;
+      const joined = prev !== null && at - prev <= 2 * stepMinutes * 60 * 1000;
       d += `${joined ? 'L' : 'M'}${x(at).toFixed(1)},${y(p[key]).toFixed(1)} `;
       if (!joined) dots.push([x(at), y(p[key])]);
       prev = at;
@@ -104,9 +106,13 @@ function gpuTable(m) {
 function machineCard(m, { detail = false } = {}) {
   const hid = `machine-${m.id}-h`;
   const nowMs = Date.now();
+  // The machine page has the per-minute series; the list has 15-minute averages.
+  const telemetry = (g) => (detail ? { step_minutes: 1, points: g.series_24h || [] }
+    : g.overview_24h || { step_minutes: 15, points: [] });
   const charts = m.gpus.filter((g) => g.present !== false).map((g) => el('section', { class: 'gpu-chart-section', 'aria-label': `GPU ${g.index} last 24 hours` },
-    el('h3', {}, `GPU ${g.index} · ${g.model || g.name} — last 24 hours`),
-    gpuChart(g, g.series || [], nowMs)));
+    el('h3', {}, `GPU ${g.index} · ${g.model || g.name} — last 24 hours`,
+      detail ? '' : el('span', { class: 'muted small' }, ` (${telemetry(g).step_minutes}-minute averages)`)),
+    gpuChart(g, telemetry(g).points, telemetry(g).step_minutes, nowMs)));
   const host = m.host && typeof m.host === 'object' ? m.host : null;
   return el('section', { class: 'card machine', 'aria-labelledby': hid, 'data-machine-id': m.id },
     el('div', { class: 'machine-head' },
@@ -134,14 +140,9 @@ async function loadMachines(id) {
     const r = await api('GET', `/v1/provider/machines/${encodeURIComponent(id)}`);
     return r.ok ? { items: [r.data] } : { error: r };
   }
+  // One request: the list carries what the cards show, the charts' 15-minute averages included.
   const list = await apiList('/v1/provider/machines');
-  if (!list.ok) return { error: list };
-  // The detail carries the 24 h series; fall back to the summary if one fails.
-  const items = await Promise.all(list.data.items.map(async (m) => {
-    const d = await api('GET', `/v1/provider/machines/${encodeURIComponent(m.id)}`);
-    return d.ok ? d.data : m;
-  }));
-  return { items };
+  return list.ok ? { items: list.data.items } : { error: list };
 }
 
 function machinesBody(res, id) {
