@@ -857,7 +857,8 @@ let routeSeq = 0;
 async function route() {
   const seq = ++routeSeq;
   const [path] = location.hash.replace(/^#\/?/, '').split('?');
-  const [name, arg] = path.split('/');
+  // #/name/arg/sub: a page, the thing it shows, and a part of it (#/machines/ID/benchmarks, a tab).
+  const [name, ...args] = path.split('/');
   const page = pages[name] || pages.home;
   if (state.user) {
     // Roles change under us (approval makes a provider), and a session can end: ask each time.
@@ -866,7 +867,7 @@ async function route() {
     const n = state.user ? await api('GET', '/v1/notifications') : null;
     state.unread = n && n.ok ? n.data.unread : 0;
   }
-  const nodes = await page(arg ? decodeURIComponent(arg) : undefined);
+  const nodes = await page(...args.map((a) => (a ? decodeURIComponent(a) : undefined)));
   if (seq !== routeSeq) return;  // a newer navigation won
   updateChrome(pages[name] ? name : 'home');
   const flash = state.flash;

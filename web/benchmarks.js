@@ -1,7 +1,8 @@
 // The benchmarks pages of the dashboard; they register into app.js's `pages`.
-// #/benchmarks: per machine and GPU, the latest run against the model's reference
-// (bars), the performance score's history (line chart), the listing state with the
-// delist reason and recommendation, and the rate-limited "Re-run benchmarks" button.
+// #/benchmarks, and each machine's Benchmarks tab (#/machines/ID/benchmarks): per machine
+// and GPU, the latest run against the model's reference (bars), the performance score's
+// history (line chart), the listing state with the delist reason and recommendation,
+// and the rate-limited "Re-run benchmarks" button.
 // The CSP forbids inline styles, so every size is an SVG attribute.
 'use strict';
 
@@ -186,6 +187,12 @@
         : bench.gpus.length === 0 ? el('p', { class: 'muted' }, 'This machine reports no GPUs.')
           : bench.gpus.map((g) => gpuCard(machine, g)));
   }
+
+  // The Benchmarks tab of one machine's page (#/machines/ID/benchmarks, machines.js): the same section.
+  window.machineBenchmarks = async function machineBenchmarks(machine) {
+    const r = await api('GET', `/v1/provider/machines/${encodeURIComponent(machine.id)}/benchmarks`);
+    return machineSection(machine, r.ok ? r.data : null);
+  };
 
   pages.benchmarks = async function benchmarks() {
     document.title = 'Benchmarks — GPUnex';

@@ -1,8 +1,9 @@
 // The machines pages of the dashboard; they register into app.js's `pages`.
 // #/machines: every machine of the provider with its GPUs, live figures and a
 // 24-hour chart per GPU (15-minute averages), all from the one list request;
-// #/machines/ID: one machine with per-minute charts, host facts and events.
-// The page polls the API while it is shown, so Online/Offline follow the agent.
+// #/machines/ID: one machine (Overview tab) with per-minute charts and events;
+// #/machines/ID/benchmarks: its Benchmarks tab (benchmarks.js draws it).
+// The overview pages poll the API while shown, so Online/Offline follow the agent.
 'use strict';
 
 const MACHINES_POLL_MS = 5000;
@@ -163,12 +164,32 @@ function machinesBody(res, id) {
 
 let machinesTimer = null;
 
-pages.machines = async function machines(id) {
+const MACHINE_TABS = [['', 'Overview'], ['benchmarks', 'Benchmarks']];
+
+// The tabs of one machine's page; each is its own address, so a link can open any of them.
+function machineTabs(id, current) {
+  const base = `#/machines/${encodeURIComponent(id)}`;
+  return el('nav', { class: 'tabs', 'aria-label': 'Machine' }, MACHINE_TABS.map(([tab, name]) =>
+    el('a', { href: tab ? `${base}/${tab}` : base, 'aria-current': tab === current ? 'page' : false }, name)));
+}
+
+// #/machines/ID/benchmarks: the machine's benchmark runs, listing state and re-run button.
+async function machineBenchmarksTab(id) {
+  const r = await api('GET', `/v1/provider/machines/${encodeURIComponent(id)}`);
+  if (!r.ok) return notFound(r);
+  document.title = `${r.data.hostname} benchmarks — GPUnex`;
+  return [el('p', {}, el('a', { href: '#/machines' }, '← All machines')), el('h1', {}, `Machine ${r.data.hostname}`),
+    machineTabs(id, 'benchmarks'), await machineBenchmarks(r.data)];
+}
+
+pages.machines = async function machines(id, tab) {
   document.title = id ? 'Machine — GPUnex' : 'Machines — GPUnex';
   if (!state.user) { location.hash = '#/login'; return []; }
   if (!hasRole('provider')) {
     return [el('h1', {}, 'Machines'), el('p', {}, 'Machines are for approved providers. ', el('a', { href: '#/apply' }, 'Apply to Provide GPUs'))];
   }
+  if (id && tab === 'benchmarks') return machineBenchmarksTab(id);
+  if (id && tab) return notFound({ data: { error: { message: `This machine's page has no "${tab}" tab.` } } });
   const res = await loadMachines(id);
   const body = el('div', { class: 'machines', 'aria-live': 'polite', 'aria-busy': 'false' }, machinesBody(res, id).flat());
   if (machinesTimer) clearInterval(machinesTimer);
@@ -180,6 +201,7 @@ pages.machines = async function machines(id) {
   }, MACHINES_POLL_MS);
   const title = id && res.items && res.items[0] ? `Machine ${res.items[0].hostname}` : 'Machines';
   if (id && res.items && res.items[0]) document.title = `${res.items[0].hostname} — GPUnex`;
-  return [id ? el('p', {}, el('a', { href: '#/machines' }, '← All machines')) : '', el('h1', {}, title), body];
+  return [id ? el('p', {}, el('a', { href: '#/machines' }, '← All machines')) : '', el('h1', {}, title),
+    id && res.items && res.items[0] ? machineTabs(id, '') : '', body];
 };
 pages.machine = (id) => { location.hash = `#/machines/${encodeURIComponent(id || '')}`; return []; };

@@ -2,9 +2,9 @@
 // starts `gpunex-agent run --simulate L40S:2`; the page shows the machine Online
 // within 20 s with the Simulated badge, both GPUs with their figures and a 24-hour
 // chart each that draws the heartbeats' telemetry, from one request per refresh
-// (not one more per machine); the machine page's charts draw them too; after the
-// agent stops, the page (which polls) shows Offline once the configured missed
-// heartbeats have passed.
+// (not one more per machine); the machine page's charts draw them too, and its
+// Benchmarks tab has its own address; after the agent stops, the page (which polls)
+// shows Offline once the configured missed heartbeats have passed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer } from '../lib/server.mjs';
@@ -98,7 +98,18 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     await p.getByRole('table', { name: 'Machine events, newest first' }).waitFor();
     // Its per-minute charts draw the heartbeats too.
     for (const c of await chartsDrawn(p)) assert.ok(c.dots >= 2 && c.lines.length === 2 && !c.empty, JSON.stringify(c));
+    const tabs = p.getByRole('navigation', { name: 'Machine' });
+    assert.equal(await tabs.getByRole('link', { name: 'Overview' }).getAttribute('aria-current'), 'page');
     await shot(p, 'machine-detail');
+    // The Benchmarks tab is an address of its own (#/machines/ID/benchmarks), and back.
+    const machineId = await p.locator('section.machine').getAttribute('data-machine-id');
+    await tabs.getByRole('link', { name: 'Benchmarks' }).click();
+    await p.getByRole('button', { name: 'Re-run benchmarks' }).waitFor();
+    assert.equal(await p.evaluate(() => location.hash), `#/machines/${machineId}/benchmarks`);
+    assert.equal(await tabs.getByRole('link', { name: 'Benchmarks' }).getAttribute('aria-current'), 'page');
+    assert.equal(await p.locator('section.machine').count(), 0);
+    await tabs.getByRole('link', { name: 'Overview' }).click();
+    await p.locator('section.machine .machine-status', { hasText: 'Online' }).waitFor();
     await p.getByRole('link', { name: '← All machines' }).click();
     await p.getByRole('heading', { name: 'Machines', level: 1 }).waitFor();
     assert.equal(await p.locator('section.machine').count(), 1, await p.locator('main').innerText());
