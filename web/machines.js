@@ -40,7 +40,7 @@ function machineStatusBadge(status) {
 // A 24-hour chart of one GPU's temperature (°C) and utilisation (%), both on a 0–100 scale, from
 // averages over `stepMinutes` (1 on the machine page, 15 on the list).
 function gpuChart(gpu, series, stepMinutes, nowMs) {
-  const W = 720; const H = 180; const L = 40; const R = 12; const T = 14; const B = 26;
+  const W = narrowScreen() ? 360 : 720; const H = 180; const L = 40; const R = 12; const T = 14; const B = 26;
   const from = nowMs - 24 * 3600 * 1000;
   const x = (ms) => L + ((ms - from) / (nowMs - from)) * (W - L - R);
   const y = (v) => T + (1 - Math.min(100, Math.max(0, v)) / 100) * (H - T - B);
@@ -51,7 +51,9 @@ function gpuChart(gpu, series, stepMinutes, nowMs) {
     svg.append(svgEl('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: '#e4e7ec', 'stroke-width': 1 }),
       svgEl('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#667085' }, String(v)));
   }
-  for (const [h, txt] of [[24, '−24 h'], [18, '−18 h'], [12, '−12 h'], [6, '−6 h'], [0, 'now']]) {
+  const ticks = W < 720 ? [[24, '−24 h'], [12, '−12 h'], [0, 'now']]
+    : [[24, '−24 h'], [18, '−18 h'], [12, '−12 h'], [6, '−6 h'], [0, 'now']];
+  for (const [h, txt] of ticks) {
     const xx = x(nowMs - h * 3600 * 1000);
     svg.append(svgEl('line', { x1: xx, x2: xx, y1: T, y2: H - B, stroke: '#f2f4f7', 'stroke-width': 1 }),
       svgEl('text', { x: xx, y: H - 8, 'text-anchor': h === 0 ? 'end' : h === 24 ? 'start' : 'middle',
@@ -127,13 +129,13 @@ function machineCard(m, { detail = false } = {}) {
       el('dt', {}, 'Agent'), el('dd', {}, m.agent_version || '—'),
       host ? [el('dt', {}, 'Host'), el('dd', {}, `${host.cpu_model || ''} · ${host.cpu_cores || '?'} cores · ${fmtVram(host.ram_mib)} RAM · ${host.os || ''}`)] : '',
       el('dt', {}, 'Machine id'), el('dd', {}, el('code', {}, m.id))),
-    gpuTable(m),
+    scrollBox(gpuTable(m)),
     charts,
     detail && Array.isArray(m.events) && m.events.length ? [el('h3', {}, 'Recent events'),
-      el('table', { class: 'table events' }, el('caption', {}, 'Machine events, newest first'),
+      scrollBox(el('table', { class: 'table events' }, el('caption', {}, 'Machine events, newest first'),
         el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'When'), el('th', { scope: 'col' }, 'Event'))),
         el('tbody', {}, m.events.slice().sort((a, b) => (a.at < b.at ? 1 : -1)).slice(0, 20)
-          .map((e) => el('tr', {}, el('td', {}, fmtTime(e.at)), el('td', {}, e.kind)))))] : '');
+          .map((e) => el('tr', {}, el('td', {}, fmtTime(e.at)), el('td', {}, e.kind))))))] : '');
 }
 
 async function loadMachines(id) {
