@@ -72,6 +72,18 @@ function showError(form, err) {
   }
 }
 
+// Phone-sized screens (style.css's 640 px breakpoint): charts are drawn narrower there, so their
+// text keeps its size instead of being scaled down with the chart.
+const narrowScreen = () => window.matchMedia('(max-width: 640px)').matches;
+
+// A table in a box that scrolls sideways when the table is wider than the screen, so a wide table
+// never widens the page (a phone is 375 px). Focusable and named, so the keyboard can scroll it too.
+function scrollBox(table) {
+  const caption = table.querySelector('caption');
+  const name = table.getAttribute('aria-label') || (caption ? caption.textContent : 'Table');
+  return el('div', { class: 'table-scroll', role: 'region', 'aria-label': name, tabindex: '0' }, table);
+}
+
 function render(...nodes) {
   const main = document.getElementById('main');
   main.replaceChildren(...nodes);
@@ -273,9 +285,9 @@ const pages = {
         'Install it with ', el('code', {}, installCommand()), '.'),
       fresh ? newKeyPanel(fresh) : '',
       errorBox,
-      el('table', { class: 'table', 'aria-label': 'Your API keys' },
+      scrollBox(el('table', { class: 'table', 'aria-label': 'Your API keys' },
         el('thead', {}, el('tr', {}, ['Key', 'Created', 'Last used', 'Status', 'Actions'].map((h) => el('th', { scope: 'col' }, h)))),
-        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 5 }, 'No keys yet.')))),
+        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 5 }, 'No keys yet.'))))),
       el('button', { type: 'button', id: 'create-key', onclick: () => act('POST', '/v1/provider/api-keys') }, 'Create a new API key')];
   },
 
@@ -303,10 +315,10 @@ const pages = {
     return [el('h1', {}, 'Review queue'),
       el('p', { class: 'muted' }, 'Oldest submission first. We promise applicants an answer within 1–3 business days.'),
       tabs,
-      el('table', { class: 'table', 'aria-label': 'Review queue' },
+      scrollBox(el('table', { class: 'table', 'aria-label': 'Review queue' },
         el('thead', {}, el('tr', {}, ['Applicant', 'Company', 'GPUs', 'Suggested tier', 'Submitted', 'Age', 'Due by']
           .map((h) => el('th', { scope: 'col' }, h)))),
-        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 7 }, 'No applications here.'))))];
+        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 7 }, 'No applications here.')))))];
   },
 };
 
@@ -619,11 +631,11 @@ function whoText(app, by) {
 }
 
 function historyTable(app) {
-  return el('table', { class: 'table', 'aria-label': 'History' },
+  return scrollBox(el('table', { class: 'table', 'aria-label': 'History' },
     el('thead', {}, el('tr', {}, ['When', 'Who', 'From', 'To', 'Note'].map((h) => el('th', { scope: 'col' }, h)))),
     el('tbody', {}, app.history.map((h) => el('tr', {},
       el('td', {}, fmtTime(h.at)), el('td', {}, whoText(app, h.by)),
-      el('td', {}, h.from ? statusText(h.from) : '—'), el('td', {}, statusText(h.to)), el('td', {}, h.note)))));
+      el('td', {}, h.from ? statusText(h.from) : '—'), el('td', {}, statusText(h.to)), el('td', {}, h.note))))));
 }
 
 function availabilityText(a) {
@@ -639,7 +651,7 @@ function applicationSummary(app) {
       el('dt', {}, 'UPS'), el('dd', {}, app.ups ? 'Yes' : 'No'),
       el('dt', {}, 'Commitment'), el('dd', {}, `${app.commitment_months} months`),
       el('dt', {}, 'Maintenance'), el('dd', {}, app.maintenance_notes || '—')),
-    el('table', { class: 'table', 'aria-label': 'GPUs' },
+    scrollBox(el('table', { class: 'table', 'aria-label': 'GPUs' },
       el('thead', {}, el('tr', {}, ['Model', 'Count', 'RAM', 'Down / up', 'Availability', 'Location']
         .map((h) => el('th', { scope: 'col' }, h)))),
       el('tbody', {}, app.gpus.map((g) => el('tr', {},
@@ -647,7 +659,7 @@ function applicationSummary(app) {
         el('td', {}, g.count), el('td', {}, `${g.system_ram_gb} GB`),
         el('td', {}, `${g.download_gbps} / ${g.upload_gbps} Gbit/s`),
         el('td', {}, availabilityText(g.availability)),
-        el('td', {}, `${g.location.city}, ${g.location.country} (${g.location.region})`))))),
+        el('td', {}, `${g.location.city}, ${g.location.country} (${g.location.region})`)))))),
   ];
 }
 
@@ -761,7 +773,7 @@ async function reviewDetail(id) {
       el('dt', {}, 'Suggested tier'), el('dd', { id: 'suggested-tier' }, tierBadge(app.suggested_tier)),
       app.tier ? [el('dt', {}, 'Tier'), el('dd', {}, tierBadge(app.tier))] : ''),
     ...applicationSummary(app),
-    el('h2', {}, 'Suggested tier: why'), rules,
+    el('h2', {}, 'Suggested tier: why'), scrollBox(rules),
     el('h2', {}, 'History'), historyTable(app)];
   if (app.status === 'submitted') parts.push(decisionForm(app));
   return parts;
@@ -857,7 +869,8 @@ let routeSeq = 0;
 async function route() {
   const seq = ++routeSeq;
   const [path] = location.hash.replace(/^#\/?/, '').split('?');
-  const [name, arg] = path.split('/');
+  // #/name/arg/sub: a page, the thing it shows, and a part of it (#/machines/ID/benchmarks, a tab).
+  const [name, ...args] = path.split('/');
   const page = pages[name] || pages.home;
   if (state.user) {
     // Roles change under us (approval makes a provider), and a session can end: ask each time.
@@ -866,7 +879,7 @@ async function route() {
     const n = state.user ? await api('GET', '/v1/notifications') : null;
     state.unread = n && n.ok ? n.data.unread : 0;
   }
-  const nodes = await page(arg ? decodeURIComponent(arg) : undefined);
+  const nodes = await page(...args.map((a) => (a ? decodeURIComponent(a) : undefined)));
   if (seq !== routeSeq) return;  // a newer navigation won
   updateChrome(pages[name] ? name : 'home');
   const flash = state.flash;

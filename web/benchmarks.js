@@ -1,7 +1,8 @@
 // The benchmarks pages of the dashboard; they register into app.js's `pages`.
-// #/benchmarks: per machine and GPU, the latest run against the model's reference
-// (bars), the performance score's history (line chart), the listing state with the
-// delist reason and recommendation, and the rate-limited "Re-run benchmarks" button.
+// #/benchmarks, and each machine's Benchmarks tab (#/machines/ID/benchmarks): per machine
+// and GPU, the latest run against the model's reference (bars), the performance score's
+// history (line chart), the listing state with the delist reason and recommendation,
+// and the rate-limited "Re-run benchmarks" button.
 // The CSP forbids inline styles, so every size is an SVG attribute.
 'use strict';
 
@@ -45,7 +46,7 @@
   };
 
   // One row per metric with a reference: measured / reference as a horizontal bar,
-  // the reference drawn as a line at 100%.
+  // the reference drawn as a line at 100%. On a phone each label sits above its bar.
   function barChart(gpu) {
     const latest = gpu.latest;
     const failing = new Set((latest.failures || []).map((f) => f.metric));
@@ -54,7 +55,9 @@
       .filter((r) => r.measured !== null && r.expected !== null && r.expected > 0)
       .map((r) => ({ ...r, ratio: r.measured / r.expected }));
     if (rows.length === 0) return el('p', { class: 'muted' }, 'No figures with a reference in the latest run.');
-    const labelW = 230; const barW = 420; const rowH = 28; const top = 22;
+    const stacked = narrowScreen();
+    const labelW = stacked ? 0 : 230; const barW = stacked ? 260 : 420; const top = 22;
+    const rowH = stacked ? 40 : 28; const barY = stacked ? 18 : 4; const labelY = stacked ? 13 : 17;
     const scale = Math.max(1.25, ...rows.map((r) => r.ratio)) * 1.05;
     const x = (ratio) => labelW + Math.max(0, Math.min(ratio, scale)) / scale * barW;
     const height = top + rows.length * rowH + 6;
@@ -70,10 +73,10 @@
       return svg('g', { 'data-metric': r.key },
         svg('title', {}, `${metricLabel(r.key)}: ${fmtNum(r.measured)} of ${fmtNum(r.expected)} ${metricUnit(r.key)} ` +
           `(ratio ${r.ratio.toFixed(2)})`),
-        svg('text', { x: 0, y: y + 17, class: 'bench-label' }, metricLabel(r.key)),
-        svg('rect', { x: labelW, y: y + 4, width: barW, height: rowH - 10, class: 'bench-track' }),
-        svg('rect', { x: labelW, y: y + 4, width: (x(r.ratio) - labelW).toFixed(1), height: rowH - 10, class: cls }),
-        svg('text', { x: labelW + barW + 8, y: y + 17, class: 'bench-value' }, `${(r.ratio * 100).toFixed(0)}%`));
+        svg('text', { x: 0, y: y + labelY, class: 'bench-label' }, metricLabel(r.key)),
+        svg('rect', { x: labelW, y: y + barY, width: barW, height: 18, class: 'bench-track' }),
+        svg('rect', { x: labelW, y: y + barY, width: (x(r.ratio) - labelW).toFixed(1), height: 18, class: cls }),
+        svg('text', { x: labelW + barW + 8, y: y + barY + 13, class: 'bench-value' }, `${(r.ratio * 100).toFixed(0)}%`));
     }),
     svg('line', { x1: x(1), x2: x(1), y1: top - 2, y2: height - 4, class: 'bench-ref' }));
 
@@ -85,14 +88,14 @@
         el('td', {}, `${fmtNum(r.measured)} ${metricUnit(r.key)}`),
         el('td', {}, `${fmtNum(r.expected)} ${metricUnit(r.key)}`),
         el('td', {}, r.ratio.toFixed(2))))));
-    return el('div', { class: 'bench-latest' }, el('div', { class: 'bench-chart' }, chart), table);
+    return el('div', { class: 'bench-latest' }, el('div', { class: 'bench-chart' }, chart), scrollBox(table));
   }
 
   // The performance score over time, oldest on the left.
   function historyChart(gpu) {
     const pts = (gpu.history || []).filter((h) => num(h.perf_score) !== null).slice().reverse();
     if (pts.length === 0) return el('p', { class: 'muted' }, 'No performance score yet.');
-    const W = 640; const H = 180; const L = 44; const R = 16; const T = 12; const B = 28;
+    const W = narrowScreen() ? 330 : 640; const H = 180; const L = 44; const R = 16; const T = 12; const B = 28;
     const max = Math.max(...pts.map((p) => p.perf_score)) * 1.15 || 1;
     const px = (i) => (pts.length === 1 ? L + (W - L - R) / 2 : L + i * (W - L - R) / (pts.length - 1));
     const py = (v) => T + (1 - v / max) * (H - T - B);
@@ -186,6 +189,12 @@
         : bench.gpus.length === 0 ? el('p', { class: 'muted' }, 'This machine reports no GPUs.')
           : bench.gpus.map((g) => gpuCard(machine, g)));
   }
+
+  // The Benchmarks tab of one machine's page (#/machines/ID/benchmarks, machines.js): the same section.
+  window.machineBenchmarks = async function machineBenchmarks(machine) {
+    const r = await api('GET', `/v1/provider/machines/${encodeURIComponent(machine.id)}/benchmarks`);
+    return machineSection(machine, r.ok ? r.data : null);
+  };
 
   pages.benchmarks = async function benchmarks() {
     document.title = 'Benchmarks — GPUnex';

@@ -1,7 +1,9 @@
 // The machines pages of the dashboard; they register into app.js's `pages`.
 // #/machines: every machine of the provider with its GPUs, live figures and a
-// 24-hour chart per GPU; #/machines/ID: one machine with host facts and events.
-// The page polls the API while it is shown, so Online/Offline follow the agent.
+// 24-hour chart per GPU (15-minute averages), all from the one list request;
+// #/machines/ID: one machine (Overview tab) with per-minute charts and events;
+// #/machines/ID/benchmarks: its Benchmarks tab (benchmarks.js draws it).
+// The overview pages poll the API while shown, so Online/Offline follow the agent.
 'use strict';
 
 const MACHINES_POLL_MS = 5000;
@@ -35,9 +37,10 @@ function machineStatusBadge(status) {
     online ? 'Online' : 'Offline');
 }
 
-// A 24-hour chart of one GPU's per-minute temperature (°C) and utilisation (%), both on a 0–100 scale.
-function gpuChart(gpu, series, nowMs) {
-  const W = 720; const H = 180; const L = 40; const R = 12; const T = 14; const B = 26;
+// A 24-hour chart of one GPU's temperature (°C) and utilisation (%), both on a 0–100 scale, from
+// averages over `stepMinutes` (1 on the machine page, 15 on the list).
+function gpuChart(gpu, series, stepMinutes, nowMs) {
+  const W = narrowScreen() ? 360 : 720; const H = 180; const L = 40; const R = 12; const T = 14; const B = 26;
   const from = nowMs - 24 * 3600 * 1000;
   const x = (ms) => L + ((ms - from) / (nowMs - from)) * (W - L - R);
   const y = (v) => T + (1 - Math.min(100, Math.max(0, v)) / 100) * (H - T - B);
@@ -48,7 +51,9 @@ function gpuChart(gpu, series, nowMs) {
     svg.append(svgEl('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: '#e4e7ec', 'stroke-width': 1 }),
       svgEl('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#667085' }, String(v)));
   }
-  for (const [h, txt] of [[24, '−24 h'], [18, '−18 h'], [12, '−12 h'], [6, '−6 h'], [0, 'now']]) {
+  const ticks = W < 720 ? [[24, '−24 h'], [12, '−12 h'], [0, 'now']]
+    : [[24, '−24 h'], [18, '−18 h'], [12, '−12 h'], [6, '−6 h'], [0, 'now']];
+  for (const [h, txt] of ticks) {
     const xx = x(nowMs - h * 3600 * 1000);
     svg.append(svgEl('line', { x1: xx, x2: xx, y1: T, y2: H - B, stroke: '#f2f4f7', 'stroke-width': 1 }),
       svgEl('text', { x: xx, y: H - 8, 'text-anchor': h === 0 ? 'end' : h === 24 ? 'start' : 'middle',
@@ -56,12 +61,12 @@ function gpuChart(gpu, series, nowMs) {
   }
   const lines = [['temperature_c_avg', '#d92d20', 'Temperature (°C)'], ['util_gpu_pct_avg', '#0e7c66', 'Utilisation (%)']];
   for (const [key, color] of lines) {
-    // Minutes without data break the line, so an outage shows as a gap.
+    // Steps without data break the line, so an outage shows as a gap.
     let d = ''; let prev = null; const dots = [];
     for (const p of series) {
       const at = new Date(p.at).getTime();
       if (p[key] === null || p[key] === undefined || at < from) { prev = null; continue; }
-      const joined = prev !== null && at - prev <= 2 * 60 * 1000;
+      const joined = prev !== null && at - prev <= 2 * stepMinutes * 60 * 1000;
       d += `${joined ? 'L' : 'M'}${x(at).toFixed(1)},${y(p[key]).toFixed(1)} `;
       if (!joined) dots.push([x(at), y(p[key])]);
       prev = at;
@@ -104,9 +109,13 @@ function gpuTable(m) {
 function machineCard(m, { detail = false } = {}) {
   const hid = `machine-${m.id}-h`;
   const nowMs = Date.now();
+  // The machine page has the per-minute series; the list has 15-minute averages.
+  const telemetry = (g) => (detail ? { step_minutes: 1, points: g.series_24h || [] }
+    : g.overview_24h || { step_minutes: 15, points: [] });
   const charts = m.gpus.filter((g) => g.present !== false).map((g) => el('section', { class: 'gpu-chart-section', 'aria-label': `GPU ${g.index} last 24 hours` },
-    el('h3', {}, `GPU ${g.index} · ${g.model || g.name} — last 24 hours`),
-    gpuChart(g, g.series || [], nowMs)));
+    el('h3', {}, `GPU ${g.index} · ${g.model || g.name} — last 24 hours`,
+      detail ? '' : el('span', { class: 'muted small' }, ` (${telemetry(g).step_minutes}-minute averages)`)),
+    gpuChart(g, telemetry(g).points, telemetry(g).step_minutes, nowMs)));
   const host = m.host && typeof m.host === 'object' ? m.host : null;
   return el('section', { class: 'card machine', 'aria-labelledby': hid, 'data-machine-id': m.id },
     el('div', { class: 'machine-head' },
@@ -120,13 +129,13 @@ function machineCard(m, { detail = false } = {}) {
       el('dt', {}, 'Agent'), el('dd', {}, m.agent_version || '—'),
       host ? [el('dt', {}, 'Host'), el('dd', {}, `${host.cpu_model || ''} · ${host.cpu_cores || '?'} cores · ${fmtVram(host.ram_mib)} RAM · ${host.os || ''}`)] : '',
       el('dt', {}, 'Machine id'), el('dd', {}, el('code', {}, m.id))),
-    gpuTable(m),
+    scrollBox(gpuTable(m)),
     charts,
     detail && Array.isArray(m.events) && m.events.length ? [el('h3', {}, 'Recent events'),
-      el('table', { class: 'table events' }, el('caption', {}, 'Machine events, newest first'),
+      scrollBox(el('table', { class: 'table events' }, el('caption', {}, 'Machine events, newest first'),
         el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'When'), el('th', { scope: 'col' }, 'Event'))),
         el('tbody', {}, m.events.slice().sort((a, b) => (a.at < b.at ? 1 : -1)).slice(0, 20)
-          .map((e) => el('tr', {}, el('td', {}, fmtTime(e.at)), el('td', {}, e.kind)))))] : '');
+          .map((e) => el('tr', {}, el('td', {}, fmtTime(e.at)), el('td', {}, e.kind))))))] : '');
 }
 
 async function loadMachines(id) {
@@ -134,14 +143,9 @@ async function loadMachines(id) {
     const r = await api('GET', `/v1/provider/machines/${encodeURIComponent(id)}`);
     return r.ok ? { items: [r.data] } : { error: r };
   }
+  // One request: the list carries what the cards show, the charts' 15-minute averages included.
   const list = await apiList('/v1/provider/machines');
-  if (!list.ok) return { error: list };
-  // The detail carries the 24 h series; fall back to the summary if one fails.
-  const items = await Promise.all(list.data.items.map(async (m) => {
-    const d = await api('GET', `/v1/provider/machines/${encodeURIComponent(m.id)}`);
-    return d.ok ? d.data : m;
-  }));
-  return { items };
+  return list.ok ? { items: list.data.items } : { error: list };
 }
 
 function machinesBody(res, id) {
@@ -162,12 +166,32 @@ function machinesBody(res, id) {
 
 let machinesTimer = null;
 
-pages.machines = async function machines(id) {
+const MACHINE_TABS = [['', 'Overview'], ['benchmarks', 'Benchmarks']];
+
+// The tabs of one machine's page; each is its own address, so a link can open any of them.
+function machineTabs(id, current) {
+  const base = `#/machines/${encodeURIComponent(id)}`;
+  return el('nav', { class: 'tabs', 'aria-label': 'Machine' }, MACHINE_TABS.map(([tab, name]) =>
+    el('a', { href: tab ? `${base}/${tab}` : base, 'aria-current': tab === current ? 'page' : false }, name)));
+}
+
+// #/machines/ID/benchmarks: the machine's benchmark runs, listing state and re-run button.
+async function machineBenchmarksTab(id) {
+  const r = await api('GET', `/v1/provider/machines/${encodeURIComponent(id)}`);
+  if (!r.ok) return notFound(r);
+  document.title = `${r.data.hostname} benchmarks — GPUnex`;
+  return [el('p', {}, el('a', { href: '#/machines' }, '← All machines')), el('h1', {}, `Machine ${r.data.hostname}`),
+    machineTabs(id, 'benchmarks'), await machineBenchmarks(r.data)];
+}
+
+pages.machines = async function machines(id, tab) {
   document.title = id ? 'Machine — GPUnex' : 'Machines — GPUnex';
   if (!state.user) { location.hash = '#/login'; return []; }
   if (!hasRole('provider')) {
     return [el('h1', {}, 'Machines'), el('p', {}, 'Machines are for approved providers. ', el('a', { href: '#/apply' }, 'Apply to Provide GPUs'))];
   }
+  if (id && tab === 'benchmarks') return machineBenchmarksTab(id);
+  if (id && tab) return notFound({ data: { error: { message: `This machine's page has no "${tab}" tab.` } } });
   const res = await loadMachines(id);
   const body = el('div', { class: 'machines', 'aria-live': 'polite', 'aria-busy': 'false' }, machinesBody(res, id).flat());
   if (machinesTimer) clearInterval(machinesTimer);
@@ -179,6 +203,7 @@ pages.machines = async function machines(id) {
   }, MACHINES_POLL_MS);
   const title = id && res.items && res.items[0] ? `Machine ${res.items[0].hostname}` : 'Machines';
   if (id && res.items && res.items[0]) document.title = `${res.items[0].hostname} — GPUnex`;
-  return [id ? el('p', {}, el('a', { href: '#/machines' }, '← All machines')) : '', el('h1', {}, title), body];
+  return [id ? el('p', {}, el('a', { href: '#/machines' }, '← All machines')) : '', el('h1', {}, title),
+    id && res.items && res.items[0] ? machineTabs(id, '') : '', body];
 };
 pages.machine = (id) => { location.hash = `#/machines/${encodeURIComponent(id || '')}`; return []; };

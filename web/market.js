@@ -182,7 +182,8 @@
     const s = r.ok ? r.data : { timezone: 'UTC', always: true, windows: [], maintenance: [] };
     const name = machine.hostname || machine.id;
     const form = el('form', { class: 'card schedule-form', 'aria-label': `Schedule for ${name}` });
-    const preview = el('div', { class: 'grid-preview' });
+    // The 24-column grid is wider than a phone: it scrolls in its own box (scrollBox's attributes; it is redrawn inside).
+    const preview = el('div', { class: 'grid-preview table-scroll', role: 'region', 'aria-label': `Weekly preview for ${name}`, tabindex: '0' });
     const windows = el('div', { class: 'windows' });
     const maint = el('div', { class: 'maintenance' });
     const now = el('p', { class: 'muted schedule-now', role: 'status' });

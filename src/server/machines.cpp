@@ -1,6 +1,7 @@
 #include "server/machines.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/default_schedule.hpp"
@@ -100,8 +101,9 @@ const char* kGpuColumns =
     "LEFT JOIN gpu_listing b ON b.machine_id = g.machine_id AND b.uuid = g.uuid "
     "WHERE g.machine_id = ? ORDER BY g.present DESC, g.idx, g.uuid";
 
+//! What a machine card shows (list and detail): the machine, its host and its GPUs with the latest sample.
 nlohmann::json machine_summary(Tx& tx, const Row& m) {
-  // id, status, last_seen_at, simulated, hostname, created_at, driver, cuda, agent_version
+  // id, status, last_seen_at, simulated, hostname, created_at, driver, cuda, agent_version, host
   nlohmann::json gpus = nlohmann::json::array();
   for (const Row& r : tx.query(kGpuColumns, {m.str(0)})) gpus.push_back(gpu_summary(r));
   return {{"id", m.str(0)},
@@ -113,7 +115,40 @@ nlohmann::json machine_summary(Tx& tx, const Row& m) {
           {"driver_version", m.str(6)},
           {"cuda_version", m.str(7)},
           {"agent_version", m.str(8)},
+          {"host", nlohmann::json::parse(m.str(9), nullptr, false)},
           {"gpus", std::move(gpus)}};
+}
+
+// The list's charts: 96 points a GPU instead of the detail's 1440, since the list page polls every machine.
+constexpr std::int64_t kOverviewStepMinutes = 15;
+
+//! Adds each GPU's last 24 h as 15-minute averages ({step_minutes, points}) to a machine summary,
+//! from one query for the whole machine, so the machines list draws its charts without a request per machine.
+void add_overview_24h(Tx& tx, nlohmann::json& machine, std::int64_t now) {
+  const std::int64_t step = kOverviewStepMinutes * kMinuteMs;
+  const std::int64_t since = minute_of(now) - kDayMs + kMinuteMs;
+  std::map<std::string, nlohmann::json> points;
+  for (const Row& r : tx.query("SELECT uuid, minute - minute % " + std::to_string(step) +
+                                   ", SUM(samples), SUM(errors), SUM(temp_n), SUM(temp_sum), MAX(temp_max), "
+                                   "SUM(power_n), SUM(power_sum), SUM(util_n), SUM(util_sum) FROM telemetry_minute "
+                                   "WHERE machine_id = ? AND minute >= ? GROUP BY 1, 2 ORDER BY 1, 2",
+                               {machine["id"].get<std::string>(), since})) {
+    auto avg = [&](std::size_t n_col, std::size_t sum_col) {
+      return r.i64(n_col) > 0 ? nlohmann::json(r.f64(sum_col) / static_cast<double>(r.i64(n_col))) : nlohmann::json();
+    };
+    points[r.str(0)].push_back({{"at", util::rfc3339(r.i64(1))},
+                                {"samples", r.i64(2)},
+                                {"errors", r.i64(3)},
+                                {"temperature_c_avg", avg(4, 5)},
+                                {"temperature_c_max", r.i64(4) > 0 ? nlohmann::json(r.f64(6)) : nlohmann::json()},
+                                {"power_w_avg", avg(7, 8)},
+                                {"util_gpu_pct_avg", avg(9, 10)}});
+  }
+  for (auto& g : machine["gpus"]) {
+    auto it = points.find(g["uuid"].get<std::string>());
+    g["overview_24h"] = {{"step_minutes", kOverviewStepMinutes},
+                         {"points", it == points.end() ? nlohmann::json::array() : std::move(it->second)}};
+  }
 }
 
 const char* kMachineColumns =
@@ -300,13 +335,18 @@ core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provide
   return reply;
 }
 
-core::Result<nlohmann::json> list_machines(Tx& tx, const std::string& provider_id, const PageParams& page) {
+core::Result<nlohmann::json> list_machines(Tx& tx, const std::string& provider_id, const PageParams& page,
+                                           std::int64_t now) {
   const auto rows =
       tx.query(std::string(kMachineColumns) + "WHERE provider_id = ? ORDER BY created_at, id", {provider_id});
   auto s = page_slice(rows, page, [](const Row& m) { return m.str(0); });
   if (!s) return std::move(s).error();
   nlohmann::json items = nlohmann::json::array();
-  for (std::size_t i = s->begin; i < s->end; ++i) items.push_back(machine_summary(tx, rows[i]));
+  for (std::size_t i = s->begin; i < s->end; ++i) {
+    nlohmann::json m = machine_summary(tx, rows[i]);
+    add_overview_24h(tx, m, now);
+    items.push_back(std::move(m));
+  }
   return nlohmann::json{{"items", std::move(items)}, {"next_cursor", s->next_cursor}};
 }
 
@@ -315,7 +355,6 @@ core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_
   auto m = tx.query_one(std::string(kMachineColumns) + "WHERE id = ? AND provider_id = ?", {machine_id, provider_id});
   if (!m) return machine_not_found(machine_id);
   nlohmann::json out = machine_summary(tx, *m);
-  out["host"] = nlohmann::json::parse(m->str(9), nullptr, false);
   const std::int64_t since = minute_of(now) - kDayMs + kMinuteMs;
   for (auto& g : out["gpus"]) {
     nlohmann::json series = nlohmann::json::array();

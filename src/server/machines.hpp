@@ -34,8 +34,10 @@ core::Result<nlohmann::json> record_heartbeat(store::Tx& tx, const std::string& 
                                               const HeartbeatRequest& req, const MachineSettings& settings,
                                               std::int64_t now_ms);
 
-//! GET /v1/provider/machines: a page of the provider's machines, oldest first, as {items, next_cursor}.
-core::Result<nlohmann::json> list_machines(store::Tx& tx, const std::string& provider_id, const PageParams& page);
+//! GET /v1/provider/machines: a page of the provider's machines, oldest first, as {items, next_cursor}: each
+//! with its host, its GPUs with the latest sample and the last 24 h in 15-minute averages (`overview_24h`).
+core::Result<nlohmann::json> list_machines(store::Tx& tx, const std::string& provider_id, const PageParams& page,
+                                           std::int64_t now_ms);
 //! GET /v1/provider/machines/{id}: the machine, its GPUs with the latest sample and a 24 h per-minute series.
 core::Result<nlohmann::json> machine_detail(store::Tx& tx, const std::string& provider_id,
                                             const std::string& machine_id, std::int64_t now_ms);

@@ -95,11 +95,12 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
 http::Response provider_machines(Ctx& ctx) {
   auto page = page_params(ctx.req);
   if (!page) return http::Response::error(page.error());
+  const auto now = store::now_ms();
   auto out = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         const std::string pid = caller_provider(ctx, tx);
         if (pid.empty()) return not_a_provider();
-        return list_machines(tx, pid, *page);
+        return list_machines(tx, pid, *page, now);
       },
       store::TxMode::read);
   if (!out) return http::Response::error(out.error());

@@ -4,34 +4,18 @@
 // against the reference and the score's history as a chart. "Re-run benchmarks" is
 // acknowledged, and pressing it again is answered politely (a run is in progress, or
 // the rate limit), and once that run is done the history has two points and a
-// third press meets the rate limit. Screenshots of each step.
+// third press meets the rate limit. The delisting notification's link opens the machine's
+// Benchmarks tab with the same verdict (issue 14, item 10). Screenshots of each step.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer, until } from '../lib/server.mjs';
+import { BACKEND, BENCH_SERVER_ARGS, TestServer, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
+import { startAgent } from '../lib/agent.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
 
-function startAgent(serverUrl, key, dir, perfFactor) {
-  const file = path.join(dir, 'machine.toml');
-  writeFileSync(file, `[[gpu]]\nmodel = "L40S"\ncount = 1\nperf_factor = ${perfFactor}\n`);
-  const logs = [];
-  const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dir,
-    '--heartbeat-interval', '1', '--simulate', file, '--bench-storage-mib', '32', '--bench-net-mib', '8'],
-  { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout.on('data', (d) => logs.push(d.toString()));
-  proc.stderr.on('data', (d) => logs.push(d.toString()));
-  const exited = new Promise((resolve) => proc.on('exit', resolve));
-  return { logs, stop: () => { if (proc.exitCode === null) proc.kill('SIGTERM'); return exited; } };
-}
-
 test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re-run acknowledged then refused politely`, async () => {
   const server = await new TestServer(BENCH_SERVER_ARGS).start();
-  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-bench-ui-'));
   const email = 'slow-ui@example.com';
   let agent;
   let browser;
@@ -39,7 +23,8 @@ test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re
   const shot = screenshotter(`benchmarks-${BACKEND}`);
   try {
     const { client, key } = await approvedProvider(server, email);
-    agent = startAgent(server.url, key, dir, 0.7);
+    agent = startAgent(server.url, key, { simulate: [{ model: 'L40S', count: 1, perf_factor: 0.7 }],
+      args: ['--bench-storage-mib', '32', '--bench-net-mib', '8'] });
     const id = await until('the machine to register', async () => {
       const r = await client.request('GET', '/v1/provider/machines');
       return r.status === 200 && r.json.items.length === 1 ? r.json.items[0].id : null;
@@ -59,7 +44,26 @@ test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re
     await p.getByRole('button', { name: 'Log in' }).click();
     await p.getByRole('heading', { name: 'Roles' }).waitFor();
 
-    await p.getByRole('link', { name: 'Benchmarks' }).click();
+    // The delisting notification links to the machine's Benchmarks tab, which shows why.
+    await p.getByRole('link', { name: /^Notifications/ }).click();
+    await p.getByRole('heading', { name: 'Notifications', level: 1 }).waitFor();
+    const note = p.locator('li.notification', { hasText: /delisted: FP16 tensor throughput/ });
+    await note.getByRole('link', { name: 'Open' }).click();
+    await p.waitForFunction((want) => location.hash === want, `#/machines/${id}/benchmarks`);
+    const tabs = p.getByRole('navigation', { name: 'Machine' });
+    assert.equal(await tabs.getByRole('link', { name: 'Benchmarks' }).getAttribute('aria-current'), 'page');
+    assert.equal(await tabs.getByRole('link', { name: 'Overview' }).getAttribute('aria-current'), null);
+    const tabGpu = p.getByRole('region', { name: new RegExp(id) }).getByRole('region', { name: /GPU 0 · L40S/ });
+    await tabGpu.waitFor();
+    assert.equal(await tabGpu.locator('.badge.danger').textContent(), 'Delisted');
+    assert.match(await tabGpu.locator('.bench-reason').textContent(), /FP16 tensor throughput/);
+    await tabGpu.locator('[data-metric="compute.fp16_tensor"] rect.bench-bar.fail').waitFor();
+    await p.getByRole('region', { name: new RegExp(id) }).getByRole('button', { name: 'Re-run benchmarks' }).waitFor();
+    // Not the Overview tab: no telemetry table.
+    assert.equal(await p.locator('table.gpu-table').count(), 0);
+    await shot(p, 'notification-link-benchmarks-tab');
+
+    await p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Benchmarks' }).click();
     await p.getByRole('heading', { name: 'Benchmarks', level: 1 }).waitFor();
     const machine = p.getByRole('region', { name: new RegExp(id) });
     const gpu = machine.getByRole('region', { name: /GPU 0 · L40S/ });

@@ -1,30 +1,24 @@
 // Browser: the Machines page follows a real simulated agent. An approved provider
 // starts `gpunex-agent run --simulate L40S:2`; the page shows the machine Online
 // within 20 s with the Simulated badge, both GPUs with their figures and a 24-hour
-// chart each; after the agent stops, the page (which polls) shows Offline once the
-// configured missed heartbeats have passed.
+// chart each that draws the heartbeats' telemetry, from one request per refresh
+// (not one more per machine); the machine page's charts draw them too, and its
+// Benchmarks tab has its own address; after the agent stops, the page (which polls)
+// shows Offline once the configured missed heartbeats have passed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { BIN, BACKEND, TestServer } from '../lib/server.mjs';
+import { BACKEND, TestServer } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
+import { startAgent } from '../lib/agent.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
-function startAgent(url, key, dataDir) {
-  const logs = [];
-  const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', url, '--data-dir', dataDir,
-    '--heartbeat-interval', '1', '--simulate', 'L40S:2'],
-  { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout.on('data', (d) => logs.push(d.toString()));
-  proc.stderr.on('data', (d) => logs.push(d.toString()));
-  const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
-  return {
-    logs,
-    async stop() { if (proc.exitCode === null) proc.kill('SIGTERM'); return exited; },
-  };
+// What a GPU chart draws: its points (a dot starts each run of joined points) and the line's length.
+async function chartsDrawn(page) {
+  return page.$$eval('svg.gpu-chart', (svgs) => svgs.map((svg) => ({
+    dots: svg.querySelectorAll('circle').length,
+    lines: [...svg.querySelectorAll('path[data-series]')].map((path) => path.getAttribute('data-series')),
+    empty: /No telemetry/.test(svg.closest('figure').textContent),
+  })));
 }
 
 test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline after it stops`, async () => {
@@ -38,6 +32,11 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     const { key } = await approvedProvider(server, email);
     const p = await browser.newPage();
     p.on('pageerror', (e) => errors.push(e.message));
+    const apiCalls = [];
+    p.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.pathname.startsWith('/v1/')) apiCalls.push(`${r.method()} ${u.pathname}`);
+    });
     await p.goto(`${server.url}/#/login`);
     await p.getByLabel('E-mail').fill(email);
     await p.getByLabel('Password').fill('correct-horse-battery');
@@ -53,7 +52,7 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     await shot(p, 'no-machines');
 
     const t0 = Date.now();
-    agent = startAgent(server.url, key, mkdtempSync(path.join(tmpdir(), 'gpunex-agent-')));
+    agent = startAgent(server.url, key, { simulate: 'L40S:2' });
     const card = p.locator('section.machine');
     // The page polls every 5 s; no reload needed.
     await card.locator('.machine-status', { hasText: 'Online' }).waitFor({ timeout: 20000 });
@@ -73,6 +72,24 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
       .every((td) => /°C/.test(td.textContent)), null, { timeout: 15000 });
     assert.match(await p.locator('.last-seen').first().innerText(), /ago/);
     assert.equal(await p.getByRole('img', { name: /temperature and utilisation over the last 24 hours/ }).count(), 2);
+    // The charts draw the telemetry the heartbeats brought, not "No telemetry".
+    await p.waitForFunction(() => [...document.querySelectorAll('svg.gpu-chart')]
+      .every((svg) => svg.querySelectorAll('circle').length > 0), null, { timeout: 15000 });
+    for (const c of await chartsDrawn(p)) {
+      assert.deepEqual(c.lines, ['temperature_c_avg', 'util_gpu_pct_avg'], JSON.stringify(c));
+      assert.ok(c.dots >= 2 && !c.empty, JSON.stringify(c));
+    }
+    // One request per refresh: the list answers what the cards show (no request per machine).
+    // Counted from one refresh's redraw to the next, so no request of an earlier refresh is still under way.
+    const nextRefresh = async () => {
+      const before = await p.locator('#machines-summary').textContent();
+      await p.waitForFunction((t) => document.getElementById('machines-summary')?.textContent !== t, before,
+        { timeout: 15000 });
+    };
+    await nextRefresh();
+    apiCalls.length = 0;
+    await nextRefresh();
+    assert.deepEqual(apiCalls, ['GET /v1/provider/machines']);
     await shot(p, 'online');
 
     // The detail page: the same machine with events.
@@ -82,7 +99,20 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     assert.equal(await p.locator('section.machine').count(), 1, await p.locator('main').innerText());
     await p.locator('.machine-status', { hasText: 'Online' }).waitFor();
     await p.getByRole('table', { name: 'Machine events, newest first' }).waitFor();
+    // Its per-minute charts draw the heartbeats too.
+    for (const c of await chartsDrawn(p)) assert.ok(c.dots >= 2 && c.lines.length === 2 && !c.empty, JSON.stringify(c));
+    const tabs = p.getByRole('navigation', { name: 'Machine' });
+    assert.equal(await tabs.getByRole('link', { name: 'Overview' }).getAttribute('aria-current'), 'page');
     await shot(p, 'machine-detail');
+    // The Benchmarks tab is an address of its own (#/machines/ID/benchmarks), and back.
+    const machineId = await p.locator('section.machine').getAttribute('data-machine-id');
+    await tabs.getByRole('link', { name: 'Benchmarks' }).click();
+    await p.getByRole('button', { name: 'Re-run benchmarks' }).waitFor();
+    assert.equal(await p.evaluate(() => location.hash), `#/machines/${machineId}/benchmarks`);
+    assert.equal(await tabs.getByRole('link', { name: 'Benchmarks' }).getAttribute('aria-current'), 'page');
+    assert.equal(await p.locator('section.machine').count(), 0);
+    await tabs.getByRole('link', { name: 'Overview' }).click();
+    await p.locator('section.machine .machine-status', { hasText: 'Online' }).waitFor();
     await p.getByRole('link', { name: '← All machines' }).click();
     await p.getByRole('heading', { name: 'Machines', level: 1 }).waitFor();
     assert.equal(await p.locator('section.machine').count(), 1, await p.locator('main').innerText());

@@ -1,0 +1,32 @@
+// The real gpunex-agent on simulated GPUs, reporting to a TestServer every second, for the
+// browser tests that need a machine with telemetry and benchmark results.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BIN } from './server.mjs';
+
+// `simulate` is a SPEC as --simulate takes it ('L40S:2'), or a list of GPU entries
+// ([{ model: 'L40S', count: 1, perf_factor: 0.7 }]) written as a machine description file.
+// `args` are more agent flags (e.g. smaller storage and network benchmarks).
+// stop() ends the agent with SIGTERM and answers its exit code.
+export function startAgent(serverUrl, key, { simulate = 'L40S:1', args = [] } = {}) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-agent-'));
+  let spec = simulate;
+  if (Array.isArray(simulate)) {
+    spec = path.join(dir, 'machine.toml');
+    writeFileSync(spec, simulate.map((g) => `[[gpu]]\n${Object.entries(g)
+      .map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join('\n')}\n`).join('\n'));
+  }
+  const logs = [];
+  const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dir,
+    '--heartbeat-interval', '1', '--simulate', spec, ...args],
+  { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout.on('data', (d) => logs.push(d.toString()));
+  proc.stderr.on('data', (d) => logs.push(d.toString()));
+  const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
+  return {
+    logs,
+    stop() { if (proc.exitCode === null) proc.kill('SIGTERM'); return exited; },
+  };
+}
