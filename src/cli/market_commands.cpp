@@ -24,20 +24,11 @@ int request_and_print(Context& ctx, const std::string& method, const std::string
   return 0;
 }
 
-//! The group subcommand ("price", "schedule", "market") under `parent`, made on first use.
-CLI::App* group(CLI::App& parent, const std::string& name, const std::string& description) {
-  auto found = parent.get_subcommands([&](CLI::App* a) { return a->get_name() == name; });
-  if (!found.empty()) return found.front();
-  auto* g = parent.add_subcommand(name, description);
-  g->require_subcommand(1);
-  return g;
-}
-
 CLI::App* price_group(CLI::App& parent) {
-  return group(parent, "price", "your rates per GPU model (USDC per GPU-hour)");
+  return command_group(parent, "price", "your rates per GPU model (USDC per GPU-hour)");
 }
 CLI::App* schedule_group(CLI::App& parent) {
-  return group(parent, "schedule", "a machine's availability schedule and maintenance windows");
+  return command_group(parent, "schedule", "a machine's availability schedule and maintenance windows");
 }
 
 class PriceSetCommand : public Command {

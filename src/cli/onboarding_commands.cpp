@@ -13,15 +13,6 @@ namespace gpunex::cli {
 
 namespace {
 
-//! The group subcommand ("review", "keys") under `parent`, made on first use.
-CLI::App* group(CLI::App& parent, const std::string& name, const std::string& description) {
-  auto found = parent.get_subcommands([&](CLI::App* a) { return a->get_name() == name; });
-  if (!found.empty()) return found.front();
-  auto* g = parent.add_subcommand(name, description);
-  g->require_subcommand(1);
-  return g;
-}
-
 nlohmann::json toml_to_json(const toml::node& n) {
   if (const auto* t = n.as_table()) {
     nlohmann::json j = nlohmann::json::object();
@@ -171,7 +162,7 @@ class ApplyCommand : public Command {
 class ApplicationStatusCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    auto* c = group(parent, "application", "your provider application")
+    auto* c = command_group(parent, "application", "your provider application")
                   ->add_subcommand("status", "show your application: status, expected review date, history");
     c->add_option("id", id_, "application id (default: your latest)");
     return c;
@@ -197,7 +188,7 @@ class ApplicationStatusCommand : public Command {
 class ReviewListCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    auto* c = group(parent, "review", "review provider applications (reviewers)")
+    auto* c = command_group(parent, "review", "review provider applications (reviewers)")
                   ->add_subcommand("list", "the review queue, oldest submission first");
     c->add_option("--status", status_, "draft, submitted, needs_info, approved or rejected")->default_val("submitted");
     return c;
@@ -227,7 +218,7 @@ class ReviewListCommand : public Command {
 class ReviewShowCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    auto* c = group(parent, "review", "review provider applications (reviewers)")
+    auto* c = command_group(parent, "review", "review provider applications (reviewers)")
                   ->add_subcommand("show", "one application with its suggested tier and the reason for each rule");
     c->add_option("id", id_, "application id")->required();
     return c;
@@ -251,7 +242,7 @@ class ReviewDecideCommand : public Command {
 
   CLI::App* add_to(CLI::App& parent) override {
     const bool approve = decision_ == "approve";
-    auto* c = group(parent, "review", "review provider applications (reviewers)")
+    auto* c = command_group(parent, "review", "review provider applications (reviewers)")
                   ->add_subcommand(verb_, approve                 ? "approve an application with a tier"
                                           : decision_ == "reject" ? "reject an application (a note is required)"
                                                                   : "send an application back for more information");
@@ -334,7 +325,7 @@ class ReviewDecideCommand : public Command {
 class KeysListCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    return group(parent, "keys", "provider API keys")->add_subcommand("list", "your API keys (by prefix)");
+    return command_group(parent, "keys", "provider API keys")->add_subcommand("list", "your API keys (by prefix)");
   }
   int run(Context& ctx) override {
     nlohmann::json k;
@@ -354,7 +345,7 @@ class KeysListCommand : public Command {
 class KeysRotateCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    auto* c = group(parent, "keys", "provider API keys")
+    auto* c = command_group(parent, "keys", "provider API keys")
                   ->add_subcommand("rotate", "create a new API key (shown once), optionally revoking an old one");
     c->add_option("--revoke", revoke_, "id of the key to revoke in the same step");
     return c;
@@ -380,7 +371,7 @@ class KeysRotateCommand : public Command {
 class KeysRevokeCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    auto* c = group(parent, "keys", "provider API keys")->add_subcommand("revoke", "revoke an API key at once");
+    auto* c = command_group(parent, "keys", "provider API keys")->add_subcommand("revoke", "revoke an API key at once");
     c->add_option("id", id_, "key id")->required();
     return c;
   }
