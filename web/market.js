@@ -313,7 +313,10 @@
       form.querySelector('.form-error').textContent = '';
       const items = r.data.items || [];
       results.replaceChildren(el('p', { class: 'muted', id: 'offer-count' }, `${r.data.total ?? items.length} offer${(r.data.total ?? items.length) === 1 ? '' : 's'} available now`),
-        items.length ? el('ul', { class: 'offer-list', 'aria-label': 'Offers' }, items.map(offerCard)) : el('p', { class: 'empty' }, 'No offers match.'));
+        items.length ? el('ul', { class: 'offer-list', 'aria-label': 'Offers' }, items.map(offerCard)) : el('p', { class: 'empty' }, 'No offers match.'),
+        // A model filter that named no catalog model: say which models exist.
+        r.data.known_models ? el('p', { class: 'muted', id: 'known-models' },
+          `No GPU model is called "${q.get('model')}". Models: ${r.data.known_models.map((m) => m.id).join(', ')}.`) : '');
     };
     form.addEventListener('submit', (ev) => { ev.preventDefault(); search(); });
     form.querySelector('[name="sort"]').addEventListener('change', search);

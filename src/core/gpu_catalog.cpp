@@ -183,6 +183,17 @@ const GpuModel* match_nvml_name(std::string_view nvml_name, const std::vector<Gp
   return nullptr;
 }
 
+bool model_filter_matches(std::string_view filter, const GpuModel& m) {
+  const auto want = gpu_name_words(filter);
+  if (want.empty()) return false;
+  const auto contains = [&](std::string_view name) {
+    const auto have = gpu_name_words(name);
+    return std::all_of(want.begin(), want.end(),
+                       [&](const std::string& w) { return std::find(have.begin(), have.end(), w) != have.end(); });
+  };
+  return contains(m.id) || contains(m.name) || (!m.nvml_name_pattern.empty() && contains(m.nvml_name_pattern));
+}
+
 nlohmann::json to_json(const GpuModel& m) {
   nlohmann::json j = {{"id", m.id},
                       {"name", m.name},

@@ -59,6 +59,13 @@ std::vector<std::string> gpu_name_words(std::string_view name);
 //! wins over a name match, then catalog order; nullptr when none.
 const GpuModel* match_nvml_name(std::string_view nvml_name, const std::vector<GpuModel>& catalog);
 
+//! Whether a customer's model filter names model `m`: each of the filter's words (gpu_name_words)
+//! is a word of m's id, of its display name or of its NVML name (all in one of them). So "rtx 4090",
+//! "RTX4090", "4090" and "NVIDIA GeForce RTX 4090" name the RTX-4090; "A100" names every A100 and
+//! "A100 80GB" the two 80 GB ones; "L4" names the L4 but not the L40S. A filter without words
+//! ("", "NVIDIA") names nothing.
+bool model_filter_matches(std::string_view filter, const GpuModel& m);
+
 //! The API shape: {id, name, nvml_name_pattern, vram_gib, <figures or null>, builtin}.
 nlohmann::json to_json(const GpuModel& m);
 //! Reads a reviewer's new model ({id, name, vram_gib, figures...}); errors name fields under `path`.

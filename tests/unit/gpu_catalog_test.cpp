@@ -197,3 +197,34 @@ TEST(GpuNames, Words) {
   EXPECT_EQ(core::gpu_name_words("H100 NVIDIA"), (W{"h", "100", "nvidia"}));  // only a leading brand goes
   EXPECT_TRUE(core::gpu_name_words(" - ").empty());
 }
+
+// Issue 14 item 17: the marketplace's model filter, name by name.
+TEST(ModelFilter, NamesTheModelACustomerMeans) {
+  const auto models_for = [](std::string_view filter) {
+    std::vector<std::string> ids;
+    for (const auto& m : core::builtin_catalog()) {
+      if (core::model_filter_matches(filter, m)) ids.push_back(m.id);
+    }
+    return ids;
+  };
+  using Ids = std::vector<std::string>;
+  for (const char* f : {"RTX-4090", "rtx 4090", "RTX4090", "4090", "rtx-4090", "NVIDIA GeForce RTX 4090",
+                        "geforce rtx 4090", " RTX 4090 "}) {
+    EXPECT_EQ(models_for(f), Ids{"RTX-4090"}) << f;
+  }
+  EXPECT_EQ(models_for("L40S"), Ids{"L40S"});
+  EXPECT_EQ(models_for("l40s"), Ids{"L40S"});
+  EXPECT_EQ(models_for("L4"), Ids{"L4"});  // not the L40S
+  EXPECT_EQ(models_for("H100"), (Ids{"H100-SXM", "H100-PCIE"}));
+  EXPECT_EQ(models_for("h100 sxm"), Ids{"H100-SXM"});
+  EXPECT_EQ(models_for("NVIDIA H100 80GB HBM3"), Ids{"H100-SXM"});
+  EXPECT_EQ(models_for("A100"), (Ids{"A100-SXM-80GB", "A100-PCIE-40GB", "A100-PCIE-80GB"}));
+  EXPECT_EQ(models_for("a100 80gb"), (Ids{"A100-SXM-80GB", "A100-PCIE-80GB"}));
+  EXPECT_EQ(models_for("80GB A100"), (Ids{"A100-SXM-80GB", "A100-PCIE-80GB"}));
+  EXPECT_EQ(models_for("A6000"), Ids{"RTX-A6000"});
+  EXPECT_EQ(models_for("H200"), Ids{"H200"});
+  EXPECT_EQ(models_for("RTX 5090"), Ids{});
+  EXPECT_EQ(models_for("409"), Ids{});  // words, not characters
+  EXPECT_EQ(models_for("NVIDIA"), Ids{});
+  EXPECT_EQ(models_for(""), Ids{});
+}
