@@ -59,7 +59,8 @@
       ? el('p', { class: 'recommendation' }, 'Recommended ', el('strong', {}, money(rec.data.recommended)),
         ` (band ${money(rec.data.p25)} – ${money(rec.data.p75)}, ${rec.data.basis} basis, region ${rec.data.region})`,
         ' ', el('button', { type: 'button', class: 'ghost', onclick: () => { form.querySelector('input').value = Number(rec.data.recommended).toFixed(2); } }, 'Use'))
-      : el('p', { class: 'muted recommendation' }, 'No recommendation available.');
+      : el('p', { class: 'muted recommendation' },
+        rec.data && rec.data.error && rec.data.error.code === 'no_price_basis' ? rec.data.error.message : 'No recommendation available.');
     const form = el('form', { class: 'card price-form', 'aria-label': `Price for ${model}` },
       el('h3', {}, model), input, recNode, status,
       el('div', { class: 'form-error', role: 'alert' }),

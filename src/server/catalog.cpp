@@ -83,4 +83,9 @@ core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string
   return core::ok_status();
 }
 
+std::optional<core::MicroUsdc> reference_price(store::Tx& tx, const std::string& model) {
+  if (auto r = tx.query_one("SELECT usdc_micro FROM gpu_reference_prices WHERE model = ?", {model})) return r->i64(0);
+  return std::nullopt;
+}
+
 }  // namespace gpunex::server

@@ -103,13 +103,21 @@ Response recommendation(Ctx& ctx) {
         if (!find_model(tx, *model))
           return Error::make(ErrorCode::unprocessable, "model: \"" + *model + "\" is not in the GPU catalog", "model")
               .with_code("unknown_model");
+        const auto now = store::now_ms();
         // Without ?region=, the provider's own region for this model.
-        const std::string region = region_param && !region_param->empty()
-                                       ? *region_param
-                                       : market_profile(tx, *p, *model, store::now_ms()).region;
-        const auto rec = core::recommend_price(recommendation_input(tx, *model, region), ctx.config().recommendation);
+        const std::string region =
+            region_param && !region_param->empty() ? *region_param : market_profile(tx, *p, *model, now).region;
+        const auto& config = ctx.config().recommendation;
+        const auto rec = core::recommend_price(recommendation_input(tx, *model, region, now, config), config);
         if (!rec)
-          return Error::make(ErrorCode::not_found, "no listings and no reference price for this model")
+          return Error::make(ErrorCode::not_found,
+                             "no price to recommend for " + *model + ": fewer than " +
+                                 std::to_string(config.min_listings) + " providers listed it in the last " +
+                                 std::to_string(config.window_days) +
+                                 " days and the catalog has no reference price for it. Set your own rate (the "
+                                 "Pricing page, or PUT /v1/provider/prices/" + *model +
+                                 "); recommendations start once enough providers list the model.",
+                             "model")
               .with_code("no_price_basis");
         return nlohmann::json{{"model", *model},
                               {"region", region},
@@ -118,6 +126,7 @@ Response recommendation(Ctx& ctx) {
                               {"p75", core::format_usdc(rec->p75)},
                               {"basis", core::basis_name(rec->basis)},
                               {"listings", rec->listings},
+                              {"window_days", config.window_days},
                               {"median", core::format_usdc(rec->median)}};
       },
       store::TxMode::read);
