@@ -22,7 +22,8 @@ std::optional<core::GpuModel> find_model(store::Tx& tx, const std::string& id);
 core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string& added_by, const std::string& field);
 
 //! A model's catalog reference price (gpu_reference_prices: the built-in models' come with
-//! migration 5): the price recommendation's last basis.
+//! migration 5, an added model's from the reviewer): the price recommendation's last basis.
+void set_reference_price(store::Tx& tx, const std::string& model, core::MicroUsdc price, std::int64_t now_ms);
 std::optional<core::MicroUsdc> reference_price(store::Tx& tx, const std::string& model);
 
 }  // namespace gpunex::server
