@@ -805,7 +805,10 @@ function decisionForm(app) {
       num('bf16_tensor_tflops', 'BF16 tensor TFLOP/s'),
       num('fp8_tensor_tflops', 'FP8 tensor TFLOP/s')),
     el('div', { class: 'row three' },
-      num('tdp_w', 'Board power (TDP) W', 1)));
+      num('tdp_w', 'Board power (TDP) W', 1),
+      bound('add_model.reference_usdc_per_gpu_hour', 'Reference price, USDC per GPU-hour (optional)', d.model,
+        'reference_usdc_per_gpu_hour', { inputmode: 'decimal', placeholder: 'e.g. 1.20',
+          hint: 'Recommended to its providers until enough of them list it; without one they set their own.' })));
   // Several different unlisted models: the reviewer says which one this catalog entry is for.
   const others = [...new Set(app.gpus.filter((g) => g.model === 'other').map((g) => g.model_other))];
   if (others.length > 1) {
@@ -843,7 +846,7 @@ function decisionForm(app) {
       body.tier = d.tier;
       if (d.addModel) {
         // Every field filled in, as typed: the server checks each and names the one at fault.
-        const text = ['id', 'name', 'nvml_name_pattern', 'compute_capability', 'model_other'];
+        const text = ['id', 'name', 'nvml_name_pattern', 'compute_capability', 'model_other', 'reference_usdc_per_gpu_hour'];
         body.add_model = Object.fromEntries(Object.entries(d.model).filter(([, v]) => v !== '')
           .map(([k, v]) => [k, text.includes(k) ? v : Number(v)]));
       }

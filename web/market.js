@@ -59,7 +59,8 @@
       ? el('p', { class: 'recommendation' }, 'Recommended ', el('strong', {}, money(rec.data.recommended)),
         ` (band ${money(rec.data.p25)} – ${money(rec.data.p75)}, ${rec.data.basis} basis, region ${rec.data.region})`,
         ' ', el('button', { type: 'button', class: 'ghost', onclick: () => { form.querySelector('input').value = Number(rec.data.recommended).toFixed(2); } }, 'Use'))
-      : el('p', { class: 'muted recommendation' }, 'No recommendation available.');
+      : el('p', { class: 'muted recommendation' },
+        rec.data && rec.data.error && rec.data.error.code === 'no_price_basis' ? rec.data.error.message : 'No recommendation available.');
     const form = el('form', { class: 'card price-form', 'aria-label': `Price for ${model}` },
       el('h3', {}, model), input, recNode, status,
       el('div', { class: 'form-error', role: 'alert' }),
@@ -313,7 +314,10 @@
       form.querySelector('.form-error').textContent = '';
       const items = r.data.items || [];
       results.replaceChildren(el('p', { class: 'muted', id: 'offer-count' }, `${r.data.total ?? items.length} offer${(r.data.total ?? items.length) === 1 ? '' : 's'} available now`),
-        items.length ? el('ul', { class: 'offer-list', 'aria-label': 'Offers' }, items.map(offerCard)) : el('p', { class: 'empty' }, 'No offers match.'));
+        items.length ? el('ul', { class: 'offer-list', 'aria-label': 'Offers' }, items.map(offerCard)) : el('p', { class: 'empty' }, 'No offers match.'),
+        // A model filter that named no catalog model: say which models exist.
+        r.data.known_models ? el('p', { class: 'muted', id: 'known-models' },
+          `No GPU model is called "${q.get('model')}". Models: ${r.data.known_models.map((m) => m.id).join(', ')}.`) : '');
     };
     form.addEventListener('submit', (ev) => { ev.preventDefault(); search(); });
     form.querySelector('[name="sort"]').addEventListener('change', search);

@@ -7,6 +7,12 @@ namespace gpunex::cli {
 namespace {
 
 std::string offers_text(const nlohmann::json& j) {
+  if (member(j, "known_models").is_array()) {
+    // The model filter named no catalog model: say which exist.
+    std::string ids;
+    for (const auto& m : member(j, "known_models")) ids += (ids.empty() ? "" : ", ") + format_text(member(m, "id"));
+    return "no offers: no GPU model matches the model filter; models: " + ids;
+  }
   if (member(j, "items").empty()) return "no offers match";
   std::vector<std::vector<std::string>> rows;
   for (const auto& o : member(j, "items")) {
@@ -34,7 +40,8 @@ class OffersSearchCommand : public Command {
     auto* g = command_group(parent, "offers", "the marketplace: GPUs for rent now");
     g->alias("market");  // the verb's earlier name
     auto* c = g->add_subcommand("search", "offers visible now (GET /v1/marketplace/offers), best ranked first");
-    c->add_option("--model", model_, "catalog id, e.g. H100-SXM")->type_name("MODEL");
+    c->add_option("--model", model_, "a model as you would write it: H100-SXM, \"rtx 4090\", 4090, A100")
+        ->type_name("MODEL");
     c->add_option("--region", region_, "region, e.g. eu-west")->type_name("REGION");
     c->add_option("--min-vram-gb", min_vram_gb_, "least VRAM per GPU, GB")->type_name("GB");
     c->add_option("--max-price", max_price_, "most USDC per GPU-hour, e.g. 1.50")->type_name("USDC");

@@ -305,6 +305,8 @@ class ReviewDecideCommand : public Command {
     c.add_option_function<int>(
         "--add-model-pcie-gen", [this](const int& v) { model_["pcie_gen"] = v; }, "its PCIe generation");
     text("--add-model-compute-capability", "compute_capability", "its CUDA compute capability, e.g. 12.0");
+    text("--add-model-reference-price", "reference_usdc_per_gpu_hour",
+         "its reference rate in USDC per GPU-hour, e.g. 1.20: the price recommendation until providers list it");
   }
 
   static std::string figure_help(const std::string& key) {

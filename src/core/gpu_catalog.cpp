@@ -1,6 +1,8 @@
 #include "core/gpu_catalog.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <cmath>
 #include <map>
 
@@ -138,6 +140,58 @@ const std::vector<GpuModel>& builtin_catalog() {
     return parsed ? std::move(*parsed) : std::vector<GpuModel>{};
   }();
   return list;
+}
+
+std::vector<std::string> gpu_name_words(std::string_view name) {
+  enum class Kind { other, letter, digit };
+  const auto kind = [](char c) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return Kind::letter;
+    if (c >= '0' && c <= '9') return Kind::digit;
+    return Kind::other;
+  };
+  std::vector<std::string> words;
+  Kind last = Kind::other;
+  for (const char c : name) {
+    const Kind k = kind(c);
+    if (k == Kind::other) {
+      last = k;
+      continue;
+    }
+    if (k != last) words.emplace_back();
+    words.back().push_back(k == Kind::letter ? static_cast<char>(c | 0x20) : c);  // ASCII lower case
+    last = k;
+  }
+  static constexpr std::string_view kBrands[] = {"nvidia", "geforce", "tesla", "quadro"};
+  std::size_t brands = 0;
+  while (brands < words.size() &&
+         std::find(std::begin(kBrands), std::end(kBrands), words[brands]) != std::end(kBrands)) {
+    ++brands;
+  }
+  words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(brands));
+  return words;
+}
+
+const GpuModel* match_nvml_name(std::string_view nvml_name, const std::vector<GpuModel>& catalog) {
+  const auto words = gpu_name_words(nvml_name);
+  if (words.empty()) return nullptr;
+  for (const auto& m : catalog) {
+    if (!m.nvml_name_pattern.empty() && gpu_name_words(m.nvml_name_pattern) == words) return &m;
+  }
+  for (const auto& m : catalog) {
+    if (gpu_name_words(m.name) == words) return &m;
+  }
+  return nullptr;
+}
+
+bool model_filter_matches(std::string_view filter, const GpuModel& m) {
+  const auto want = gpu_name_words(filter);
+  if (want.empty()) return false;
+  const auto contains = [&](std::string_view name) {
+    const auto have = gpu_name_words(name);
+    return std::all_of(want.begin(), want.end(),
+                       [&](const std::string& w) { return std::find(have.begin(), have.end(), w) != have.end(); });
+  };
+  return contains(m.id) || contains(m.name) || (!m.nvml_name_pattern.empty() && contains(m.nvml_name_pattern));
 }
 
 nlohmann::json to_json(const GpuModel& m) {

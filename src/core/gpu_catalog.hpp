@@ -46,6 +46,26 @@ std::string_view builtin_catalog_tsv();
 //! The built-in catalog, parsed once (the embedded data is checked by a unit test).
 const std::vector<GpuModel>& builtin_catalog();
 
+//! A GPU name reduced to words for comparison: lower case; every character other than a letter or
+//! a digit separates words, and so does a change between letters and digits ("A100-SXM4-80GB" →
+//! a 100 sxm 4 80 gb, "RTX4090" → rtx 4090); leading brand words (NVIDIA, GeForce, Tesla, Quadro)
+//! are dropped, as drivers add or leave them out ("GeForce RTX 3090" on older drivers).
+std::vector<std::string> gpu_name_words(std::string_view name);
+
+//! The catalog model of a GPU by the name NVML reports: the model whose nvml_name_pattern, else
+//! whose display name, has the same words (gpu_name_words). The words must all match, so that a
+//! different card with a similar name ("NVIDIA H200 NVL", "NVIDIA A100-SXM4-40GB", "NVIDIA GeForce
+//! RTX 4090 D") stays unknown rather than taking a model it would fail against. A pattern match
+//! wins over a name match, then catalog order; nullptr when none.
+const GpuModel* match_nvml_name(std::string_view nvml_name, const std::vector<GpuModel>& catalog);
+
+//! Whether a customer's model filter names model `m`: each of the filter's words (gpu_name_words)
+//! is a word of m's id, of its display name or of its NVML name (all in one of them). So "rtx 4090",
+//! "RTX4090", "4090" and "NVIDIA GeForce RTX 4090" name the RTX-4090; "A100" names every A100 and
+//! "A100 80GB" the two 80 GB ones; "L4" names the L4 but not the L40S. A filter without words
+//! ("", "NVIDIA") names nothing.
+bool model_filter_matches(std::string_view filter, const GpuModel& m);
+
 //! The API shape: {id, name, nvml_name_pattern, vram_gib, <figures or null>, builtin}.
 nlohmann::json to_json(const GpuModel& m);
 //! Reads a reviewer's new model ({id, name, vram_gib, figures...}); errors name fields under `path`.

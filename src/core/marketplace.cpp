@@ -85,7 +85,7 @@ OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, std::s
   for (const std::uint32_t i : orders_[static_cast<std::size_t>(f.sort)]) {
     const Entry& e = entries_[i];
     const OfferCandidate& c = *e.candidate;
-    if (f.model && c.model != *f.model) continue;
+    if (f.models && std::find(f.models->begin(), f.models->end(), c.model) == f.models->end()) continue;
     if (f.region && c.region != *f.region) continue;
     if (f.min_vram_gb && c.vram_gib < *f.min_vram_gb) continue;
     if (f.max_price && c.price > *f.max_price) continue;

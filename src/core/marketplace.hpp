@@ -45,7 +45,8 @@ enum class OfferSort { rank, price, perf };
 std::optional<OfferSort> parse_offer_sort(std::string_view s);
 
 struct OfferFilter {
-  std::optional<std::string> model;
+  //! Catalog ids (a customer's model filter, resolved by core::model_filter_matches); empty: none.
+  std::optional<std::vector<std::string>> models;
   std::optional<std::string> region;
   std::optional<double> min_vram_gb;
   std::optional<MicroUsdc> max_price;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace gpunex::core {
 
@@ -27,6 +28,24 @@ MicroUsdc median_of(const std::vector<MicroUsdc>& sorted) {
   const MicroUsdc a = sorted[n / 2 - 1];
   const MicroUsdc b = sorted[n / 2];
   return a + (b - a) / 2;
+}
+
+RecommendationInput listing_markets(const std::vector<ListingSighting>& sightings, std::string_view region,
+                                    std::int64_t now_ms, const RecommendationConfig& config) {
+  constexpr std::int64_t kDayMs = 86'400'000;
+  const std::int64_t since = now_ms - std::int64_t{config.window_days} * kDayMs;
+  std::map<std::string_view, const ListingSighting*> latest;  // by provider
+  for (const auto& s : sightings) {
+    if (!s.last_active_ms || *s.last_active_ms < since) continue;
+    auto& slot = latest[s.provider_id];
+    if (!slot || s.price_seq > slot->price_seq) slot = &s;
+  }
+  RecommendationInput in;
+  for (const auto& [provider, s] : latest) {
+    in.global.prices.push_back(s->price);
+    if (s->region == region) in.regional.prices.push_back(s->price);
+  }
+  return in;
 }
 
 std::optional<Recommendation> recommend_price(const RecommendationInput& in, const RecommendationConfig& config) {

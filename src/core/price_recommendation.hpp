@@ -5,6 +5,11 @@
 // percentile. With fewer than min_listings prices in the region it uses all
 // regions, then the catalog reference price, and says which it used.
 //
+// A listing is one provider's price for the model. It is active while the
+// provider has a listed GPU of the model on an online machine; a price set
+// with no such GPU is no listing. The window counts a listing seen active at
+// any time in the last window_days before now, at its latest such price.
+//
 // Percentiles are nearest-rank: the p-th percentile of n sorted prices is the
 // ceil(p/100·n)-th smallest, so it is always a price somebody listed. The
 // median is the middle price, or the mean of the two middle ones (rounded
@@ -12,7 +17,9 @@
 // a double, and the product is rounded to the nearest micro-USDC.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -25,6 +32,8 @@ struct RecommendationConfig {
   std::size_t min_listings = 3;
   double target_utilisation = 0.7;
   double utilisation_slope = 0.5;
+  //! Listings seen active within this many days before now count.
+  int window_days = 7;
 };
 
 enum class PriceBasis { regional, global, catalog };
@@ -52,6 +61,23 @@ struct Recommendation {
   MicroUsdc median = 0;
   double utilisation_factor = 1.0;
 };
+
+//! One provider's listing of a model as the store saw it.
+struct ListingSighting {
+  std::string provider_id;
+  std::string region;     // where the provider was when it set this price
+  MicroUsdc price = 0;
+  std::int64_t price_seq = 0;  // the provider's price sequence for the model: a later price replaces an earlier one
+  //! The last time the listing was active at this price (epoch ms); nullopt when it never was
+  //! (priced, but no listed GPU of the model on an online machine).
+  std::optional<std::int64_t> last_active_ms;
+};
+
+//! The listing prices DESIGN §4 takes at `now_ms`: of listings active within config.window_days
+//! before it, one price per provider (its latest price seen active), in `region` (regional) and in
+//! all regions (global). Utilisation is left unknown and the catalog price unset.
+RecommendationInput listing_markets(const std::vector<ListingSighting>& sightings, std::string_view region,
+                                    std::int64_t now_ms, const RecommendationConfig& config = {});
 
 //! Nearest-rank percentile (0 < p ≤ 100) of prices; `sorted` must be ascending and non-empty.
 MicroUsdc percentile_nearest_rank(const std::vector<MicroUsdc>& sorted, double p);

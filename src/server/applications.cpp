@@ -289,6 +289,7 @@ core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, 
         return std::move(n).error();
       }
       if (auto s = add_model(tx, *d.add_model, reviewer.id, "add_model.id"); !s) return std::move(s).error();
+      if (d.add_model_reference_price) set_reference_price(tx, d.add_model->id, *d.add_model_reference_price, now);
       tx.exec("UPDATE applications SET form = ? WHERE id = ?", {core::to_json(app.form).dump(), app.id});
     }
     const std::string tier_s(core::tier_name(*tier));

@@ -12,6 +12,7 @@
 
 #include "core/application.hpp"
 #include "core/gpu_catalog.hpp"
+#include "core/money.hpp"
 #include "core/result.hpp"
 #include "server/accounts.hpp"
 #include "store/store.hpp"
@@ -72,6 +73,9 @@ struct Decision {
   std::string note;
   std::optional<core::GpuModel> add_model;
   std::string add_model_for;  // add_model.model_other: the "other" entries it replaces ("" when only one kind)
+  //! add_model.reference_usdc_per_gpu_hour: the added model's catalog reference price, the price
+  //! recommendation's basis until enough providers list it.
+  std::optional<core::MicroUsdc> add_model_reference_price;
 };
 //! What an approval hands out once.
 struct DecisionResult {

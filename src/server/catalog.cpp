@@ -83,4 +83,15 @@ core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string
   return core::ok_status();
 }
 
+void set_reference_price(store::Tx& tx, const std::string& model, core::MicroUsdc price, std::int64_t now_ms) {
+  tx.exec("INSERT INTO gpu_reference_prices (model, usdc_micro, updated_at) VALUES (?, ?, ?) "
+          "ON CONFLICT (model) DO UPDATE SET usdc_micro = excluded.usdc_micro, updated_at = excluded.updated_at",
+          {model, price, now_ms});
+}
+
+std::optional<core::MicroUsdc> reference_price(store::Tx& tx, const std::string& model) {
+  if (auto r = tx.query_one("SELECT usdc_micro FROM gpu_reference_prices WHERE model = ?", {model})) return r->i64(0);
+  return std::nullopt;
+}
+
 }  // namespace gpunex::server

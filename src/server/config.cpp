@@ -327,6 +327,11 @@ const std::vector<ConfigKey>& config_keys() {
         "listings a region (then all regions) needs before the catalog price is used",
         [](Config& c, std::int64_t v) { c.recommendation.min_listings = static_cast<std::size_t>(v); },
         [](const Config& c) { return static_cast<std::int64_t>(c.recommendation.min_listings); }, 1, 1000));
+    k.push_back(integer_key(
+        "price_recommendation_window_days",
+        "days back the recommendation counts a listing that was active (priced, listed, online)",
+        [](Config& c, std::int64_t v) { c.recommendation.window_days = static_cast<int>(v); },
+        [](const Config& c) { return std::int64_t{c.recommendation.window_days}; }, 1, 90));
     return k;
   }();
   return keys;

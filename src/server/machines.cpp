@@ -5,7 +5,9 @@
 #include <set>
 
 #include "core/default_schedule.hpp"
+#include "core/gpu_catalog.hpp"
 #include "server/applications.hpp"
+#include "server/catalog.hpp"
 #include "server/market.hpp"
 #include "server/providers.hpp"
 #include "util/crypto.hpp"
@@ -38,14 +40,15 @@ void add_event(Tx& tx, const std::string& machine_id, std::int64_t at, const std
           {util::new_id("mev"), machine_id, at, kind, detail.dump(), seq ? store::Value(*seq) : store::Value(nullptr)});
 }
 
-//! The catalog id of a GPU: the agent's (simulated GPUs know theirs), else matched by NVML name.
+//! The catalog id of a GPU: the agent's (simulated GPUs know theirs), else matched by NVML name
+//! (core::match_nvml_name: case, spacing and the "NVIDIA" prefix aside, built-in models first).
+//! None: the GPU stays an unknown model, its NVML name kept in machine_gpus.name.
 std::optional<std::string> catalog_model(Tx& tx, const AgentGpu& g) {
   if (g.model) {
     if (auto r = tx.query_one("SELECT id FROM gpu_models WHERE id = ?", {*g.model})) return r->str(0);
   }
-  if (auto r = tx.query_one("SELECT id FROM gpu_models WHERE nvml_name_pattern = ? ORDER BY id", {g.name})) {
-    return r->str(0);
-  }
+  const auto catalog = list_models(tx);
+  if (const auto* m = core::match_nvml_name(g.name, catalog)) return m->id;
   return std::nullopt;
 }
 

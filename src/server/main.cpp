@@ -16,6 +16,7 @@
 #include "server/catalog.hpp"
 #include "server/config.hpp"
 #include "server/mail/mailer.hpp"
+#include "server/market.hpp"
 #include "server/providers.hpp"
 #include "server/workers/machines_worker.hpp"
 #include "server/benchmarks.hpp"
@@ -100,6 +101,13 @@ int serve(server::Config cfg) {
     });
   });
 
+  // Listing activity for the price recommendation's window: which listings are active, every few
+  // minutes; kept 90 days (the longest window price_recommendation_window_days allows).
+  server::workers::Worker listings_worker(app->store(), "listings", std::chrono::minutes(5), [&] {
+    app->store().transact(
+        [&](store::Tx& tx) { return server::record_listing_activity(tx, store::now_ms(), /*keep_days=*/90); });
+  });
+
   http::ServerOptions so;
   so.host = cfg.host();
   so.port = cfg.port();
@@ -127,6 +135,7 @@ int serve(server::Config cfg) {
   benchmarks_worker.start();
   key_reveals_worker.start();
   idempotency_worker.start();
+  listings_worker.start();
   std::string scheme = so.tls ? "https" : "http";
   util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", so.tls.has_value()}});
   if (!cfg.port_file.empty()) {
@@ -147,6 +156,7 @@ int serve(server::Config cfg) {
   benchmarks_worker.stop();
   key_reveals_worker.stop();
   idempotency_worker.stop();
+  listings_worker.stop();
   util::log_event("info", "stopped");
   return 0;
 }

@@ -99,16 +99,60 @@ std::vector<PriceRow> price_history(store::Tx& tx, const std::string& provider_i
   return out;
 }
 
-core::RecommendationInput recommendation_input(store::Tx& tx, const std::string& model, const std::string& region) {
-  core::RecommendationInput in;
-  for (const auto& r : tx.query("SELECT usdc_micro, region FROM provider_current_prices WHERE model = ?", {model})) {
-    in.global.prices.push_back(r.i64(0));
-    if (r.str(1) == region) in.regional.prices.push_back(r.i64(0));
+namespace {
+
+// A provider's price for a model is an active listing while one of its online machines has a
+// present, listed GPU of the model: the same GPUs offer_candidates offers (schedules aside: a
+// machine outside its window is still in the market over a week).
+constexpr const char* kActiveListing =
+    "EXISTS (SELECT 1 FROM machines m JOIN machine_gpus g ON g.machine_id = m.id "
+    "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
+    "WHERE m.provider_id = cp.provider_id AND m.status = 'online' AND g.present = 1 AND g.model = cp.model "
+    "AND l.listed = 1)";
+
+}  // namespace
+
+std::vector<core::ListingSighting> listing_sightings(store::Tx& tx, const std::string& model, std::int64_t now_ms,
+                                                     std::int64_t since_ms) {
+  std::vector<core::ListingSighting> out;
+  for (const auto& r : tx.query(std::string("SELECT cp.provider_id, cp.region, cp.usdc_micro, cp.seq, CASE WHEN ") +
+                                    kActiveListing + " THEN 1 ELSE 0 END FROM provider_current_prices cp "
+                                    "WHERE cp.model = ? ORDER BY cp.provider_id",
+                                {model})) {
+    out.push_back(core::ListingSighting{r.str(0), r.str(1), r.i64(2), r.i64(3),
+                                        r.i64(4) != 0 ? std::optional<std::int64_t>(now_ms) : std::nullopt});
   }
-  if (auto r = tx.query_one("SELECT usdc_micro FROM gpu_reference_prices WHERE model = ?", {model})) {
-    in.catalog_price = r->i64(0);
+  for (const auto& r : tx.query("SELECT provider_id, region, usdc_micro, price_seq, last_active_at "
+                                "FROM listing_activity WHERE model = ? AND last_active_at >= ? "
+                                "ORDER BY provider_id, price_seq",
+                                {model, since_ms})) {
+    out.push_back(core::ListingSighting{r.str(0), r.str(1), r.i64(2), r.i64(3), r.i64(4)});
   }
+  return out;
+}
+
+core::RecommendationInput recommendation_input(store::Tx& tx, const std::string& model, const std::string& region,
+                                               std::int64_t now_ms, const core::RecommendationConfig& config) {
+  constexpr std::int64_t kDayMs = 86'400'000;
+  const std::int64_t since = now_ms - std::int64_t{config.window_days} * kDayMs;
+  auto in = core::listing_markets(listing_sightings(tx, model, now_ms, since), region, now_ms, config);
+  in.catalog_price = reference_price(tx, model);
   return in;
+}
+
+std::size_t record_listing_activity(store::Tx& tx, std::int64_t now_ms, int keep_days) {
+  constexpr std::int64_t kDayMs = 86'400'000;
+  const auto seen = tx.exec(std::string("INSERT INTO listing_activity (provider_id, model, price_seq, usdc_micro, "
+                                        "region, first_active_at, last_active_at) "
+                                        "SELECT cp.provider_id, cp.model, cp.seq, cp.usdc_micro, cp.region, ?, ? "
+                                        "FROM provider_current_prices cp WHERE ") +
+                                kActiveListing +
+                                " ON CONFLICT (provider_id, model, price_seq) DO UPDATE SET "
+                                "last_active_at = excluded.last_active_at "
+                                "WHERE excluded.last_active_at > listing_activity.last_active_at",
+                            {now_ms, now_ms});
+  tx.exec("DELETE FROM listing_activity WHERE last_active_at < ?", {now_ms - std::int64_t{keep_days} * kDayMs});
+  return static_cast<std::size_t>(seen);
 }
 
 std::optional<std::string> machine_owner(store::Tx& tx, const std::string& machine_id) {

@@ -59,9 +59,20 @@ struct MarketProfile {
 //! application's GPU entry whose location is used, falling back to the first entry.
 MarketProfile market_profile(store::Tx& tx, const Provider& p, const std::string& model, std::int64_t now_ms);
 
-//! The recommendation's market for (model, region): each provider's current price counts as one
-//! active listing (until rentals exist, utilisation is unknown: the factor is neutral).
-core::RecommendationInput recommendation_input(store::Tx& tx, const std::string& model, const std::string& region);
+//! Every provider's listing of `model` as far as the store knows it: its current price, active
+//! now or not (a listed, present GPU of the model on an online machine), and each earlier or
+//! current price last seen active within `since_ms` (listing_activity).
+std::vector<core::ListingSighting> listing_sightings(store::Tx& tx, const std::string& model, std::int64_t now_ms,
+                                                     std::int64_t since_ms);
+//! The recommendation's market for (model, region) at `now_ms` (core::listing_markets over
+//! listing_sightings) and the model's reference price. Until rentals exist, utilisation is
+//! unknown: the factor is neutral.
+core::RecommendationInput recommendation_input(store::Tx& tx, const std::string& model, const std::string& region,
+                                               std::int64_t now_ms, const core::RecommendationConfig& config = {});
+//! The listings worker's round: every listing active now is recorded as seen at `now_ms`
+//! (listing_activity), and rows last seen more than `keep_days` ago are deleted. Returns the
+//! rows written.
+std::size_t record_listing_activity(store::Tx& tx, std::int64_t now_ms, int keep_days);
 
 //! The provider that owns a machine, if the machine exists.
 std::optional<std::string> machine_owner(store::Tx& tx, const std::string& machine_id);

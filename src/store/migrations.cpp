@@ -404,6 +404,24 @@ CREATE TABLE api_key_reveals (
 );
 CREATE INDEX api_key_reveals_expiry ON api_key_reveals (expires_at);
 )sql"},
+      // The price recommendation's 7-day window (issue 14 item 8): when each listing (a provider's
+      // price for a model) was last seen active, i.e. priced with a listed GPU of the model on an
+      // online machine; one row per price, refreshed by the listings worker (server/market.hpp).
+      {8, "market: listing activity for the price recommendation's window",
+       R"sql(
+CREATE TABLE listing_activity (
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  model TEXT NOT NULL REFERENCES gpu_models(id),
+  price_seq BIGINT NOT NULL,
+  usdc_micro BIGINT NOT NULL,
+  region TEXT NOT NULL,
+  first_active_at BIGINT NOT NULL,
+  last_active_at BIGINT NOT NULL,
+  PRIMARY KEY (provider_id, model, price_seq)
+);
+CREATE INDEX listing_activity_recent ON listing_activity (model, last_active_at);
+CREATE INDEX listing_activity_age ON listing_activity (last_active_at);
+)sql"},
   };
   return list;
 }

@@ -54,8 +54,9 @@ TEST_F(MarketStore, PriceChangesKeepTheHistory) {
     ASSERT_EQ(history.size(), 2u);
     EXPECT_EQ(history[1].usdc_micro, 900'000);
     EXPECT_EQ(history[1].started_at_ms, 1000);
-    auto in = server::recommendation_input(tx, "L40S", "");
-    EXPECT_EQ(in.global.prices, std::vector<core::MicroUsdc>{1'100'000});  // one listing per provider
+    // Priced, but with no listed GPU on an online machine: no listing (the catalog price remains).
+    auto in = server::recommendation_input(tx, "L40S", "", 4000);
+    EXPECT_TRUE(in.global.prices.empty());
     EXPECT_EQ(in.catalog_price, 900'000);
   });
 }
@@ -218,4 +219,85 @@ TEST_F(MarketStore, OfferCacheAnswersFromThePreviousBookWhileASlowReloadRuns) {
   EXPECT_EQ(price(), 500'000);
   EXPECT_EQ(loads, 2);  // the first book and one reload
   EXPECT_EQ(reloads, 1);  // the one in the background, observed
+}
+
+namespace {
+
+// A provider p<n> in `region` with one machine m<n> holding one L40S, listed or not, online or not.
+void add_provider_with_gpu(store::Tx& tx, int n, const std::string& region, bool online, bool listed) {
+  const std::string id = std::to_string(n);
+  if (n != 1) {
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES (?, ?, 'P', 'x', 0)",
+            {"u" + id, "p" + id + "@x"});
+    tx.exec("INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
+            "VALUES (?, ?, 'approved', '{}', 0, 0)",
+            {"a" + id, "u" + id});
+    tx.exec("INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES (?, ?, ?, 'community', 0)",
+            {"p" + id, "u" + id, "a" + id});
+  }
+  tx.exec("INSERT INTO provider_market_profiles (provider_id, city, country, region, commitment_months, updated_at) "
+          "VALUES (?, 'C', 'DE', ?, 3, 0)",
+          {"p" + id, region});
+  tx.exec("INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, last_seq) "
+          "VALUES (?, ?, ?, 'h', '{}', 1, '0.1.0', 1, ?, '550', '12.4', 0, 0, 0, 0)",
+          {"m" + id, "p" + id, "f" + id, std::string(online ? "online" : "offline")});
+  tx.exec("INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, first_seen_at, "
+          "updated_at) VALUES (?, 'GPU-0', 0, 'NVIDIA L40S', 'L40S', 46068, '{}', 1, 0, 0)",
+          {"m" + id});
+  tx.exec("INSERT INTO gpu_listing (machine_id, uuid, listed, perf_score, quality_ratio, updated_at) "
+          "VALUES (?, 'GPU-0', ?, 30, 1, 0)",
+          {"m" + id, std::int64_t{listed ? 1 : 0}});
+}
+
+void set_status(store::Tx& tx, int n, const char* status) {
+  tx.exec("UPDATE machines SET status = ? WHERE id = ?", {std::string(status), "m" + std::to_string(n)});
+}
+
+}  // namespace
+
+// Issue 14 item 8: the recommendation's market is the active listings of the last 7 days: a price
+// whose provider has no listed GPU on an online machine is none, a listing that ended two days ago
+// still counts, one that ended eight days ago no longer does.
+TEST_F(MarketStore, RecommendationCountsListingsActiveInTheLastSevenDays) {
+  constexpr std::int64_t kDay = 86'400'000;
+  const std::int64_t now = store::now_ms();
+  const auto provider = [](int n) { return server::Provider{"p" + std::to_string(n), "u", "a", "community", 0}; };
+  store_->transact([&](store::Tx& tx) {
+    add_provider_with_gpu(tx, 1, "eu", true, true);    // active throughout
+    add_provider_with_gpu(tx, 2, "eu", true, false);   // online, but its GPU is delisted
+    add_provider_with_gpu(tx, 3, "eu", false, true);   // active until two days ago
+    add_provider_with_gpu(tx, 4, "eu", false, true);   // active until eight days ago
+    add_provider_with_gpu(tx, 5, "us", false, true);   // never online
+    ASSERT_TRUE(server::set_price(tx, provider(1), "L40S", 1'000'000, "u", now - 20 * kDay));
+    ASSERT_TRUE(server::set_price(tx, provider(2), "L40S", 100'000, "u", now - 20 * kDay));
+    ASSERT_TRUE(server::set_price(tx, provider(3), "L40S", 1'200'000, "u", now - 20 * kDay));
+    ASSERT_TRUE(server::set_price(tx, provider(4), "L40S", 9'000'000, "u", now - 20 * kDay));
+    ASSERT_TRUE(server::set_price(tx, provider(5), "L40S", 50'000, "u", now - 20 * kDay));
+
+    set_status(tx, 4, "online");
+    EXPECT_EQ(server::record_listing_activity(tx, now - 8 * kDay, 90), 2u);  // p1, p4
+    set_status(tx, 4, "offline");
+    set_status(tx, 3, "online");
+    EXPECT_EQ(server::record_listing_activity(tx, now - 2 * kDay, 90), 2u);  // p1, p3
+    set_status(tx, 3, "offline");
+  });
+  store_->transact([&](store::Tx& tx) {
+    auto in = server::recommendation_input(tx, "L40S", "eu", now);
+    EXPECT_EQ(in.regional.prices, (std::vector<core::MicroUsdc>{1'000'000, 1'200'000}));
+    EXPECT_EQ(in.global.prices, (std::vector<core::MicroUsdc>{1'000'000, 1'200'000}));
+    // A week later p3's listing has left the window too.
+    in = server::recommendation_input(tx, "L40S", "eu", now + 6 * kDay);
+    EXPECT_EQ(in.regional.prices, std::vector<core::MicroUsdc>{1'000'000});
+
+    // A repriced listing counts once, at the new price.
+    ASSERT_TRUE(server::set_price(tx, provider(1), "L40S", 1'100'000, "u", now));
+    in = server::recommendation_input(tx, "L40S", "eu", now);
+    EXPECT_EQ(in.regional.prices, (std::vector<core::MicroUsdc>{1'100'000, 1'200'000}));
+
+    // Rows past the kept days go; p4's last sighting was eight days ago.
+    server::record_listing_activity(tx, now, 7);
+    EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM listing_activity WHERE provider_id = 'p4'")->i64(0), 0);
+    EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM listing_activity WHERE provider_id = 'p3'")->i64(0), 1);
+  });
 }

@@ -117,7 +117,7 @@ TEST(Marketplace, FiltersAndSorts) {
   g.tier = Tier::enterprise;
   EXPECT_EQ(ids(assemble_offers(all, now, g)), (std::vector<std::string>{"m-h100"}));
   OfferFilter m;
-  m.model = "L4";
+  m.models = std::vector<std::string>{"L4"};
   EXPECT_EQ(ids(assemble_offers(all, now, m)), (std::vector<std::string>{"m-l4"}));
   EXPECT_EQ(parse_offer_sort("perf"), OfferSort::perf);
   EXPECT_EQ(parse_offer_sort("cheapest"), std::nullopt);
@@ -204,7 +204,7 @@ TEST(Marketplace, ABookServesSearchesAsAssembleOffersDoes) {
     all.push_back(std::move(c));
   }
   std::vector<OfferFilter> filters(5);
-  filters[1].model = "L40S";
+  filters[1].models = std::vector<std::string>{"L40S"};
   filters[1].sort = OfferSort::price;
   filters[2].region = "us-east";
   filters[2].sort = OfferSort::perf;
@@ -243,4 +243,20 @@ TEST(Marketplace, ABookServesSearchesAsAssembleOffersDoes) {
   }
   EXPECT_LT(rebuilt, 7 * 24 * 60 / 53);  // not rebuilt for every search
   EXPECT_GT(rebuilt, 7);                 // but at each window's change
+}
+
+// Issue 14 item 17: a model filter resolves to catalog ids (core::model_filter_matches); the book
+// keeps the offers of any of them, and a filter that named no model keeps none.
+TEST(Marketplace, ModelFilterKeepsTheModelsItNamed) {
+  std::vector<OfferCandidate> c = {candidate("m-1", "A100-SXM-80GB", 1'500'000, 30),
+                                   candidate("m-2", "A100-PCIE-80GB", 1'400'000, 28),
+                                   candidate("m-3", "L40S", 900'000, 25)};
+  OfferFilter f;
+  f.models = std::vector<std::string>{"A100-SXM-80GB", "A100-PCIE-80GB"};
+  f.sort = OfferSort::price;
+  EXPECT_EQ(ids(assemble_offers(c, utc("2026-01-05T12:00:00Z"), f)), (std::vector<std::string>{"m-2", "m-1"}));
+  f.models = std::vector<std::string>{};
+  EXPECT_TRUE(assemble_offers(c, utc("2026-01-05T12:00:00Z"), f).empty());
+  f.models.reset();
+  EXPECT_EQ(assemble_offers(c, utc("2026-01-05T12:00:00Z"), f).size(), 3u);
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 using namespace gpunex::core;  // NOLINT: test file
 
 namespace {
@@ -101,4 +103,77 @@ TEST(Recommendation, MinimumListingsIsConfigurable) {
   EXPECT_EQ(recommend_price(in)->basis, PriceBasis::global);
   in.regional.prices = {usdc(4), usdc(4), usdc(5)};  // exactly the minimum
   EXPECT_EQ(recommend_price(in)->basis, PriceBasis::regional);
+}
+
+// Issue 14 item 8: the recommendation reads active listing prices over the last 7 days only.
+namespace {
+
+constexpr std::int64_t kHour = 3'600'000;
+constexpr std::int64_t kDay = 24 * kHour;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+ListingSighting seen(std::string provider, std::string region, double price, std::optional<std::int64_t> active,
+                     std::int64_t seq = 1) {
+  return ListingSighting{std::move(provider), std::move(region), usdc(price), seq, active};
+}
+
+}  // namespace
+
+TEST(ListingMarkets, OnlyListingsActiveInTheLastSevenDaysCount) {
+  const auto now = now_ms();
+  const std::vector<ListingSighting> s = {
+      seen("p1", "eu", 1.00, now),                  // active now
+      seen("p2", "eu", 1.20, now - 2 * kDay),       // ended two days ago: still in the window
+      seen("p3", "eu", 1.40, now - 7 * kDay + kHour),  // just inside
+      seen("p4", "eu", 9.00, now - 8 * kDay),       // ended eight days ago
+      seen("p5", "eu", 0.10, std::nullopt),         // priced, but never a listed GPU on an online machine
+      seen("p6", "us", 2.00, now - kHour),
+  };
+  const auto in = listing_markets(s, "eu", now);
+  EXPECT_EQ(in.regional.prices, (std::vector<MicroUsdc>{usdc(1.00), usdc(1.20), usdc(1.40)}));
+  EXPECT_EQ(in.global.prices, (std::vector<MicroUsdc>{usdc(1.00), usdc(1.20), usdc(1.40), usdc(2.00)}));
+  EXPECT_FALSE(in.regional.utilisation);
+  EXPECT_FALSE(in.catalog_price);
+
+  // The 8-day-old and the never-active prices would have moved the recommendation.
+  auto r = recommend_price(in);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->basis, PriceBasis::regional);
+  EXPECT_EQ(r->recommended, usdc(1.20));
+  EXPECT_EQ(r->listings, 3u);
+
+  // A shorter window (operator configuration) drops the two-day-old listing too.
+  RecommendationConfig one_day;
+  one_day.window_days = 1;
+  EXPECT_EQ(listing_markets(s, "eu", now, one_day).regional.prices,
+            (std::vector<MicroUsdc>{usdc(1.00)}));
+}
+
+TEST(ListingMarkets, OneListingPerProviderAtItsLatestActivePrice) {
+  const auto now = now_ms();
+  const std::vector<ListingSighting> s = {
+      seen("p1", "eu", 1.00, now - 3 * kDay, 1),
+      seen("p1", "eu", 1.50, now, 2),           // the same listing, repriced: replaces 1.00
+      seen("p2", "eu", 0.90, now - 9 * kDay, 1),  // p2's old price, out of the window
+      seen("p2", "eu", 1.10, now - kDay, 2),
+      seen("p3", "eu", 1.30, now - kDay, 1),
+      seen("p3", "eu", 5.00, std::nullopt, 2),  // repriced after its GPUs went offline: never active at 5.00
+  };
+  const auto in = listing_markets(s, "eu", now);
+  EXPECT_EQ(in.regional.prices, (std::vector<MicroUsdc>{usdc(1.50), usdc(1.10), usdc(1.30)}));
+}
+
+TEST(ListingMarkets, NothingActiveFallsBackToTheCatalogPrice) {
+  const auto now = now_ms();
+  auto in = listing_markets({seen("p1", "eu", 1.0, now - 8 * kDay), seen("p2", "eu", 1.1, std::nullopt),
+                             seen("p3", "eu", 1.2, std::nullopt)},
+                            "eu", now);
+  EXPECT_TRUE(in.global.prices.empty());
+  EXPECT_FALSE(recommend_price(in));  // no basis at all: the server says so
+  in.catalog_price = usdc(0.9);
+  EXPECT_EQ(recommend_price(in)->basis, PriceBasis::catalog);
 }

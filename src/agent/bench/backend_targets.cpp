@@ -23,9 +23,7 @@ std::string bus_tail(std::string id) {
 }  // namespace
 
 std::optional<core::bench::ModelSpec> catalog_spec(const gpu::GpuInfo& info) {
-  for (const auto& m : core::builtin_catalog()) {
-    if (!m.nvml_name_pattern.empty() && m.nvml_name_pattern == info.name) return core::bench::model_spec(m);
-  }
+  if (const auto* m = core::match_nvml_name(info.name, core::builtin_catalog())) return core::bench::model_spec(*m);
   const auto id = core::to_lower_ascii(info.model);
   for (const auto& m : core::builtin_catalog()) {
     if (!id.empty() && core::to_lower_ascii(m.id) == id) return core::bench::model_spec(m);

@@ -127,9 +127,7 @@ std::vector<GpuTarget> cuda_targets() {
     g.memory_total_gib = static_cast<double>(p->total_mem) / (1ull << 30);
     g.compute_capability = std::to_string(p->cc_major) + "." + std::to_string(p->cc_minor);
     g.cuda_ordinal = d;
-    for (const auto& m : core::builtin_catalog()) {
-      if (!m.nvml_name_pattern.empty() && m.nvml_name_pattern == p->name) g.model = core::bench::model_spec(m);
-    }
+    if (const auto* m = core::match_nvml_name(p->name, core::builtin_catalog())) g.model = core::bench::model_spec(*m);
     out.push_back(std::move(g));
   }
 #endif

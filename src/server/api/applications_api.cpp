@@ -160,6 +160,27 @@ Response decide(Ctx& ctx) {
       d.add_model_for = model["model_other"].get<std::string>();
       model.erase("model_other");
     }
+    // add_model.reference_usdc_per_gpu_hour: the reviewer's reference price, a decimal string of
+    // USDC like every rate; without it the model has no recommendation until providers list it.
+    constexpr const char* kRefField = "add_model.reference_usdc_per_gpu_hour";
+    if (model.is_object() && model.contains("reference_usdc_per_gpu_hour")) {
+      const auto& raw = model["reference_usdc_per_gpu_hour"];
+      if (!raw.is_string()) {
+        return Response::error(Error::make(ErrorCode::invalid_field,
+                                           std::string(kRefField) + " must be a decimal string such as \"2.50\"",
+                                           kRefField)
+                                   .with_code("invalid_amount"));
+      }
+      auto rate = core::parse_rate(raw.get<std::string>());
+      if (!rate) {
+        Error e = std::move(rate).error();
+        e.message = std::string(kRefField) + ": " + e.message;
+        e.field = kRefField;
+        return Response::error(std::move(e));
+      }
+      d.add_model_reference_price = *rate;
+      model.erase("reference_usdc_per_gpu_hour");
+    }
     auto m = core::parse_gpu_model(model, "add_model");
     if (!m) return Response::error(m.error());
     d.add_model = std::move(*m);

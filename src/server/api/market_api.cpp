@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "core/gpu_catalog.hpp"
 #include "core/json_reader.hpp"
 #include "core/marketplace.hpp"
 #include "core/money.hpp"
@@ -102,13 +103,21 @@ Response recommendation(Ctx& ctx) {
         if (!find_model(tx, *model))
           return Error::make(ErrorCode::unprocessable, "model: \"" + *model + "\" is not in the GPU catalog", "model")
               .with_code("unknown_model");
+        const auto now = store::now_ms();
         // Without ?region=, the provider's own region for this model.
-        const std::string region = region_param && !region_param->empty()
-                                       ? *region_param
-                                       : market_profile(tx, *p, *model, store::now_ms()).region;
-        const auto rec = core::recommend_price(recommendation_input(tx, *model, region), ctx.config().recommendation);
+        const std::string region =
+            region_param && !region_param->empty() ? *region_param : market_profile(tx, *p, *model, now).region;
+        const auto& config = ctx.config().recommendation;
+        const auto rec = core::recommend_price(recommendation_input(tx, *model, region, now, config), config);
         if (!rec)
-          return Error::make(ErrorCode::not_found, "no listings and no reference price for this model")
+          return Error::make(ErrorCode::not_found,
+                             "no price to recommend for " + *model + ": fewer than " +
+                                 std::to_string(config.min_listings) + " providers listed it in the last " +
+                                 std::to_string(config.window_days) +
+                                 " days and the catalog has no reference price for it. Set your own rate (the "
+                                 "Pricing page, or PUT /v1/provider/prices/" + *model +
+                                 "); recommendations start once enough providers list the model.",
+                             "model")
               .with_code("no_price_basis");
         return nlohmann::json{{"model", *model},
                               {"region", region},
@@ -117,6 +126,7 @@ Response recommendation(Ctx& ctx) {
                               {"p75", core::format_usdc(rec->p75)},
                               {"basis", core::basis_name(rec->basis)},
                               {"listings", rec->listings},
+                              {"window_days", config.window_days},
                               {"median", core::format_usdc(rec->median)}};
       },
       store::TxMode::read);
@@ -177,7 +187,6 @@ core::Result<core::OfferFilter> offer_filter(const http::Request& req) {
     if (!v || v->empty()) return std::nullopt;
     return v;
   };
-  f.model = text("model");
   f.region = text("region");
   auto vram = number_param(req, "min_vram_gb", 0, 100000);
   if (!vram) return std::move(vram).error();
@@ -210,6 +219,25 @@ core::Result<core::OfferFilter> offer_filter(const http::Request& req) {
 Response offers(Ctx& ctx) {
   auto filter = offer_filter(ctx.req);
   if (!filter) return Response::error(filter.error());
+  // ?model= names catalog models the way a customer writes them ("rtx 4090", "4090", "RTX4090",
+  // "A100"): the answer says which models it matched, and when it matched none, which exist.
+  nlohmann::json matched_models = nullptr;
+  nlohmann::json known_models = nullptr;
+  if (const auto model = ctx.req.query_param("model"); model && !model->empty()) {
+    if (model->size() > 100)
+      return Response::error(Error::make(ErrorCode::invalid_field, "model must be at most 100 characters", "model"));
+    const auto catalog =
+        ctx.store().transact([](store::Tx& tx) { return list_models(tx); }, store::TxMode::read);
+    filter->models.emplace();
+    for (const auto& m : catalog) {
+      if (core::model_filter_matches(*model, m)) filter->models->push_back(m.id);
+    }
+    matched_models = *filter->models;
+    if (filter->models->empty()) {
+      known_models = nlohmann::json::array();
+      for (const auto& m : catalog) known_models.push_back({{"id", m.id}, {"name", m.name}});
+    }
+  }
   auto limit = number_param(ctx.req, "limit", 1, 500);
   if (!limit) return Response::error(limit.error());
   auto cursor = number_param(ctx.req, "cursor", 0, 1e9);
@@ -226,7 +254,14 @@ Response offers(Ctx& ctx) {
   }
   nlohmann::json next = nullptr;
   if (from + page < found.total) next = std::to_string(from + page);
-  return Response::json(200, {{"items", std::move(items)}, {"next_cursor", next}, {"total", found.total}});
+  nlohmann::json out = {{"items", std::move(items)}, {"next_cursor", next}, {"total", found.total}};
+  if (!matched_models.is_null()) out["matched_models"] = std::move(matched_models);
+  if (!known_models.is_null()) {
+    out["known_models"] = std::move(known_models);
+    out["message"] = "no GPU model matches \"" + *ctx.req.query_param("model") +
+                     "\"; known_models lists the catalog (filter by id or name, e.g. \"H100\" or \"rtx 4090\")";
+  }
+  return Response::json(200, out);
 }
 
 }  // namespace

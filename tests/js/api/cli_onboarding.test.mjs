@@ -235,7 +235,7 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
       id: 'RTX-5090', name: 'NVIDIA GeForce RTX 5090', vram: '32', 'nvml-name': 'NVIDIA GeForce RTX 5090',
       'mem-bw-gbs': '1792', 'fp32-tflops': '104.8', 'fp16-tflops': '104.8', 'fp16-tensor-tflops': '209.5',
       'bf16-tensor-tflops': '209.5', 'fp8-tensor-tflops': '419', 'tdp-w': '575', 'pcie-gen': '5',
-      'compute-capability': '12.0',
+      'compute-capability': '12.0', 'reference-price': '0.85',
     };
     const approve = (change, ...extra) => gpunex(rita, ['review', 'approve', c.id, '--tier', 'community',
       ...Object.entries({ ...model, ...change }).map(([k, v]) => `--add-model-${k}=${v}`), ...extra]);
@@ -244,9 +244,15 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
     assert.match(badFigure.err, /add_model\.fp8_tensor_tflops must be a positive number \(field: add_model\.fp8_tensor_tflops\)/);
     const badCc = approve({ 'compute-capability': 'twelve' }, '--json');
     assert.equal(JSON.parse(badCc.out).error.field, 'add_model.compute_capability');
+    const badPrice = approve({ 'reference-price': 'cheap' }, '--json');
+    assert.equal(JSON.parse(badPrice.out).error.field, 'add_model.reference_usdc_per_gpu_hour');
     const added = json(approve({}, '--json'));
     assert.equal(added.application.status, 'approved');
     assert.equal(added.application.gpus[1].model, 'RTX-5090');
+    // The reviewer's reference price is the new model's recommendation until providers list it (#14.8).
+    const carolProvider = login(server, 'carol@example.com', 'correct-horse-battery');
+    const rec = json(gpunex(carolProvider, ['price', 'recommend', 'RTX-5090', '--json']));
+    assert.deepEqual([rec.basis, rec.recommended], ['catalog', '0.850000']);
     const catalog = await (await fetch(`${server.url}/v1/catalog/gpus/RTX-5090`)).json();
     assert.deepEqual(catalog, {
       id: 'RTX-5090', name: 'NVIDIA GeForce RTX 5090', nvml_name_pattern: 'NVIDIA GeForce RTX 5090', vram_gib: 32,

@@ -160,6 +160,7 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
     const filters = [
       [['--model', 'L40S'], 'model=L40S', true],
       [['--model', 'H100-SXM'], 'model=H100-SXM', false],
+      [['--model', 'l40s'], 'model=l40s', true],
       [['--region', 'eu-west'], 'region=eu-west', true],
       [['--region', 'us-east'], 'region=us-east', false],
       [['--min-vram-gb', '40'], 'min_vram_gb=40', true],
@@ -187,6 +188,11 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
       [offers[0].MACHINE, offers[0].MODEL, offers[0].GPUS, offers[0]['USDC/GPU-H'], offers[0].TIER, offers[0].REGION],
       [machine.id, 'L40S', '1', '0.950000', 'enterprise', 'eu-west']);
     assert.match(table.out, /\n1 offer of 1\n$/);
+
+    // A model filter that names no catalog model says which models exist.
+    const unknown = gpunex(home, ['offers', 'search', '--model', 'RTX 9999']);
+    assert.equal(unknown.code, 0, unknown.err);
+    assert.match(unknown.out, /^no offers: no GPU model matches the model filter; models: .*\bL40S\b.*RTX-4090/);
 
     // A bad filter is the server's error, naming it; the earlier verb name still works.
     const bad = gpunex(home, ['offers', 'search', '--min-reliability', '101']);

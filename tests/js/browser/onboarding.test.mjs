@@ -297,7 +297,7 @@ test(`${BACKEND}: the reviewer adds an "other" GPU to the catalog with every ref
       'PCIe generation (optional)': '5', 'Compute capability (optional)': 'twelve',
       'Memory bandwidth GB/s': '1792', 'FP32 TFLOP/s': '104.8', 'FP16 TFLOP/s': '104.8',
       'FP16 tensor TFLOP/s': '209.5', 'BF16 tensor TFLOP/s': '209.5', 'FP8 tensor TFLOP/s': '419',
-      'Board power (TDP) W': '575',
+      'Board power (TDP) W': '575', 'Reference price, USDC per GPU-hour (optional)': '0.85',
     };
     for (const [label, v] of Object.entries(figures)) await r.getByLabel(label, { exact: true }).fill(v);
     // Two different unlisted models: the reviewer picks which one this entry is for.
@@ -324,6 +324,11 @@ test(`${BACKEND}: the reviewer adds an "other" GPU to the catalog with every ref
     const app = await bob.request('GET', `/v1/applications/${created.json.id}`);
     assert.deepEqual(app.json.gpus.map((g) => [g.model, g.model_other]),
       [['RTX-5090', undefined], ['other', 'AMD Instinct MI300X']], 'only the chosen "other" entry became RTX-5090');
+    // The reviewer's reference price is the new model's recommendation until providers list it (#14.8).
+    await bob.login('bob@example.com', 'correct-horse-battery');
+    const rec = await bob.request('GET', '/v1/provider/price-recommendations?model=RTX-5090');
+    assert.equal(rec.status, 200, rec.body);
+    assert.deepEqual([rec.json.basis, rec.json.recommended], ['catalog', '0.850000']);
   } finally {
     await browser.close();
     await server.stop();
