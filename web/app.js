@@ -573,7 +573,8 @@ function applicationForm(app, catalog) {
     status);
 
   const save = async () => {
-    const r = id ? await api('PATCH', `/v1/applications/${id}`, formBody(m)) : await api('POST', '/v1/applications', formBody(m));
+    // The form is the whole application: PUT replaces it, so a field emptied here is emptied there too.
+    const r = id ? await api('PUT', `/v1/applications/${id}`, formBody(m)) : await api('POST', '/v1/applications', formBody(m));
     if (!r.ok) { showFieldError(form, r.data && r.data.error); return false; }
     id = r.data.id;
     showFieldError(form, null);
