@@ -56,20 +56,43 @@ function field(name, label, type = 'text', extra = {}) {
     el('div', { id: `${id}-error`, class: 'field-error', role: 'alert' }));
 }
 
-// Shows a server error next to the field it names, or under the form.
-function showError(form, err) {
+// The invalid fields of a server error: every one it lists (error.fields), else the one it names.
+function invalidFields(err) {
+  if (!err) return [];
+  if (Array.isArray(err.fields) && err.fields.length) return err.fields;
+  return err.field ? [{ field: err.field, message: err.message }] : [];
+}
+
+// Shows each invalid field's message beside its control: the control gets aria-invalid and the
+// message goes into its error element (which the control's aria-describedby names). `find` maps a
+// field's JSON path to its control. Messages with no control go under the form; the first bad
+// control gets the focus.
+function markInvalid(form, err, find) {
   form.querySelectorAll('.field-error').forEach((e) => { e.textContent = ''; });
   form.querySelectorAll('[aria-invalid]').forEach((e) => e.removeAttribute('aria-invalid'));
   const general = form.querySelector('.form-error');
   general.textContent = '';
-  const f = err && err.field ? form.querySelector(`[name="${CSS.escape(err.field)}"]`) : null;
-  if (f) {
-    f.setAttribute('aria-invalid', 'true');
-    form.querySelector(`#${f.id}-error`).textContent = err.message;
-    f.focus();
-  } else {
-    general.textContent = err ? err.message : 'Something went wrong; try again.';
+  if (!err) { general.textContent = 'Something went wrong; try again.'; return; }
+  const elsewhere = [];
+  let first = null;
+  for (const f of invalidFields(err)) {
+    const c = f.field ? find(f.field) : null;
+    if (!c) { elsewhere.push(f.message); continue; }
+    c.setAttribute('aria-invalid', 'true');
+    first ||= c;
+    const box = c.id ? form.querySelector(`#${CSS.escape(c.id)}-error`) : null;
+    if (box) box.textContent = box.textContent ? `${box.textContent} ${f.message}` : f.message;
+    else elsewhere.push(f.message);
   }
+  if (!first && !elsewhere.length) elsewhere.push(err.message);
+  general.textContent = elsewhere.join(' ');
+  const focusable = first && (first.matches('input, select, textarea') ? first : first.querySelector('input, select, textarea'));
+  if (focusable) focusable.focus();
+}
+
+// Shows a server error next to the fields it names (by input name), or under the form.
+function showError(form, err) {
+  markInvalid(form, err, (path) => form.querySelector(`[name="${CSS.escape(path)}"]`));
 }
 
 // Phone-sized screens (style.css's 640 px breakpoint): charts are drawn narrower there, so their
@@ -384,22 +407,9 @@ function controlFor(form, path) {
   return null;
 }
 
-// Shows the server's error next to the field its path names, or under the form.
+// Shows the server's error next to each field its paths name (data-path), or under the form.
 function showFieldError(form, err) {
-  form.querySelectorAll('.field-error').forEach((e) => { e.textContent = ''; });
-  form.querySelectorAll('[aria-invalid]').forEach((e) => e.removeAttribute('aria-invalid'));
-  const general = form.querySelector('.form-error');
-  general.textContent = '';
-  const c = err && err.field ? controlFor(form, err.field) : null;
-  if (!c) {
-    general.textContent = err ? err.message : 'Something went wrong; try again.';
-    return;
-  }
-  c.setAttribute('aria-invalid', 'true');
-  const box = form.querySelector(`#${CSS.escape(c.id)}-error`);
-  if (box) box.textContent = err.message; else general.textContent = err.message;
-  const focusable = c.matches('input, select, textarea') ? c : c.querySelector('input, select, textarea');
-  if (focusable) focusable.focus();
+  markInvalid(form, err, (path) => controlFor(form, path));
 }
 
 // A labelled control bound to obj[key]; `path` is the JSON path the server uses in its errors.
@@ -585,7 +595,8 @@ function applicationForm(app, catalog) {
     status);
 
   const save = async () => {
-    const r = id ? await api('PATCH', `/v1/applications/${id}`, formBody(m)) : await api('POST', '/v1/applications', formBody(m));
+    // The form is the whole application: PUT replaces it, so a field emptied here is emptied there too.
+    const r = id ? await api('PUT', `/v1/applications/${id}`, formBody(m)) : await api('POST', '/v1/applications', formBody(m));
     if (!r.ok) { showFieldError(form, r.data && r.data.error); return false; }
     id = r.data.id;
     showFieldError(form, null);

@@ -20,29 +20,37 @@
       el('div', { id: `${id}-error`, class: 'field-error', role: 'alert' }));
   }
 
-  // Shows a server error next to the field it names ("windows[0].end", "maintenance[1]", ...),
-  // else next to the closest named parent ("windows[0].days[0]" → "windows[0].days"), else under the form.
+  // Shows each invalid field of a server error (error.fields, else error.field) next to the field it
+  // names ("windows[0].end", "maintenance[1]", ...), else next to the closest named parent
+  // ("windows[0].days[0]" → "windows[0].days"), else under the form; the first gets the focus.
   function fieldError(form, err) {
     form.querySelectorAll('.field-error').forEach((e) => { e.textContent = ''; });
     form.querySelectorAll('[aria-invalid]').forEach((e) => e.removeAttribute('aria-invalid'));
     const general = form.querySelector('.form-error');
     if (general) general.textContent = '';
     if (!err) { if (general) general.textContent = 'Something went wrong; try again.'; return; }
-    let name = err.field || '';
-    let target = null;
-    while (name && !target) {
-      target = form.querySelector(`[data-field="${CSS.escape(name)}"]`);
-      if (!target) name = name.replace(/(\.[^.[\]]*|\[\d+\])$/, '') === name ? '' : name.replace(/(\.[^.[\]]*|\[\d+\])$/, '');
-    }
-    if (target) {
+    const parent = (name) => name.replace(/(\.[^.[\]]*|\[\d+\])$/, '');
+    const find = (path) => {
+      for (let name = path || ''; name; name = parent(name) === name ? '' : parent(name)) {
+        const target = form.querySelector(`[data-field="${CSS.escape(name)}"]`);
+        if (target) return target;
+      }
+      return null;
+    };
+    const fields = Array.isArray(err.fields) && err.fields.length ? err.fields : [{ field: err.field, message: err.message }];
+    const elsewhere = [];
+    let first = null;
+    for (const f of fields) {
+      const target = find(f.field);
+      if (!target) { elsewhere.push(f.message); continue; }
       target.setAttribute('aria-invalid', 'true');
+      first ||= target;
       const slot = target.id && form.querySelector(`#${CSS.escape(target.id)}-error`);
-      if (slot) slot.textContent = err.message;
-      else if (general) general.textContent = err.message;
-      if (target.focus) target.focus();
-    } else if (general) {
-      general.textContent = err.message;
+      if (slot) slot.textContent = slot.textContent ? `${slot.textContent} ${f.message}` : f.message;
+      else elsewhere.push(f.message);
     }
+    if (general) general.textContent = elsewhere.join(' ');
+    if (first && first.focus) first.focus();
   }
 
   const money = (s) => (s === null || s === undefined ? '—' : `${Number(s).toFixed(2)} USDC`);

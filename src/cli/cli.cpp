@@ -92,9 +92,17 @@ int report_http_error(const Context& ctx, const util::HttpResponse& r) {
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   std::string msg = "server answered " + std::to_string(r.status);
   if (j.is_object() && j.contains("error") && j["error"].is_object()) {
-    msg = j["error"].value("message", msg);
-    if (j["error"].contains("field") && j["error"]["field"].is_string()) {
-      msg += " (field: " + j["error"]["field"].get<std::string>() + ")";
+    const auto& e = j["error"];
+    msg = e.value("message", msg);
+    if (e.contains("field") && e["field"].is_string()) msg += " (field: " + e["field"].get<std::string>() + ")";
+    // Every other invalid field, one line each, so a file with several mistakes is fixed in one go.
+    if (e.contains("fields") && e["fields"].is_array()) {
+      for (std::size_t i = 1; i < e["fields"].size(); ++i) {
+        const auto& f = e["fields"][i];
+        if (!f.is_object() || !f.contains("message") || !f["message"].is_string()) continue;
+        msg += "\nerror: " + f["message"].get<std::string>();
+        if (f.contains("field") && f["field"].is_string()) msg += " (field: " + f["field"].get<std::string>() + ")";
+      }
     }
   }
   if (r.status == 401) msg += "; run `gpunex login`";

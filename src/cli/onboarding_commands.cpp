@@ -122,7 +122,8 @@ class ApplyCommand : public Command {
       return ctx.fail(s.str());
     }
     // An application the server still lets us edit (a draft, or one sent back for more information) is
-    // updated in place; otherwise a new one is made.
+    // replaced by the file (PUT: a key left out of the file is left out of the application); otherwise a
+    // new one is made.
     nlohmann::json mine;
     if (int rc = request_json(ctx, "GET", "/v1/applications", std::nullopt, 200, mine); rc != 0) return rc;
     std::string id;
@@ -136,7 +137,7 @@ class ApplyCommand : public Command {
     if (id.empty()) {
       if (int rc = request_json(ctx, "POST", "/v1/applications", body, 201, app); rc != 0) return rc;
       id = app["id"].get<std::string>();
-    } else if (int rc = request_json(ctx, "PATCH", "/v1/applications/" + id, body, 200, app); rc != 0) {
+    } else if (int rc = request_json(ctx, "PUT", "/v1/applications/" + id, body, 200, app); rc != 0) {
       return rc;
     }
     if (!draft_) {

@@ -20,78 +20,109 @@ Error bad(std::string field, std::string message) {
   return Error::make(ErrorCode::invalid_field, std::move(message), std::move(field));
 }
 
+const FieldLabels& form_labels() {
+  static const FieldLabels labels = {{"full_name", {"full name", ""}},
+                                     {"email", {"e-mail", ""}},
+                                     {"gpus", {"GPU list", ""}},
+                                     {"ups", {"UPS (backup power)", ""}},
+                                     {"commitment_months", {"commitment period", "months"}},
+                                     {"maintenance_notes", {"maintenance notes", ""}}};
+  return labels;
+}
+
+const FieldLabels& gpu_labels() {
+  static const FieldLabels labels = {{"model", {"GPU model", ""}},
+                                     {"model_other", {"model name", ""}},
+                                     {"count", {"number of GPUs", ""}},
+                                     {"system_ram_gb", {"host system RAM", "GB"}},
+                                     {"download_gbps", {"download speed", "Gbit/s"}},
+                                     {"upload_gbps", {"upload speed", "Gbit/s"}}};
+  return labels;
+}
+
+const FieldLabels& availability_labels() {
+  static const FieldLabels labels = {{"timezone", {"time zone", ""}}, {"windows", {"schedule windows", ""}}};
+  return labels;
+}
+
+const FieldLabels& window_labels() {
+  static const FieldLabels labels = {{"start", {"start time", ""}}, {"end", {"end time", ""}}};
+  return labels;
+}
+
 //! A required text field that must also be clean UTF-8 with something besides spaces.
 std::string text_field(ObjectReader& r, std::string_view key, std::size_t max_len) {
   std::string v = r.required_string(key, 1, max_len);
-  if (r.failed()) return v;
+  if (r.failed(key)) return v;
   if (!is_clean_utf8(v)) {
-    r.fail(bad(r.path_of(key), r.path_of(key) + " must be plain text"));
+    r.invalid(key, "must be plain text");
   } else if (trim(v).empty()) {
-    r.fail(bad(r.path_of(key), r.path_of(key) + " must not be blank"));
+    r.invalid(key, "is required");
   }
   return trim(v);
 }
 
-Result<ScheduleWindow> parse_window(const nlohmann::json& j, const std::string& path) {
-  ObjectReader r(j, path);
+Result<ScheduleWindow> parse_window(const nlohmann::json& j, const std::string& path, const std::string& context) {
+  ObjectReader r(j, path, context, window_labels());
   ScheduleWindow w;
-  const auto* days = r.required_array("days", 1, 7);
-  if (days) {
+  if (const auto* days = r.required_array("days", 1, 7)) {
     for (std::size_t k = 0; k < days->size(); ++k) {
       const auto& d = (*days)[k];
       const std::string field = idx(r.path_of("days"), k);
+      const std::string day = "day " + std::to_string(k + 1);
       if (!d.is_string() || std::find(kDays.begin(), kDays.end(), d.get<std::string>()) == kDays.end()) {
-        return bad(field, field + " must be one of mon, tue, wed, thu, fri, sat, sun");
+        r.fail(bad(field, r.sentence(day + " must be one of mon, tue, wed, thu, fri, sat, sun")));
+      } else if (std::find(w.days.begin(), w.days.end(), d.get<std::string>()) != w.days.end()) {
+        r.fail(bad(field, r.sentence(d.get<std::string>() + " is listed twice")));
+      } else {
+        w.days.push_back(d.get<std::string>());
       }
-      if (std::find(w.days.begin(), w.days.end(), d.get<std::string>()) != w.days.end()) {
-        return bad(field, field + " repeats a day");
-      }
-      w.days.push_back(d.get<std::string>());
     }
   }
-  std::string start = r.required_string("start", 1, 5);
-  std::string end = r.required_string("end", 1, 5);
+  const std::string start = r.required_string("start", 1, 5);
+  const std::string end = r.required_string("end", 1, 5);
+  const auto st = r.failed("start") ? std::nullopt : parse_hh_mm(start);
+  if (!r.failed("start") && !st) r.invalid("start", "must be a time HH:MM between 00:00 and 23:59");
+  const auto en = r.failed("end") ? std::nullopt : parse_hh_mm(end, true);
+  if (!r.failed("end") && !en) r.invalid("end", "must be a time HH:MM between 00:00 and 24:00");
+  if (st && en && *st == *en) r.invalid("end", "must differ from the start time (choose 24/7 for always)");
   if (auto s = r.finish(); !s) return std::move(s).error();
-  auto st = parse_hh_mm(start);
-  if (!st) return bad(r.path_of("start"), r.path_of("start") + " must be a time HH:MM between 00:00 and 23:59");
-  auto en = parse_hh_mm(end, true);
-  if (!en) return bad(r.path_of("end"), r.path_of("end") + " must be a time HH:MM between 00:00 and 24:00");
-  if (*st == *en) {
-    return bad(r.path_of("end"), r.path_of("end") + " must differ from start (use \"24/7\" for always)");
-  }
   w.start_min = *st;
   w.end_min = *en;
   return w;
 }
 
-Result<Availability> parse_availability(const nlohmann::json& j, const std::string& path,
+Result<Availability> parse_availability(const nlohmann::json& j, const std::string& path, const std::string& context,
                                         const FormCheckers& checkers) {
   Availability a;
+  const std::string shape = context + ": availability must be \"24/7\" or a weekly schedule {timezone, windows}";
   if (j.is_string()) {
-    if (j.get<std::string>() != "24/7") {
-      return bad(path, path + " must be \"24/7\" or a schedule {timezone, windows}");
-    }
+    if (j.get<std::string>() != "24/7") return bad(path, shape);
     return a;
   }
-  if (!j.is_object()) return bad(path, path + " must be \"24/7\" or a schedule {timezone, windows}");
+  if (!j.is_object()) return bad(path, shape);
   a.always = false;
-  ObjectReader r(j, path);
+  ObjectReader r(j, path, context + " schedule", availability_labels());
   a.timezone = r.required_string("timezone", 1, 64);
-  const auto* windows = r.required_array("windows", 1, 50);
+  if (!r.failed("timezone") && (!checkers.known_time_zone || !checkers.known_time_zone(a.timezone))) {
+    r.invalid("timezone", "\"" + a.timezone + "\" is not known; use a name such as Europe/Berlin");
+  }
+  if (const auto* windows = r.required_array("windows", 1, 50)) {
+    for (std::size_t i = 0; i < windows->size(); ++i) {
+      auto w = parse_window((*windows)[i], idx(r.path_of("windows"), i), r.nested_context("window " + std::to_string(i + 1)));
+      if (w) {
+        a.windows.push_back(std::move(*w));
+      } else {
+        r.fail(std::move(w).error());
+      }
+    }
+  }
   if (auto s = r.finish(); !s) return std::move(s).error();
-  if (!checkers.known_time_zone || !checkers.known_time_zone(a.timezone)) {
-    return bad(r.path_of("timezone"), r.path_of("timezone") + " is not a known IANA time zone (e.g. Europe/Berlin)");
-  }
-  for (std::size_t i = 0; i < windows->size(); ++i) {
-    auto w = parse_window((*windows)[i], idx(r.path_of("windows"), i));
-    if (!w) return std::move(w).error();
-    a.windows.push_back(std::move(*w));
-  }
   return a;
 }
 
-Result<Location> parse_location(const nlohmann::json& j, const std::string& path) {
-  ObjectReader r(j, path);
+Result<Location> parse_location(const nlohmann::json& j, const std::string& path, const std::string& context) {
+  ObjectReader r(j, path, context);
   Location l;
   l.city = text_field(r, "city", 100);
   l.country = text_field(r, "country", 100);
@@ -100,8 +131,9 @@ Result<Location> parse_location(const nlohmann::json& j, const std::string& path
   return l;
 }
 
-Result<GpuEntry> parse_gpu(const nlohmann::json& j, const std::string& path, const FormCheckers& checkers) {
-  ObjectReader r(j, path);
+Result<GpuEntry> parse_gpu(const nlohmann::json& j, std::size_t i, const FormCheckers& checkers) {
+  const std::string context = "GPU " + std::to_string(i + 1);
+  ObjectReader r(j, idx("gpus", i), context, gpu_labels());
   GpuEntry g;
   g.model = r.required_string("model", 1, 64);
   auto other = r.optional_string("model_other", 200);
@@ -111,29 +143,39 @@ Result<GpuEntry> parse_gpu(const nlohmann::json& j, const std::string& path, con
   g.upload_gbps = r.required_number("upload_gbps", kMinGbps, kMaxGbps);
   const auto* avail = r.required_value("availability");
   const auto* loc = r.required_object("location");
-  if (auto s = r.finish(); !s) return std::move(s).error();
-  if (g.model == "other") {
-    if (!other || trim(*other).empty()) {
-      return Error::make(ErrorCode::missing_field, r.path_of("model_other") + " is required when model is \"other\"",
-                         r.path_of("model_other"));
+  if (!r.failed("model") && g.model == "other") {
+    if (!r.failed("model_other") && (!other || trim(*other).empty())) {
+      r.fail(Error::make(ErrorCode::missing_field,
+                         r.name_of("model_other") + " is required when the GPU model is not in the list",
+                         r.path_of("model_other")));
+    } else if (other && !is_clean_utf8(*other)) {
+      r.invalid("model_other", "must be plain text");
+    } else if (other) {
+      g.model_other = trim(*other);
     }
-    if (!is_clean_utf8(*other)) return bad(r.path_of("model_other"), r.path_of("model_other") + " must be plain text");
-    g.model_other = trim(*other);
-  } else {
+  } else if (!r.failed("model")) {
     if (!checkers.known_model || !checkers.known_model(g.model)) {
-      return bad(r.path_of("model"), r.path_of("model") + " '" + g.model +
-                                         "' is not in the GPU catalog; use a catalog id or \"other\"");
+      r.invalid("model", "\"" + g.model + "\" is not in the GPU catalog; choose a listed model or \"other\"");
     }
-    if (other && !other->empty()) {
-      return bad(r.path_of("model_other"), r.path_of("model_other") + " is only for model \"other\"");
+    if (other && !other->empty()) r.invalid("model_other", "is only for a GPU model that is not in the list");
+  }
+  if (avail) {
+    auto a = parse_availability(*avail, r.path_of("availability"), context, checkers);
+    if (a) {
+      g.availability = std::move(*a);
+    } else {
+      r.fail(std::move(a).error());
     }
   }
-  auto a = parse_availability(*avail, r.path_of("availability"), checkers);
-  if (!a) return std::move(a).error();
-  g.availability = std::move(*a);
-  auto l = parse_location(*loc, r.path_of("location"));
-  if (!l) return std::move(l).error();
-  g.location = std::move(*l);
+  if (loc) {
+    auto l = parse_location(*loc, r.path_of("location"), context);
+    if (l) {
+      g.location = std::move(*l);
+    } else {
+      r.fail(std::move(l).error());
+    }
+  }
+  if (auto s = r.finish(); !s) return std::move(s).error();
   return g;
 }
 
@@ -170,33 +212,39 @@ std::string format_hh_mm(int minutes) {
 }
 
 Result<ApplicationForm> parse_application_form(const nlohmann::json& body, const FormCheckers& checkers) {
-  ObjectReader r(body);
+  ObjectReader r(body, "", "", form_labels());
   ApplicationForm f;
   f.full_name = text_field(r, "full_name", 200);
   std::string email = r.required_string("email", 1, 254);
-  if (!r.failed() && !is_valid_email(trim(email))) {
-    r.fail(bad("email", "email is not a valid e-mail address"));
+  if (!r.failed("email") && !is_valid_email(trim(email))) {
+    r.invalid("email", "is not a valid e-mail address (like name@example.com)");
   }
   f.email = to_lower_ascii(trim(email));
   auto company = r.optional_string("company", 200);
-  if (company && !is_clean_utf8(*company)) r.fail(bad("company", "company must be plain text"));
+  if (company && !is_clean_utf8(*company)) r.invalid("company", "must be plain text");
   f.company = company ? trim(*company) : "";
   const auto* gpus = r.required_array("gpus", 1, kMaxGpuEntries);
   f.ups = r.required_bool("ups");
   f.commitment_months = r.required_int("commitment_months", 1, 120);
-  if (!r.failed() && std::find(allowed_commitments().begin(), allowed_commitments().end(), f.commitment_months) ==
-                         allowed_commitments().end()) {
-    r.fail(bad("commitment_months", "commitment_months must be one of 3, 6, 12 or 24"));
+  if (!r.failed("commitment_months") &&
+      std::find(allowed_commitments().begin(), allowed_commitments().end(), f.commitment_months) ==
+          allowed_commitments().end()) {
+    r.invalid("commitment_months", "must be 3, 6, 12 or 24 months");
   }
   auto notes = r.optional_string("maintenance_notes", 4000);
-  if (notes && !is_clean_utf8(*notes)) r.fail(bad("maintenance_notes", "maintenance_notes must be plain text"));
+  if (notes && !is_clean_utf8(*notes)) r.invalid("maintenance_notes", "must be plain text");
   f.maintenance_notes = notes ? trim(*notes) : "";
-  if (auto s = r.finish(); !s) return std::move(s).error();
-  for (std::size_t i = 0; i < gpus->size(); ++i) {
-    auto g = parse_gpu((*gpus)[i], idx("gpus", i), checkers);
-    if (!g) return std::move(g).error();
-    f.gpus.push_back(std::move(*g));
+  if (gpus) {
+    for (std::size_t i = 0; i < gpus->size(); ++i) {
+      auto g = parse_gpu((*gpus)[i], i, checkers);
+      if (g) {
+        f.gpus.push_back(std::move(*g));
+      } else {
+        r.fail(std::move(g).error());
+      }
+    }
   }
+  if (auto s = r.finish(); !s) return std::move(s).error();
   return f;
 }
 

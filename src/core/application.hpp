@@ -75,7 +75,8 @@ inline constexpr std::size_t kMaxGpuEntries = 64;
 //! The commitment periods a provider can choose, in months.
 const std::vector<std::int64_t>& allowed_commitments();
 
-//! Reads and validates an application body; the first error names its field ("gpus[1].location.country").
+//! Reads and validates an application body. The error lists every invalid field (error.fields), each
+//! by its JSON path ("gpus[1].location.country") with a message for a person ("GPU 2: country is required").
 Result<ApplicationForm> parse_application_form(const nlohmann::json& body, const FormCheckers& checkers);
 //! The API shape of the form (the inverse of parse_application_form).
 nlohmann::json to_json(const ApplicationForm& form);

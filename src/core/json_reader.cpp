@@ -1,6 +1,9 @@
 #include "core/json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
+
+#include "core/text.hpp"
 
 namespace gpunex::core {
 
@@ -48,9 +51,12 @@ Result<nlohmann::json> parse_json_object(std::string_view body) {
   return j;
 }
 
-ObjectReader::ObjectReader(const nlohmann::json& obj, std::string path) : obj_(obj), path_(std::move(path)) {
+ObjectReader::ObjectReader(const nlohmann::json& obj, std::string path, std::string context, FieldLabels labels)
+    : obj_(obj), path_(std::move(path)), context_(std::move(context)), labels_(std::move(labels)) {
+  if (context_.empty()) context_ = path_;
   if (!obj_.is_object()) {
-    fail(Error::make(ErrorCode::invalid_field, (path_.empty() ? std::string("body") : path_) + " must be an object",
+    const std::string what = path_.empty() ? std::string("The request body") : context_;
+    fail(Error::make(ErrorCode::invalid_field, what + " must be a JSON object, not " + type_name(obj_),
                      path_.empty() ? std::nullopt : std::optional<std::string>(path_)));
   }
 }
@@ -60,16 +66,46 @@ std::string ObjectReader::path_of(std::string_view key) const {
   return path_ + "." + std::string(key);
 }
 
-void ObjectReader::fail(Error e) {
-  if (!error_) error_ = std::move(e);
+const FieldLabel* ObjectReader::label_of(std::string_view key) const {
+  auto it = labels_.find(key);
+  return it == labels_.end() ? nullptr : &it->second;
+}
+
+std::string ObjectReader::name_of(std::string_view key) const {
+  if (const auto* l = label_of(key)) return sentence(l->name);
+  std::string name(key);
+  std::replace(name.begin(), name.end(), '_', ' ');
+  return sentence(name);
+}
+
+std::string ObjectReader::sentence(std::string_view text) const {
+  if (context_.empty()) return capitalize(text);
+  return context_ + ": " + std::string(text);
+}
+
+std::string ObjectReader::nested_context(std::string_view name) const {
+  if (context_.empty()) return capitalize(name);
+  return context_ + ", " + std::string(name);
+}
+
+void ObjectReader::fail(Error e) { errors_.add(std::move(e)); }
+
+void ObjectReader::fail_at(ErrorCode code, std::string_view key, std::string_view what) {
+  fail(Error::make(code, name_of(key) + " " + std::string(what), path_of(key)));
+}
+
+void ObjectReader::invalid(std::string_view key, std::string_view what, std::string detail_code) {
+  Error e = Error::make(ErrorCode::invalid_field, name_of(key) + " " + std::string(what), path_of(key));
+  if (!detail_code.empty()) e.detail_code = std::move(detail_code);
+  fail(std::move(e));
 }
 
 const nlohmann::json* ObjectReader::lookup(std::string_view key, bool required) {
   seen_.emplace(key);
-  if (failed() || !obj_.is_object()) return nullptr;
+  if (!obj_.is_object()) return nullptr;
   auto it = obj_.find(std::string(key));
   if (it == obj_.end() || it->is_null()) {
-    if (required) fail(Error::make(ErrorCode::missing_field, path_of(key) + " is required", path_of(key)));
+    if (required) fail_at(ErrorCode::missing_field, key, "is required");
     return nullptr;
   }
   return &*it;
@@ -78,24 +114,27 @@ const nlohmann::json* ObjectReader::lookup(std::string_view key, bool required) 
 const nlohmann::json* ObjectReader::required_value(std::string_view key) { return lookup(key, true); }
 const nlohmann::json* ObjectReader::optional_value(std::string_view key) { return lookup(key, false); }
 
+namespace {
+std::string unit_suffix(const FieldLabel* l) { return l && !l->unit.empty() ? " " + l->unit : std::string(); }
+}  // namespace
+
 std::string ObjectReader::required_string(std::string_view key, std::size_t min_len, std::size_t max_len) {
   const auto* v = lookup(key, true);
   if (!v) return {};
   if (!v->is_string()) {
-    fail(Error::make(ErrorCode::invalid_field, path_of(key) + " must be a string, not " + type_name(*v), path_of(key)));
+    fail_at(ErrorCode::invalid_field, key, "must be text, not " + type_name(*v));
     return {};
   }
   const auto& s = v->get_ref<const std::string&>();
   if (s.size() < min_len) {
-    fail(Error::make(ErrorCode::invalid_field,
-                     min_len == 1 ? path_of(key) + " must not be empty"
-                                  : path_of(key) + " must be at least " + std::to_string(min_len) + " characters",
-                     path_of(key)));
+    fail_at(ErrorCode::invalid_field, key,
+            min_len == 1 ? std::string("is required")
+                         : "must be at least " + format_number(static_cast<double>(min_len)) + " characters");
     return {};
   }
   if (s.size() > max_len) {
-    fail(Error::make(ErrorCode::invalid_field,
-                     path_of(key) + " must be at most " + std::to_string(max_len) + " characters", path_of(key)));
+    fail_at(ErrorCode::invalid_field, key,
+            "must be at most " + format_number(static_cast<double>(max_len)) + " characters");
     return {};
   }
   return s;
@@ -105,13 +144,13 @@ std::optional<std::string> ObjectReader::optional_string(std::string_view key, s
   const auto* v = lookup(key, false);
   if (!v) return std::nullopt;
   if (!v->is_string()) {
-    fail(Error::make(ErrorCode::invalid_field, path_of(key) + " must be a string, not " + type_name(*v), path_of(key)));
+    fail_at(ErrorCode::invalid_field, key, "must be text, not " + type_name(*v));
     return std::nullopt;
   }
   const auto& s = v->get_ref<const std::string&>();
   if (s.size() > max_len) {
-    fail(Error::make(ErrorCode::invalid_field,
-                     path_of(key) + " must be at most " + std::to_string(max_len) + " characters", path_of(key)));
+    fail_at(ErrorCode::invalid_field, key,
+            "must be at most " + format_number(static_cast<double>(max_len)) + " characters");
     return std::nullopt;
   }
   return s;
@@ -133,13 +172,13 @@ std::optional<std::int64_t> ObjectReader::check_int(std::string_view key, const 
                                                     std::int64_t min, std::int64_t max) {
   auto i = as_int(v);
   if (!i) {
-    fail(Error::make(ErrorCode::invalid_field, path_of(key) + " must be an integer", path_of(key)));
+    fail_at(ErrorCode::invalid_field, key, "must be a whole number");
     return std::nullopt;
   }
   if (*i < min || *i > max) {
-    fail(Error::make(ErrorCode::invalid_field,
-                     path_of(key) + " must be between " + std::to_string(min) + " and " + std::to_string(max),
-                     path_of(key)));
+    fail_at(ErrorCode::invalid_field, key,
+            "must be between " + format_number(static_cast<double>(min)) + " and " +
+                format_number(static_cast<double>(max)) + unit_suffix(label_of(key)));
     return std::nullopt;
   }
   return i;
@@ -161,19 +200,13 @@ double ObjectReader::required_number(std::string_view key, double min, double ma
   const auto* v = lookup(key, true);
   if (!v) return min;
   if (!v->is_number()) {
-    fail(Error::make(ErrorCode::invalid_field, path_of(key) + " must be a number, not " + type_name(*v), path_of(key)));
+    fail_at(ErrorCode::invalid_field, key, "must be a number, not " + type_name(*v));
     return min;
   }
   double d = v->get<double>();
   if (!std::isfinite(d) || d < min || d > max) {
-    auto fmt = [](double x) {
-      std::string s = std::to_string(x);
-      while (!s.empty() && s.back() == '0') s.pop_back();
-      if (!s.empty() && s.back() == '.') s.pop_back();
-      return s;
-    };
-    fail(Error::make(ErrorCode::invalid_field, path_of(key) + " must be between " + fmt(min) + " and " + fmt(max),
-                     path_of(key)));
+    fail_at(ErrorCode::invalid_field, key,
+            "must be between " + format_number(min) + " and " + format_number(max) + unit_suffix(label_of(key)));
     return min;
   }
   return d;
@@ -183,7 +216,7 @@ std::optional<bool> ObjectReader::optional_bool(std::string_view key) {
   const auto* v = lookup(key, false);
   if (!v) return std::nullopt;
   if (!v->is_boolean()) {
-    fail(Error::make(ErrorCode::invalid_field, path_of(key) + " must be true or false", path_of(key)));
+    fail_at(ErrorCode::invalid_field, key, "must be true or false");
     return std::nullopt;
   }
   return v->get<bool>();
@@ -193,7 +226,7 @@ bool ObjectReader::required_bool(std::string_view key) {
   const auto* v = lookup(key, true);
   if (!v) return false;
   if (!v->is_boolean()) {
-    fail(Error::make(ErrorCode::invalid_field, path_of(key) + " must be true or false", path_of(key)));
+    fail_at(ErrorCode::invalid_field, key, "must be true or false");
     return false;
   }
   return v->get<bool>();
@@ -203,7 +236,7 @@ const nlohmann::json* ObjectReader::required_object(std::string_view key) {
   const auto* v = lookup(key, true);
   if (!v) return nullptr;
   if (!v->is_object()) {
-    fail(Error::make(ErrorCode::invalid_field, path_of(key) + " must be an object, not " + type_name(*v), path_of(key)));
+    fail_at(ErrorCode::invalid_field, key, "must be a JSON object, not " + type_name(*v));
     return nullptr;
   }
   return v;
@@ -213,27 +246,31 @@ const nlohmann::json* ObjectReader::required_array(std::string_view key, std::si
   const auto* v = lookup(key, true);
   if (!v) return nullptr;
   if (!v->is_array()) {
-    fail(Error::make(ErrorCode::invalid_field, path_of(key) + " must be an array, not " + type_name(*v), path_of(key)));
+    fail_at(ErrorCode::invalid_field, key, "must be a list, not " + type_name(*v));
     return nullptr;
   }
-  if (v->size() < min_items || v->size() > max_items) {
-    fail(Error::make(ErrorCode::invalid_field,
-                     path_of(key) + " must have between " + std::to_string(min_items) + " and " +
-                         std::to_string(max_items) + " items",
-                     path_of(key)));
+  if (v->size() < min_items) {
+    fail_at(ErrorCode::invalid_field, key,
+            "needs at least " + format_number(static_cast<double>(min_items)) + (min_items == 1 ? " entry" : " entries"));
+    return nullptr;
+  }
+  if (v->size() > max_items) {
+    fail_at(ErrorCode::invalid_field, key,
+            "can have at most " + format_number(static_cast<double>(max_items)) + (max_items == 1 ? " entry" : " entries"));
     return nullptr;
   }
   return v;
 }
 
 Status ObjectReader::finish() {
-  if (error_) return *error_;
-  for (const auto& [k, v] : obj_.items()) {
-    if (!seen_.contains(k)) {
-      return Error::make(ErrorCode::unknown_field, path_of(k) + " is not a field this endpoint takes", path_of(k));
+  if (obj_.is_object()) {
+    for (const auto& [k, v] : obj_.items()) {
+      if (seen_.contains(k)) continue;
+      fail(Error::make(ErrorCode::unknown_field,
+                       "Unknown field \"" + path_of(k) + "\": this request does not take it", path_of(k)));
     }
   }
-  return ok_status();
+  return errors_.status();
 }
 
 }  // namespace gpunex::core

@@ -1,10 +1,12 @@
 #pragma once
 // Reads a JSON request body field by field, so that every bad input turns into
-// one Error that names the field at fault (as a JSON path such as
-// "gpus[1].location.city"), and fields the endpoint does not take are refused
-// rather than silently dropped.
+// an error that names the field at fault (as a JSON path such as
+// "gpus[1].location.city") in words a person understands ("GPU 2: city is
+// required"), every invalid field of a body is reported at once, and fields the
+// endpoint does not take are refused rather than silently dropped.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,12 +21,22 @@ namespace gpunex::core {
 //! Parses a request body that must be one JSON object. Limits nesting depth.
 Result<nlohmann::json> parse_json_object(std::string_view body);
 
-//! Reads fields of one JSON object; remembers the first error and then returns
-//! defaults, so a handler can read every field and check once with finish().
+//! How a person knows a field: its name in a sentence ("host system RAM") and the unit of its numbers ("GB").
+struct FieldLabel {
+  std::string name;
+  std::string unit;
+};
+//! Labels by JSON key; a key without one reads as itself with spaces ("full_name" → "full name").
+using FieldLabels = std::map<std::string, FieldLabel, std::less<>>;
+
+//! Reads fields of one JSON object; records every error and returns defaults for
+//! bad fields, so a handler can read every field and check once with finish().
 class ObjectReader {
  public:
-  //! `obj` must outlive the reader; `path` is the JSON path of obj ("" for the root).
-  ObjectReader(const nlohmann::json& obj, std::string path = "");
+  //! `obj` must outlive the reader; `path` is the JSON path of obj ("" for the root); `context` names obj
+  //! for a person at the start of each message ("GPU 2"; the path when empty and not the root).
+  explicit ObjectReader(const nlohmann::json& obj, std::string path = "", std::string context = "",
+                        FieldLabels labels = {});
 
   std::string required_string(std::string_view key, std::size_t min_len = 1, std::size_t max_len = 1000);
   std::optional<std::string> optional_string(std::string_view key, std::size_t max_len = 1000);
@@ -42,20 +54,35 @@ class ObjectReader {
 
   //! The JSON path of a field of this object, e.g. "gpus[0].count".
   std::string path_of(std::string_view key) const;
-  //! Records an error found by the caller (only the first one is kept).
+  //! A field's name for a person, with its object's context: "Full name", "GPU 2: number of GPUs".
+  std::string name_of(std::string_view key) const;
+  //! A sentence about this object for a person: "GPU 2: <text>", or `text` capitalised at the root.
+  std::string sentence(std::string_view text) const;
+  //! The context of an object nested in this one: "Window 1" at the root, "GPU 2, window 1" below it.
+  std::string nested_context(std::string_view name) const;
+  //! Records an error found by the caller; every error is kept (and each field listed once).
   void fail(Error e);
-  bool failed() const { return error_.has_value(); }
-  //! Checks for fields that were never read (unknown_field) and returns the first error.
+  //! Records that `key` is invalid: `what` completes its name ("must be one of 3, 6, 12 or 24 months").
+  void invalid(std::string_view key, std::string_view what, std::string detail_code = "");
+  //! Whether any error was recorded.
+  bool failed() const { return !errors_.empty(); }
+  //! Whether the field `key` was recorded as invalid (so checks on its value are pointless).
+  bool failed(std::string_view key) const { return errors_.has(path_of(key)); }
+  //! Checks for fields that were never read (unknown_field) and returns every error, the first one leading.
   Status finish();
 
  private:
   const nlohmann::json* lookup(std::string_view key, bool required);
   std::optional<std::int64_t> check_int(std::string_view key, const nlohmann::json& v, std::int64_t min,
                                         std::int64_t max);
+  void fail_at(ErrorCode code, std::string_view key, std::string_view what);
+  const FieldLabel* label_of(std::string_view key) const;
   const nlohmann::json& obj_;
   std::string path_;
+  std::string context_;
+  FieldLabels labels_;
   std::set<std::string, std::less<>> seen_;
-  std::optional<Error> error_;
+  ErrorList errors_;
 };
 
 }  // namespace gpunex::core

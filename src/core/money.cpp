@@ -14,18 +14,19 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 }  // namespace
 
-Result<MicroUsdc> parse_usdc(std::string_view s) {
+Result<MicroUsdc> parse_usdc(std::string_view s, std::string_view what) {
+  const std::string name(what);
   constexpr std::size_t kMaxIntegerDigits = 12;
   constexpr std::size_t kMaxDecimals = 6;
-  if (s.empty()) return money_error("amount is empty; write it like \"1.85\"", "invalid_amount");
+  if (s.empty()) return money_error(name + " is empty; write it like \"1.85\"", "invalid_amount");
   for (char c : s) {
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-      return money_error("amount must not contain spaces", "invalid_amount");
+      return money_error(name + " must not contain spaces", "invalid_amount");
   }
-  if (s.front() == '-') return money_error("amount must not be negative", "negative_amount");
-  if (s.front() == '+') return money_error("amount must not have a sign", "invalid_amount");
+  if (s.front() == '-') return money_error(name + " must not be negative", "negative_amount");
+  if (s.front() == '+') return money_error(name + " must not have a sign", "invalid_amount");
   if (s.find_first_of("eE") != std::string_view::npos)
-    return money_error("amount must be a plain decimal, without an exponent", "invalid_amount");
+    return money_error(name + " must be a plain decimal, without an exponent", "invalid_amount");
   const std::size_t dot = s.find('.');
   const std::string_view whole = s.substr(0, dot);
   const std::string_view frac = dot == std::string_view::npos ? std::string_view{} : s.substr(dot + 1);
@@ -35,13 +36,13 @@ Result<MicroUsdc> parse_usdc(std::string_view s) {
     return true;
   };
   if (whole.empty() || !all_digits(whole) || !all_digits(frac) || (dot != std::string_view::npos && frac.empty()))
-    return money_error("amount is not a number: use digits with an optional '.' and up to 6 decimals, like \"1.85\"",
+    return money_error(name + " is not a number: use digits with an optional '.' and up to 6 decimals, like \"1.85\"",
                        "invalid_amount");
   if (frac.size() > kMaxDecimals)
-    return money_error("amount has more than 6 decimals (USDC's smallest unit is 0.000001)", "too_many_decimals");
+    return money_error(name + " has more than 6 decimals (USDC's smallest unit is 0.000001)", "too_many_decimals");
   const std::size_t first_significant = whole.find_first_not_of('0');
   const std::size_t significant = first_significant == std::string_view::npos ? 0 : whole.size() - first_significant;
-  if (significant > kMaxIntegerDigits) return money_error("amount is too large", "amount_too_large");
+  if (significant > kMaxIntegerDigits) return money_error(name + " is too large", "amount_too_large");
 
   MicroUsdc value = 0;
   for (char c : whole) value = value * 10 + (c - '0');
@@ -54,11 +55,14 @@ Result<MicroUsdc> parse_usdc(std::string_view s) {
   return value;
 }
 
-Result<MicroUsdc> parse_rate(std::string_view text) {
-  auto amount = parse_usdc(text);
+Result<MicroUsdc> parse_rate(std::string_view text, std::string_view what) {
+  auto amount = parse_usdc(text, what);
   if (!amount) return amount;
-  if (*amount <= 0) return money_error("rate must be above 0", "rate_out_of_range");
-  if (*amount > kMaxRatePerGpuHour) return money_error("rate must be at most 1000 USDC per GPU-hour", "rate_out_of_range");
+  const std::string name(what);
+  if (*amount <= 0) return money_error(name + " must be above 0", "rate_out_of_range");
+  if (*amount > kMaxRatePerGpuHour) {
+    return money_error(name + " must be at most 1,000 USDC per GPU-hour", "rate_out_of_range");
+  }
   return amount;
 }
 

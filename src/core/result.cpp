@@ -1,5 +1,7 @@
 #include "core/result.hpp"
 
+#include <algorithm>
+
 namespace gpunex::core {
 
 int http_status(ErrorCode code) {
@@ -44,6 +46,32 @@ std::string_view code_name(ErrorCode code) {
     case ErrorCode::unavailable: return "unavailable";
   }
   return "internal";
+}
+
+std::string Error::code_text() const { return detail_code ? *detail_code : std::string(code_name(code)); }
+
+std::vector<FieldError> Error::all_fields() const {
+  if (!fields.empty()) return fields;
+  if (field) return {FieldError{*field, message, code_text()}};
+  return {};
+}
+
+void ErrorList::add(Error e) {
+  for (auto& f : e.all_fields()) {
+    if (!has(f.field)) fields_.push_back(std::move(f));
+  }
+  if (!first_) first_ = std::move(e);
+}
+
+bool ErrorList::has(std::string_view field) const {
+  return std::any_of(fields_.begin(), fields_.end(), [&](const FieldError& f) { return f.field == field; });
+}
+
+Status ErrorList::status() const {
+  if (!first_) return ok_status();
+  Error e = *first_;
+  e.fields = fields_;
+  return e;
 }
 
 }  // namespace gpunex::core

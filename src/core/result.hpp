@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace gpunex::core {
 
@@ -38,6 +39,13 @@ int http_status(ErrorCode code);
 //! The snake_case name sent as error.code in API responses.
 std::string_view code_name(ErrorCode code);
 
+//! One invalid field of a request: its JSON path, a message for a person, and its snake_case code.
+struct FieldError {
+  std::string field;
+  std::string message;
+  std::string code;
+};
+
 //! An expected failure: code, a human message, and the JSON path of the field at fault.
 struct Error {
   ErrorCode code = ErrorCode::internal;
@@ -45,14 +53,20 @@ struct Error {
   std::optional<std::string> field;
   //! A more specific machine-readable code than code_name(code), e.g. "email_taken".
   std::optional<std::string> detail_code;
+  //! Every invalid field when a request has several; the first of them is also `field` and `message`.
+  std::vector<FieldError> fields;
 
   static Error make(ErrorCode c, std::string msg, std::optional<std::string> field = std::nullopt) {
-    return Error{c, std::move(msg), std::move(field), std::nullopt};
+    return Error{c, std::move(msg), std::move(field), std::nullopt, {}};
   }
   Error&& with_code(std::string c) && {
     detail_code = std::move(c);
     return std::move(*this);
   }
+  //! error.code as sent: the detail code when there is one.
+  std::string code_text() const;
+  //! Every invalid field: `fields`, or just `field` when the error names one, or none.
+  std::vector<FieldError> all_fields() const;
 };
 
 //! A value or an Error. Deliberately small; std::expected is not in C++20.
@@ -82,5 +96,21 @@ class [[nodiscard]] Result {
 struct Ok {};
 using Status = Result<Ok>;
 inline Status ok_status() { return Ok{}; }
+
+//! Gathers the errors of one request, so that a single answer lists every invalid field. The first
+//! error gives the answer its code, message and field; each field is listed once, at its first error.
+class ErrorList {
+ public:
+  void add(Error e);
+  bool empty() const { return !first_.has_value(); }
+  //! Whether an error names `field` (a JSON path).
+  bool has(std::string_view field) const;
+  //! ok, or the first error carrying every invalid field.
+  Status status() const;
+
+ private:
+  std::optional<Error> first_;
+  std::vector<FieldError> fields_;
+};
 
 }  // namespace gpunex::core

@@ -22,10 +22,24 @@ constexpr std::array<const char*, 7> kDayNames = {"sun", "mon", "tue", "wed", "t
 constexpr std::array<const char*, 6> kCategoryNames = {"power", "network", "disk", "gpu", "software", "other"};
 constexpr int kMinutesPerDay = 24 * 60;
 
+//! An error on `field` (a JSON path) whose message is already a sentence for a person.
 Error field_error(std::string field, std::string message, std::string code = "") {
-  auto e = Error::make(ErrorCode::invalid_field, field + ": " + message, field);
+  auto e = Error::make(ErrorCode::invalid_field, std::move(message), std::move(field));
   if (!code.empty()) return std::move(e).with_code(std::move(code));
   return e;
+}
+
+const FieldLabels& schedule_labels() {
+  static const FieldLabels labels = {{"timezone", {"time zone", ""}},
+                                     {"always", {"always available", ""}},
+                                     {"maintenance", {"maintenance windows", ""}}};
+  return labels;
+}
+
+const FieldLabels& window_labels() {
+  static const FieldLabels labels = {{"start", {"start time", ""}}, {"end", {"end time", ""}},
+                                     {"nth", {"week of the month", ""}}};
+  return labels;
 }
 
 // ---- time of day, days, RFC 3339 ----
@@ -265,14 +279,13 @@ DaySet read_days(ObjectReader& r, const std::string& key) {
     const std::string field = r.path_of(key) + "[" + std::to_string(i) + "]";
     const auto day = parse_day((*arr)[i]);
     if (!day) {
-      r.fail(field_error(field, "must be one of mon, tue, wed, thu, fri, sat, sun", "invalid_day"));
-      return 0;
+      r.fail(field_error(field, r.sentence("day " + std::to_string(i + 1) + " must be one of mon, tue, wed, thu, fri, sat, sun"),
+                         "invalid_day"));
+    } else if (set & (1u << *day)) {
+      r.fail(field_error(field, r.sentence(std::string(kDayNames[*day]) + " is listed twice"), "duplicate_day"));
+    } else {
+      set = static_cast<DaySet>(set | (1u << *day));
     }
-    if (set & (1u << *day)) {
-      r.fail(field_error(field, std::string(kDayNames[*day]) + " is listed twice", "duplicate_day"));
-      return 0;
-    }
-    set = static_cast<DaySet>(set | (1u << *day));
   }
   return set;
 }
@@ -281,61 +294,51 @@ DaySet read_days(ObjectReader& r, const std::string& key) {
 void read_times(ObjectReader& r, int& start_min, int& end_min) {
   const std::string start = r.required_string("start", 1, 5);
   const std::string end = r.required_string("end", 1, 5);
-  if (r.failed()) return;
-  const auto s = parse_hhmm(start, false);
-  if (!s) return r.fail(field_error(r.path_of("start"), "must be a time of day \"HH:MM\" (00:00–23:59)", "invalid_time"));
-  const auto e = parse_hhmm(end, true);
-  if (!e) return r.fail(field_error(r.path_of("end"), "must be a time of day \"HH:MM\" (00:00–24:00)", "invalid_time"));
-  if (*e == *s)
-    return r.fail(field_error(r.path_of("end"), "must differ from start (a window cannot be empty)", "empty_window"));
+  const auto s = r.failed("start") ? std::nullopt : parse_hhmm(start, false);
+  if (!r.failed("start") && !s) r.invalid("start", "must be a time of day \"HH:MM\" (00:00–23:59)", "invalid_time");
+  const auto e = r.failed("end") ? std::nullopt : parse_hhmm(end, true);
+  if (!r.failed("end") && !e) r.invalid("end", "must be a time of day \"HH:MM\" (00:00–24:00)", "invalid_time");
+  if (!s || !e) return;
+  if (*e == *s) return r.invalid("end", "must differ from the start time (a window cannot be empty)", "empty_window");
   start_min = *s;
   end_min = *e;
 }
 
+//! One maintenance window; nullopt when it has an error (recorded on `r`).
 std::optional<MaintenanceWindow> read_maintenance(ObjectReader& r, const std::string& path) {
   MaintenanceWindow m;
   const std::string category = r.required_string("category", 1, 20);
-  if (!r.failed()) {
+  if (!r.failed("category")) {
     const auto* it = std::find(kCategoryNames.begin(), kCategoryNames.end(), category);
     if (it == kCategoryNames.end()) {
-      r.fail(field_error(r.path_of("category"), "must be one of power, network, disk, gpu, software, other",
-                         "invalid_category"));
-      return std::nullopt;
+      r.invalid("category", "must be one of power, network, disk, gpu, software, other", "invalid_category");
+    } else {
+      m.category = static_cast<MaintenanceCategory>(it - kCategoryNames.begin());
     }
-    m.category = static_cast<MaintenanceCategory>(it - kCategoryNames.begin());
   }
   m.note = r.optional_string("note", 500).value_or("");
   const auto* rec = r.optional_value("recurrence");
-  if (r.failed()) return std::nullopt;
   if (!rec) {
     m.kind = MaintenanceWindow::Kind::one_off;
     const std::string start = r.required_string("start", 1, 40);
     const std::string end = r.required_string("end", 1, 40);
+    const auto s = r.failed("start") ? std::nullopt : parse_utc(start);
+    if (!r.failed("start") && !s) {
+      r.invalid("start", "must be a date and time such as \"2026-03-01T02:00:00Z\" (or give a recurrence and a "
+                         "time of day)", "invalid_time");
+    }
+    const auto e = r.failed("end") ? std::nullopt : parse_utc(end);
+    if (!r.failed("end") && !e) r.invalid("end", "must be a date and time such as \"2026-03-01T04:00:00Z\"", "invalid_time");
+    if (s && e && *e <= *s) r.invalid("end", "must be after the start", "empty_window");
+    if (s && e && *e - *s > kMaxOneOffMaintenance) {
+      r.invalid("end", "is too late: a one-off maintenance window may last at most 31 days", "window_too_long");
+    }
     if (r.failed()) return std::nullopt;
-    const auto s = parse_utc(start);
-    if (!s) {
-      r.fail(field_error(r.path_of("start"), "must be an RFC 3339 time such as \"2026-03-01T02:00:00Z\" "
-                                             "(or give a recurrence and a time of day)", "invalid_time"));
-      return std::nullopt;
-    }
-    const auto e = parse_utc(end);
-    if (!e) {
-      r.fail(field_error(r.path_of("end"), "must be an RFC 3339 time such as \"2026-03-01T04:00:00Z\"", "invalid_time"));
-      return std::nullopt;
-    }
-    if (*e <= *s) {
-      r.fail(field_error(r.path_of("end"), "must be after start", "empty_window"));
-      return std::nullopt;
-    }
-    if (*e - *s > kMaxOneOffMaintenance) {
-      r.fail(field_error(r.path_of("end"), "a one-off maintenance window may last at most 31 days", "window_too_long"));
-      return std::nullopt;
-    }
     m.start_utc = *s;
     m.end_utc = *e;
     return m;
   }
-  ObjectReader rr(*rec, path + ".recurrence");
+  ObjectReader rr(*rec, path + ".recurrence", r.nested_context("recurrence"), window_labels());
   const bool weekly = rec->is_object() && rec->contains("days");
   if (weekly) {
     m.kind = MaintenanceWindow::Kind::weekly;
@@ -343,21 +346,18 @@ std::optional<MaintenanceWindow> read_maintenance(ObjectReader& r, const std::st
   } else {
     m.kind = MaintenanceWindow::Kind::monthly;
     const auto nth = rr.required_int("nth", -1, 5);
-    if (!rr.failed() && nth == 0) {
-      rr.fail(field_error(rr.path_of("nth"), "must be 1 to 5, or -1 for the last of the month", "invalid_nth"));
+    if (!rr.failed("nth") && nth == 0) {
+      rr.invalid("nth", "must be 1 to 5, or -1 for the last of the month", "invalid_nth");
     }
     m.nth = static_cast<int>(nth);
     const auto* wd = rr.required_value("weekday");
-    if (!rr.failed()) {
+    if (wd) {
       const auto day = parse_day(*wd);
-      if (!day) rr.fail(field_error(rr.path_of("weekday"), "must be one of mon, tue, wed, thu, fri, sat, sun", "invalid_day"));
+      if (!day) rr.invalid("weekday", "must be one of mon, tue, wed, thu, fri, sat, sun", "invalid_day");
       else m.weekday = *day;
     }
   }
-  if (auto st = rr.finish(); !st) {
-    r.fail(std::move(st).error());
-    return std::nullopt;
-  }
+  if (auto st = rr.finish(); !st) r.fail(std::move(st).error());
   read_times(r, m.start_min, m.end_min);
   if (r.failed()) return std::nullopt;
   return m;
@@ -368,28 +368,27 @@ std::optional<MaintenanceWindow> read_maintenance(ObjectReader& r, const std::st
 std::string_view category_name(MaintenanceCategory c) { return kCategoryNames[static_cast<std::size_t>(c)]; }
 
 Result<Schedule> parse_schedule(const nlohmann::json& body, const std::string& path) {
-  ObjectReader r(body, path);
+  ObjectReader r(body, path, "", schedule_labels());
   Schedule s;
   s.timezone = r.required_string("timezone", 1, 64);
   s.always = r.required_bool("always");
-  if (!r.failed()) {
+  if (!r.failed("timezone")) {
     try {
       s.zone = date::locate_zone(s.timezone);
     } catch (const std::exception&) {
-      r.fail(field_error(r.path_of("timezone"), "unknown time zone \"" + s.timezone +
-                                                    "\"; use an IANA name such as \"Europe/Berlin\"",
-                         "unknown_timezone"));
+      r.invalid("timezone", "\"" + s.timezone + "\" is not known; use a name such as \"Europe/Berlin\"",
+                "unknown_timezone");
     }
   }
   if (const auto* windows = r.optional_value("windows")) {
     if (!windows->is_array()) {
-      r.fail(field_error(r.path_of("windows"), "must be an array"));
+      r.invalid("windows", "must be a list");
     } else if (windows->size() > kMaxWindows) {
-      r.fail(field_error(r.path_of("windows"), "at most " + std::to_string(kMaxWindows) + " windows"));
+      r.invalid("windows", "can have at most " + std::to_string(kMaxWindows) + " windows");
     } else {
-      for (std::size_t i = 0; i < windows->size() && !r.failed(); ++i) {
+      for (std::size_t i = 0; i < windows->size(); ++i) {
         const std::string wpath = r.path_of("windows") + "[" + std::to_string(i) + "]";
-        ObjectReader wr((*windows)[i], wpath);
+        ObjectReader wr((*windows)[i], wpath, r.nested_context("window " + std::to_string(i + 1)), window_labels());
         WeeklyWindow w;
         w.days = read_days(wr, "days");
         read_times(wr, w.start_min, w.end_min);
@@ -398,28 +397,32 @@ Result<Schedule> parse_schedule(const nlohmann::json& body, const std::string& p
       }
     }
   }
-  if (!r.failed() && s.always && !s.windows.empty())
-    r.fail(field_error(r.path_of("windows"), "must be empty when always is true", "windows_with_always"));
-  if (!r.failed() && !s.always && s.windows.empty())
-    r.fail(field_error(r.path_of("windows"), "give at least one window, or set always to true", "no_windows"));
+  if (!r.failed("always") && !r.failed("windows")) {
+    if (s.always && !s.windows.empty()) r.invalid("windows", "must be empty when always is true", "windows_with_always");
+    if (!s.always && s.windows.empty()) {
+      r.invalid("windows", "needs at least one window, or set always to true", "no_windows");
+    }
+  }
   if (const auto* maint = r.optional_value("maintenance")) {
     if (!maint->is_array()) {
-      r.fail(field_error(r.path_of("maintenance"), "must be an array"));
+      r.invalid("maintenance", "must be a list");
     } else if (maint->size() > kMaxMaintenance) {
-      r.fail(field_error(r.path_of("maintenance"), "at most " + std::to_string(kMaxMaintenance) + " windows"));
+      r.invalid("maintenance", "can have at most " + std::to_string(kMaxMaintenance) + " windows");
     } else {
-      for (std::size_t i = 0; i < maint->size() && !r.failed(); ++i) {
+      for (std::size_t i = 0; i < maint->size(); ++i) {
         const std::string mpath = r.path_of("maintenance") + "[" + std::to_string(i) + "]";
-        ObjectReader mr((*maint)[i], mpath);
+        const std::string name = "maintenance window " + std::to_string(i + 1);
+        ObjectReader mr((*maint)[i], mpath, r.nested_context(name), window_labels());
         auto m = read_maintenance(mr, mpath);
         if (auto st = mr.finish(); !st) {
           r.fail(std::move(st).error());
-          break;
+          continue;
         }
-        if (!m) break;
+        if (!m || !s.zone) continue;
         for (std::size_t j = 0; j < s.maintenance.size(); ++j) {
           if (overlap(s, s.maintenance[j], *m)) {
-            r.fail(field_error(mpath, "overlaps maintenance[" + std::to_string(j) + "]", "maintenance_overlap"));
+            r.fail(field_error(mpath, r.sentence(name + " overlaps maintenance window " + std::to_string(j + 1)),
+                               "maintenance_overlap"));
             break;
           }
         }

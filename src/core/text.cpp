@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 
 namespace gpunex::core {
 
@@ -59,6 +60,25 @@ bool is_clean_utf8(std::string_view s) {
     i += len;
   }
   return true;
+}
+
+std::string format_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6f", v);
+  std::string s = buf;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  const std::size_t digits_from = s.front() == '-' ? 1 : 0;
+  std::size_t int_end = s.find('.');
+  if (int_end == std::string::npos) int_end = s.size();
+  for (std::size_t i = int_end; i > digits_from + 3; i -= 3) s.insert(i - 3, ",");
+  return s;
+}
+
+std::string capitalize(std::string_view s) {
+  std::string out(s);
+  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 32);
+  return out;
 }
 
 }  // namespace gpunex::core

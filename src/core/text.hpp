@@ -14,5 +14,9 @@ std::string to_lower_ascii(std::string_view s);
 std::string trim(std::string_view s);
 //! True when s is valid UTF-8 without control characters other than tab and newline.
 bool is_clean_utf8(std::string_view s);
+//! A number for a person: thousands separated, at most 6 decimals, no trailing zeros ("16,384", "0.01").
+std::string format_number(double v);
+//! `s` with its first letter upper-cased (ASCII), for the start of a sentence.
+std::string capitalize(std::string_view s);
 
 }  // namespace gpunex::core

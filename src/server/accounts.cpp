@@ -24,25 +24,22 @@ nlohmann::json User::to_json() const {
 }
 
 core::Status validate_new_user(const NewUser& u) {
-  if (!core::is_valid_email(u.email)) {
-    return Error::make(ErrorCode::invalid_field, "email is not a valid e-mail address", "email");
-  }
-  if (u.password.size() < 10) {
-    return Error::make(ErrorCode::invalid_field, "password must be at least 10 characters", "password");
-  }
-  if (u.password.size() > 1024) {
-    return Error::make(ErrorCode::invalid_field, "password must be at most 1024 characters", "password");
-  }
+  core::ErrorList errors;
+  const auto bad = [&](const char* field, std::string message) {
+    errors.add(Error::make(ErrorCode::invalid_field, std::move(message), field));
+  };
+  if (!core::is_valid_email(u.email)) bad("email", "E-mail is not a valid e-mail address (like name@example.com)");
+  if (u.password.size() < 10) bad("password", "Password must be at least 10 characters");
+  if (u.password.size() > 1024) bad("password", "Password must be at most 1,024 characters");
   if (core::trim(u.full_name).empty()) {
-    return Error::make(ErrorCode::invalid_field, "full_name must not be empty", "full_name");
-  }
-  if (u.full_name.size() > 200 || !core::is_clean_utf8(u.full_name)) {
-    return Error::make(ErrorCode::invalid_field, "full_name must be at most 200 characters of text", "full_name");
+    bad("full_name", "Full name is required");
+  } else if (u.full_name.size() > 200 || !core::is_clean_utf8(u.full_name)) {
+    bad("full_name", "Full name must be at most 200 characters of plain text");
   }
   if (std::find(known_roles().begin(), known_roles().end(), u.role) == known_roles().end()) {
-    return Error::make(ErrorCode::invalid_field, "role must be one of customer, provider, reviewer, admin", "role");
+    bad("role", "Role must be one of customer, provider, reviewer, admin");
   }
-  return core::ok_status();
+  return errors.status();
 }
 
 namespace {

@@ -1,6 +1,10 @@
 // The application form, state machine, tier rules and business days (core/application.hpp).
 #include "core/application.hpp"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace core = gpunex::core;
@@ -149,6 +153,37 @@ TEST(ApplicationForm, RequiredFields) {
   b.erase("company");
   b.erase("maintenance_notes");
   EXPECT_TRUE(core::parse_application_form(b, checkers()).ok());
+}
+
+// Issue #14: a body with several bad fields answers every one of them, in words a person understands.
+TEST(ApplicationForm, ListsEveryInvalidFieldForAPerson) {
+  auto b = enterprise_app();
+  b["full_name"] = "  ";
+  b["commitment_months"] = 9;
+  b["gpus"][1]["system_ram_gb"] = 20000;
+  b["gpus"][1]["location"].erase("country");
+  b["gpus"][1]["availability"] = {{"timezone", "Europe/Atlantis"},
+                                  {"windows", {{{"days", {"mon", "caturday"}}, {"start", "7:00"}, {"end", "08:00"}}}}};
+  auto r = core::parse_application_form(b, checkers());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().field, "full_name");
+  EXPECT_EQ(r.error().message, "Full name is required");
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const auto& f : r.error().fields) got.emplace_back(f.field, f.message);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"full_name", "Full name is required"},
+      {"commitment_months", "Commitment period must be 3, 6, 12 or 24 months"},
+      {"gpus[1].system_ram_gb", "GPU 2: host system RAM must be between 1 and 16,384 GB"},
+      {"gpus[1].availability.timezone",
+       "GPU 2 schedule: time zone \"Europe/Atlantis\" is not known; use a name such as Europe/Berlin"},
+      {"gpus[1].availability.windows[0].days[1]",
+       "GPU 2 schedule, window 1: day 2 must be one of mon, tue, wed, thu, fri, sat, sun"},
+      {"gpus[1].availability.windows[0].start",
+       "GPU 2 schedule, window 1: start time must be a time HH:MM between 00:00 and 23:59"},
+      {"gpus[1].location.country", "GPU 2: country is required"},
+  };
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(r.error().fields.back().code, "missing_field");
 }
 
 TEST(ApplicationForm, UnknownFieldsAreRefused) {

@@ -170,17 +170,31 @@ TEST(ResponseError, HasTheApiShape) {
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.content_type, "application/json");
   auto j = nlohmann::json::parse(r.body);
-  EXPECT_EQ(j, nlohmann::json::parse(
-                   R"({"error":{"code":"missing_field","message":"email is required","field":"gpus[0].model"}})"));
+  EXPECT_EQ(j, nlohmann::json::parse(R"({"error":{"code":"missing_field","message":"email is required",
+                   "field":"gpus[0].model",
+                   "fields":[{"field":"gpus[0].model","message":"email is required","code":"missing_field"}]}})"));
 
   auto nf = Response::error(ErrorCode::not_found, "no such thing");
   EXPECT_EQ(nf.status, 404);
   EXPECT_TRUE(nlohmann::json::parse(nf.body)["error"]["field"].is_null());
+  EXPECT_FALSE(nlohmann::json::parse(nf.body)["error"].contains("fields"));
 
   auto detail = Response::error(
       gpunex::core::Error::make(ErrorCode::conflict, "taken", "email").with_code("email_taken"));
   EXPECT_EQ(detail.status, 409);
   EXPECT_EQ(nlohmann::json::parse(detail.body)["error"]["code"], "email_taken");
+
+  // Several invalid fields: the first leads (code, message, field), and every one is listed.
+  gpunex::core::ErrorList list;
+  list.add(gpunex::core::Error::make(ErrorCode::missing_field, "Full name is required", "full_name"));
+  list.add(gpunex::core::Error::make(ErrorCode::invalid_field, "GPU 1: number of GPUs must be between 1 and 1,024",
+                                     "gpus[0].count"));
+  auto many = Response::error(list.status().error());
+  EXPECT_EQ(many.status, 400);
+  EXPECT_EQ(nlohmann::json::parse(many.body), nlohmann::json::parse(R"({"error":{"code":"missing_field",
+      "message":"Full name is required","field":"full_name","fields":[
+      {"field":"full_name","message":"Full name is required","code":"missing_field"},
+      {"field":"gpus[0].count","message":"GPU 1: number of GPUs must be between 1 and 1,024","code":"invalid_field"}]}})"));
 
   auto ok = Response::json(201, {{"id", 1}});
   EXPECT_EQ(ok.status, 201);

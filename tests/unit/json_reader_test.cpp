@@ -1,5 +1,8 @@
 #include "core/json_reader.hpp"
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 using gpunex::core::ErrorCode;
@@ -90,4 +93,55 @@ TEST(JsonReader, AcceptsValidObject) {
   EXPECT_TRUE(r.required_bool("ok"));
   EXPECT_FALSE(r.optional_string("note").has_value());
   EXPECT_TRUE(r.finish().ok());
+}
+
+TEST(JsonReader, ListsEveryInvalidFieldFirstOneLeading) {
+  auto j = parse_json_object(R"({"name":"","count":0,"ok":"yes","extra":1})");
+  ObjectReader r(*j);
+  r.required_string("name");
+  r.required_int("count", 1, 10);
+  r.required_bool("ok");
+  r.required_string("email");
+  auto s = r.finish();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::invalid_field);
+  EXPECT_EQ(s.error().field, "name");
+  EXPECT_EQ(s.error().message, "Name is required");
+  std::vector<std::string> fields;
+  for (const auto& f : s.error().fields) fields.push_back(f.field);
+  EXPECT_EQ(fields, (std::vector<std::string>{"name", "count", "ok", "email", "extra"}));
+  EXPECT_EQ(s.error().fields[3].code, "missing_field");
+  EXPECT_EQ(s.error().fields[4].code, "unknown_field");
+}
+
+TEST(JsonReader, MessagesNameFieldsForPeople) {
+  auto j = parse_json_object(R"({"system_ram_gb":20000,"full_name":7,"count":2000})");
+  gpunex::core::FieldLabels labels = {{"system_ram_gb", {"host system RAM", "GB"}}};
+  ObjectReader r(*j, "gpus[1]", "GPU 2", labels);
+  r.required_int("system_ram_gb", 1, 16384);
+  r.required_string("full_name");
+  r.required_int("count", 1, 1024);
+  auto s = r.finish();
+  ASSERT_FALSE(s.ok());
+  ASSERT_EQ(s.error().fields.size(), 3u);
+  EXPECT_EQ(s.error().fields[0].field, "gpus[1].system_ram_gb");
+  EXPECT_EQ(s.error().fields[0].message, "GPU 2: host system RAM must be between 1 and 16,384 GB");
+  EXPECT_EQ(s.error().fields[1].message, "GPU 2: full name must be text, not number");
+  EXPECT_EQ(s.error().fields[2].message, "GPU 2: count must be between 1 and 1,024");
+
+  // At the root, without labels, a key reads as words and the sentence starts with a capital.
+  auto k = parse_json_object(R"({})");
+  ObjectReader root(*k);
+  root.required_string("full_name");
+  EXPECT_EQ(root.finish().error().message, "Full name is required");
+}
+
+TEST(JsonReader, FailedNamesOnlyTheFieldAtFault) {
+  auto j = parse_json_object(R"({"a":"x","b":3})");
+  ObjectReader r(*j);
+  r.required_int("a", 0, 10);
+  r.required_int("b", 0, 10);
+  EXPECT_TRUE(r.failed());
+  EXPECT_TRUE(r.failed("a"));
+  EXPECT_FALSE(r.failed("b"));
 }

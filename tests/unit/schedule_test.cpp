@@ -1,5 +1,9 @@
 #include "core/schedule.hpp"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "core/rfc3339.hpp"
@@ -282,6 +286,26 @@ TEST(ScheduleInput, ErrorsNameTheField) {
     EXPECT_EQ(e.field, c.field) << c.json << " → " << e.message;
     EXPECT_EQ(e.detail_code.value_or(std::string(code_name(e.code))), c.code) << c.json << " → " << e.message;
   }
+}
+
+// Issue #14: every invalid field at once, each in words a person understands.
+TEST(ScheduleInput, ListsEveryInvalidField) {
+  auto e = parse_error(windows("Mars/Olympus",
+                               R"([{"days": ["mon"], "start": "8:00", "end": "09:00"},
+                                   {"days": ["sat", "someday"], "start": "10:00", "end": "12:00"}])",
+                               R"([{"category": "cosmic", "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T01:00:00Z"}])"));
+  EXPECT_EQ(e.field, "timezone");
+  EXPECT_EQ(e.detail_code, "unknown_timezone");
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const auto& f : e.fields) got.emplace_back(f.field, f.message);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"timezone", "Time zone \"Mars/Olympus\" is not known; use a name such as \"Europe/Berlin\""},
+      {"windows[0].start", "Window 1: start time must be a time of day \"HH:MM\" (00:00–23:59)"},
+      {"windows[1].days[1]", "Window 2: day 2 must be one of mon, tue, wed, thu, fri, sat, sun"},
+      {"maintenance[0].category",
+       "Maintenance window 1: category must be one of power, network, disk, gpu, software, other"},
+  };
+  EXPECT_EQ(got, want);
 }
 
 TEST(ScheduleInput, RoundTripsThroughTheApiForm) {

@@ -236,6 +236,17 @@ TEST(Text, Utf8) {
   EXPECT_FALSE(core::is_clean_utf8("\xed\xa0\x80"));  // surrogate
 }
 
+TEST(Text, NumbersForPeople) {
+  EXPECT_EQ(core::format_number(1024), "1,024");
+  EXPECT_EQ(core::format_number(1000000), "1,000,000");
+  EXPECT_EQ(core::format_number(999), "999");
+  EXPECT_EQ(core::format_number(0.01), "0.01");
+  EXPECT_EQ(core::format_number(16384.5), "16,384.5");
+  EXPECT_EQ(core::format_number(-1234), "-1,234");
+  EXPECT_EQ(core::capitalize("e-mail"), "E-mail");
+  EXPECT_EQ(core::capitalize("UPS"), "UPS");
+}
+
 #include "util/time.hpp"
 
 TEST(Time, Rfc3339RoundTrip) {

@@ -1,7 +1,9 @@
 // /v1/applications (the applicant) and /v1/review/applications (reviewers):
-// draft, edit, submit, read, the review queue and decisions.
+// draft, edit (PUT replaces the form, PATCH merges into it), submit, read, the
+// review queue and decisions.
 
 #include "core/json_reader.hpp"
+#include "core/merge_patch.hpp"
 #include "core/text.hpp"
 #include "server/api/handlers.hpp"
 #include "server/app.hpp"
@@ -53,7 +55,10 @@ Response create(Ctx& ctx) {
   return respond(r, 201);
 }
 
-Response edit(Ctx& ctx) {
+//! How an edit's body meets the stored form: PUT sends the whole form, PATCH a JSON Merge Patch of it.
+enum class EditMode { replace, merge_patch };
+
+Response edit(Ctx& ctx, EditMode mode) {
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
@@ -61,7 +66,10 @@ Response edit(Ctx& ctx) {
     if (!app) return std::move(app).error();
     // The state is checked before the body, so editing a submitted application is 409 whatever it sends.
     if (auto s = core::apply_action(app->status, core::ApplicationAction::edit); !s) return std::move(s).error();
-    auto form = read_form(tx, *body);
+    // A patch is validated as the whole form it makes, so its errors name the same paths as a PUT's.
+    const nlohmann::json doc = mode == EditMode::merge_patch ? core::merge_patch(core::to_json(app->form), *body)
+                                                            : *body;
+    auto form = read_form(tx, doc);
     if (!form) return std::move(form).error();
     auto edited = edit_application(tx, std::move(*app), *form);
     if (!edited) return std::move(edited).error();
@@ -69,6 +77,9 @@ Response edit(Ctx& ctx) {
   });
   return respond(r);
 }
+
+Response put_application(Ctx& ctx) { return edit(ctx, EditMode::replace); }
+Response patch_application(Ctx& ctx) { return edit(ctx, EditMode::merge_patch); }
 
 Response submit(Ctx& ctx) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
@@ -212,7 +223,8 @@ void register_applications_api(App& app) {
   app.route(Method::post, "/v1/applications", RouteOptions::signed_in(), create);
   app.route(Method::get, "/v1/applications", RouteOptions::signed_in(), list_mine);
   app.route(Method::get, "/v1/applications/{id}", RouteOptions::signed_in(), get_one);
-  app.route(Method::patch, "/v1/applications/{id}", RouteOptions::signed_in(), edit);
+  app.route(Method::put, "/v1/applications/{id}", RouteOptions::signed_in(), put_application);
+  app.route(Method::patch, "/v1/applications/{id}", RouteOptions::signed_in(), patch_application);
   app.route(Method::post, "/v1/applications/{id}/submit", RouteOptions::signed_in(), submit);
   app.route(Method::get, "/v1/review/applications", RouteOptions::for_roles({"reviewer"}), queue);
   // The approval answer names the issued key (never its value); replays stay sealed all the same.

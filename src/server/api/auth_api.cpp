@@ -1,6 +1,7 @@
 // /v1/auth/* and /v1/me: signup, login, logout, the current user.
 
 #include "core/json_reader.hpp"
+#include "core/text.hpp"
 #include "server/app.hpp"
 
 namespace gpunex::server {
@@ -23,12 +24,20 @@ std::string cookie(std::string_view name, std::string_view value, std::int64_t m
 Response signup(Ctx& ctx) {
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body);
+  core::ObjectReader r(*body, "", "", {{"email", {"e-mail", ""}}, {"full_name", {"full name", ""}}});
   NewUser u;
   u.email = r.required_string("email", 1, 254);
   u.password = r.required_string("password", 1, 1024);
   u.full_name = r.required_string("full_name", 1, 200);
-  if (auto s = r.finish(); !s) return Response::error(s.error());
+  if (auto s = r.finish(); !s) {
+    // The fields that were there are still checked, so the answer lists every problem at once.
+    core::ErrorList all;
+    all.add(std::move(s).error());
+    NewUser present = u;
+    present.email = core::trim(u.email);
+    if (auto v = validate_new_user(present); !v) all.add(std::move(v).error());
+    return Response::error(all.status().error());
+  }
   auto user = create_user(ctx.store(), u);
   if (!user) return Response::error(user.error());
   return Response::json(201, user->to_json());

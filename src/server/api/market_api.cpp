@@ -3,6 +3,7 @@
 // /v1/provider/machines/{id}/schedule, and the public /v1/marketplace/offers.
 
 #include <charconv>
+#include <optional>
 
 #include "core/gpu_catalog.hpp"
 #include "core/json_reader.hpp"
@@ -29,23 +30,23 @@ namespace {
 Response put_price(Ctx& ctx) {
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body);
+  core::ObjectReader r(*body, "", "", {{"usdc_per_gpu_hour", {"price per GPU-hour", ""}}});
   const auto* raw = r.required_value("usdc_per_gpu_hour");
-  if (auto s = r.finish(); !s) return Response::error(s.error());
-  if (!raw->is_string()) {
+  std::optional<core::MicroUsdc> rate;
+  if (raw && !raw->is_string()) {
     // A JSON number is a binary float: money travels as a decimal string.
-    return Response::error(Error::make(ErrorCode::invalid_field,
-                                       "usdc_per_gpu_hour must be a decimal string such as \"2.50\"",
-                                       "usdc_per_gpu_hour")
-                               .with_code("invalid_amount"));
+    r.invalid("usdc_per_gpu_hour", "must be a decimal string such as \"2.50\"", "invalid_amount");
+  } else if (raw) {
+    auto parsed = core::parse_rate(raw->get<std::string>(), r.name_of("usdc_per_gpu_hour"));
+    if (parsed) {
+      rate = *parsed;
+    } else {
+      Error e = std::move(parsed).error();
+      e.field = "usdc_per_gpu_hour";
+      r.fail(std::move(e));
+    }
   }
-  auto rate = core::parse_rate(raw->get<std::string>());
-  if (!rate) {
-    Error e = std::move(rate).error();
-    e.message = "usdc_per_gpu_hour: " + e.message;
-    e.field = "usdc_per_gpu_hour";
-    return Response::error(std::move(e));
-  }
+  if (auto s = r.finish(); !s) return Response::error(s.error());
   const std::string model = ctx.req.param("model");
   return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto p = provider_of_user(tx, ctx.principal->user.id);
@@ -195,10 +196,9 @@ core::Result<core::OfferFilter> offer_filter(const http::Request& req) {
   if (!rel) return std::move(rel).error();
   f.min_reliability = *rel;
   if (auto price = text("max_price")) {
-    auto p = core::parse_usdc(*price);
+    auto p = core::parse_usdc(*price, "Max price");
     if (!p) {
       Error e = std::move(p).error();
-      e.message = "max_price: " + e.message;
       e.field = "max_price";
       return e;
     }

@@ -120,9 +120,14 @@ Response Response::json(int status, const nlohmann::json& body) {
 
 Response Response::error(const core::Error& e) {
   nlohmann::json field = e.field ? nlohmann::json(*e.field) : nlohmann::json(nullptr);
-  std::string code = e.detail_code ? *e.detail_code : std::string(core::code_name(e.code));
-  return json(core::http_status(e.code),
-              {{"error", {{"code", code}, {"message", e.message}, {"field", field}}}});
+  nlohmann::json body = {{"code", e.code_text()}, {"message", e.message}, {"field", field}};
+  // Every invalid field, so a form can mark them all at once; absent when the error is about no field.
+  if (auto all = e.all_fields(); !all.empty()) {
+    nlohmann::json fields = nlohmann::json::array();
+    for (const auto& f : all) fields.push_back({{"field", f.field}, {"message", f.message}, {"code", f.code}});
+    body["fields"] = std::move(fields);
+  }
+  return json(core::http_status(e.code), {{"error", std::move(body)}});
 }
 
 Response Response::error(core::ErrorCode code, std::string message,

@@ -60,7 +60,7 @@ location = { city = "Lisbon", country = "PT", region = "eu-west" }
 `);
     const badText = gpunex(alice, ['apply', '--file', bad]);
     assert.equal(badText.code, 1);
-    assert.match(badText.err, /commitment_months must be one of 3, 6, 12 or 24 \(field: commitment_months\)/);
+    assert.match(badText.err, /Commitment period must be 3, 6, 12 or 24 months \(field: commitment_months\)/);
     const badJson = gpunex(alice, ['apply', '--file', bad, '--json']);
     assert.equal(badJson.code, 1);
     assert.equal(JSON.parse(badJson.out).error.field, 'commitment_months');

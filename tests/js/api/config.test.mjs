@@ -180,7 +180,7 @@ test(`${BACKEND}: admin create-user makes a reviewer who can log in`, async () =
     const short = spawnSync(path.join(BIN, 'gpunex-server'), ['admin', 'create-user', '--db', s.db, '--email',
       'x@example.com', '--role', 'admin', '--password-stdin'], { input: 'short\n', encoding: 'utf8' });
     assert.equal(short.status, 1);
-    assert.match(short.stderr, /password must be at least 10 characters/);
+    assert.match(short.stderr, /Password must be at least 10 characters/);
   } finally {
     await s.stop();
   }

@@ -62,7 +62,7 @@ test(`${BACKEND}: price → offer on the marketplace → a schedule excluding no
     // A bad rate shows the server's message next to the field.
     await priceForm.getByLabel('L40S: USDC per GPU-hour').fill('0');
     await priceForm.getByRole('button', { name: 'Save L40S rate' }).click();
-    await priceForm.getByText('usdc_per_gpu_hour: rate must be above 0').waitFor();
+    await priceForm.getByText('Price per GPU-hour must be above 0').waitFor();
     await priceForm.getByLabel('L40S: USDC per GPU-hour').fill('0.95');
     await priceForm.getByRole('button', { name: 'Save L40S rate' }).click();
     await priceForm.getByText(/Saved: 0\.95 USDC/).waitFor();

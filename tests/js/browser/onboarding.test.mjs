@@ -91,7 +91,7 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, approval k
     // Validation: the server names gpus[1].location.country; the message sits next to that entry's field.
     await p.getByRole('button', { name: 'Submit application' }).click();
     const country2 = e2.getByLabel('Country');
-    await p.locator('#f-gpus-1-location-country-error', { hasText: 'gpus[1].location.country' }).waitFor();
+    await p.locator('#f-gpus-1-location-country-error', { hasText: 'GPU 2: country is required' }).waitFor();
     assert.equal(await country2.getAttribute('aria-invalid'), 'true');
     assert.equal(await e1.getByLabel('Country').getAttribute('aria-invalid'), null);
     assert.ok(await country2.evaluate((e) => e === document.activeElement), 'the bad field has the focus');
