@@ -43,11 +43,11 @@ void add_event(Tx& tx, const std::string& machine_id, std::int64_t at, const std
 //! The catalog id of a GPU: the agent's (simulated GPUs know theirs), else matched by NVML name
 //! (core::match_nvml_name: case, spacing and the "NVIDIA" prefix aside, built-in models first).
 //! None: the GPU stays an unknown model, its NVML name kept in machine_gpus.name.
-std::optional<std::string> catalog_model(Tx& tx, const AgentGpu& g) {
+std::optional<std::string> catalog_model(const std::vector<core::GpuModel>& catalog, const AgentGpu& g) {
   if (g.model) {
-    if (auto r = tx.query_one("SELECT id FROM gpu_models WHERE id = ?", {*g.model})) return r->str(0);
+    auto it = std::find_if(catalog.begin(), catalog.end(), [&](const core::GpuModel& m) { return m.id == *g.model; });
+    if (it != catalog.end()) return it->id;
   }
-  const auto catalog = list_models(tx);
   if (const auto* m = core::match_nvml_name(g.name, catalog)) return m->id;
   return std::nullopt;
 }
@@ -237,8 +237,9 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
     tx.exec("UPDATE machine_gpus SET present = 0, updated_at = ? WHERE machine_id = ?", {now, id});
   }
   std::vector<std::string> models;
+  const auto catalog = list_models(tx);  // once per registration, not once per GPU
   for (const auto& g : req.gpus) {
-    auto model = catalog_model(tx, g);
+    auto model = catalog_model(catalog, g);
     if (model) models.push_back(*model);
     tx.exec(
         "INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, first_seen_at, "
