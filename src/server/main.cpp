@@ -11,15 +11,15 @@
 
 #include <CLI/CLI.hpp>
 
-#include "server/admin.hpp"
-#include "server/app.hpp"
-#include "server/catalog.hpp"
-#include "server/config.hpp"
+#include "server/platform/admin_commands.hpp"
+#include "server/platform/request_pipeline.hpp"
+#include "server/fleet/gpu_catalog.hpp"
+#include "server/platform/config.hpp"
 #include "server/mail/mailer.hpp"
-#include "server/market.hpp"
-#include "server/providers.hpp"
+#include "server/market/offers.hpp"
+#include "server/onboarding/providers.hpp"
 #include "server/workers/machines_worker.hpp"
-#include "server/benchmarks.hpp"
+#include "server/fleet/benchmarks.hpp"
 #include "server/workers/mail_worker.hpp"
 #include "server/workers/worker.hpp"
 #include "util/crypto.hpp"

@@ -11,7 +11,7 @@ namespace gpunex::store {
 namespace {
 
 // Migration 6: market_version, bumped by any change to the tables an offer is made of
-// (server/market.cpp offer_candidates), so that the offer cache of every replica knows when to
+// (server/market/offers.cpp offer_candidates), so that the offer cache of every replica knows when to
 // reload. Triggers rather than calls in each writer: a writer added later, or a fix made by hand
 // in SQL, cannot forget it. machines changes on every heartbeat (last_seen_at), so there only a
 // new status or owner counts. On PostgreSQL the triggers are deferred to commit: the version row
@@ -388,7 +388,7 @@ INSERT INTO gpu_reference_prices (model, usdc_micro, updated_at) VALUES
 )sql"},
       {6, "market: market_version bumped by triggers (offer cache), machine_gpus index for the offer query",
        market_version_sqlite(), market_version_postgres()},
-      // The approval key's one-time reveal (server/providers.hpp): the plaintext waits here for the
+      // The approval key's one-time reveal (server/onboarding/providers.hpp): the plaintext waits here for the
       // provider to open it once, and is cleared (NULL) when shown, revoked or expired; the row stays
       // so the dashboard can say which and when.
       {7, "provider onboarding: one-time reveal of the API key issued at approval",
@@ -406,7 +406,7 @@ CREATE INDEX api_key_reveals_expiry ON api_key_reveals (expires_at);
 )sql"},
       // The price recommendation's 7-day window (issue 14 item 8): when each listing (a provider's
       // price for a model) was last seen active, i.e. priced with a listed GPU of the model on an
-      // online machine; one row per price, refreshed by the listings worker (server/market.hpp).
+      // online machine; one row per price, refreshed by the listings worker (server/market/offers.hpp).
       {8, "market: listing activity for the price recommendation's window",
        R"sql(
 CREATE TABLE listing_activity (

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "core/json_reader.hpp"
-#include "server/app.hpp"
+#include "server/platform/request_pipeline.hpp"
 #include "server/http/http.hpp"
 #include "store/store.hpp"
 #include "util/crypto.hpp"

@@ -1,6 +1,6 @@
 // Accounts in a real (in-memory SQLite) store: the password is kept only as an argon2id hash.
 
-#include "server/accounts.hpp"
+#include "server/platform/accounts.hpp"
 
 #include <gtest/gtest.h>
 

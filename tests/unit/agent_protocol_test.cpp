@@ -1,7 +1,7 @@
 // Parsing of agent messages: the agent's own output is accepted; every bad field is named.
 #include <gtest/gtest.h>
 
-#include "server/agent_protocol.hpp"
+#include "server/fleet/agent_protocol.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {

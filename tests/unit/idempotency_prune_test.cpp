@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "server/app.hpp"
+#include "server/platform/request_pipeline.hpp"
 #include "store/store.hpp"
 
 using namespace gpunex;  // NOLINT: test file

@@ -2,7 +2,7 @@
 // including what the API cannot reach in a test's time: the slot's expiry after kApiKeyRevealDays.
 // tests/js/api/key_reveal.test.mjs covers the endpoint on both drivers.
 
-#include "server/providers.hpp"
+#include "server/onboarding/providers.hpp"
 
 #include <gtest/gtest.h>
 

@@ -10,9 +10,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "server/agent_protocol.hpp"
-#include "server/group_commit.hpp"
-#include "server/machines.hpp"
+#include "server/fleet/agent_protocol.hpp"
+#include "server/platform/group_commit.hpp"
+#include "server/fleet/machines.hpp"
 #include "server/workers/machines_worker.hpp"
 #include "provider_store.hpp"
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "server/notifications.hpp"
+#include "server/platform/notifications.hpp"
 #include "server/workers/mail_worker.hpp"
 #include "store/store.hpp"
 

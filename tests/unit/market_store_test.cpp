@@ -2,7 +2,7 @@
 // scenarios run the same code on PostgreSQL too; these cover what the API cannot reach yet
 // (schedules need issue 4's machines) and the bookkeeping the API does not show.
 
-#include "server/market.hpp"
+#include "server/market/offers.hpp"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "server/catalog.hpp"
+#include "server/fleet/gpu_catalog.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::test_support {

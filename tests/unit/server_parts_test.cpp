@@ -8,9 +8,9 @@
 #include <fstream>
 
 #include "core/text.hpp"
-#include "server/config.hpp"
-#include "server/metrics.hpp"
-#include "server/rate_limit.hpp"
+#include "server/platform/config.hpp"
+#include "server/platform/metrics.hpp"
+#include "server/platform/rate_limit.hpp"
 
 using namespace gpunex;  // NOLINT
 

@@ -1,11 +1,11 @@
 // The agent's endpoints (/v1/agent/register, /v1/agent/heartbeat) and the
 // provider's view of its machines (/v1/provider/machines[/{id}]).
 
-#include "server/agent_protocol.hpp"
+#include "server/fleet/agent_protocol.hpp"
 #include "server/api/handlers.hpp"
-#include "server/app.hpp"
-#include "server/benchmarks.hpp"
-#include "server/machines.hpp"
+#include "server/platform/request_pipeline.hpp"
+#include "server/fleet/benchmarks.hpp"
+#include "server/fleet/machines.hpp"
 
 namespace gpunex::server {
 
@@ -78,7 +78,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
     }
     auto out = record_heartbeat(tx, provider, req, settings, now);
     if (!out) return out;
-    // The reply carries the commands: a benchmark run the server wants (server/benchmarks.hpp).
+    // The reply carries the commands: a benchmark run the server wants (server/fleet/benchmarks.hpp).
     auto cmds = benchmark_commands(tx, req.machine_id, bench, now);
     if (!cmds.empty()) (*out)["commands"] = std::move(cmds);
     return out;

@@ -6,9 +6,9 @@
 #include "core/merge_patch.hpp"
 #include "core/text.hpp"
 #include "server/api/handlers.hpp"
-#include "server/app.hpp"
-#include "server/applications.hpp"
-#include "server/paging.hpp"
+#include "server/platform/request_pipeline.hpp"
+#include "server/onboarding/applications.hpp"
+#include "server/platform/paging.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {

@@ -2,7 +2,7 @@
 
 #include "core/json_reader.hpp"
 #include "core/text.hpp"
-#include "server/app.hpp"
+#include "server/platform/request_pipeline.hpp"
 
 namespace gpunex::server {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <random>
 
-#include "server/app.hpp"
+#include "server/platform/request_pipeline.hpp"
 
 namespace gpunex::server {
 

@@ -2,9 +2,9 @@
 // view per machine and the rate-limited re-run button.
 
 #include "server/api/handlers.hpp"
-#include "server/app.hpp"
-#include "server/benchmarks.hpp"
-#include "server/machines.hpp"
+#include "server/platform/request_pipeline.hpp"
+#include "server/fleet/benchmarks.hpp"
+#include "server/fleet/machines.hpp"
 
 namespace gpunex::server {
 

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
-#include "server/app.hpp"
-#include "server/machines.hpp"
-#include "server/paging.hpp"
+#include "server/platform/request_pipeline.hpp"
+#include "server/fleet/machines.hpp"
+#include "server/platform/paging.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {

@@ -12,11 +12,11 @@
 #include "core/price_recommendation.hpp"
 #include "core/schedule.hpp"
 #include "server/api/handlers.hpp"
-#include "server/app.hpp"
-#include "server/catalog.hpp"
-#include "server/market.hpp"
-#include "server/paging.hpp"
-#include "server/providers.hpp"
+#include "server/platform/request_pipeline.hpp"
+#include "server/fleet/gpu_catalog.hpp"
+#include "server/market/offers.hpp"
+#include "server/platform/paging.hpp"
+#include "server/onboarding/providers.hpp"
 
 namespace gpunex::server {
 

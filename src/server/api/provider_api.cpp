@@ -4,11 +4,11 @@
 
 #include "core/json_reader.hpp"
 #include "server/api/handlers.hpp"
-#include "server/app.hpp"
-#include "server/catalog.hpp"
-#include "server/notifications.hpp"
-#include "server/paging.hpp"
-#include "server/providers.hpp"
+#include "server/platform/request_pipeline.hpp"
+#include "server/fleet/gpu_catalog.hpp"
+#include "server/platform/notifications.hpp"
+#include "server/platform/paging.hpp"
+#include "server/onboarding/providers.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {

@@ -1,6 +1,6 @@
 // /healthz (liveness), /readyz (readiness) and /metrics.
 
-#include "server/app.hpp"
+#include "server/platform/request_pipeline.hpp"
 #include "store/migrations.hpp"
 
 namespace gpunex::server {

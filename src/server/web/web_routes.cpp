@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "server/app.hpp"
+#include "server/platform/request_pipeline.hpp"
 #include "server/web/web.hpp"
 
 namespace gpunex::server {

@@ -2,7 +2,7 @@
 // The machines worker's round: machines whose heartbeats stopped become
 // Offline (with an event), and telemetry past its retention is deleted.
 
-#include "server/machines.hpp"
+#include "server/fleet/machines.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server::workers {

@@ -1,6 +1,6 @@
 #include "server/workers/mail_worker.hpp"
 
-#include "server/notifications.hpp"
+#include "server/platform/notifications.hpp"
 #include "util/log.hpp"
 
 namespace gpunex::server::workers {

@@ -17,7 +17,7 @@
 
 #include "core/benchmark.hpp"
 #include "core/result.hpp"
-#include "server/config.hpp"
+#include "server/platform/config.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {

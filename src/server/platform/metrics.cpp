@@ -1,4 +1,4 @@
-#include "server/metrics.hpp"
+#include "server/platform/metrics.hpp"
 
 #include <cstdio>
 

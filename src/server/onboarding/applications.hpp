@@ -14,7 +14,7 @@
 #include "core/gpu_catalog.hpp"
 #include "core/money.hpp"
 #include "core/result.hpp"
-#include "server/accounts.hpp"
+#include "server/platform/accounts.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {

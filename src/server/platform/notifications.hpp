@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
-#include "server/paging.hpp"
+#include "server/platform/paging.hpp"
 
 #include "store/store.hpp"
 

@@ -1,12 +1,12 @@
-#include "server/market.hpp"
+#include "server/market/offers.hpp"
 
 #include <algorithm>
 #include <map>
 #include <tuple>
 #include <unordered_map>
 
-#include "server/applications.hpp"
-#include "server/catalog.hpp"
+#include "server/onboarding/applications.hpp"
+#include "server/fleet/gpu_catalog.hpp"
 #include "util/log.hpp"
 #include "util/time.hpp"
 

@@ -25,7 +25,7 @@
 #include "core/price_recommendation.hpp"
 #include "core/result.hpp"
 #include "core/schedule.hpp"
-#include "server/providers.hpp"
+#include "server/onboarding/providers.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {

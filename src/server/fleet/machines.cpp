@@ -1,4 +1,4 @@
-#include "server/machines.hpp"
+#include "server/fleet/machines.hpp"
 
 #include <algorithm>
 #include <map>
@@ -6,10 +6,10 @@
 
 #include "core/default_schedule.hpp"
 #include "core/gpu_catalog.hpp"
-#include "server/applications.hpp"
-#include "server/catalog.hpp"
-#include "server/market.hpp"
-#include "server/providers.hpp"
+#include "server/onboarding/applications.hpp"
+#include "server/fleet/gpu_catalog.hpp"
+#include "server/market/offers.hpp"
+#include "server/onboarding/providers.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
 

@@ -1,4 +1,4 @@
-#include "server/config.hpp"
+#include "server/platform/config.hpp"
 
 #include <cerrno>
 #include <charconv>

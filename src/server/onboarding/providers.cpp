@@ -1,4 +1,4 @@
-#include "server/providers.hpp"
+#include "server/onboarding/providers.hpp"
 
 #include "util/crypto.hpp"
 #include "util/time.hpp"

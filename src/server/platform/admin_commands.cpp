@@ -1,4 +1,4 @@
-#include "server/admin.hpp"
+#include "server/platform/admin_commands.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "server/accounts.hpp"
+#include "server/platform/accounts.hpp"
 #include "store/store.hpp"
 #include "util/crypto.hpp"
 

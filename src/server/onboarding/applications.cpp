@@ -1,4 +1,4 @@
-#include "server/applications.hpp"
+#include "server/onboarding/applications.hpp"
 
 #include "core/declared_gpus.hpp"
 
@@ -8,9 +8,9 @@
 #include <date/date.h>
 #include <date/tz.h>
 
-#include "server/catalog.hpp"
-#include "server/notifications.hpp"
-#include "server/providers.hpp"
+#include "server/fleet/gpu_catalog.hpp"
+#include "server/platform/notifications.hpp"
+#include "server/onboarding/providers.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
 

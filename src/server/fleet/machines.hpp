@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
-#include "server/agent_protocol.hpp"
-#include "server/paging.hpp"
+#include "server/fleet/agent_protocol.hpp"
+#include "server/platform/paging.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {

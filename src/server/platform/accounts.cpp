@@ -1,4 +1,4 @@
-#include "server/accounts.hpp"
+#include "server/platform/accounts.hpp"
 
 #include <algorithm>
 

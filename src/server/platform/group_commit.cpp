@@ -1,4 +1,4 @@
-#include "server/group_commit.hpp"
+#include "server/platform/group_commit.hpp"
 
 #include <algorithm>
 #include <optional>

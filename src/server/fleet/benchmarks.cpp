@@ -1,4 +1,4 @@
-#include "server/benchmarks.hpp"
+#include "server/fleet/benchmarks.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/benchmark_report.hpp"
-#include "server/catalog.hpp"
-#include "server/notifications.hpp"
+#include "server/fleet/gpu_catalog.hpp"
+#include "server/platform/notifications.hpp"
 #include "util/crypto.hpp"
 
 namespace gpunex::server {

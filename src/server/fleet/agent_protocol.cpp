@@ -1,4 +1,4 @@
-#include "server/agent_protocol.hpp"
+#include "server/fleet/agent_protocol.hpp"
 
 #include <charconv>
 #include <cmath>

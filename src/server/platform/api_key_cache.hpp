@@ -15,8 +15,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "server/accounts.hpp"
-#include "server/providers.hpp"
+#include "server/platform/accounts.hpp"
+#include "server/onboarding/providers.hpp"
 
 namespace gpunex::server {
 

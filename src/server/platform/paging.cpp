@@ -1,4 +1,4 @@
-#include "server/paging.hpp"
+#include "server/platform/paging.hpp"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "server/catalog.hpp"
+#include "server/fleet/gpu_catalog.hpp"
 
 namespace gpunex::server {
 

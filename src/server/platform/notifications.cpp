@@ -1,4 +1,4 @@
-#include "server/notifications.hpp"
+#include "server/platform/notifications.hpp"
 
 #include <algorithm>
 #include <limits>

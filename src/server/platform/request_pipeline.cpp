@@ -1,4 +1,4 @@
-#include "server/app.hpp"
+#include "server/platform/request_pipeline.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "core/json_reader.hpp"
-#include "server/providers.hpp"
+#include "server/onboarding/providers.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 

@@ -20,14 +20,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
-#include "server/accounts.hpp"
-#include "server/api_key_cache.hpp"
-#include "server/config.hpp"
-#include "server/group_commit.hpp"
+#include "server/platform/accounts.hpp"
+#include "server/platform/api_key_cache.hpp"
+#include "server/platform/config.hpp"
+#include "server/platform/group_commit.hpp"
 #include "server/http/http.hpp"
-#include "server/market.hpp"
-#include "server/metrics.hpp"
-#include "server/rate_limit.hpp"
+#include "server/market/offers.hpp"
+#include "server/platform/metrics.hpp"
+#include "server/platform/rate_limit.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {

@@ -1,4 +1,4 @@
-#include "server/api_key_cache.hpp"
+#include "server/platform/api_key_cache.hpp"
 
 namespace gpunex::server {
 

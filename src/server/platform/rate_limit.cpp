@@ -1,4 +1,4 @@
-#include "server/rate_limit.hpp"
+#include "server/platform/rate_limit.hpp"
 
 namespace gpunex::server {
 
