@@ -24,6 +24,7 @@
 #include "server/workers/worker.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
+#include "util/time.hpp"
 
 using namespace gpunex;  // NOLINT: main only
 
@@ -52,24 +53,29 @@ int serve(server::Config cfg) {
     std::cerr << "error: db: " << e.what() << "\n";
     return 1;
   }
+  const auto clock = server::clock_for(cfg);
+  if (cfg.test_clock_start_ms) {
+    util::log_event("warn", "TEST CLOCK: this server runs on a settable clock, for tests only",
+                    {{"now", util::rfc3339(clock->now_ms())}});
+  }
   try {
-    server::seed_catalog(*st);
+    server::seed_catalog(*st, clock->now_ms());
   } catch (const std::exception& e) {
     std::cerr << "error: db: seeding the GPU catalog: " << e.what() << "\n";
     return 1;
   }
-  auto app = server::make_app(cfg, std::move(st));
+  auto app = server::make_app(cfg, std::move(st), clock);
 
   // The mail outbox worker: SMTP when smtp_url is set, else .eml files under <data_dir>/mail.
   std::unique_ptr<server::mail::Mailer> mailer =
       cfg.smtp_url.empty() ? server::mail::make_file_drop_mailer((std::filesystem::path(cfg.data_dir) / "mail").string())
                            : server::mail::make_smtp_mailer(cfg.smtp_url);
   util::log_event("info", "mail", {{"mailer", mailer->describe()}});
-  server::workers::Worker mail_worker(app->store(), "mail", std::chrono::milliseconds(cfg.mail_poll_interval_ms),
+  server::workers::Worker mail_worker(app->store(), *clock, "mail", std::chrono::milliseconds(cfg.mail_poll_interval_ms),
                                       [&] {
                                         server::workers::deliver_due_mail(app->store(), *mailer, cfg.mail_from,
                                                                           cfg.mail_retry_base_ms,
-                                                                          cfg.mail_max_attempts);
+                                                                          cfg.mail_max_attempts, *clock);
                                       });
 
   // Offline detection (missed heartbeats) and telemetry retention, a few times per heartbeat interval.
@@ -78,34 +84,34 @@ int serve(server::Config cfg) {
   machine_settings.offline_after_missed = cfg.offline_after_missed;
   machine_settings.telemetry_retention_days = cfg.telemetry_retention_days;
   server::workers::Worker machines_worker(
-      app->store(), "machines", std::chrono::milliseconds(std::clamp(cfg.heartbeat_interval_s * 1000 / 3, 200, 5000)),
-      [&] { server::workers::sweep_machines(app->store(), machine_settings, store::now_ms()); });
+      app->store(), *clock, "machines", std::chrono::milliseconds(std::clamp(cfg.heartbeat_interval_s * 1000 / 3, 200, 5000)),
+      [&] { server::workers::sweep_machines(app->store(), machine_settings, clock->now_ms()); });
 
   // Benchmark runs that are due (first registration, weekly, after a driver or GPU change).
   server::workers::Worker benchmarks_worker(
-      app->store(), "benchmarks", std::chrono::milliseconds(cfg.benchmark_schedule_interval_ms), [&] {
+      app->store(), *clock, "benchmarks", std::chrono::milliseconds(cfg.benchmark_schedule_interval_ms), [&] {
         const auto settings = server::benchmark_settings(app->config());
-        server::schedule_benchmarks(app->store(), settings, store::now_ms());
+        server::schedule_benchmarks(app->store(), settings, clock->now_ms());
       });
 
   // Approval keys not revealed within kApiKeyRevealDays lose their kept plaintext.
-  server::workers::Worker key_reveals_worker(app->store(), "key_reveals", std::chrono::minutes(10), [&] {
-    app->store().transact([&](store::Tx& tx) { return server::expire_key_reveals(tx, store::now_ms()); });
+  server::workers::Worker key_reveals_worker(app->store(), *clock, "key_reveals", std::chrono::minutes(10), [&] {
+    app->store().transact([&](store::Tx& tx) { return server::expire_key_reveals(tx, clock->now_ms()); });
   });
 
   // Idempotency-Key answers older than idempotency_retention_hours, and requests that died mid-way.
-  server::workers::Worker idempotency_worker(app->store(), "idempotency", std::chrono::minutes(10), [&] {
+  server::workers::Worker idempotency_worker(app->store(), *clock, "idempotency", std::chrono::minutes(10), [&] {
     app->store().transact([&](store::Tx& tx) {
-      return server::prune_idempotency_keys(tx, store::now_ms(),
+      return server::prune_idempotency_keys(tx, clock->now_ms(),
                                             std::int64_t{cfg.idempotency_retention_hours} * 3'600'000);
     });
   });
 
   // Listing activity for the price recommendation's window: which listings are active, every few
   // minutes; kept 90 days (the longest window price_recommendation_window_days allows).
-  server::workers::Worker listings_worker(app->store(), "listings", std::chrono::minutes(5), [&] {
+  server::workers::Worker listings_worker(app->store(), *clock, "listings", std::chrono::minutes(5), [&] {
     app->store().transact(
-        [&](store::Tx& tx) { return server::record_listing_activity(tx, store::now_ms(), /*keep_days=*/90); });
+        [&](store::Tx& tx) { return server::record_listing_activity(tx, clock->now_ms(), /*keep_days=*/90); });
   });
 
   http::ServerOptions so;

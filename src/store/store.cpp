@@ -20,6 +20,13 @@ namespace gpunex::store {
 
 namespace {
 
+// When a migration was applied: an audit fact of the real world, not a rule the server runs by its
+// (possibly simulated) clock, so it reads the system clock.
+std::int64_t wall_clock_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 [[noreturn]] void throw_conversion(std::size_t i, std::string_view want, std::string_view got) {
   throw StoreError("store: column " + std::to_string(i) + " is not " + std::string(want) + " (" +
                    std::string(got) + ")");
@@ -207,17 +214,13 @@ int migrate(Store& store, const std::vector<Migration>& list) {
       if (m.version <= current) continue;
       tx.exec_script(tx.dialect() == Dialect::postgres && !m.postgres_sql.empty() ? m.postgres_sql : m.sql);
       tx.exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-              {std::int64_t{m.version}, m.name, now_ms()});
+              {std::int64_t{m.version}, m.name, wall_clock_ms()});
       current = m.version;
     }
     return static_cast<int>(current);
   });
 }
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // ---- leases ----
 

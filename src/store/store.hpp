@@ -147,9 +147,6 @@ std::unique_ptr<Store> open_store(const std::string& url, const StoreOptions& op
 //! (serialised across replicas). Returns the schema version reached.
 int migrate(Store& store);
 
-//! Milliseconds since the Unix epoch, the store's one time format.
-std::int64_t now_ms();
-
 //! A named lease, so that a singleton worker runs on one replica at a time.
 //! Taken by a conditional upsert: succeeds if the lease is free, expired, or
 //! already held by `holder` (which extends it).

@@ -27,6 +27,12 @@
 
 namespace {
 
+// Milliseconds since the epoch, for unique names and lease times in these store-level tests.
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 using gpunex::core::Error;
 using gpunex::core::ErrorCode;
 using gpunex::core::Ok;
@@ -69,7 +75,7 @@ class PgDatabase : public ::testing::Environment {
     const char* admin = std::getenv("GPUNEX_TEST_PG_URL");
     if (!admin || !*admin) return;
     admin_ = admin;
-    name_ = "gpunex_store_test_" + std::to_string(::getpid()) + "_" + std::to_string(gpunex::store::now_ms());
+    name_ = "gpunex_store_test_" + std::to_string(::getpid()) + "_" + std::to_string(wall_ms());
     admin_exec("CREATE DATABASE " + name_ + " ENCODING 'UTF8' TEMPLATE template0");
     url() = with_database(admin_, name_);
 #endif
@@ -118,7 +124,7 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
       admin->transact([](Tx& tx) { tx.exec_script("DROP SCHEMA public CASCADE; CREATE SCHEMA public"); });
     } else {
       dir_ = fs::temp_directory_path() /
-             ("gpunex-store-test-" + std::to_string(::getpid()) + "-" + std::to_string(gpunex::store::now_ms()) +
+             ("gpunex-store-test-" + std::to_string(::getpid()) + "-" + std::to_string(wall_ms()) +
               "-" + std::to_string(counter_++));
       url_ = "sqlite:" + (dir_ / "sub" / "test.db").string();  // "sub" checks the folder is created
     }
@@ -383,7 +389,7 @@ TEST_P(StoreTest, LeaseHasOneHolderAcrossReplicasUnderContention) {
           try {
             // A long TTL on the real clock: nobody's lease expires during the test.
             const bool held = store.transact([&](Tx& tx) {
-              return gpunex::store::try_take_lease(tx, "singleton", holder, gpunex::store::now_ms(), 60'000);
+              return gpunex::store::try_take_lease(tx, "singleton", holder, wall_ms(), 60'000);
             });
             if (!held) {
               std::this_thread::sleep_for(std::chrono::microseconds(100));

@@ -7,11 +7,14 @@
 #include <string>
 
 #include "store/store.hpp"
+#include "util/clock.hpp"
 #include "util/crypto.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 
 namespace {
+
+const util::SystemClock kClock;
 
 TEST(Accounts, PasswordIsStoredAsASaltedArgon2idHash) {
   util::init_crypto();
@@ -19,7 +22,7 @@ TEST(Accounts, PasswordIsStoredAsASaltedArgon2idHash) {
   store::migrate(*store);
   const std::string password = "correct-horse-battery";
   const auto stored_hash = [&](const std::string& email) {
-    auto user = server::create_user(*store, server::NewUser{email, password, "Ann", "customer"});
+    auto user = server::create_user(*store, server::NewUser{email, password, "Ann", "customer"}, kClock.now_ms());
     EXPECT_TRUE(user.ok());
     return store->transact(
         [&](store::Tx& tx) { return tx.query_one("SELECT password_hash FROM users WHERE id = ?", {user->id})->str(0); },
@@ -31,8 +34,8 @@ TEST(Accounts, PasswordIsStoredAsASaltedArgon2idHash) {
   // Salted: the same password gives another hash.
   EXPECT_NE(stored_hash("bob@example.com"), hash);
 
-  EXPECT_TRUE(server::login(*store, "ann@example.com", password, 60'000).ok());
-  EXPECT_FALSE(server::login(*store, "ann@example.com", "correct-horse-batterz", 60'000).ok());
+  EXPECT_TRUE(server::login(*store, "ann@example.com", password, 60'000, kClock.now_ms()).ok());
+  EXPECT_FALSE(server::login(*store, "ann@example.com", "correct-horse-batterz", 60'000, kClock.now_ms()).ok());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "server/platform/notifications.hpp"
 #include "server/workers/mail_worker.hpp"
 #include "store/store.hpp"
+#include "util/clock.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 
@@ -66,8 +67,9 @@ class MailWorker : public ::testing::Test {
     store_->transact([&](store::Tx& tx) { tx.exec("UPDATE outbox SET next_attempt_at = 0 WHERE id = ?", {id_}); });
   }
   server::workers::MailRoundResult round(ScriptedMailer& mailer, std::int64_t max_attempts) {
-    return server::workers::deliver_due_mail(*store_, mailer, "GPUnex <noreply@x.test>", 1000, max_attempts);
+    return server::workers::deliver_due_mail(*store_, mailer, "GPUnex <noreply@x.test>", 1000, max_attempts, clock_);
   }
+  util::SystemClock clock_;
   std::unique_ptr<store::Store> store_;
   std::string id_;
 };
@@ -88,7 +90,7 @@ TEST_F(MailWorker, RefusedMailIsRetriedWithGrowingDelaysThenSentOnceAndItsSecret
   ScriptedMailer mailer(3);
   std::int64_t expected_delay = 1000;
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    const auto before = store::now_ms();
+    const auto before = clock_.now_ms();
     EXPECT_EQ(round(mailer, 5).failed, 1);
     const auto r = row();
     EXPECT_EQ(r.attempts, attempt);
@@ -96,7 +98,7 @@ TEST_F(MailWorker, RefusedMailIsRetriedWithGrowingDelaysThenSentOnceAndItsSecret
     EXPECT_TRUE(r.has_secret) << "kept for the next attempt";
     EXPECT_EQ(r.last_error, "451 try again later");
     EXPECT_GE(r.next_attempt_at, before + expected_delay);
-    EXPECT_LE(r.next_attempt_at, store::now_ms() + expected_delay);
+    EXPECT_LE(r.next_attempt_at, clock_.now_ms() + expected_delay);
     EXPECT_EQ(round(mailer, 5).failed, 0) << "not due before its backoff";
     make_due();
     expected_delay *= 2;

@@ -3,6 +3,7 @@
 // (schedules need issue 4's machines) and the bookkeeping the API does not show.
 
 #include "server/market/offers.hpp"
+#include "util/clock.hpp"
 
 #include <gtest/gtest.h>
 
@@ -261,7 +262,7 @@ void set_status(store::Tx& tx, int n, const char* status) {
 // still counts, one that ended eight days ago no longer does.
 TEST_F(MarketStore, RecommendationCountsListingsActiveInTheLastSevenDays) {
   constexpr std::int64_t kDay = 86'400'000;
-  const std::int64_t now = store::now_ms();
+  const std::int64_t now = util::SystemClock{}.now_ms();
   const auto provider = [](int n) { return server::Provider{"p" + std::to_string(n), "u", "a", "community", 0}; };
   store_->transact([&](store::Tx& tx) {
     add_provider_with_gpu(tx, 1, "eu", true, true);    // active throughout

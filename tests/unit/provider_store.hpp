@@ -7,13 +7,14 @@
 
 #include "server/fleet/gpu_catalog.hpp"
 #include "store/store.hpp"
+#include "util/clock.hpp"
 
 namespace gpunex::test_support {
 
 inline std::unique_ptr<store::Store> store_with_provider() {
   auto store = store::open_store("sqlite::memory:");
   store::migrate(*store);
-  server::seed_catalog(*store);
+  server::seed_catalog(*store, util::SystemClock{}.now_ms());
   store->transact([](store::Tx& tx) {
     tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
     tx.exec(

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "store/store.hpp"
+#include "util/clock.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 
@@ -31,7 +32,7 @@ bool eventually(const std::function<bool()>& pred) {
 
 TEST(Worker, RunsOnOneReplicaAtATimeAndFailsOver) {
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("gpunex-worker-test-" + std::to_string(::getpid()) + "-" + std::to_string(store::now_ms()));
+                   ("gpunex-worker-test-" + std::to_string(::getpid()) + "-" + std::to_string(util::SystemClock{}.now_ms()));
   const std::string url = "sqlite:" + (dir / "w.db").string();
   {
     auto replica_a = store::open_store(url);
@@ -51,8 +52,9 @@ TEST(Worker, RunsOnOneReplicaAtATimeAndFailsOver) {
       };
     };
     const auto interval = std::chrono::milliseconds(5);
-    server::workers::Worker a(*replica_a, "test-singleton", interval, work(rounds_a));
-    server::workers::Worker b(*replica_b, "test-singleton", interval, work(rounds_b));
+    const util::SystemClock kClock;
+    server::workers::Worker a(*replica_a, kClock, "test-singleton", interval, work(rounds_a));
+    server::workers::Worker b(*replica_b, kClock, "test-singleton", interval, work(rounds_b));
     a.start();
     b.start();
 

@@ -46,7 +46,7 @@ http::Response agent_call(Ctx& ctx, Parse parse, Apply apply) {
   auto req = parse(*body);
   if (!req) return http::Response::error(req.error());
   const auto settings = settings_of(ctx.config());
-  const auto now = store::now_ms();
+  const auto now = ctx.now_ms();
   auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto provider = agent_provider(ctx, tx);
     if (!provider) return std::move(provider).error();
@@ -70,7 +70,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
   std::string machine_id = req->machine_id;  // orders the batch
   auto work = [key_id = ctx.principal->api_key_id, req = std::move(*req), settings = settings_of(ctx.config()),
                bench = benchmark_settings(ctx.config()),
-               now = store::now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
+               now = ctx.now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
     // The key is checked again inside the transaction: one revoked since authentication is refused.
     const std::string provider = provider_id_for_api_key(tx, key_id);
     if (provider.empty()) {
@@ -95,7 +95,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
 http::Response provider_machines(Ctx& ctx) {
   auto page = page_params(ctx.req);
   if (!page) return http::Response::error(page.error());
-  const auto now = store::now_ms();
+  const auto now = ctx.now_ms();
   auto out = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         const std::string pid = caller_provider(ctx, tx);
@@ -109,7 +109,7 @@ http::Response provider_machines(Ctx& ctx) {
 
 http::Response provider_machine(Ctx& ctx) {
   const std::string id = ctx.req.param("id");
-  const auto now = store::now_ms();
+  const auto now = ctx.now_ms();
   auto out = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         const std::string pid = caller_provider(ctx, tx);

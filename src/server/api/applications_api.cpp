@@ -48,9 +48,9 @@ Response create(Ctx& ctx) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto form = read_form(tx, *body);
     if (!form) return std::move(form).error();
-    auto app = create_application(tx, ctx.principal->user, *form);
+    auto app = create_application(tx, ctx.principal->user, *form, ctx.now_ms());
     if (!app) return std::move(app).error();
-    return to_json(*app, store::now_ms());
+    return to_json(*app, ctx.now_ms());
   });
   return respond(r, 201);
 }
@@ -71,9 +71,9 @@ Response edit(Ctx& ctx, EditMode mode) {
                                                             : *body;
     auto form = read_form(tx, doc);
     if (!form) return std::move(form).error();
-    auto edited = edit_application(tx, std::move(*app), *form);
+    auto edited = edit_application(tx, std::move(*app), *form, ctx.now_ms());
     if (!edited) return std::move(edited).error();
-    return to_json(*edited, store::now_ms());
+    return to_json(*edited, ctx.now_ms());
   });
   return respond(r);
 }
@@ -85,9 +85,9 @@ Response submit(Ctx& ctx) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto app = visible_application(tx, ctx, false);
     if (!app) return std::move(app).error();
-    auto done = submit_application(tx, std::move(*app), ctx.principal->user, ctx.config().base_url());
+    auto done = submit_application(tx, std::move(*app), ctx.principal->user, ctx.config().base_url(), ctx.now_ms());
     if (!done) return std::move(done).error();
-    return to_json(*done, store::now_ms());
+    return to_json(*done, ctx.now_ms());
   });
   return respond(r);
 }
@@ -97,7 +97,7 @@ Response get_one(Ctx& ctx) {
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         auto app = visible_application(tx, ctx, true);
         if (!app) return std::move(app).error();
-        return to_json(*app, store::now_ms());
+        return to_json(*app, ctx.now_ms());
       },
       store::TxMode::read);
   return respond(r);
@@ -107,7 +107,7 @@ Response list_mine(Ctx& ctx) {
   return list_response(ctx, [&](store::Tx& tx) {
     nlohmann::json items = nlohmann::json::array();
     for (const auto& a : list_user_applications(tx, ctx.principal->user.id))
-      items.push_back(to_json(a, store::now_ms()));
+      items.push_back(to_json(a, ctx.now_ms()));
     return items;
   });
 }
@@ -121,7 +121,7 @@ Response queue(Ctx& ctx) {
   }
   return list_response(ctx, [&](store::Tx& tx) {
     nlohmann::json items = nlohmann::json::array();
-    const auto now = store::now_ms();
+    const auto now = ctx.now_ms();
     for (const auto& a : review_queue(tx, *status)) items.push_back(queue_entry_json(a, now));
     return items;
   });
@@ -202,10 +202,10 @@ Response decide(Ctx& ctx) {
     if (app->user_id == ctx.principal->user.id) {
       return Error::make(ErrorCode::forbidden, "you cannot review your own application").with_code("own_application");
     }
-    return decide_application(tx, std::move(*app), ctx.principal->user, d, ctx.config().base_url());
+    return decide_application(tx, std::move(*app), ctx.principal->user, d, ctx.config().base_url(), ctx.now_ms());
   });
   if (!result) return Response::error(result.error());
-  nlohmann::json out = {{"application", to_json(result->app, store::now_ms())}};
+  nlohmann::json out = {{"application", to_json(result->app, ctx.now_ms())}};
   if (result->api_key) {
     // The key itself goes to the applicant only (the mail, one reveal on their application page):
     // the reviewer learns that it was issued, never its value.

@@ -38,7 +38,7 @@ Response signup(Ctx& ctx) {
     if (auto v = validate_new_user(present); !v) all.add(std::move(v).error());
     return Response::error(all.status().error());
   }
-  auto user = create_user(ctx.store(), u);
+  auto user = create_user(ctx.store(), u, ctx.now_ms());
   if (!user) return Response::error(user.error());
   return Response::json(201, user->to_json());
 }
@@ -60,7 +60,7 @@ Response login_handler(Ctx& ctx) {
   std::string password = r.required_string("password", 1, 1024);
   if (auto s = r.finish(); !s) return Response::error(s.error());
   const std::int64_t ttl_ms = std::int64_t{ctx.config().session_ttl_hours} * 3600 * 1000;
-  auto session = login(ctx.store(), email, password, ttl_ms);
+  auto session = login(ctx.store(), email, password, ttl_ms, ctx.now_ms());
   if (!session) {
     failures.record(ip);
     return Response::error(session.error());

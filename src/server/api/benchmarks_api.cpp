@@ -22,7 +22,7 @@ http::Response agent_benchmarks(Ctx& ctx) {
             .with_code("api_key_required"));
   }
   const auto settings = settings_of(ctx.config());
-  const auto now = store::now_ms();
+  const auto now = ctx.now_ms();
   auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     const std::string pid = provider_id_for_api_key(tx, ctx.principal->api_key_id);
     if (pid.empty()) {
@@ -50,7 +50,7 @@ http::Response provider_benchmarks(Ctx& ctx) {
 http::Response rerun(Ctx& ctx) {
   const std::string id = ctx.req.param("id");
   const auto settings = settings_of(ctx.config());
-  const auto now = store::now_ms();
+  const auto now = ctx.now_ms();
   auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     const std::string pid = caller_provider(ctx, tx);
     if (pid.empty()) return not_a_provider();

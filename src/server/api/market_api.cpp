@@ -51,7 +51,7 @@ Response put_price(Ctx& ctx) {
   return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
-    auto row = set_price(tx, *p, model, *rate, ctx.principal->user.id, store::now_ms());
+    auto row = set_price(tx, *p, model, *rate, ctx.principal->user.id, ctx.now_ms());
     if (!row) return std::move(row).error();
     return row->to_json();
   });
@@ -104,7 +104,7 @@ Response recommendation(Ctx& ctx) {
         if (!find_model(tx, *model))
           return Error::make(ErrorCode::unprocessable, "model: \"" + *model + "\" is not in the GPU catalog", "model")
               .with_code("unknown_model");
-        const auto now = store::now_ms();
+        const auto now = ctx.now_ms();
         // Without ?region=, the provider's own region for this model.
         const std::string region =
             region_param && !region_param->empty() ? *region_param : market_profile(tx, *p, *model, now).region;
@@ -146,7 +146,7 @@ Response put_schedule(Ctx& ctx) {
     if (!p) return std::move(p).error();
     const auto owner = machine_owner(tx, machine_id);
     if (!owner || *owner != p->id) return Error::make(ErrorCode::not_found, "no such machine");
-    const auto now = store::now_ms();
+    const auto now = ctx.now_ms();
     save_schedule(tx, p->id, machine_id, *schedule, now);
     return schedule_json(machine_id, *schedule, now);
   });
@@ -162,7 +162,7 @@ Response get_schedule(Ctx& ctx) {
         const auto owner = machine_owner(tx, machine_id);
         if (!owner || *owner != p->id) return Error::make(ErrorCode::not_found, "no such machine");
         const auto s = load_schedule(tx, machine_id).value_or(core::always_available());
-        return schedule_json(machine_id, s, store::now_ms());
+        return schedule_json(machine_id, s, ctx.now_ms());
       },
       store::TxMode::read);
 }
@@ -244,7 +244,7 @@ Response offers(Ctx& ctx) {
   if (!cursor) return Response::error(cursor.error());
   const auto page = static_cast<std::size_t>(limit->value_or(50));
   const auto from = static_cast<std::size_t>(cursor->value_or(0));
-  const core::UtcTime now{std::chrono::seconds{store::now_ms() / 1000}};
+  const core::UtcTime now{std::chrono::seconds{ctx.now_ms() / 1000}};
   const auto book = ctx.app.offer_cache().book(ctx.store(), ctx.app.schedule_cache(), ctx.app.config().rank, now);
   auto found = book->search(*filter, from, page);
   auto items = nlohmann::json::array();

@@ -41,7 +41,7 @@ Response list_keys(Ctx& ctx) {
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
-        return page_of(list_api_keys(tx, p->id, store::now_ms()), *page);
+        return page_of(list_api_keys(tx, p->id, ctx.now_ms()), *page);
       },
       store::TxMode::read);
   if (!r) return Response::error(r.error());
@@ -60,7 +60,7 @@ Response create_key(Ctx& ctx) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
-    const auto now = store::now_ms();
+    const auto now = ctx.now_ms();
     nlohmann::json out;
     if (revoke) {
       auto revoked = revoke_api_key(tx, p->id, *revoke, now);
@@ -85,7 +85,7 @@ Response delete_key(Ctx& ctx) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
-    return revoke_api_key(tx, p->id, ctx.req.param("id"), store::now_ms());
+    return revoke_api_key(tx, p->id, ctx.req.param("id"), ctx.now_ms());
   });
   ctx.app.api_keys().invalidate_all();  // before answering: the revoked key is refused from now on
   if (!r) return Response::error(r.error());
@@ -96,7 +96,7 @@ Response reveal_key(Ctx& ctx) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
-    return reveal_api_key(tx, p->id, ctx.principal->user.id, ctx.req.param("id"), store::now_ms());
+    return reveal_api_key(tx, p->id, ctx.principal->user.id, ctx.req.param("id"), ctx.now_ms());
   });
   if (!r) return Response::error(r.error());
   return Response::json(200, *r);
@@ -131,7 +131,7 @@ Response notifications(Ctx& ctx) {
 
 Response read_notification(Ctx& ctx) {
   bool ok = ctx.store().transact([&](store::Tx& tx) {
-    return mark_notification_read(tx, ctx.principal->user.id, ctx.req.param("id"), store::now_ms());
+    return mark_notification_read(tx, ctx.principal->user.id, ctx.req.param("id"), ctx.now_ms());
   });
   if (!ok) return Response::error(ErrorCode::not_found, "no such notification");
   return Response::json(200, {{"id", ctx.req.param("id")}, {"read", true}});

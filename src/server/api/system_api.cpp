@@ -2,6 +2,7 @@
 
 #include "server/platform/request_pipeline.hpp"
 #include "store/migrations.hpp"
+#include "util/time.hpp"
 
 namespace gpunex::server {
 
@@ -50,12 +51,40 @@ http::Response metrics(Ctx& ctx) {
   return r;
 }
 
+// Tests only (a server started with test_clock and enable_test_clock): moves the server's clock
+// forward by {"advance_seconds": N}, or to {"now": RFC 3339}; answers the time it now reads.
+http::Response move_test_clock(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return http::Response::error(body.error());
+  auto* clock = ctx.app.test_clock();
+  if (auto it = body->find("advance_seconds"); it != body->end()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0) {
+      return http::Response::error(core::Error::make(core::ErrorCode::invalid_field,
+                                                     "advance_seconds must be a whole number of seconds, 0 or more",
+                                                     "advance_seconds"));
+    }
+    clock->advance(it->get<std::int64_t>() * 1000);
+  } else if (auto at = body->find("now"); at != body->end()) {
+    auto ms = at->is_string() ? util::parse_rfc3339(at->get<std::string>()) : std::nullopt;
+    if (!ms) {
+      return http::Response::error(
+          core::Error::make(core::ErrorCode::invalid_field, "now must be an RFC 3339 time", "now"));
+    }
+    clock->set(*ms);
+  }
+  return http::Response::json(200, {{"now", util::rfc3339(clock->now_ms())}});
+}
+
 }  // namespace
 
 void register_system_api(App& app) {
   app.route(http::Method::get, "/healthz", RouteOptions::public_route(), healthz);
   app.route(http::Method::get, "/readyz", RouteOptions::public_route(), readyz);
   app.route(http::Method::get, "/metrics", RouteOptions::public_route(), metrics);
+  if (app.test_clock()) {
+    app.route(http::Method::post, "/v1/test/clock", RouteOptions::for_roles({"admin"}).no_idempotency(),
+              move_test_clock);
+  }
 }
 
 }  // namespace gpunex::server

@@ -43,9 +43,9 @@ constexpr const char* kColumns = "id, name, nvml_name_pattern, vram_gib, figures
 
 }  // namespace
 
-void seed_catalog(store::Store& store) {
+void seed_catalog(store::Store& store, std::int64_t now_ms) {
   store.transact([&](store::Tx& tx) {
-    const auto now = store::now_ms();
+    const auto now = now_ms;
     for (const auto& m : core::builtin_catalog()) {
       tx.exec("INSERT INTO gpu_models (id, name, nvml_name_pattern, vram_gib, figures, builtin, created_at, updated_at) "
               "VALUES (?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
@@ -70,8 +70,9 @@ std::optional<core::GpuModel> find_model(store::Tx& tx, const std::string& id) {
   return from_row(*r);
 }
 
-core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string& added_by, const std::string& field) {
-  const auto now = store::now_ms();
+core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string& added_by, const std::string& field,
+                       std::int64_t now_ms) {
+  const auto now = now_ms;
   auto rows = tx.query(
       "INSERT INTO gpu_models (id, name, nvml_name_pattern, vram_gib, figures, builtin, added_by, created_at, updated_at) "
       "VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING id",

@@ -15,11 +15,12 @@
 namespace gpunex::server {
 
 //! Upserts every built-in model (reviewer-added ones are left alone). Run at start-up.
-void seed_catalog(store::Store& store);
+void seed_catalog(store::Store& store, std::int64_t now_ms);
 std::vector<core::GpuModel> list_models(store::Tx& tx);
 std::optional<core::GpuModel> find_model(store::Tx& tx, const std::string& id);
 //! Adds a reviewer's model; 409 (field `field`) when the id is taken.
-core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string& added_by, const std::string& field);
+core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string& added_by, const std::string& field,
+                       std::int64_t now_ms);
 
 //! A model's catalog reference price (gpu_reference_prices: the built-in models' come with
 //! migration 5, an added model's from the reviewer): the price recommendation's last basis.

@@ -148,7 +148,7 @@ std::optional<Application> load_application(store::Tx& tx, const std::string& id
   return a;
 }
 
-core::Result<Application> create_application(store::Tx& tx, const User& user, const core::ApplicationForm& form) {
+core::Result<Application> create_application(store::Tx& tx, const User& user, const core::ApplicationForm& form, std::int64_t now_ms) {
   if (find_provider_by_user(tx, user.id)) {
     return Error::make(ErrorCode::conflict, "you are already a provider").with_code("already_provider");
   }
@@ -159,7 +159,7 @@ core::Result<Application> create_application(store::Tx& tx, const User& user, co
     return Error::make(ErrorCode::conflict, "you already have an open application " + open->str(0) + "; edit that one")
         .with_code("application_open");
   }
-  const auto now = store::now_ms();
+  const auto now = now_ms;
   Application a;
   a.id = util::new_id("app");
   a.user_id = user.id;
@@ -171,9 +171,9 @@ core::Result<Application> create_application(store::Tx& tx, const User& user, co
   return a;
 }
 
-core::Result<Application> edit_application(store::Tx& tx, Application app, const core::ApplicationForm& form) {
+core::Result<Application> edit_application(store::Tx& tx, Application app, const core::ApplicationForm& form, std::int64_t now_ms) {
   if (auto s = core::apply_action(app.status, ApplicationAction::edit); !s) return std::move(s).error();
-  const auto now = store::now_ms();
+  const auto now = now_ms;
   auto n = tx.exec("UPDATE applications SET form = ?, updated_at = ? WHERE id = ? AND status = ?",
                    {core::to_json(form).dump(), now, app.id, std::string(core::status_name(app.status))});
   if (n != 1) return Error::make(ErrorCode::conflict, "the application changed meanwhile; reload it").with_code("invalid_state");
@@ -183,10 +183,10 @@ core::Result<Application> edit_application(store::Tx& tx, Application app, const
 }
 
 core::Result<Application> submit_application(store::Tx& tx, Application app, const User& by,
-                                             const std::string& base_url) {
+                                             const std::string& base_url, std::int64_t now_ms) {
   auto to = core::apply_action(app.status, ApplicationAction::submit);
   if (!to) return std::move(to).error();
-  const auto now = store::now_ms();
+  const auto now = now_ms;
   const auto from = app.status;
   if (auto s = move_status(tx, app, *to, now, ", submitted_at = ?", {now}); !s) return std::move(s).error();
   app.submitted_at_ms = now;
@@ -271,10 +271,10 @@ nlohmann::json queue_entry_json(const Application& a, std::int64_t now_ms) {
 }
 
 core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, const User& reviewer,
-                                                const Decision& d, const std::string& base_url) {
+                                                const Decision& d, const std::string& base_url, std::int64_t now_ms) {
   auto to = core::apply_action(app.status, d.action);
   if (!to) return std::move(to).error();
-  const auto now = store::now_ms();
+  const auto now = now_ms;
   const auto from = app.status;
   const std::string link = link_to(base_url, app.id);
   DecisionResult out;
@@ -288,7 +288,7 @@ core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, 
       if (auto n = core::assign_other_model(app.form, d.add_model_for, d.add_model->id, "add_model"); !n) {
         return std::move(n).error();
       }
-      if (auto s = add_model(tx, *d.add_model, reviewer.id, "add_model.id"); !s) return std::move(s).error();
+      if (auto s = add_model(tx, *d.add_model, reviewer.id, "add_model.id", now); !s) return std::move(s).error();
       if (d.add_model_reference_price) set_reference_price(tx, d.add_model->id, *d.add_model_reference_price, now);
       tx.exec("UPDATE applications SET form = ? WHERE id = ?", {core::to_json(app.form).dump(), app.id});
     }

@@ -51,12 +51,14 @@ core::Result<core::ApplicationForm> read_form(store::Tx& tx, const nlohmann::jso
 std::optional<Application> load_application(store::Tx& tx, const std::string& id);
 
 //! Creates a draft for `user`; 409 when the user already has an open application or is a provider.
-core::Result<Application> create_application(store::Tx& tx, const User& user, const core::ApplicationForm& form);
+core::Result<Application> create_application(store::Tx& tx, const User& user, const core::ApplicationForm& form,
+                                             std::int64_t now_ms);
 //! Replaces the editable fields (draft or needs_info only, else 409).
-core::Result<Application> edit_application(store::Tx& tx, Application app, const core::ApplicationForm& form);
+core::Result<Application> edit_application(store::Tx& tx, Application app, const core::ApplicationForm& form,
+                                           std::int64_t now_ms);
 //! draft/needs_info → submitted; queues the "submitted" mail.
 core::Result<Application> submit_application(store::Tx& tx, Application app, const User& by,
-                                             const std::string& base_url);
+                                             const std::string& base_url, std::int64_t now_ms);
 
 std::vector<Application> list_user_applications(store::Tx& tx, const std::string& user_id);
 //! The review queue: applications in `status`, oldest first submission first (a resubmission after
@@ -85,6 +87,6 @@ struct DecisionResult {
   std::optional<std::string> api_key_id;
 };
 core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, const User& reviewer,
-                                                const Decision& d, const std::string& base_url);
+                                                const Decision& d, const std::string& base_url, std::int64_t now_ms);
 
 }  // namespace gpunex::server

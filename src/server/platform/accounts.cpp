@@ -54,14 +54,14 @@ std::vector<std::string> roles_of(store::Tx& tx, const std::string& user_id) {
 
 }  // namespace
 
-core::Result<User> create_user(store::Store& store, const NewUser& input) {
+core::Result<User> create_user(store::Store& store, const NewUser& input, std::int64_t now_ms) {
   NewUser u = input;
   u.email = core::to_lower_ascii(core::trim(u.email));
   u.full_name = core::trim(u.full_name);
   if (auto s = validate_new_user(u); !s) return std::move(s).error();
   const std::string hash = util::hash_password(u.password);
   return store.transact([&](store::Tx& tx) -> core::Result<User> {
-    User user{util::new_id("usr"), u.email, u.full_name, {}, store::now_ms()};
+    User user{util::new_id("usr"), u.email, u.full_name, {}, now_ms};
     auto inserted = tx.query(
         "INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (email) DO NOTHING RETURNING id",
@@ -87,7 +87,7 @@ std::optional<User> find_user(store::Tx& tx, const std::string& user_id) {
 }
 
 core::Result<NewSession> login(store::Store& store, const std::string& email_in, const std::string& password,
-                               std::int64_t ttl_ms) {
+                               std::int64_t ttl_ms, std::int64_t now_ms) {
   // A fixed hash verified when the account does not exist, so both failures take the same time.
   static const std::string dummy_hash = util::hash_password("not-a-real-password-0000");
   const std::string email = core::to_lower_ascii(core::trim(email_in));
@@ -105,7 +105,7 @@ core::Result<NewSession> login(store::Store& store, const std::string& email_in,
   s.csrf_token = util::random_token(24);
   const std::string user_id = found->str(0);
   return store.transact([&](store::Tx& tx) -> core::Result<NewSession> {
-    auto now = store::now_ms();
+    const auto now = now_ms;
     s.expires_at_ms = now + ttl_ms;
     tx.exec("INSERT INTO sessions (token_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
             {util::sha256_hex(s.token), user_id, s.csrf_token, now, s.expires_at_ms});

@@ -42,7 +42,7 @@ struct NewUser {
 //! Checks signup input; errors name the field (email, password, full_name, role).
 core::Status validate_new_user(const NewUser& u);
 //! Validates, hashes the password (outside any transaction) and inserts the user; 409 if the e-mail is taken.
-core::Result<User> create_user(store::Store& store, const NewUser& u);
+core::Result<User> create_user(store::Store& store, const NewUser& u, std::int64_t now_ms);
 std::optional<User> find_user(store::Tx& tx, const std::string& user_id);
 
 //! A new login: the token is returned here once and stored only as its hash.
@@ -56,7 +56,7 @@ struct NewSession {
 //! Checks the password (in constant time whether or not the account exists) and opens a session.
 //! Wrong e-mail and wrong password give the same 401.
 core::Result<NewSession> login(store::Store& store, const std::string& email, const std::string& password,
-                               std::int64_t ttl_ms);
+                               std::int64_t ttl_ms, std::int64_t now_ms);
 
 //! A live session found by its token.
 struct SessionInfo {

@@ -12,6 +12,8 @@
 #include <openssl/x509.h>
 #include <toml++/toml.h>
 
+#include "util/time.hpp"
+
 namespace gpunex::server {
 
 namespace {
@@ -243,6 +245,34 @@ const std::vector<ConfigKey>& config_keys() {
                           },
                           [](const Config& cfg) -> std::string { return cfg.access_log ? "true" : "false"; },
                           "BOOL"});
+    k.push_back(ConfigKey{
+        "test_clock", "GPUNEX_TEST_CLOCK", "--test-clock",
+        "tests only: run on a settable clock starting at this RFC 3339 time, moved by POST /v1/test/clock "
+        "(needs enable_test_clock)",
+        [](Config& cfg, const std::string& v) -> std::optional<std::string> {
+          if (v.empty()) {
+            cfg.test_clock_start_ms.reset();
+            return std::nullopt;
+          }
+          auto ms = util::parse_rfc3339(v);
+          if (!ms) return "must be an RFC 3339 time such as 2027-01-04T00:00:00Z, got '" + v + "'";
+          cfg.test_clock_start_ms = *ms;
+          return std::nullopt;
+        },
+        [](const Config& cfg) -> std::string {
+          return "\"" + (cfg.test_clock_start_ms ? util::rfc3339(*cfg.test_clock_start_ms) : std::string()) + "\"";
+        }});
+    k.push_back(ConfigKey{"enable_test_clock", "GPUNEX_ENABLE_TEST_CLOCK", "--enable-test-clock",
+                          "allow test_clock (true or false); never set in production",
+                          [](Config& cfg, const std::string& v) -> std::optional<std::string> {
+                            if (v != "true" && v != "1" && v != "false" && v != "0") {
+                              return "must be true or false, got '" + v + "'";
+                            }
+                            cfg.enable_test_clock = v == "true" || v == "1";
+                            return std::nullopt;
+                          },
+                          [](const Config& cfg) -> std::string { return cfg.enable_test_clock ? "true" : "false"; },
+                          "BOOL"});
     k.push_back(string_key("web_dir", "development: serve the dashboard from this folder, re-read per request",
                            &Config::web_dir));
     k.push_back(string_key("port_file", "write the bound port to this file once listening", &Config::port_file));
@@ -392,6 +422,12 @@ std::vector<std::pair<std::string, std::string>> read_env_values() {
 }
 
 core::Status validate_config(const Config& cfg) {
+  if (cfg.test_clock_start_ms && !cfg.enable_test_clock) {
+    return core::Error::make(core::ErrorCode::invalid_field,
+                             "test_clock is for tests only: it lets any admin move the server's time; "
+                             "set enable_test_clock = true as well to use it",
+                             "test_clock");
+  }
   if (cfg.tls_cert.empty() != cfg.tls_key.empty()) {
     return core::Error::make(core::ErrorCode::invalid_field, "tls_cert and tls_key must be given together",
                              cfg.tls_cert.empty() ? "tls_cert" : "tls_key");

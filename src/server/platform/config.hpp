@@ -56,6 +56,10 @@ struct Config {
   core::bench::Policy benchmark_policy;        // machine minimums (storage, network, CPU); DESIGN §3.8
   core::RankConfig rank;                       // marketplace rank constants (DESIGN §4)
   core::RecommendationConfig recommendation;   // price recommendation constants (DESIGN §4)
+  //! Tests only: the server runs on a settable clock starting here, moved by POST /v1/test/clock.
+  //! Refused at start unless enable_test_clock is also set, so no production config turns it on by a typo.
+  std::optional<std::int64_t> test_clock_start_ms;
+  bool enable_test_clock = false;
 
   //! host and port parsed from listen.
   std::string host() const;

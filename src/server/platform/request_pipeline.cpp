@@ -27,11 +27,13 @@ std::size_t group_commit_writers(const store::Store& store, const Config& config
 
 store::Store& Ctx::store() { return app.store(); }
 const Config& Ctx::config() { return app.config(); }
+std::int64_t Ctx::now_ms() const { return app.clock().now_ms(); }
 
 core::Result<nlohmann::json> Ctx::json_body() const { return core::parse_json_object(req.body); }
 
-App::App(Config config, std::unique_ptr<store::Store> store)
+App::App(Config config, std::unique_ptr<store::Store> store, std::shared_ptr<util::Clock> clock)
     : config_(std::move(config)),
+      clock_(std::move(clock)),
       store_(std::move(store)),
       auth_limiter_(config_.auth_rate_limit_per_minute, std::chrono::seconds(60)),
       login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)),
@@ -41,6 +43,10 @@ App::App(Config config, std::unique_ptr<store::Store> store)
           *store_, [this](std::size_t requests) { metrics_.observe_group_commit(requests); },
           group_commit_writers(*store_, config_)) {
   store_->set_observer([this](std::string_view op, double s) { metrics_.observe_store(op, s); });
+  if (!clock_) clock_ = clock_for(config_);
+  // Only a server configured with a test clock offers POST /v1/test/clock, even if a test hands in
+  // a settable clock of its own.
+  if (config_.test_clock_start_ms) test_clock_ = std::dynamic_pointer_cast<util::SettableClock>(clock_);
 }
 
 void App::set_bound_port(std::uint16_t port) {
@@ -129,7 +135,7 @@ core::Result<std::optional<Principal>> App::authenticate(const http::Request& re
     token = *c;
     via = Principal::Via::session_cookie;
   }
-  auto info = store_->transact([&](store::Tx& tx) { return find_session(tx, token, store::now_ms()); },
+  auto info = store_->transact([&](store::Tx& tx) { return find_session(tx, token, clock_->now_ms()); },
                                store::TxMode::read);
   if (!info) {
     return Error::make(ErrorCode::unauthenticated, "session is invalid or has expired; log in again")
@@ -144,7 +150,7 @@ core::Result<std::optional<Principal>> App::authenticate(const http::Request& re
 }
 
 core::Result<std::optional<Principal>> App::authenticate_api_key(const std::string& key) {
-  const auto now = store::now_ms();
+  const auto now = clock_->now_ms();
   const std::string key_hash = util::sha256_hex(key);
   auto entry = api_keys_.find(key_hash);
   if (!entry) {
@@ -251,7 +257,7 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
     if (row) return row;
     tx.exec("INSERT INTO idempotency_keys (scope, idem_key, request_hash, status, body, created_at) "
             "VALUES (?, ?, ?, 0, '', ?) ON CONFLICT (scope, idem_key) DO NOTHING",
-            {scope, row_key, req_hash, store::now_ms()});
+            {scope, row_key, req_hash, clock_->now_ms()});
     return std::nullopt;
   });
   if (prior) {
@@ -376,8 +382,14 @@ http::Response App::handle(http::Request& req) {
   return out.get();
 }
 
-std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store) {
-  auto app = std::make_unique<App>(std::move(config), std::move(store));
+std::shared_ptr<util::Clock> clock_for(const Config& config) {
+  if (config.test_clock_start_ms) return std::make_shared<util::SettableClock>(*config.test_clock_start_ms);
+  return std::make_shared<util::SystemClock>();
+}
+
+std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store,
+                              std::shared_ptr<util::Clock> clock) {
+  auto app = std::make_unique<App>(std::move(config), std::move(store), std::move(clock));
   register_system_api(*app);
   register_auth_api(*app);
   register_applications_api(*app);

@@ -29,6 +29,7 @@
 #include "server/platform/metrics.hpp"
 #include "server/platform/rate_limit.hpp"
 #include "store/store.hpp"
+#include "util/clock.hpp"
 
 namespace gpunex::server {
 
@@ -101,6 +102,8 @@ struct Ctx {
 
   store::Store& store();
   const Config& config();
+  //! The server's clock (settable in a server started with a test clock).
+  std::int64_t now_ms() const;
   //! The request body as a JSON object, or a 400 naming what is wrong.
   core::Result<nlohmann::json> json_body() const;
 };
@@ -116,7 +119,8 @@ http::Response failure_response(const std::exception_ptr& failure, const std::st
 
 class App {
  public:
-  App(Config config, std::unique_ptr<store::Store> store);
+  //! `clock` null: the system clock, or a SettableClock when the config names a test clock.
+  App(Config config, std::unique_ptr<store::Store> store, std::shared_ptr<util::Clock> clock = nullptr);
 
   void route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler);
   //! An asynchronous route. Idempotency-Key replay is not offered there (options must say no_idempotency()).
@@ -137,6 +141,10 @@ class App {
   //! Called once, right after the server starts and before its address is published.
   void set_bound_port(std::uint16_t port);
   const Config& config() const { return config_; }
+  //! Every rule that compares with the time reads it here.
+  const util::Clock& clock() const { return *clock_; }
+  //! The settable clock when the server runs on a test clock (config test_clock), else null.
+  util::SettableClock* test_clock() const { return test_clock_.get(); }
   Metrics& metrics() { return metrics_; }
   RateLimiter& login_failures() { return login_failures_; }
   ScheduleCache& schedule_cache() { return schedule_cache_; }
@@ -175,6 +183,8 @@ class App {
   core::Result<std::optional<Principal>> authenticate_api_key(const std::string& key);
 
   Config config_;
+  std::shared_ptr<util::Clock> clock_;
+  std::shared_ptr<util::SettableClock> test_clock_;
   std::unique_ptr<store::Store> store_;
   Metrics metrics_;
   RateLimiter auth_limiter_;
@@ -207,7 +217,11 @@ void register_benchmarks_api(App& app);
 void register_market_api(App& app);
 void register_web(App& app);
 
+//! The clock a server with this config runs on: a SettableClock at test_clock when set, else the system clock.
+std::shared_ptr<util::Clock> clock_for(const Config& config);
+
 //! Builds the App with every route registered.
-std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store);
+std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store,
+                              std::shared_ptr<util::Clock> clock = nullptr);
 
 }  // namespace gpunex::server

@@ -6,13 +6,14 @@
 namespace gpunex::server::workers {
 
 MailRoundResult deliver_due_mail(store::Store& store, mail::Mailer& mailer, const std::string& from,
-                                 std::int64_t retry_base_ms, std::int64_t max_attempts, int batch) {
+                                 std::int64_t retry_base_ms, std::int64_t max_attempts, const util::Clock& clock,
+                                 int batch) {
   MailRoundResult result;
-  auto due = store.transact([&](store::Tx& tx) { return due_mails(tx, store::now_ms(), batch); }, store::TxMode::read);
+  auto due = store.transact([&](store::Tx& tx) { return due_mails(tx, clock.now_ms(), batch); }, store::TxMode::read);
   for (const auto& m : due) {
-    mail::Message msg{m.id, from, m.to, m.subject, m.body, store::now_ms()};
+    mail::Message msg{m.id, from, m.to, m.subject, m.body, clock.now_ms()};
     auto sent = mailer.send(msg);
-    const auto now = store::now_ms();
+    const auto now = clock.now_ms();
     if (sent) {
       store.transact([&](store::Tx& tx) { mark_mail_sent(tx, m.id, now); });
       util::log_event("info", "mail sent", {{"mail_id", m.id}, {"attempt", m.attempts + 1}});

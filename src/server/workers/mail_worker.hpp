@@ -9,6 +9,7 @@
 
 #include "server/mail/mailer.hpp"
 #include "store/store.hpp"
+#include "util/clock.hpp"
 
 namespace gpunex::server::workers {
 
@@ -19,6 +20,7 @@ struct MailRoundResult {
 
 //! One round over the due mails (at most `batch`).
 MailRoundResult deliver_due_mail(store::Store& store, mail::Mailer& mailer, const std::string& from,
-                                 std::int64_t retry_base_ms, std::int64_t max_attempts, int batch = 50);
+                                 std::int64_t retry_base_ms, std::int64_t max_attempts, const util::Clock& clock,
+                                 int batch = 50);
 
 }  // namespace gpunex::server::workers

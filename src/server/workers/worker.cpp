@@ -7,8 +7,9 @@
 
 namespace gpunex::server::workers {
 
-Worker::Worker(store::Store& store, std::string name, std::chrono::milliseconds interval, std::function<void()> work)
-    : store_(store), name_(std::move(name)), holder_(util::new_id("wrk")), interval_(interval), work_(std::move(work)) {}
+Worker::Worker(store::Store& store, const util::Clock& clock, std::string name, std::chrono::milliseconds interval,
+               std::function<void()> work)
+    : store_(store), clock_(clock), name_(std::move(name)), holder_(util::new_id("wrk")), interval_(interval), work_(std::move(work)) {}
 
 Worker::~Worker() { stop(); }
 
@@ -45,7 +46,7 @@ void Worker::loop() {
       if (stopping_) break;
     }
     try {
-      held = store_.transact([&](store::Tx& tx) { return store::try_take_lease(tx, name_, holder_, store::now_ms(), ttl_ms); });
+      held = store_.transact([&](store::Tx& tx) { return store::try_take_lease(tx, name_, holder_, clock_.now_ms(), ttl_ms); });
       if (held) work_();
     } catch (const std::exception& e) {
       util::log_event("error", "worker round failed", {{"worker", name_}, {"error", e.what()}});

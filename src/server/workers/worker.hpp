@@ -11,13 +11,16 @@
 #include <thread>
 
 #include "store/store.hpp"
+#include "util/clock.hpp"
 
 namespace gpunex::server::workers {
 
 class Worker {
  public:
   //! `work` runs on the worker thread while this replica holds lease `name`; exceptions are logged.
-  Worker(store::Store& store, std::string name, std::chrono::milliseconds interval, std::function<void()> work);
+  //! `clock` times the lease and must outlive the worker.
+  Worker(store::Store& store, const util::Clock& clock, std::string name, std::chrono::milliseconds interval,
+         std::function<void()> work);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -32,6 +35,7 @@ class Worker {
   void loop();
 
   store::Store& store_;
+  const util::Clock& clock_;
   std::string name_;
   std::string holder_;
   std::chrono::milliseconds interval_;
