@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 
 #include "server/platform/admin_commands.hpp"
 #include "server/platform/request_pipeline.hpp"
+#include "server/billing/credit_command.hpp"
 #include "server/fleet/gpu_catalog.hpp"
 #include "server/platform/config.hpp"
 #include "server/mail/mailer.hpp"
@@ -200,6 +202,14 @@ int main(int argc, char** argv) {
   bootstrap->add_option("--data-dir", bootstrap_data_dir, "folder for the login file when not on a terminal")
       ->envname("GPUNEX_DATA_DIR")
       ->capture_default_str();
+  server::billing::CreditRequest credit_request;
+  auto* credit = admin->add_subcommand("credit", "add prepaid USDC credit to a customer's balance (one ledger transaction)");
+  credit->add_option("--db", db, "store URL")->required()->envname("GPUNEX_DB");
+  credit->add_option("--email", credit_request.email, "the account to credit")->required();
+  credit->add_option("--amount", credit_request.amount, "USDC, e.g. 100.00")->required();
+  credit->add_option("--reference", credit_request.reference,
+                     "the payment it is for (a bank transfer, an invoice); the same reference is never credited twice")
+      ->required();
   admin->require_subcommand(1);
 
   try {
@@ -208,6 +218,11 @@ int main(int argc, char** argv) {
     return cli.exit(e);
   }
   if (*create) return server::admin_create_user(db, email, full_name, role, std::cin, std::cout, std::cerr);
+  if (*credit) {
+    const char* user = std::getenv("USER");
+    return server::billing::admin_credit(db, credit_request, std::string("operator:") + (user ? user : "shell"),
+                                         std::cout, std::cerr);
+  }
   if (*bootstrap) {
     const server::BootstrapOutput output{::isatty(STDOUT_FILENO) == 1,
                                          (std::filesystem::path(bootstrap_data_dir) / "first-admin.txt").string()};

@@ -72,6 +72,57 @@ std::string market_version_postgres() {
   return sql;
 }
 
+// Migration 9: the ledger (core/ledger.hpp, server/billing/ledger_repo.hpp). Transactions and their
+// entries are immutable: the store itself refuses to change or delete them, so a correction can only
+// be a new transaction.
+constexpr const char* kLedgerTables = R"sql(
+CREATE TABLE ledger_transactions (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  reference TEXT NOT NULL,
+  -- Set when posting the same fact twice must be impossible (an operator's credit reference,
+  -- a rental's settlement up to a time): the second insert fails on this key.
+  dedupe_key TEXT UNIQUE,
+  created_at BIGINT NOT NULL
+);
+CREATE TABLE ledger_entries (
+  tx_id TEXT NOT NULL REFERENCES ledger_transactions(id),
+  seq INTEGER NOT NULL,
+  account TEXT NOT NULL,
+  amount BIGINT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (tx_id, seq)
+);
+CREATE INDEX ledger_entries_account ON ledger_entries (account, created_at);
+)sql";
+
+std::string ledger_sqlite() {
+  std::string sql = kLedgerTables;
+  for (const std::string t : {"ledger_transactions", "ledger_entries"}) {
+    for (const std::string op : {"UPDATE", "DELETE"}) {
+      sql += "CREATE TRIGGER " + t + "_no_" + op + " BEFORE " + op + " ON " + t +
+             " BEGIN SELECT RAISE(ABORT, 'the ledger is append-only: " + t + " rows are never changed'); END;\n";
+    }
+  }
+  return sql;
+}
+
+std::string ledger_postgres() {
+  std::string sql = kLedgerTables;
+  sql +=
+      "CREATE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+      "BEGIN\n"
+      "  RAISE EXCEPTION 'the ledger is append-only: % rows are never changed', TG_TABLE_NAME;\n"
+      "END $$;\n";
+  for (const std::string t : {"ledger_transactions", "ledger_entries"}) {
+    sql += "CREATE TRIGGER " + t + "_append_only BEFORE UPDATE OR DELETE ON " + t +
+           " FOR EACH ROW EXECUTE FUNCTION ledger_append_only();\n";
+  }
+  return sql;
+}
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -422,6 +473,7 @@ CREATE TABLE listing_activity (
 CREATE INDEX listing_activity_recent ON listing_activity (model, last_active_at);
 CREATE INDEX listing_activity_age ON listing_activity (last_active_at);
 )sql"},
+      {9, "billing: the double-entry ledger, append-only", ledger_sqlite(), ledger_postgres()},
   };
   return list;
 }

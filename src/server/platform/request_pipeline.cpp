@@ -398,6 +398,7 @@ std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store
   register_bench_net_api(*app);
   register_benchmarks_api(*app);
   register_market_api(*app);
+  register_billing_api(*app);
   register_web(*app);
   return app;
 }

@@ -215,6 +215,7 @@ void register_agent_api(App& app);
 void register_bench_net_api(App& app);
 void register_benchmarks_api(App& app);
 void register_market_api(App& app);
+void register_billing_api(App& app);
 void register_web(App& app);
 
 //! The clock a server with this config runs on: a SettableClock at test_clock when set, else the system clock.

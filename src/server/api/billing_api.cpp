@@ -1,0 +1,82 @@
+// Customer money: GET /v1/billing/balance, GET /v1/billing/history, and the operators'
+// POST /v1/admin/credits.
+
+#include "core/json_reader.hpp"
+#include "core/ledger.hpp"
+#include "server/api/handlers.hpp"
+#include "server/billing/credits.hpp"
+#include "server/billing/ledger_repo.hpp"
+#include "util/time.hpp"
+
+namespace gpunex::server {
+
+namespace {
+
+using http::Response;
+namespace ledger = core::ledger;
+
+Response get_balance(Ctx& ctx) {
+  return respond(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        const auto balance = billing::balance(tx, ledger::Account::customer(ctx.principal->user.id));
+        // Rentals will spend from here; until one runs nothing is being spent, and the hours left are unbounded.
+        const core::MicroUsdc spend_per_hour = 0;
+        const auto hours = ledger::hours_left(balance, spend_per_hour);
+        return nlohmann::json{{"balance", core::format_usdc(balance)},
+                              {"currency", "USDC"},
+                              {"spend_per_hour", core::format_usdc(spend_per_hour)},
+                              {"hours_left", hours < 0 ? nlohmann::json(nullptr) : nlohmann::json(hours)}};
+      },
+      store::TxMode::read);
+}
+
+Response get_history(Ctx& ctx) {
+  return list_response(ctx, [&](store::Tx& tx) {
+    auto items = nlohmann::json::array();
+    for (const auto& h : billing::history(tx, ledger::Account::customer(ctx.principal->user.id))) {
+      items.push_back({{"id", h.transaction_id},
+                       {"at", util::rfc3339(h.at_ms)},
+                       {"kind", ledger::to_string(h.kind)},
+                       {"reason", h.reason},
+                       {"reference", h.reference},
+                       {"amount", core::format_usdc(h.amount)}});
+    }
+    return items;
+  });
+}
+
+Response post_credit(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  core::ObjectReader r(*body, "", "", {{"amount", {"credit amount", "USDC"}}});
+  billing::CreditRequest request;
+  request.email = r.required_string("email", 3, 254);
+  if (const auto* amount = r.required_value("amount"); amount && !amount->is_string()) {
+    // A JSON number is a binary float: money travels as a decimal string.
+    r.invalid("amount", "must be a decimal string such as \"100.00\"", "invalid_amount");
+  } else if (amount) {
+    request.amount = amount->get<std::string>();
+  }
+  request.reference = r.required_string("reference", 1, 200);
+  if (auto s = r.finish(); !s) return Response::error(s.error());
+  auto result = ctx.store().transact(
+      [&](store::Tx& tx) { return billing::add_credit(tx, request, ctx.principal->user.id, ctx.now_ms()); });
+  if (!result) return Response::error(result.error());
+  return Response::json(result->repeated ? 200 : 201, {{"transaction_id", result->transaction_id},
+                                                       {"user_id", result->user_id},
+                                                       {"email", result->email},
+                                                       {"amount", core::format_usdc(result->amount)},
+                                                       {"balance", core::format_usdc(result->balance)},
+                                                       {"repeated", result->repeated}});
+}
+
+}  // namespace
+
+void register_billing_api(App& app) {
+  app.route(http::Method::get, "/v1/billing/balance", RouteOptions::signed_in(), get_balance);
+  app.route(http::Method::get, "/v1/billing/history", RouteOptions::signed_in(), get_history);
+  app.route(http::Method::post, "/v1/admin/credits", RouteOptions::for_roles({"admin"}), post_credit);
+}
+
+}  // namespace gpunex::server

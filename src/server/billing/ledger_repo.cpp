@@ -1,0 +1,69 @@
+#include "server/billing/ledger_repo.hpp"
+
+namespace gpunex::server::billing {
+
+namespace ledger = core::ledger;
+
+core::Result<std::string> post(store::Tx& tx, const ledger::Transaction& t,
+                               const std::optional<std::string>& dedupe_key) {
+  if (auto s = ledger::check_balanced(t); !s) return std::move(s).error();
+  store::Value key = dedupe_key ? store::Value{*dedupe_key} : store::Value{nullptr};
+  // ON CONFLICT DO NOTHING, not a caught unique violation: PostgreSQL aborts a transaction on one.
+  auto inserted = tx.query(
+      "INSERT INTO ledger_transactions (id, kind, actor, reason, reference, dedupe_key, created_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+      {t.id, std::string(ledger::to_string(t.kind)), t.actor, t.reason, t.reference, key, t.at_ms});
+  if (inserted.empty()) {
+    if (dedupe_key) {
+      auto first = tx.query_one("SELECT id FROM ledger_transactions WHERE dedupe_key = ?", {*dedupe_key});
+      if (first) return first->str(0);
+    }
+    return core::Error::make(core::ErrorCode::conflict, "ledger transaction " + t.id + " is already posted");
+  }
+  std::int64_t seq = 0;
+  for (const auto& e : t.entries) {
+    tx.exec("INSERT INTO ledger_entries (tx_id, seq, account, amount, created_at) VALUES (?, ?, ?, ?, ?)",
+            {t.id, seq++, ledger::account_name(e.account), e.amount, t.at_ms});
+  }
+  return t.id;
+}
+
+core::MicroUsdc balance(store::Tx& tx, const ledger::Account& account) {
+  auto r = tx.query_one("SELECT COALESCE(SUM(amount), 0) FROM ledger_entries WHERE account = ?",
+                        {ledger::account_name(account)});
+  return r ? r->i64(0) : 0;
+}
+
+std::vector<HistoryLine> history(store::Tx& tx, const ledger::Account& account) {
+  std::vector<HistoryLine> out;
+  for (const auto& r :
+       tx.query("SELECT t.id, t.kind, t.reason, t.reference, t.created_at, SUM(e.amount) "
+                "FROM ledger_entries e JOIN ledger_transactions t ON t.id = e.tx_id WHERE e.account = ? "
+                "GROUP BY t.id, t.kind, t.reason, t.reference, t.created_at ORDER BY t.created_at DESC, t.id DESC",
+                {ledger::account_name(account)})) {
+    auto kind = ledger::parse_tx_kind(r.str(1));
+    out.push_back({r.str(0), kind ? *kind : ledger::TxKind::correction, r.str(2), r.str(3), r.i64(4), r.i64(5)});
+  }
+  return out;
+}
+
+std::optional<ledger::Transaction> find_transaction(store::Tx& tx, const std::string& id) {
+  auto head =
+      tx.query_one("SELECT id, kind, actor, reason, reference, created_at FROM ledger_transactions WHERE id = ?", {id});
+  if (!head) return std::nullopt;
+  auto kind = ledger::parse_tx_kind(head->str(1));
+  ledger::Transaction t{head->str(0),
+                        kind ? *kind : ledger::TxKind::correction,
+                        head->str(2),
+                        head->str(3),
+                        head->str(4),
+                        head->i64(5),
+                        {}};
+  for (const auto& r : tx.query("SELECT account, amount FROM ledger_entries WHERE tx_id = ? ORDER BY seq", {id})) {
+    auto account = ledger::parse_account(r.str(0));
+    if (account) t.entries.push_back({*account, r.i64(1)});
+  }
+  return t;
+}
+
+}  // namespace gpunex::server::billing

@@ -1,0 +1,42 @@
+#pragma once
+// The ledger in the store (tables ledger_transactions, ledger_entries; migration 9): the only code
+// that reads or writes them. Transactions are checked by core::ledger before they are written and
+// are never changed afterwards (the store refuses UPDATE and DELETE on both tables).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ledger.hpp"
+#include "core/money.hpp"
+#include "core/result.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server::billing {
+
+//! Writes a balanced transaction and its entries. With a `dedupe_key`, a second transaction with the
+//! same key writes nothing and answers the first one's id; otherwise answers `t.id`. An unbalanced
+//! transaction is refused (invalid_field) and writes nothing.
+core::Result<std::string> post(store::Tx& tx, const core::ledger::Transaction& t,
+                               const std::optional<std::string>& dedupe_key = std::nullopt);
+
+//! The sum of an account's entries.
+core::MicroUsdc balance(store::Tx& tx, const core::ledger::Account& account);
+
+//! One transaction as one account saw it.
+struct HistoryLine {
+  std::string transaction_id;
+  core::ledger::TxKind kind = core::ledger::TxKind::credit;
+  std::string reason;
+  std::string reference;
+  std::int64_t at_ms = 0;
+  core::MicroUsdc amount = 0;  // the sum of this account's entries in the transaction
+};
+//! An account's transactions, newest first.
+std::vector<HistoryLine> history(store::Tx& tx, const core::ledger::Account& account);
+
+//! A posted transaction, with every entry.
+std::optional<core::ledger::Transaction> find_transaction(store::Tx& tx, const std::string& id);
+
+}  // namespace gpunex::server::billing

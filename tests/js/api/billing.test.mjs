@@ -1,0 +1,125 @@
+// Customer credit and balance (#16, money core): an operator credits a customer from the shell or
+// through the admin API, each credit one ledger transaction named by its payment reference; the
+// customer sees the balance and its history; the ledger refuses to be changed afterwards.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
+
+function sql(server, statement) {
+  if (server.db.startsWith('sqlite:')) {
+    return spawnSync('sqlite3', [server.db.slice(7), statement], { encoding: 'utf8' });
+  }
+  return spawnSync('psql', [server.db, '-q', '-v', 'ON_ERROR_STOP=1', '-c', statement], { encoding: 'utf8' });
+}
+
+function adminCredit(server, args) {
+  return spawnSync(path.join(BIN, 'gpunex-server'), ['admin', 'credit', '--db', server.db, ...args], { encoding: 'utf8' });
+}
+
+test(`${BACKEND}: operators credit customers; customers see their balance and its history`, async () => {
+  const server = await new TestServer().start();
+  try {
+    server.createUser('root@example.com', 'operator-password-1', 'admin');
+    const admin = new Client(server.url);
+    await admin.login('root@example.com', 'operator-password-1');
+    const ann = new Client(server.url);
+    await ann.signupAndLogin('ann@example.com');
+    const bob = new Client(server.url);
+    await bob.signupAndLogin('bob@example.com');
+
+    const empty = await ann.request('GET', '/v1/billing/balance');
+    assert.equal(empty.status, 200);
+    assert.deepEqual(empty.json, { balance: '0.000000', currency: 'USDC', spend_per_hour: '0.000000', hours_left: null });
+
+    // The admin API: one credit, then the same payment again (a retry) changes nothing.
+    const credit = { email: 'Ann@Example.com', amount: '100.00', reference: 'wire 2026-12-04 #42' };
+    const first = await admin.request('POST', '/v1/admin/credits', { body: credit });
+    assert.equal(first.status, 201, first.body);
+    assert.equal(first.json.amount, '100.000000');
+    assert.equal(first.json.balance, '100.000000');
+    assert.equal(first.json.email, 'ann@example.com');
+    assert.equal(first.json.repeated, false);
+    const again = await admin.request('POST', '/v1/admin/credits', { body: credit });
+    assert.equal(again.status, 200);
+    assert.equal(again.json.repeated, true);
+    assert.equal(again.json.transaction_id, first.json.transaction_id);
+    assert.equal(again.json.balance, '100.000000');
+    const clash = await admin.request('POST', '/v1/admin/credits', { body: { ...credit, amount: '1000.00' } });
+    assert.equal(clash.status, 409);
+    assert.equal(clash.json.error.code, 'duplicate_reference');
+    assert.equal(clash.json.error.field, 'reference');
+    assert.match(clash.json.error.message, /100\.000000 USDC/);
+
+    // An Idempotency-Key replays the first answer.
+    const keyed = { body: { email: 'ann@example.com', amount: '0.5', reference: 'promo-7' },
+      headers: { 'Idempotency-Key': 'credit-promo-7-ann' } };
+    const k1 = await admin.request('POST', '/v1/admin/credits', keyed);
+    const k2 = await admin.request('POST', '/v1/admin/credits', keyed);
+    assert.equal(k1.status, 201);
+    assert.equal(k2.status, 201);
+    assert.equal(k2.json.transaction_id, k1.json.transaction_id);
+
+    // Bad input names the field and posts nothing.
+    const bad = async (body, field, status = 400) => {
+      const r = await admin.request('POST', '/v1/admin/credits', { body });
+      assert.equal(r.status, status, `${JSON.stringify(body)}: ${r.body}`);
+      assert.equal(r.json.error.field, field, r.body);
+    };
+    await bad({ email: 'ann@example.com', amount: 100, reference: 'x' }, 'amount');
+    await bad({ email: 'ann@example.com', amount: '-5', reference: 'x' }, 'amount');
+    await bad({ email: 'ann@example.com', amount: '0', reference: 'x' }, 'amount');
+    await bad({ email: 'ann@example.com', amount: '1.0000001', reference: 'x' }, 'amount');
+    await bad({ email: 'ann@example.com', amount: '5' }, 'reference');
+    await bad({ email: 'ann@example.com', amount: '5', reference: 'two\nlines' }, 'reference');
+    await bad({ email: 'ann@example.com', amount: '5', reference: 'x', note: 'hi' }, 'note');
+    await bad({ email: 'nobody@example.com', amount: '5', reference: 'x' }, 'email', 404);
+
+    // Only admins credit.
+    const notAdmin = await ann.request('POST', '/v1/admin/credits', { body: { ...credit, reference: 'self' } });
+    assert.equal(notAdmin.status, 403);
+
+    // From the shell: `gpunex-server admin credit`.
+    const cli = adminCredit(server, ['--email', 'ann@example.com', '--amount', '25.25', '--reference', 'cash 7']);
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.match(cli.stdout, /^credited 25\.250000 USDC to ann@example\.com \(transaction ltx_\w+\); balance 125\.750000 USDC\n$/);
+    const cliAgain = adminCredit(server, ['--email', 'ann@example.com', '--amount', '25.25', '--reference', 'cash 7']);
+    assert.equal(cliAgain.status, 0, cliAgain.stderr);
+    assert.match(cliAgain.stdout, /^already credited: /);
+    const cliBad = adminCredit(server, ['--email', 'ann@example.com', '--amount', '25,25', '--reference', 'cash 8']);
+    assert.equal(cliBad.status, 1);
+    assert.match(cliBad.stderr, /^error: --amount: /);
+
+    const balance = await ann.request('GET', '/v1/billing/balance');
+    assert.equal(balance.json.balance, '125.750000');
+    const history = await ann.request('GET', '/v1/billing/history');
+    assert.equal(history.status, 200);
+    assert.deepEqual(history.json.items.map((i) => [i.kind, i.reference, i.amount]), [
+      ['credit', 'cash 7', '25.250000'],
+      ['credit', 'promo-7', '0.500000'],
+      ['credit', 'wire 2026-12-04 #42', '100.000000'],
+    ]);
+    const sum = history.json.items.reduce((s, i) => s + Math.round(Number(i.amount) * 1e6), 0);
+    assert.equal(sum, 125_750_000, 'the history adds up to the balance');
+
+    // Another customer's money is not Bob's.
+    assert.equal((await bob.request('GET', '/v1/billing/balance')).json.balance, '0.000000');
+    assert.deepEqual((await bob.request('GET', '/v1/billing/history')).json.items, []);
+
+    // The ledger is append-only: the store itself refuses to change or delete an entry.
+    const edit = sql(server, "UPDATE ledger_entries SET amount = amount * 10");
+    assert.notEqual(edit.status, 0);
+    assert.match(edit.stderr, /append-only/);
+    const del = sql(server, 'DELETE FROM ledger_transactions');
+    assert.notEqual(del.status, 0);
+    assert.equal((await ann.request('GET', '/v1/billing/balance')).json.balance, '125.750000');
+    // Every transaction sums to zero: the money came from money_in.
+    const totals = server.db.startsWith('sqlite:')
+      ? execFileSync('sqlite3', [server.db.slice(7), 'SELECT SUM(amount) FROM ledger_entries']).toString().trim()
+      : execFileSync('psql', [server.db, '-tA', '-c', 'SELECT SUM(amount) FROM ledger_entries']).toString().trim();
+    assert.equal(totals, '0');
+  } finally {
+    await server.stop();
+  }
+});
