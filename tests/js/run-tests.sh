@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test files of a folder with `node --test`, one file at a time; fails if any file failed.
 # Usage: tests/js/run-tests.sh DIR [node --test options, e.g. --test-reporter=dot]. $NODE picks node.
+# $GPUNEX_TEST_EXCLUDE: space-separated file names of DIR not to run here (each is named in the output).
 #
 # One at a time because the files start servers, agents and browsers with timed expectations (a
 # machine Online within 20 s) that a crowded host misses. `node --test --test-concurrency=1 DIR`
@@ -12,6 +13,10 @@ dir=$1
 shift
 failed=()
 for file in "$dir"/*.test.mjs; do
+  if [[ " ${GPUNEX_TEST_EXCLUDE:-} " == *" $(basename "$file") "* ]]; then
+    echo "run-tests: $(basename "$file") is not run in this suite (GPUNEX_TEST_EXCLUDE)"
+    continue
+  fi
   "${NODE:-node}" --test "$@" "$file" || failed+=("$(basename "$file")")
 done
 if ((${#failed[@]})); then
