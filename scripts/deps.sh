@@ -13,6 +13,8 @@ PACKAGES=(
   libgtest-dev tzdata
   # run and test
   postgresql sqlite3 faketime python3 python3-aiosmtpd chromium bats curl openssl libxml2-utils
+  # customer containers in tests: Podman's Docker API service with runc, networks, the busybox test image
+  podman runc netavark aardvark-dns iptables busybox-static
   # benchmarks
   wrk nginx-light fio iperf3
 )

@@ -22,6 +22,7 @@ cleanup() {
     kill -- "-$BUILD_AHEAD" 2>/dev/null || true  # its own process group: the scripts, flock, ninja
   fi
   scripts/pg.sh stop "$PGDIR" >/dev/null 2>&1 || true
+  scripts/podman.sh stop "$WORK/podman" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -29,6 +30,10 @@ trap cleanup EXIT
 GPUNEX_TEST_PG_URL=$(scripts/pg.sh start "$PGDIR")
 export GPUNEX_TEST_PG_URL
 echo "test: PostgreSQL at $GPUNEX_TEST_PG_URL"
+# The container engine for the container tests: Podman's Docker-compatible API service.
+GPUNEX_TEST_DOCKER_HOST=$(scripts/podman.sh start "$WORK/podman")
+export GPUNEX_TEST_DOCKER_HOST
+echo "test: container engine (Podman, Docker API) at $GPUNEX_TEST_DOCKER_HOST"
 
 # The sanitizer and fuzz trees build ahead, in the background at the lowest CPU priority, while the
 # first suites run: those wait on servers, agents and browsers much of the time, and nice 19 takes

@@ -1,0 +1,214 @@
+// ContainerRuntime over the Docker Engine API on a unix socket (Docker, or Podman's compatible
+// service), with libcurl through util::HttpClient. The messages are built and read in docker_api.cpp.
+
+#include <cstdlib>
+#include <mutex>
+
+#include "agent/runtime/container_runtime.hpp"
+#include "agent/runtime/docker_api.hpp"
+#include "util/http_client.hpp"
+
+namespace gpunex::agent::runtime {
+
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+
+constexpr std::string_view kDefaultHost = "unix:///var/run/docker.sock";
+
+std::string url_encode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      static const char* hex = "0123456789ABCDEF";
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+// The engine's own message from an error answer ({"message": "..."}), else the status.
+std::string engine_message(const util::HttpResponse& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("message") && j["message"].is_string()) return j["message"].get<std::string>();
+  return "HTTP " + std::to_string(r.status);
+}
+
+class DockerRuntime final : public ContainerRuntime {
+ public:
+  explicit DockerRuntime(std::string socket)
+      : socket_(std::move(socket)),
+        quick_("http://docker", {std::chrono::seconds(30), "", true, socket_}),
+        slow_("http://docker", {std::chrono::hours(1), "", true, socket_}) {}
+
+  std::string describe() const override {
+    std::lock_guard lock(mu_);
+    return "unix://" + socket_ + (version_.empty() ? "" : ", Docker API " + version_);
+  }
+
+  core::Status ensure_image(const std::string& image,
+                            const std::function<void(const PullProgress&)>& progress) override {
+    std::lock_guard lock(mu_);
+    auto present = call(quick_, "GET", "/images/" + url_encode(image) + "/json");
+    if (!present) return std::move(present).error();
+    if (present->status == 200) return core::ok_status();
+    const auto [from, tag] = docker::split_image(image);
+    std::string path = "/images/create?fromImage=" + url_encode(from);
+    if (!tag.empty()) path += "&tag=" + url_encode(tag);
+    auto pulled = call(slow_, "POST", path);
+    if (!pulled) return std::move(pulled).error();
+    if (pulled->status != 200) {
+      return Error::make(ErrorCode::unavailable, "pulling " + image + " failed: " + engine_message(*pulled));
+    }
+    auto steps = docker::parse_pull_stream(pulled->body);
+    if (!steps) return std::move(steps).error();
+    if (progress) {
+      for (const auto& p : *steps) progress(p);
+    }
+    // An engine may answer 200 and still not have the image (a pull that found nothing to pull).
+    auto after = call(quick_, "GET", "/images/" + url_encode(image) + "/json");
+    if (!after) return std::move(after).error();
+    if (after->status != 200) return Error::make(ErrorCode::unavailable, "image " + image + " is not available");
+    return core::ok_status();
+  }
+
+  core::Result<std::string> create(const ContainerSpec& spec) override {
+    std::lock_guard lock(mu_);
+    const auto network = docker::network_name(spec.rental_id);
+    auto net = call(quick_, "POST", "/networks/create", docker::network_body(spec.rental_id).dump());
+    if (!net) return std::move(net).error();
+    if (net->status != 201 && net->status != 200 && net->status != 409) {
+      return Error::make(ErrorCode::unavailable, "creating network " + network + ": " + engine_message(*net));
+    }
+    auto made = call(quick_, "POST", "/containers/create?name=" + url_encode(docker::container_name(spec.rental_id)),
+                     docker::create_body(spec).dump());
+    if (!made) return std::move(made).error();
+    if (made->status != 201) {
+      return Error::make(ErrorCode::unavailable, "creating the container: " + engine_message(*made));
+    }
+    auto j = nlohmann::json::parse(made->body, nullptr, false);
+    if (!j.is_object() || !j.contains("Id")) {
+      return Error::make(ErrorCode::unavailable, "creating the container: the engine gave no id");
+    }
+    return j["Id"].get<std::string>();
+  }
+
+  core::Status start(const std::string& id) override {
+    std::lock_guard lock(mu_);
+    auto r = call(quick_, "POST", "/containers/" + id + "/start");
+    if (!r) return std::move(r).error();
+    if (r->status != 204 && r->status != 304) {
+      return Error::make(ErrorCode::unavailable, "starting the container: " + engine_message(*r));
+    }
+    return core::ok_status();
+  }
+
+  core::Result<ContainerState> inspect(const std::string& id) override {
+    std::lock_guard lock(mu_);
+    auto r = call(quick_, "GET", "/containers/" + id + "/json");
+    if (!r) return std::move(r).error();
+    if (r->status == 404) return ContainerState{id, "", ContainerState::Status::missing, 0, false, false, ""};
+    if (r->status != 200) return Error::make(ErrorCode::unavailable, "inspecting the container: " + engine_message(*r));
+    auto j = nlohmann::json::parse(r->body, nullptr, false);
+    if (!j.is_object()) return Error::make(ErrorCode::unavailable, "inspecting the container: not JSON");
+    return docker::parse_inspect(j);
+  }
+
+  core::Result<std::string> logs(const std::string& id, int tail_lines) override {
+    std::lock_guard lock(mu_);
+    auto r = call(quick_, "GET",
+                  "/containers/" + id + "/logs?stdout=1&stderr=1&tail=" + std::to_string(std::max(tail_lines, 1)));
+    if (!r) return std::move(r).error();
+    if (r->status != 200) return Error::make(ErrorCode::unavailable, "reading the logs: " + engine_message(*r));
+    return docker::demux_logs(r->body);
+  }
+
+  core::Status stop_and_remove(const std::string& id, std::chrono::seconds grace) override {
+    std::lock_guard lock(mu_);
+    std::string rental;
+    if (auto seen = call(quick_, "GET", "/containers/" + id + "/json"); seen && seen->status == 200) {
+      auto j = nlohmann::json::parse(seen->body, nullptr, false);
+      if (j.is_object()) rental = docker::parse_inspect(j).rental_id;
+    }
+    // The engine sends SIGTERM, waits `t` seconds, then SIGKILL.
+    auto stopped = call(slow_, "POST", "/containers/" + id + "/stop?t=" + std::to_string(grace.count()));
+    if (!stopped) return std::move(stopped).error();
+    if (stopped->status != 204 && stopped->status != 304 && stopped->status != 404) {
+      return Error::make(ErrorCode::unavailable, "stopping the container: " + engine_message(*stopped));
+    }
+    auto removed = call(quick_, "DELETE", "/containers/" + id + "?force=1&v=1");
+    if (!removed) return std::move(removed).error();
+    if (removed->status != 204 && removed->status != 200 && removed->status != 404) {
+      return Error::make(ErrorCode::unavailable, "removing the container: " + engine_message(*removed));
+    }
+    if (!rental.empty()) {
+      auto net = call(quick_, "DELETE", "/networks/" + url_encode(docker::network_name(rental)));
+      if (!net) return std::move(net).error();
+    }
+    return core::ok_status();
+  }
+
+  core::Result<std::vector<ContainerState>> list_rental_containers() override {
+    std::lock_guard lock(mu_);
+    const std::string filters = nlohmann::json{{"label", {std::string(kRentalLabel)}}}.dump();
+    auto r = call(quick_, "GET", "/containers/json?all=1&filters=" + url_encode(filters));
+    if (!r) return std::move(r).error();
+    if (r->status != 200) return Error::make(ErrorCode::unavailable, "listing containers: " + engine_message(*r));
+    auto j = nlohmann::json::parse(r->body, nullptr, false);
+    std::vector<ContainerState> out;
+    if (!j.is_array()) return out;
+    for (const auto& item : j) {
+      auto s = docker::parse_list_item(item);
+      if (!s.rental_id.empty()) out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+ private:
+  // Sends a request under the negotiated version (asking the engine first, once). mu_ is held.
+  core::Result<util::HttpResponse> call(util::HttpClient& client, const std::string& method, const std::string& path,
+                                        const std::optional<std::string>& body = std::nullopt) {
+    if (version_.empty()) {
+      auto v = quick_.request("GET", "/version");
+      if (!v) {
+        return Error::make(ErrorCode::unavailable,
+                           "no container engine answers at unix://" + socket_ + " (" + v.error().message + ")");
+      }
+      auto j = nlohmann::json::parse(v->body, nullptr, false);
+      if (v->status != 200 || !j.is_object() || !j.contains("ApiVersion") || !j["ApiVersion"].is_string()) {
+        return Error::make(ErrorCode::unavailable, "unix://" + socket_ + " does not answer as a Docker Engine API");
+      }
+      auto agreed = docker::negotiate_version(j["ApiVersion"].get<std::string>());
+      if (!agreed) return std::move(agreed).error();
+      version_ = *agreed;
+    }
+    return client.request(method, "/v" + version_ + path, body);
+  }
+
+  std::string socket_;
+  mutable std::mutex mu_;
+  util::HttpClient quick_;
+  util::HttpClient slow_;
+  std::string version_;
+};
+
+}  // namespace
+
+std::string docker_host_from_env() {
+  const char* env = std::getenv("DOCKER_HOST");
+  if (env != nullptr && std::string_view(env).rfind("unix://", 0) == 0) return env;
+  return std::string(kDefaultHost);
+}
+
+std::unique_ptr<ContainerRuntime> make_docker_runtime(const std::string& docker_host) {
+  std::string socket = docker_host;
+  if (socket.rfind("unix://", 0) == 0) socket = socket.substr(7);
+  return std::make_unique<DockerRuntime>(std::move(socket));
+}
+
+}  // namespace gpunex::agent::runtime
