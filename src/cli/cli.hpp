@@ -76,6 +76,7 @@ std::unique_ptr<Command> make_schedule_show_command();
 std::unique_ptr<Command> make_machines_list_command();
 std::unique_ptr<Command> make_machines_show_command();
 std::unique_ptr<Command> make_offers_search_command();
+std::unique_ptr<Command> make_balance_command();
 
 //! Sends a request with the stored token; returns the response or prints the failure.
 core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, const std::string& path,

@@ -4,6 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
 
@@ -102,6 +104,24 @@ test(`${BACKEND}: operators credit customers; customers see their balance and it
     ]);
     const sum = history.json.items.reduce((s, i) => s + Math.round(Number(i.amount) * 1e6), 0);
     assert.equal(sum, 125_750_000, 'the history adds up to the balance');
+
+    // The CLI says the same: `gpunex balance`, `--history`, `--json`.
+    const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
+    const gpunex = (args, input) => spawnSync(path.join(BIN, 'gpunex'), ['--server', server.url, ...args],
+      { input, env: { PATH: process.env.PATH, HOME: home }, encoding: 'utf8' });
+    assert.equal(gpunex(['login', '--email', 'ann@example.com', '--password-stdin'], 'correct-horse-battery\n').status, 0);
+    const human = gpunex(['balance', '--history']);
+    assert.equal(human.status, 0, human.stderr);
+    assert.match(human.stdout, /^balance: 125\.750000 USDC; nothing is being spent now\n/);
+    const lines = human.stdout.split('\n');
+    assert.match(lines[1], /^AT +KIND +USDC +REFERENCE +TRANSACTION/);
+    assert.match(lines[2], /credit +25\.250000 +cash 7 +ltx_/);
+    assert.match(lines[4], /credit +100\.000000 +wire 2026-12-04 #42 +ltx_/);
+    const json = gpunex(['--json', 'balance', '--history']);
+    assert.equal(json.status, 0, json.stderr);
+    const parsed = JSON.parse(json.stdout);
+    assert.equal(parsed.balance, '125.750000');
+    assert.deepEqual(parsed.history.items, history.json.items, 'the CLI lists what the API lists');
 
     // Another customer's money is not Bob's.
     assert.equal((await bob.request('GET', '/v1/billing/balance')).json.balance, '0.000000');
