@@ -9,8 +9,8 @@ function csrfToken() {
 }
 
 // Calls the API with the session cookie; mutations carry the CSRF header.
-async function api(method, path, body) {
-  const headers = {};
+async function api(method, path, body, extraHeaders = {}) {
+  const headers = { ...extraHeaders };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (method !== 'GET') headers['X-CSRF-Token'] = csrfToken();
   const res = await fetch(path, {

@@ -1,0 +1,93 @@
+// Money pages of the dashboard; they register into app.js's `pages`.
+// #/balance: the signed-in account's prepaid USDC, how long it lasts at the current spend, and the
+// ledger lines behind it. #/credits (admins): add credit to a customer, one ledger transaction per
+// payment reference.
+'use strict';
+
+(() => {
+  const usdc = (s) => `${s} USDC`;
+
+  // Puts each invalid field's message beside its input (error.fields, else error.field), the rest
+  // under the form; the first invalid input gets the focus.
+  function showErrors(form, err) {
+    form.querySelectorAll('.field-error').forEach((e) => { e.textContent = ''; });
+    form.querySelectorAll('[aria-invalid]').forEach((e) => e.removeAttribute('aria-invalid'));
+    const general = form.querySelector('.form-error');
+    general.textContent = '';
+    if (!err) return;
+    const fields = Array.isArray(err.fields) && err.fields.length ? err.fields : [{ field: err.field, message: err.message }];
+    let first = null;
+    for (const f of fields) {
+      const input = f.field && form.querySelector(`[name="${CSS.escape(f.field)}"]`);
+      if (!input) { general.textContent += `${general.textContent ? ' ' : ''}${f.message}`; continue; }
+      input.setAttribute('aria-invalid', 'true');
+      document.getElementById(`${input.id}-error`).textContent = f.message;
+      first ||= input;
+    }
+    if (first) first.focus();
+  }
+
+  function input(name, label, extra = {}) {
+    const id = `credit-${name}`;
+    return el('div', { class: 'field' },
+      el('label', { for: id }, label),
+      el('input', { id, name, 'aria-describedby': `${id}-error`, ...extra }),
+      el('div', { id: `${id}-error`, class: 'field-error', role: 'alert' }));
+  }
+
+  pages.balance = async function balance() {
+    document.title = 'Balance · GPUnex';
+    if (!state.user) { location.hash = '#/login'; return []; }
+    const [b, h] = await Promise.all([api('GET', '/v1/billing/balance'), apiList('/v1/billing/history')]);
+    if (!b.ok || !h.ok) return [el('h1', {}, 'Balance'), el('p', { class: 'error' }, 'The balance could not be loaded; try again.')];
+    const lasts = b.data.hours_left === null
+      ? 'Nothing is being spent now.'
+      : `About ${b.data.hours_left} hours at ${usdc(b.data.spend_per_hour)} per hour.`;
+    const rows = h.data.items.map((i) => el('tr', {},
+      el('td', {}, fmtTime(i.at)), el('td', {}, i.kind), el('td', {}, i.reason), el('td', {}, i.reference),
+      el('td', { class: 'num' }, i.amount)));
+    return [
+      el('h1', {}, 'Balance'),
+      el('section', { class: 'card', 'aria-label': 'Balance' },
+        el('p', { class: 'big', id: 'balance-amount' }, usdc(b.data.balance)),
+        el('p', { class: 'muted', id: 'balance-lasts' }, lasts)),
+      el('h2', {}, 'History'),
+      rows.length
+        ? el('table', { class: 'table', 'aria-label': 'Balance history' },
+          el('thead', {}, el('tr', {}, ['When', 'Kind', 'What', 'Reference', 'USDC'].map((t) => el('th', { scope: 'col' }, t)))),
+          el('tbody', {}, rows))
+        : el('p', { class: 'empty' }, 'No transactions yet. An operator adds credit when your payment arrives.'),
+    ];
+  };
+
+  pages.credits = async function credits() {
+    document.title = 'Credit · GPUnex';
+    if (!state.user) { location.hash = '#/login'; return []; }
+    if (!state.user.roles.includes('admin')) return [el('h1', {}, 'Credit'), el('p', {}, 'Only admins add credit.')];
+    const result = el('p', { class: 'muted', role: 'status', id: 'credit-result' });
+    const form = el('form', { class: 'card', 'aria-label': 'Add credit' },
+      input('email', 'Customer e-mail', { type: 'email', autocomplete: 'off' }),
+      input('amount', 'Amount (USDC)', { inputmode: 'decimal', placeholder: '100.00' }),
+      input('reference', 'Payment reference', { placeholder: 'bank transfer, invoice…' }),
+      el('div', { class: 'form-error', role: 'alert' }),
+      el('button', { type: 'submit' }, 'Add credit'));
+    // One key per filled-in form: a double click or a retry after a lost answer posts it once.
+    let key = crypto.randomUUID();
+    form.addEventListener('input', () => { key = crypto.randomUUID(); });
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const body = Object.fromEntries(['email', 'amount', 'reference'].map((n) => [n, form.elements[n].value.trim()]));
+      const r = await api('POST', '/v1/admin/credits', body, { 'Idempotency-Key': key });
+      if (!r.ok) { showErrors(form, r.data && r.data.error); result.textContent = ''; return; }
+      showErrors(form, null);
+      result.textContent = r.data.repeated
+        ? `Already credited: ${usdc(r.data.amount)} to ${r.data.email} (transaction ${r.data.transaction_id}). Balance ${usdc(r.data.balance)}.`
+        : `Credited ${usdc(r.data.amount)} to ${r.data.email} (transaction ${r.data.transaction_id}). Balance ${usdc(r.data.balance)}.`;
+      form.reset();
+      key = crypto.randomUUID();
+    });
+    return [el('h1', {}, 'Credit'),
+      el('p', { class: 'muted' }, 'Adds prepaid USDC to a customer\'s balance when their payment has arrived. The same reference is never credited twice.'),
+      form, result];
+  };
+})();
