@@ -12,6 +12,7 @@ int http_status(ErrorCode code) {
     case ErrorCode::unknown_field:
     case ErrorCode::bad_request: return 400;
     case ErrorCode::unauthenticated: return 401;
+    case ErrorCode::payment_required: return 402;
     case ErrorCode::forbidden: return 403;
     case ErrorCode::not_found: return 404;
     case ErrorCode::method_not_allowed: return 405;
@@ -34,6 +35,7 @@ std::string_view code_name(ErrorCode code) {
     case ErrorCode::unknown_field: return "unknown_field";
     case ErrorCode::bad_request: return "bad_request";
     case ErrorCode::unauthenticated: return "unauthenticated";
+    case ErrorCode::payment_required: return "payment_required";
     case ErrorCode::forbidden: return "forbidden";
     case ErrorCode::not_found: return "not_found";
     case ErrorCode::method_not_allowed: return "method_not_allowed";

@@ -21,6 +21,7 @@ enum class ErrorCode {
   unknown_field,      // 400: a field the endpoint does not take
   bad_request,        // 400: anything else malformed
   unauthenticated,    // 401
+  payment_required,   // 402: the balance does not cover it
   forbidden,          // 403
   not_found,          // 404
   method_not_allowed, // 405

@@ -1,0 +1,207 @@
+#include "core/rental.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace gpunex::core::rental {
+
+namespace {
+
+constexpr State kStates[] = {State::requested, State::starting, State::running, State::stopping, State::ended};
+constexpr EndReason kReasons[] = {
+    EndReason::customer_stopped, EndReason::max_duration, EndReason::balance_exhausted, EndReason::window_ended,
+    EndReason::container_exited, EndReason::start_failed, EndReason::provider_stopped,  EndReason::gpu_failure,
+    EndReason::host_failure,     EndReason::agent_lost};
+
+std::string_view event_name(Event e) {
+  switch (e) {
+    case Event::agent_starting:
+      return "starting";
+    case Event::agent_running:
+      return "running";
+    case Event::stop:
+      return "stop";
+    case Event::ended:
+      return "ended";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string_view to_string(State s) {
+  switch (s) {
+    case State::requested:
+      return "requested";
+    case State::starting:
+      return "starting";
+    case State::running:
+      return "running";
+    case State::stopping:
+      return "stopping";
+    case State::ended:
+      return "ended";
+  }
+  return "unknown";
+}
+
+Result<State> parse_state(std::string_view s) {
+  for (auto v : kStates) {
+    if (to_string(v) == s) return v;
+  }
+  return Error::make(ErrorCode::invalid_field, "unknown rental state '" + std::string(s) + "'");
+}
+
+std::string_view to_string(EndReason r) {
+  switch (r) {
+    case EndReason::customer_stopped:
+      return "customer_stopped";
+    case EndReason::max_duration:
+      return "max_duration";
+    case EndReason::balance_exhausted:
+      return "balance_exhausted";
+    case EndReason::window_ended:
+      return "window_ended";
+    case EndReason::container_exited:
+      return "container_exited";
+    case EndReason::start_failed:
+      return "start_failed";
+    case EndReason::provider_stopped:
+      return "provider_stopped";
+    case EndReason::gpu_failure:
+      return "gpu_failure";
+    case EndReason::host_failure:
+      return "host_failure";
+    case EndReason::agent_lost:
+      return "agent_lost";
+  }
+  return "unknown";
+}
+
+Result<EndReason> parse_end_reason(std::string_view s) {
+  for (auto v : kReasons) {
+    if (to_string(v) == s) return v;
+  }
+  return Error::make(ErrorCode::invalid_field, "unknown rental end reason '" + std::string(s) + "'");
+}
+
+bool provider_side(EndReason r) {
+  return r == EndReason::provider_stopped || r == EndReason::gpu_failure || r == EndReason::host_failure ||
+         r == EndReason::agent_lost;
+}
+
+std::string end_text(EndReason r, std::optional<int> exit_code, bool oom) {
+  switch (r) {
+    case EndReason::customer_stopped:
+      return "Stopped by you";
+    case EndReason::max_duration:
+      return "Reached its maximum duration";
+    case EndReason::balance_exhausted:
+      return "Stopped: the balance ran out";
+    case EndReason::window_ended:
+      return "Stopped: the provider's availability window ended";
+    case EndReason::container_exited: {
+      const std::string code = exit_code ? " (exit " + std::to_string(*exit_code) + ")" : "";
+      return oom ? "Out of memory" + code : "The container exited" + code;
+    }
+    case EndReason::start_failed:
+      return "Could not start (not charged)";
+    case EndReason::provider_stopped:
+      return "Stopped by the provider";
+    case EndReason::gpu_failure:
+      return "A GPU failed";
+    case EndReason::host_failure:
+      return "The provider's machine failed";
+    case EndReason::agent_lost:
+      return "The provider's machine went offline";
+  }
+  return "Ended";
+}
+
+Result<State> next_state(State from, Event e) {
+  auto refuse = [&] {
+    return Error::make(ErrorCode::conflict, "a rental that is " + std::string(to_string(from)) + " cannot take '" +
+                                                std::string(event_name(e)) + "'")
+        .with_code("rental_state");
+  };
+  if (from == State::ended) return refuse();
+  switch (e) {
+    case Event::agent_starting:
+      if (from == State::requested) return State::starting;
+      if (from == State::starting) return State::starting;  // a repeated event
+      return refuse();
+    case Event::agent_running:
+      if (from == State::requested || from == State::starting || from == State::running) return State::running;
+      return refuse();
+    case Event::stop:
+      return State::stopping;
+    case Event::ended:
+      return State::ended;
+  }
+  return refuse();
+}
+
+std::optional<Pick> pick_gpus(const std::vector<FreeGpu>& free, const Request& request) {
+  if (request.gpu_count < 1) return std::nullopt;
+  // GPUs per (machine, model) that match the request.
+  std::map<std::pair<std::string, std::string>, std::vector<const FreeGpu*>> groups;
+  for (const auto& g : free) {
+    if (request.machine_id && g.machine_id != *request.machine_id) continue;
+    if (request.model && g.model != *request.model) continue;
+    if (request.region && g.region != *request.region) continue;
+    if (request.min_reliability && g.reliability < *request.min_reliability) continue;
+    if (request.max_price && g.price > *request.max_price) continue;
+    groups[{g.machine_id, g.model}].push_back(&g);
+  }
+  const std::vector<const FreeGpu*>* best = nullptr;
+  for (const auto& [key, gpus] : groups) {
+    if (static_cast<int>(gpus.size()) < request.gpu_count) continue;
+    if (best == nullptr) {
+      best = &gpus;
+      continue;
+    }
+    const auto* a = gpus.front();
+    const auto* b = best->front();
+    if (std::make_tuple(-a->rank, a->price, a->machine_id) < std::make_tuple(-b->rank, b->price, b->machine_id)) {
+      best = &gpus;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  std::vector<const FreeGpu*> chosen = *best;
+  std::sort(chosen.begin(), chosen.end(), [](const FreeGpu* a, const FreeGpu* b) { return a->uuid < b->uuid; });
+  chosen.resize(static_cast<std::size_t>(request.gpu_count));
+  Pick p{chosen.front()->machine_id, chosen.front()->provider_id, chosen.front()->model, chosen.front()->price, {}};
+  for (const auto* g : chosen) p.uuids.push_back(g->uuid);
+  return p;
+}
+
+MicroUsdc first_hour_cost(MicroUsdc price_per_gpu_hour, int gpus) {
+  return ledger::usage_total(price_per_gpu_hour, gpus, 3'600'000);
+}
+
+Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus) {
+  const auto needed = first_hour_cost(price_per_gpu_hour, gpus);
+  if (balance >= needed) return ok_status();
+  return Error::make(ErrorCode::payment_required, "the balance (" + format_usdc(balance) +
+                                                      " USDC) does not cover the first hour: " + format_usdc(needed) +
+                                                      " USDC is needed to start, " + format_usdc(needed - balance) +
+                                                      " USDC more")
+      .with_code("insufficient_balance");
+}
+
+std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64_t until_ms) {
+  if (!running_since_ms) return 0;
+  return std::max<std::int64_t>(0, until_ms - *running_since_ms);
+}
+
+std::optional<EndReason> due_stop(const Running& r, std::int64_t now_ms) {
+  const auto ran = metered_ms(r.running_since_ms, now_ms);
+  if (r.max_duration_ms && ran >= *r.max_duration_ms) return EndReason::max_duration;
+  if (r.window_ends_ms && now_ms >= *r.window_ends_ms) return EndReason::window_ended;
+  const auto owed = ledger::usage_total(r.price_per_gpu_hour, r.gpus, ran) - r.settled.charged;
+  if (r.balance_at_last_settlement - owed <= 0) return EndReason::balance_exhausted;
+  return std::nullopt;
+}
+
+}  // namespace gpunex::core::rental

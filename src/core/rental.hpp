@@ -1,0 +1,119 @@
+#pragma once
+// A rental's rules (DESIGN §3, issue #16), pure: its states and the moves between them, why it ended
+// and whether that is on the provider's side (the reliability score counts those), which GPUs the
+// scheduler gives it, what it may cost before it starts, and when it must stop.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ledger.hpp"
+#include "core/money.hpp"
+#include "core/result.hpp"
+
+namespace gpunex::core::rental {
+
+//! requested → starting (the agent pulls and creates) → running → stopping → ended.
+enum class State { requested, starting, running, stopping, ended };
+std::string_view to_string(State s);
+Result<State> parse_state(std::string_view s);
+
+enum class EndReason {
+  customer_stopped,
+  max_duration,
+  balance_exhausted,
+  window_ended,
+  container_exited,  // with its exit code; OOM told apart
+  start_failed,      // image pull or create failed: the customer is not charged
+  provider_stopped,
+  gpu_failure,
+  host_failure,
+  agent_lost,  // the machine offline longer than kAgentLostAfterMs
+};
+std::string_view to_string(EndReason r);
+Result<EndReason> parse_end_reason(std::string_view s);
+//! Whether the provider's side caused the end (DESIGN §4, job completion C).
+bool provider_side(EndReason r);
+//! A customer's words for why a rental ended ("Stopped by the provider", "Out of memory (exit 137)").
+std::string end_text(EndReason r, std::optional<int> exit_code, bool oom);
+
+inline constexpr std::int64_t kAgentLostAfterMs = 5 * 60'000;
+
+//! What moves a rental.
+enum class Event {
+  agent_starting,  // the agent took the start command (pull, create)
+  agent_running,   // the container runs: metering starts here
+  stop,            // the customer, the provider, or the platform asks it to stop
+  ended,           // the agent reports the container gone (exited, stopped, failed to start)
+};
+//! The state after `e`, or a conflict error naming both. `ended` is reachable from every state but
+//! itself (a container can exit at any time); `stop` is idempotent while stopping.
+Result<State> next_state(State from, Event e);
+inline bool active(State s) {
+  return s != State::ended;
+}
+
+// ---- scheduling ----
+
+//! One GPU the scheduler may give: free now (online, listed, inside its window, not rented).
+struct FreeGpu {
+  std::string machine_id;
+  std::string uuid;
+  std::string model;
+  std::string provider_id;
+  std::string region;
+  MicroUsdc price = 0;     // the provider's rate for this model, per GPU-hour
+  double reliability = 0;  // 0–100
+  double rank = 0;         // the marketplace rank of its offer: higher first
+};
+
+//! What the customer asked for: one offer (a machine) or filters.
+struct Request {
+  std::optional<std::string> machine_id;
+  std::optional<std::string> model;
+  int gpu_count = 1;
+  std::optional<std::string> region;
+  std::optional<double> min_reliability;
+  std::optional<MicroUsdc> max_price;
+};
+
+struct Pick {
+  std::string machine_id;
+  std::string provider_id;
+  std::string model;
+  MicroUsdc price = 0;
+  std::vector<std::string> uuids;  // gpu_count of them, on one machine, one model
+};
+
+//! The GPUs to give: on one machine, of one model, all matching the request; the best-ranked such
+//! machine first, then the cheaper, then the machine id (stable). Within it the GPUs in uuid order.
+//! nullopt when no machine has enough.
+std::optional<Pick> pick_gpus(const std::vector<FreeGpu>& free, const Request& request);
+
+// ---- money ----
+
+//! The cost of the first hour at the locked price: what the balance must cover to start.
+MicroUsdc first_hour_cost(MicroUsdc price_per_gpu_hour, int gpus);
+//! ok, or 402 insufficient_balance naming the amount needed and the balance.
+Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus);
+
+//! What a running rental knows when deciding whether it must stop now.
+struct Running {
+  std::int64_t running_since_ms = 0;  // the agent's running event
+  std::optional<std::int64_t> max_duration_ms;
+  std::optional<std::int64_t> window_ends_ms;  // the machine's availability window, when not 24/7
+  MicroUsdc price_per_gpu_hour = 0;
+  int gpus = 1;
+  MicroUsdc balance_at_last_settlement = 0;  // the customer's balance
+  ledger::Settled settled;                   // what this rental has settled so far
+};
+//! The reason it must stop at `now_ms`, if any: max_duration, then window_ended, then
+//! balance_exhausted (the balance less what has accrued since the last settlement is used up).
+std::optional<EndReason> due_stop(const Running& r, std::int64_t now_ms);
+
+//! Milliseconds of metered use between the running event and `until_ms` (0 before it started).
+std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64_t until_ms);
+
+}  // namespace gpunex::core::rental

@@ -1,0 +1,123 @@
+// A rental's rules (core/rental): states, end reasons and whose side caused them, the scheduler's
+// pick, the first-hour balance check, and when a running rental must stop.
+#include "core/rental.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace gpunex;                // NOLINT: test file
+using namespace gpunex::core::rental;  // NOLINT: test file
+
+namespace {
+
+TEST(RentalRules, StatesMoveForwardOnlyAndEndedIsFinal) {
+  EXPECT_EQ(*next_state(State::requested, Event::agent_starting), State::starting);
+  EXPECT_EQ(*next_state(State::starting, Event::agent_running), State::running);
+  EXPECT_EQ(*next_state(State::running, Event::stop), State::stopping);
+  EXPECT_EQ(*next_state(State::stopping, Event::stop), State::stopping);
+  EXPECT_EQ(*next_state(State::stopping, Event::ended), State::ended);
+  EXPECT_EQ(*next_state(State::starting, Event::ended), State::ended) << "a start that failed";
+  EXPECT_EQ(*next_state(State::running, Event::ended), State::ended) << "a container that exited";
+  auto back = next_state(State::stopping, Event::agent_running);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.error().code_text(), "rental_state");
+  EXPECT_FALSE(next_state(State::running, Event::agent_starting).ok());
+  for (auto e : {Event::agent_starting, Event::agent_running, Event::stop, Event::ended}) {
+    EXPECT_FALSE(next_state(State::ended, e).ok());
+  }
+}
+
+TEST(RentalRules, EndReasonsSayWhoseSideCausedThemAndRoundTrip) {
+  for (auto r : {EndReason::provider_stopped, EndReason::gpu_failure, EndReason::host_failure, EndReason::agent_lost}) {
+    EXPECT_TRUE(provider_side(r)) << to_string(r);
+  }
+  for (auto r : {EndReason::customer_stopped, EndReason::max_duration, EndReason::balance_exhausted,
+                 EndReason::window_ended, EndReason::container_exited, EndReason::start_failed}) {
+    EXPECT_FALSE(provider_side(r)) << to_string(r);
+    EXPECT_EQ(*parse_end_reason(to_string(r)), r);
+  }
+  EXPECT_FALSE(parse_end_reason("bored").ok());
+  for (auto s : {State::requested, State::starting, State::running, State::stopping, State::ended}) {
+    EXPECT_EQ(*parse_state(to_string(s)), s);
+  }
+  EXPECT_EQ(end_text(EndReason::container_exited, 137, true), "Out of memory (exit 137)");
+  EXPECT_EQ(end_text(EndReason::container_exited, 3, false), "The container exited (exit 3)");
+}
+
+std::vector<FreeGpu> market() {
+  return {
+      {"m_a", "GPU-a1", "L4", "prv_a", "eu-west", 500'000, 95, 0.9},
+      {"m_a", "GPU-a0", "L4", "prv_a", "eu-west", 500'000, 95, 0.9},
+      {"m_b", "GPU-b0", "L4", "prv_b", "us-east", 400'000, 80, 0.7},
+      {"m_b", "GPU-b1", "L4", "prv_b", "us-east", 400'000, 80, 0.7},
+      {"m_b", "GPU-b2", "L4", "prv_b", "us-east", 400'000, 80, 0.7},
+      {"m_c", "GPU-c0", "H100-SXM", "prv_c", "eu-west", 2'500'000, 99, 0.95},
+  };
+}
+
+TEST(RentalRules, TheSchedulerGivesGpusOfOneModelOnOneMachineBestRankedFirst) {
+  Request r;
+  r.model = "L4";
+  r.gpu_count = 2;
+  auto p = pick_gpus(market(), r);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->machine_id, "m_a");
+  EXPECT_EQ(p->uuids, (std::vector<std::string>{"GPU-a0", "GPU-a1"}));
+  EXPECT_EQ(p->price, 500'000);
+
+  r.gpu_count = 3;  // only m_b has three
+  EXPECT_EQ(pick_gpus(market(), r)->machine_id, "m_b");
+  r.gpu_count = 4;
+  EXPECT_FALSE(pick_gpus(market(), r)) << "never split across machines";
+
+  r.gpu_count = 1;
+  r.max_price = 450'000;
+  EXPECT_EQ(pick_gpus(market(), r)->machine_id, "m_b");
+  r.max_price.reset();
+  r.min_reliability = 90;
+  r.region = "us-east";
+  EXPECT_FALSE(pick_gpus(market(), r));
+
+  Request offer;
+  offer.machine_id = "m_c";
+  auto h = pick_gpus(market(), offer);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->model, "H100-SXM");
+  EXPECT_EQ(h->provider_id, "prv_c");
+}
+
+TEST(RentalRules, StartingNeedsTheFirstHourAndTheRefusalNamesTheAmount) {
+  EXPECT_TRUE(check_can_start(1'000'000, 500'000, 2).ok());
+  auto short_by = check_can_start(999'999, 500'000, 2);
+  ASSERT_FALSE(short_by.ok());
+  EXPECT_EQ(short_by.error().code_text(), "insufficient_balance");
+  EXPECT_EQ(core::http_status(short_by.error().code), 402);
+  EXPECT_NE(short_by.error().message.find("1.000000 USDC is needed"), std::string::npos) << short_by.error().message;
+  EXPECT_NE(short_by.error().message.find("0.000001 USDC more"), std::string::npos) << short_by.error().message;
+}
+
+TEST(RentalRules, ARunningRentalStopsAtItsLimitTheWindowsEndOrAnEmptyBalance) {
+  Running r;
+  r.running_since_ms = 1'000'000;
+  r.price_per_gpu_hour = 3'600'000;  // 1000 micro-USDC a second on one GPU
+  r.gpus = 1;
+  r.balance_at_last_settlement = 10'000'000;
+  EXPECT_FALSE(due_stop(r, 1'000'000 + 60'000));
+  r.max_duration_ms = 3'600'000;
+  EXPECT_EQ(due_stop(r, 1'000'000 + 3'600'000), EndReason::max_duration);
+  r.max_duration_ms.reset();
+  r.window_ends_ms = 2'000'000;
+  EXPECT_EQ(due_stop(r, 2'000'000), EndReason::window_ended);
+  r.window_ends_ms.reset();
+  // 10 USDC lasts 10,000 s at 1000 micro-USDC a second.
+  EXPECT_FALSE(due_stop(r, 1'000'000 + 9'999'000));
+  EXPECT_EQ(due_stop(r, 1'000'000 + 10'000'000), EndReason::balance_exhausted);
+  // After a settlement took 4 USDC, 6 USDC are left for the seconds after it.
+  r.settled.charged = 4'000'000;
+  r.balance_at_last_settlement = 6'000'000;
+  EXPECT_FALSE(due_stop(r, 1'000'000 + 9'999'000));
+  EXPECT_EQ(due_stop(r, 1'000'000 + 10'000'000), EndReason::balance_exhausted);
+  EXPECT_EQ(metered_ms(std::nullopt, 5'000), 0);
+  EXPECT_EQ(metered_ms(1'000, 500), 0);
+}
+
+}  // namespace
