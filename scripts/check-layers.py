@@ -9,6 +9,7 @@ layers it lists. The check fails on
   (b) a cycle between folders (a folder including its own subfolder, an interface's factory choosing
       its driver as store/store.cpp does, is the one edge a cycle may use),
   (c) a source file directly in src/server/ other than main.cpp,
+  (d) a header internal to a layer (INTERNAL below) included from outside it,
 and on a folder of src/ that no layer claims. Known findings wait in ALLOWED, each with the reason
 and the fix; an entry that no longer matches is reported so it can be deleted.
 
@@ -106,6 +107,15 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("server/fleet/machines.cpp", "server/market/offers.hpp"):
         "registration starts a machine on its declared schedule (save_schedule/load_schedule); let fleet "
         "own the machine's availability schedule (machine_schedules), which market reads",
+}
+
+# Headers internal to their layer: only files of that layer include them (its drivers, Beast).
+INTERNAL: dict[str, str] = {
+    "store/driver_util.hpp": "store",
+    "store/sqlite/sqlite_store.hpp": "store",
+    "store/postgres/postgres_store.hpp": "store",
+    "server/http/beast_message.hpp": "http",
+    "server/http/server_core.hpp": "http",
 }
 
 SOURCE_EXT = (".cpp", ".hpp", ".h", ".cc", ".cu", ".cuh", ".inc")
@@ -216,6 +226,42 @@ def sccs(nodes, edges):
     return out
 
 
+def shortest_cycle(comp, graph):
+    """The shortest cycle inside a strongly connected set of folders, as [a, b, ..., a]."""
+    best = None
+    inside = set(comp)
+    for start in sorted(comp):
+        prev = {start: None}
+        queue = [start]
+        found = None
+        while queue and found is None:
+            nxt = []
+            for v in queue:
+                for w in sorted(graph.get(v, ())):
+                    if w not in inside:
+                        continue
+                    if w == start:
+                        found = v
+                        break
+                    if w not in prev:
+                        prev[w] = v
+                        nxt.append(w)
+                if found is not None:
+                    break
+            queue = nxt
+        if found is None:
+            continue
+        path = []
+        v = found
+        while v is not None:  # found back to start along the search tree
+            path.append(v)
+            v = prev[v]
+        path = path[::-1] + [start]
+        if best is None or len(path) < len(best):
+            best = path
+    return best
+
+
 def main() -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -310,6 +356,16 @@ def main() -> int:
             findings.append(f"src/{rel}:{lineno}: includes {target}: layer {la} (rank {rank[la]}) reaches {way} "
                             f"{lb} (rank {rank[lb]}); {la} may include {', '.join(LAYERS[la][1]) or 'nothing of ours'}")
 
+    # (d) Internal headers stay inside their layer.
+    for rel, incs in sorted(files.items()):
+        la = layer_of_folder(os.path.dirname(rel), owners)
+        for lineno, target in incs:
+            if target in INTERNAL and INTERNAL[target] != la:
+                findings.append(f"src/{rel}:{lineno}: includes {target}, which is internal to layer {INTERNAL[target]}")
+    for header in sorted(INTERNAL):
+        if header not in files:
+            findings.append(f"INTERNAL names src/{header}, which does not exist; correct the list")
+
     # (b) Cycles between folders, leaving out allow-listed includes and a folder's includes of its own
     # subfolders (an interface's factory choosing a driver).
     graph: dict[str, set[str]] = defaultdict(set)
@@ -321,13 +377,10 @@ def main() -> int:
                 continue
             graph[a].add(b)
     for comp in sccs(set(graph) | {b for bs in graph.values() for b in bs}, graph):
-        detail = []
-        for a in comp:
-            for b in sorted(graph[a]):
-                if b in comp:
-                    rel, lineno, t = fedges[a][b][0]
-                    detail.append(f"{a} -> {b} (src/{rel}:{lineno})")
-        findings.append("cycle between folders " + ", ".join(comp) + ": " + "; ".join(detail))
+        path = shortest_cycle(comp, graph)
+        steps = [f"{a} -> {b} (src/{fedges[a][b][0][0]}:{fedges[a][b][0][1]})" for a, b in zip(path, path[1:])]
+        findings.append(f"cycle between folders {' -> '.join(path)}: " + "; ".join(steps) +
+                        (f" [{len(comp)} folders in this knot: {', '.join(comp)}]" if len(comp) > len(path) - 1 else ""))
 
     for key, why in sorted(ALLOWED.items()):
         if key not in allowed_seen:
@@ -349,4 +402,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # --dot | head
+        sys.stderr.close()
+        sys.exit(0)
