@@ -6,8 +6,8 @@ or gpu/nvml/, are its implementations and belong to it). A layer may include onl
 layers it lists. The check fails on
   (a) an include of a layer that the including layer may not include (a lower layer reaching up,
       or a sideways include between layers that do not know each other),
-  (b) a cycle between folders (a folder including its own subfolder, an interface's factory choosing
-      its driver as store/store.cpp does, is the one edge a cycle may use),
+  (b) a cycle between folders (a folder including its own subfolder of the same layer, an
+      interface's factory choosing its driver as store/store.cpp does, is the one edge a cycle may use),
   (c) a source file directly in src/server/ other than main.cpp,
   (d) a header internal to a layer (INTERNAL below) included from outside it,
 and on a folder of src/ that no layer claims. Known findings wait in ALLOWED, each with the reason
@@ -122,11 +122,16 @@ SOURCE_EXT = (".cpp", ".hpp", ".h", ".cc", ".cu", ".cuh", ".inc")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 
+# Folders whose layer does not extend to their subfolders: src/server/ holds main.cpp, and each of
+# its subfolders needs a layer of its own.
+NOT_INHERITED = {"server"}
+
+
 def layer_of_folder(folder: str, owners: dict[str, str]) -> str | None:
     """The layer of a folder under src/ ("" is src/ itself): its own, or its nearest parent's."""
     f = folder
     while True:
-        if f in owners:
+        if f in owners and (f == folder or f not in NOT_INHERITED):
             return owners[f]
         if not f:
             return None
@@ -371,7 +376,7 @@ def main() -> int:
     graph: dict[str, set[str]] = defaultdict(set)
     for a, targets in fedges.items():
         for b, sites in targets.items():
-            if a and b.startswith(a + "/"):
+            if a and b.startswith(a + "/") and layer_of_folder(a, owners) == layer_of_folder(b, owners):
                 continue
             if all((rel, t) in ALLOWED for rel, _, t in sites):
                 continue
