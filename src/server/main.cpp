@@ -3,10 +3,17 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -32,18 +39,20 @@ using namespace gpunex;  // NOLINT: main only
 
 namespace {
 
-int serve(server::Config cfg) {
-  if (!util::init_logging(cfg.log_level)) {
-    std::cerr << "error: log_level is not a level\n";
-    return 2;
-  }
-  // Signals are taken by sigwait() below, not by whichever thread they land on.
+//! Blocks SIGINT and SIGTERM in every thread started after this, so that sigwait() takes them
+//! rather than whichever thread they land on.
+sigset_t block_stop_signals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
 
+//! Opens the store, migrates it, seeds the GPU catalog and builds the App on it; null (after
+//! saying why on stderr) when the store fails.
+std::unique_ptr<server::App> open_app(const server::Config& cfg) {
   std::unique_ptr<store::Store> st;
   try {
     store::StoreOptions opts;
@@ -53,7 +62,7 @@ int serve(server::Config cfg) {
     util::log_event("info", "store ready", {{"db", st->describe()}, {"schema_version", version}});
   } catch (const std::exception& e) {
     std::cerr << "error: db: " << e.what() << "\n";
-    return 1;
+    return nullptr;
   }
   const auto clock = server::clock_for(cfg);
   if (cfg.test_clock_start_ms) {
@@ -64,71 +73,158 @@ int serve(server::Config cfg) {
     server::seed_catalog(*st, clock->now_ms());
   } catch (const std::exception& e) {
     std::cerr << "error: db: seeding the GPU catalog: " << e.what() << "\n";
-    return 1;
+    return nullptr;
   }
-  auto app = server::make_app(cfg, std::move(st), clock);
+  return server::make_app(cfg, std::move(st), clock);
+}
 
-  // The mail outbox worker: SMTP when smtp_url is set, else .eml files under <data_dir>/mail.
-  std::unique_ptr<server::mail::Mailer> mailer =
-      cfg.smtp_url.empty() ? server::mail::make_file_drop_mailer((std::filesystem::path(cfg.data_dir) / "mail").string())
-                           : server::mail::make_smtp_mailer(cfg.smtp_url);
-  util::log_event("info", "mail", {{"mailer", mailer->describe()}});
-  server::workers::Worker mail_worker(app->store(), *clock, "mail", std::chrono::milliseconds(cfg.mail_poll_interval_ms),
-                                      [&] {
-                                        server::workers::deliver_due_mail(app->store(), *mailer, cfg.mail_from,
-                                                                          cfg.mail_retry_base_ms,
-                                                                          cfg.mail_max_attempts, *clock);
-                                      });
-
-  // Offline detection (missed heartbeats) and telemetry retention, a few times per heartbeat interval.
-  server::MachineSettings machine_settings;
-  machine_settings.heartbeat_interval_s = cfg.heartbeat_interval_s;
-  machine_settings.offline_after_missed = cfg.offline_after_missed;
-  machine_settings.telemetry_retention_days = cfg.telemetry_retention_days;
-  server::workers::Worker machines_worker(
-      app->store(), *clock, "machines", std::chrono::milliseconds(std::clamp(cfg.heartbeat_interval_s * 1000 / 3, 200, 5000)),
-      [&] { server::workers::sweep_machines(app->store(), machine_settings, clock->now_ms()); });
-
-  // Benchmark runs that are due (first registration, weekly, after a driver or GPU change).
-  server::workers::Worker benchmarks_worker(
-      app->store(), *clock, "benchmarks", std::chrono::milliseconds(cfg.benchmark_schedule_interval_ms), [&] {
-        const auto settings = server::benchmark_settings(app->config());
-        server::schedule_benchmarks(app->store(), settings, clock->now_ms());
-      });
-
-  // Approval keys not revealed within kApiKeyRevealDays lose their kept plaintext.
-  server::workers::Worker key_reveals_worker(app->store(), *clock, "key_reveals", std::chrono::minutes(10), [&] {
-    app->store().transact([&](store::Tx& tx) { return server::expire_key_reveals(tx, clock->now_ms()); });
-  });
-
-  // Idempotency-Key answers older than idempotency_retention_hours, and requests that died mid-way.
-  server::workers::Worker idempotency_worker(app->store(), *clock, "idempotency", std::chrono::minutes(10), [&] {
-    app->store().transact([&](store::Tx& tx) {
-      return server::prune_idempotency_keys(tx, clock->now_ms(),
-                                            std::int64_t{cfg.idempotency_retention_hours} * 3'600'000);
+//! The server's background workers, each a thread that holds a named store lease so one replica
+//! runs it. Built before the server listens, started once it does, stopped after it has drained.
+class BackgroundWorkers {
+ public:
+  BackgroundWorkers(server::App& app, const server::Config& cfg) : app_(app), cfg_(cfg), clock_(app.clock()) {
+    // The mail outbox: SMTP when smtp_url is set, else .eml files under <data_dir>/mail.
+    mailer_ = cfg.smtp_url.empty()
+                  ? server::mail::make_file_drop_mailer((std::filesystem::path(cfg.data_dir) / "mail").string())
+                  : server::mail::make_smtp_mailer(cfg.smtp_url);
+    util::log_event("info", "mail", {{"mailer", mailer_->describe()}});
+    add("mail", std::chrono::milliseconds(cfg.mail_poll_interval_ms), [this] {
+      server::workers::deliver_due_mail(app_.store(), *mailer_, cfg_.mail_from, cfg_.mail_retry_base_ms,
+                                        cfg_.mail_max_attempts, clock_);
     });
-  });
 
-  // Listing activity for the price recommendation's window: which listings are active, every few
-  // minutes; kept 90 days (the longest window price_recommendation_window_days allows).
-  server::workers::Worker listings_worker(app->store(), *clock, "listings", std::chrono::minutes(5), [&] {
-    app->store().transact(
-        [&](store::Tx& tx) { return server::record_listing_activity(tx, clock->now_ms(), /*keep_days=*/90); });
-  });
+    // Offline detection (missed heartbeats) and telemetry retention, a few times per heartbeat interval.
+    machine_settings_.heartbeat_interval_s = cfg.heartbeat_interval_s;
+    machine_settings_.offline_after_missed = cfg.offline_after_missed;
+    machine_settings_.telemetry_retention_days = cfg.telemetry_retention_days;
+    add("machines", std::chrono::milliseconds(std::clamp(cfg.heartbeat_interval_s * 1000 / 3, 200, 5000)),
+        [this] { server::workers::sweep_machines(app_.store(), machine_settings_, clock_.now_ms()); });
 
+    // Benchmark runs that are due (first registration, weekly, after a driver or GPU change).
+    add("benchmarks", std::chrono::milliseconds(cfg.benchmark_schedule_interval_ms), [this] {
+      const auto settings = server::benchmark_settings(app_.config());
+      server::schedule_benchmarks(app_.store(), settings, clock_.now_ms());
+    });
+
+    // Approval keys not revealed within kApiKeyRevealDays lose their kept plaintext.
+    add("key_reveals", std::chrono::minutes(10), [this] {
+      app_.store().transact([&](store::Tx& tx) { return server::expire_key_reveals(tx, clock_.now_ms()); });
+    });
+
+    // Idempotency-Key answers older than idempotency_retention_hours, and requests that died mid-way.
+    add("idempotency", std::chrono::minutes(10), [this] {
+      app_.store().transact([&](store::Tx& tx) {
+        return server::prune_idempotency_keys(tx, clock_.now_ms(),
+                                              std::int64_t{cfg_.idempotency_retention_hours} * 3'600'000);
+      });
+    });
+
+    // Listing activity for the price recommendation's window: which listings are active, every few
+    // minutes; kept 90 days (the longest window price_recommendation_window_days allows).
+    add("listings", std::chrono::minutes(5), [this] {
+      app_.store().transact(
+          [&](store::Tx& tx) { return server::record_listing_activity(tx, clock_.now_ms(), /*keep_days=*/90); });
+    });
+  }
+  BackgroundWorkers(const BackgroundWorkers&) = delete;
+  BackgroundWorkers& operator=(const BackgroundWorkers&) = delete;
+
+  void start() {
+    for (auto& w : workers_) w->start();
+  }
+  void stop() {
+    for (auto& w : workers_) w->stop();
+  }
+
+ private:
+  void add(std::string name, std::chrono::milliseconds interval, std::function<void()> work) {
+    workers_.push_back(std::make_unique<server::workers::Worker>(app_.store(), clock_, std::move(name), interval,
+                                                                 std::move(work)));
+  }
+
+  server::App& app_;
+  const server::Config& cfg_;
+  const util::Clock& clock_;
+  std::unique_ptr<server::mail::Mailer> mailer_;
+  server::MachineSettings machine_settings_;
+  std::vector<std::unique_ptr<server::workers::Worker>> workers_;
+};
+
+//! The HTTP server's limits and timeouts from the config; request bodies are planned by the App.
+http::ServerOptions server_options(const server::Config& cfg, server::App& app) {
   http::ServerOptions so;
   so.host = cfg.host();
   so.port = cfg.port();
   so.threads = cfg.threads;
   so.body_limit = static_cast<std::size_t>(cfg.body_limit_bytes);
   so.body_plan = [&app](const http::Request& head) {
-    return app->body_plan(head);
+    return app.body_plan(head);
   };
   so.header_timeout = std::chrono::seconds(cfg.header_timeout_s);
   so.read_timeout = std::chrono::seconds(cfg.read_timeout_s);
   so.idle_timeout = std::chrono::seconds(cfg.idle_timeout_s);
   so.shutdown_grace = std::chrono::seconds(cfg.shutdown_grace_s);
   if (!cfg.tls_cert.empty()) so.tls = http::TlsOptions{cfg.tls_cert, cfg.tls_key};
+  return so;
+}
+
+//! Says where the server listens: the log, port_file when set (tests bind port 0), and a line for people.
+void announce_listening(const server::Config& cfg, std::uint16_t port, bool tls) {
+  std::string scheme = tls ? "https" : "http";
+  util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", tls}});
+  if (!cfg.port_file.empty()) {
+    std::ofstream(cfg.port_file) << port << "\n";
+  }
+  std::cout << "GPUnex server listening on " << scheme << "://" << cfg.host() << ":" << port
+            << "  (dashboard: " << scheme << "://" << (cfg.host() == "0.0.0.0" ? "127.0.0.1" : cfg.host()) << ":"
+            << port << "/)" << std::endl;
+}
+
+//! Fills cfg from the config file, then the environment, then the flags given on the command line
+//! (each wins over the one before), and checks it; false after saying why on stderr.
+bool load_config(server::Config& cfg, const std::string& config_file, const CLI::App& cli,
+                 const std::map<std::string, std::string>& flags) {
+  if (!config_file.empty()) {
+    auto values = server::read_toml_file(config_file);
+    if (!values) {
+      std::cerr << "error: " << values.error().message << "\n";
+      return false;
+    }
+    if (auto s = server::apply_config_values(cfg, *values, config_file); !s) {
+      std::cerr << "error: " << s.error().message << "\n";
+      return false;
+    }
+  }
+  if (auto s = server::apply_config_values(cfg, server::read_env_values(), "environment"); !s) {
+    std::cerr << "error: " << s.error().message << "\n";
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> flag_values;
+  for (const auto& key : server::config_keys()) {
+    if (cli.count(key.flag) > 0) flag_values.emplace_back(key.name, flags.at(key.name));
+  }
+  if (auto s = server::apply_config_values(cfg, flag_values, "command line"); !s) {
+    std::cerr << "error: " << s.error().message << "\n";
+    return false;
+  }
+  if (auto s = server::validate_config(cfg); !s) {
+    std::cerr << "error: " << s.error().message << "\n";
+    return false;
+  }
+  return true;
+}
+
+int serve(server::Config cfg) {
+  if (!util::init_logging(cfg.log_level)) {
+    std::cerr << "error: log_level is not a level\n";
+    return 2;
+  }
+  const sigset_t signals = block_stop_signals();
+  auto app = open_app(cfg);
+  if (!app) return 1;
+  BackgroundWorkers workers(*app, cfg);
+
+  const auto so = server_options(cfg, *app);
   http::Server srv(so, [&app](http::Request& req, http::Reply reply) { app->handle(req, std::move(reply)); });
   std::uint16_t port = 0;
   try {
@@ -138,20 +234,8 @@ int serve(server::Config cfg) {
     return 1;
   }
   app->set_bound_port(port);
-  mail_worker.start();
-  machines_worker.start();
-  benchmarks_worker.start();
-  key_reveals_worker.start();
-  idempotency_worker.start();
-  listings_worker.start();
-  std::string scheme = so.tls ? "https" : "http";
-  util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", so.tls.has_value()}});
-  if (!cfg.port_file.empty()) {
-    std::ofstream(cfg.port_file) << port << "\n";
-  }
-  std::cout << "GPUnex server listening on " << scheme << "://" << cfg.host() << ":" << port
-            << "  (dashboard: " << scheme << "://" << (cfg.host() == "0.0.0.0" ? "127.0.0.1" : cfg.host()) << ":"
-            << port << "/)" << std::endl;
+  workers.start();
+  announce_listening(cfg, port, so.tls.has_value());
 
   int sig = 0;
   sigwait(&signals, &sig);
@@ -159,12 +243,7 @@ int serve(server::Config cfg) {
   srv.stop();
   srv.wait();
   app->stop_background();  // heartbeats still queued are committed (their connections are gone)
-  mail_worker.stop();
-  machines_worker.stop();
-  benchmarks_worker.stop();
-  key_reveals_worker.stop();
-  idempotency_worker.stop();
-  listings_worker.stop();
+  workers.stop();
   util::log_event("info", "stopped");
   return 0;
 }
@@ -178,7 +257,6 @@ int main(int argc, char** argv) {
   server::Config cfg;
   std::string config_file;
   cli.add_option("--config", config_file, "TOML configuration file")->envname("GPUNEX_CONFIG");
-  std::vector<std::pair<std::string, std::string>> flag_values;
   std::map<std::string, std::string> flags;
   for (const auto& key : server::config_keys()) {
     cli.add_option(key.flag, flags[key.name], key.help)->type_name(key.type_name);
@@ -229,31 +307,6 @@ int main(int argc, char** argv) {
     return server::admin_bootstrap(db, output, std::cout, std::cerr);
   }
 
-  if (!config_file.empty()) {
-    auto values = server::read_toml_file(config_file);
-    if (!values) {
-      std::cerr << "error: " << values.error().message << "\n";
-      return 2;
-    }
-    if (auto s = server::apply_config_values(cfg, *values, config_file); !s) {
-      std::cerr << "error: " << s.error().message << "\n";
-      return 2;
-    }
-  }
-  if (auto s = server::apply_config_values(cfg, server::read_env_values(), "environment"); !s) {
-    std::cerr << "error: " << s.error().message << "\n";
-    return 2;
-  }
-  for (const auto& key : server::config_keys()) {
-    if (cli.count(key.flag) > 0) flag_values.emplace_back(key.name, flags[key.name]);
-  }
-  if (auto s = server::apply_config_values(cfg, flag_values, "command line"); !s) {
-    std::cerr << "error: " << s.error().message << "\n";
-    return 2;
-  }
-  if (auto s = server::validate_config(cfg); !s) {
-    std::cerr << "error: " << s.error().message << "\n";
-    return 2;
-  }
+  if (!load_config(cfg, config_file, cli, flags)) return 2;
   return serve(cfg);
 }

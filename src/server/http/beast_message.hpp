@@ -1,0 +1,131 @@
+#pragma once
+// Internal to http/: the Boost.Beast message types behind http::Server and the conversions between
+// them and Request/Response. Beast stays inside http/'s .cpp files: include this only from there.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/optional.hpp>
+
+#include "core/result.hpp"
+#include "server/http/http.hpp"
+
+namespace gpunex::http::detail {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+
+inline constexpr std::uint32_t header_limit = 16 * 1024;
+
+// A request body: kept in a string (under ServerOptions::body_limit), or only counted and discarded as it
+// streams in (ServerOptions::body_plan), so a large upload never sits in memory.
+struct RequestBody {
+  struct value_type {
+    std::string bytes;
+    std::uint64_t length = 0;
+    bool keep = true;
+  };
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(bhttp::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
+      ec = {};
+      if (!body_.keep || !length) return;
+      if (*length > body_.bytes.max_size()) {
+        ec = bhttp::error::buffer_overflow;
+        return;
+      }
+      body_.bytes.reserve(static_cast<std::size_t>(*length));
+    }
+
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+      ec = {};
+      const std::size_t n = net::buffer_size(buffers);
+      body_.length += n;
+      if (!body_.keep) return n;
+      const std::size_t old = body_.bytes.size();
+      if (n > body_.bytes.max_size() - old) {
+        ec = bhttp::error::buffer_overflow;
+        return 0;
+      }
+      body_.bytes.resize(old + n);
+      net::buffer_copy(net::buffer(body_.bytes.data() + old, n), buffers);
+      return n;
+    }
+
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
+// A response body: bytes the message owns, or a view into memory that a shared owner keeps alive
+// (Response::shared_body), which goes to the socket without a copy.
+struct ResponseBody {
+  struct value_type {
+    std::string owned;
+    std::shared_ptr<const void> owner;
+    std::string_view shared;
+
+    std::string_view bytes() const { return owner ? shared : std::string_view(owned); }
+    void clear() {
+      owned.clear();
+      owner.reset();
+      shared = {};
+    }
+  };
+
+  static std::uint64_t size(const value_type& body) { return body.bytes().size(); }
+
+  class writer {
+   public:
+    using const_buffers_type = net::const_buffer;
+
+    template <bool isRequest, class Fields>
+    writer(const bhttp::header<isRequest, Fields>&, const value_type& body) : body_(body) {}
+
+    void init(beast::error_code& ec) { ec = {}; }
+
+    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
+      ec = {};
+      const std::string_view b = body_.bytes();
+      return {{const_buffers_type(b.data(), b.size()), false}};
+    }
+
+   private:
+    const value_type& body_;
+  };
+};
+
+using BeastRequest = bhttp::request<RequestBody>;
+using BeastResponse = bhttp::response<ResponseBody>;
+
+//! A client's request id is kept only when it is short and plain.
+bool valid_request_id(std::string_view id);
+//! A fresh request id: 16 hex digits.
+std::string new_request_id();
+
+//! An error answer that closes the connection.
+BeastResponse make_error(unsigned version, core::ErrorCode code, std::string message);
+//! A Beast request header as a Request (method, target, path, query, headers; no body).
+core::Result<Request> request_from_header(const bhttp::request_header<>& msg);
+//! Turns a parsed Beast message into a Request (the header's parts and the body).
+core::Result<Request> request_from_message(BeastRequest&& msg);
+//! A handler's Response as the Beast message to write: headers that would smuggle in a line are
+//! dropped, X-Request-Id is added unless the handler set one, and 1xx/204/304 carry no body.
+//! Throws what building the message throws.
+BeastResponse to_beast_response(Response r, unsigned version, const std::string& request_id);
+
+}  // namespace gpunex::http::detail

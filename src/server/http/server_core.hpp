@@ -1,0 +1,84 @@
+#pragma once
+// Internal to http/: the state behind http::Server that the server (server.cpp) and its connections
+// (session.cpp) share. Boost.Asio types: include this only from http/'s .cpp files.
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+
+#include "server/http/http.hpp"
+
+namespace gpunex::http {
+
+// What stop() needs from a session, independent of the stream type.
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  //! Closes the connection if it is between requests; otherwise it closes after its response.
+  virtual void request_stop() = 0;
+};
+
+// All server state. Not Server::Impl itself: the sessions must name it, and Impl is private to Server.
+struct ServerCore {
+  ServerCore(ServerOptions options, AsyncHandler handler)
+      : options_(std::move(options)),
+        handler_(std::move(handler)),
+        threads_count_(options_.threads > 0 ? options_.threads
+                                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
+        ioc_(threads_count_),
+        acceptor_(boost::asio::make_strand(ioc_)),
+        retry_timer_(acceptor_.get_executor()) {}
+
+  void do_accept();
+  void on_accept(boost::beast::error_code ec, boost::asio::ip::tcp::socket socket);
+
+  void add_session(SessionBase* s, std::weak_ptr<SessionBase> w) {
+    std::lock_guard lock(sessions_mutex_);
+    sessions_.emplace(s, std::move(w));
+  }
+  void remove_session(SessionBase* s) {
+    std::lock_guard lock(sessions_mutex_);
+    sessions_.erase(s);
+    if (sessions_.empty()) sessions_cv_.notify_all();
+  }
+
+  ServerOptions options_;
+  AsyncHandler handler_;
+  int threads_count_;
+  std::atomic<bool> stopping_{false};
+
+  // Declared before ioc_: sessions destroyed with the io_context still use them.
+  std::mutex sessions_mutex_;
+  std::condition_variable sessions_cv_;
+  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions_;
+  std::optional<boost::asio::ssl::context> tls_;
+
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer retry_timer_;
+  std::vector<std::thread> threads_;
+
+  std::mutex state_mutex_;  // serialises start() and stop()
+  std::condition_variable state_cv_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+//! Serves one accepted connection until it closes (over TLS when the server has a TLS context); the
+//! session keeps itself alive and registers with `server` so stop() can reach it.
+void start_session(ServerCore& server, boost::asio::ip::tcp::socket socket);
+
+}  // namespace gpunex::http
