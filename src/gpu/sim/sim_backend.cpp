@@ -237,19 +237,19 @@ std::string SimBackend::describe() const {
   return machine_.summary();
 }
 
-core::Result<std::vector<GpuInfo>> SimBackend::list_gpus() {
-  std::vector<GpuInfo> out;
+core::Result<std::vector<protocol::GpuInfo>> SimBackend::list_gpus() {
+  std::vector<protocol::GpuInfo> out;
   const std::string serial_hash = util::sha256_hex(seed_ + "/sim-serial");
   for (unsigned i = 0; i < machine_.gpus.size(); ++i) {
     const CatalogEntry& e = *machine_.gpus[i].model;
-    GpuInfo g;
+    protocol::GpuInfo g;
     g.index = i;
     g.name = e.nvml_name;
     g.model = e.id;
     g.uuid = uuid(i);
     // 13 digits like real boards; derived, so stable per machine.
     g.serial = "SIM" + std::to_string(mix(std::hash<std::string>{}(serial_hash) + i) % 10'000'000'000ULL);
-    g.memory_total_mib = e.memory_mib;
+    g.memory_mib = e.memory_mib;
     g.driver_version = machine_.driver_version;
     g.cuda_version = machine_.cuda_version;
     char bus[32];
@@ -291,10 +291,11 @@ core::Result<GpuSample> SimBackend::sample(unsigned index) {
   double util = std::clamp(wave * 90.0 + noise * 10.0, 0.0, 100.0);
   s.util_gpu_pct = static_cast<unsigned>(util);
   s.util_mem_pct = static_cast<unsigned>(util * 0.6);
-  s.memory_used_mib = static_cast<std::uint64_t>(e.memory_mib * (0.02 + 0.7 * util / 100.0));
+  s.memory_used_mib = static_cast<std::int64_t>(e.memory_mib * (0.02 + 0.7 * util / 100.0));
   double power = e.tdp_w * (0.12 + 0.8 * util / 100.0) * (0.97 + 0.06 * noise);
   double temp = 32.0 + 45.0 * util / 100.0 + 3.0 * noise;
   double sm_clock = e.max_sm_clock_mhz * (util < 3.0 ? 0.25 : 0.92 + 0.08 * noise);
+  namespace clock_event = core::clock_event;
   std::uint64_t bits = util < 3.0 ? clock_event::gpu_idle : 0;
   if (f.thermal_throttle) {
     temp = 88.0 + 5.0 * noise;
@@ -312,10 +313,10 @@ core::Result<GpuSample> SimBackend::sample(unsigned index) {
   s.sm_clock_mhz = static_cast<unsigned>(sm_clock);
   s.mem_clock_mhz = e.mem_clock_mhz;
   s.clock_event_bits = bits;
-  s.clock_events = clock_event_names(bits);
+  s.clock_events = core::clock_event_names(bits);
   if (e.ecc) {
-    s.ecc_corrected = f.ecc_corrected;
-    s.ecc_uncorrected = f.ecc_uncorrected;
+    s.ecc_corrected = static_cast<std::int64_t>(f.ecc_corrected);
+    s.ecc_uncorrected = static_cast<std::int64_t>(f.ecc_uncorrected);
   }
   return s;
 }
