@@ -4,6 +4,8 @@
 #include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/bench/bench_runner.hpp"
 #include "agent/host_info.hpp"
 #include "protocol/heartbeat.hpp"

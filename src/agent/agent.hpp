@@ -9,8 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
-
-#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "agent/spool.hpp"
 #include "agent/state.hpp"
@@ -19,6 +18,7 @@
 
 namespace gpunex::agent {
 
+//! This agent's version, sent at registration (the protocol's version is protocol::kProtocolVersion).
 inline constexpr const char* kAgentVersion = "0.1.0";
 
 //! Process exit codes of gpunex-agent.

@@ -379,24 +379,87 @@ class LoadGen {
   std::vector<Slot*> free_;
 };
 
+//! What one run measured: registration, then the heartbeat phase.
+struct RunResult {
+  std::size_t agents = 0;
+  int connections = 0;
+  double interval_s = 0;
+  std::size_t registered = 0;
+  Stats reg;
+  double reg_s = 0;
+  Stats hb;
+  double hb_s = 0;
+  double max_lag_ms = 0;
+
+  double rate() const { return hb_s > 0 ? static_cast<double>(hb.ok) / hb_s : 0; }
+  double target() const { return static_cast<double>(registered) / interval_s; }
+};
+
+void print_registration(RunResult& r) {
+  std::printf("registration: %zu/%zu machines in %.1f s (%.0f/s), p50 %.1f ms, p99 %.1f ms, %" PRIu64 " errors%s%s\n",
+              r.registered, r.agents, r.reg_s, static_cast<double>(r.registered) / r.reg_s, r.reg.pct(50),
+              r.reg.pct(99), r.reg.errors, r.reg.first_error.empty() ? "" : "; first: ", r.reg.first_error.c_str());
+  std::fflush(stdout);
+}
+
+void print_heartbeats(RunResult& r) {
+  Stats& hb = r.hb;
+  std::printf("heartbeats: %" PRIu64 " in %.1f s = %.0f/s (target %.0f/s), p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, "
+              "max %.1f ms, %" PRIu64 " errors, %" PRIu64 " beats due but never sent, max send lag %.0f ms%s%s\n",
+              hb.ok, r.hb_s, r.rate(), r.target(), r.hb.pct(50), r.hb.pct(90), r.hb.pct(99), r.hb.pct(100), hb.errors,
+              hb.missed, r.max_lag_ms, hb.first_error.empty() ? "" : "; first: ", hb.first_error.c_str());
+}
+
+//! The whole run as one JSON object (--json).
+void print_json(RunResult& r) {
+  nlohmann::json out = {
+      {"agents", r.agents},
+      {"connections", r.connections},
+      {"interval_s", r.interval_s},
+      {"registration",
+       {{"registered", r.registered},
+        {"seconds", r.reg_s},
+        {"errors", r.reg.errors},
+        {"p50_ms", r.reg.pct(50)},
+        {"p99_ms", r.reg.pct(99)},
+        {"first_error", r.reg.first_error}}},
+      {"heartbeats",
+       {{"seconds", r.hb_s},
+        {"ok", r.hb.ok},
+        {"errors", r.hb.errors},
+        {"transport_errors", r.hb.transport_errors},
+        {"http_errors", r.hb.http_errors},
+        {"missed", r.hb.missed},
+        {"per_second", r.rate()},
+        {"target_per_second", r.target()},
+        {"p50_ms", r.hb.pct(50)},
+        {"p90_ms", r.hb.pct(90)},
+        {"p99_ms", r.hb.pct(99)},
+        {"max_ms", r.hb.pct(100)},
+        {"max_send_lag_ms", r.max_lag_ms},
+        {"first_error", r.hb.first_error}}}};
+  std::printf("%s\n", out.dump().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gpunex-loadgen: simulates N agents (register, then heartbeats) against a gpunex-server"};
   std::string server;
   std::string api_key;
-  std::size_t agents = 100;
-  double interval = 15;
+  RunResult r;
+  r.agents = 100;
+  r.interval_s = 15;
+  r.connections = 64;
   double duration = 60;
-  int connections = 64;
   bool json = false;
   std::uint64_t seed = std::random_device{}();
   app.add_option("--server", server, "server URL, e.g. http://127.0.0.1:8080")->required();
   app.add_option("--api-key", api_key, "a provider API key (gpx_...)")->envname("GPUNEX_API_KEY")->required();
-  app.add_option("--agents", agents, "simulated agents")->check(CLI::Range(1, 1000000));
-  app.add_option("--interval", interval, "seconds between an agent's heartbeats")->check(CLI::Range(0.01, 3600.0));
+  app.add_option("--agents", r.agents, "simulated agents")->check(CLI::Range(1, 1000000));
+  app.add_option("--interval", r.interval_s, "seconds between an agent's heartbeats")->check(CLI::Range(0.01, 3600.0));
   app.add_option("--duration", duration, "seconds of heartbeats after registration")->check(CLI::Range(0.1, 86400.0));
-  app.add_option("--connections", connections, "keep-alive connections")->check(CLI::Range(1, 10000));
+  app.add_option("--connections", r.connections, "keep-alive connections")->check(CLI::Range(1, 10000));
   app.add_option("--seed", seed, "random seed (default: random)");
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
@@ -404,60 +467,18 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   curl_global_init(CURL_GLOBAL_DEFAULT);
-  int rc = 0;
   {
-    LoadGen lg(server, api_key, agents, connections, seed);
-    Stats reg;
-    const double reg_s = lg.register_all(reg);
-    const std::size_t registered = lg.registered();
-    if (!json) {
-      std::printf("registration: %zu/%zu machines in %.1f s (%.0f/s), p50 %.1f ms, p99 %.1f ms, %" PRIu64 " errors%s%s\n",
-                  registered, agents, reg_s, static_cast<double>(registered) / reg_s, reg.pct(50), reg.pct(99),
-                  reg.errors, reg.first_error.empty() ? "" : "; first: ", reg.first_error.c_str());
-      std::fflush(stdout);
-    }
-    Stats hb;
-    double max_lag_ms = 0;
-    double hb_s = 0;
-    if (registered > 0 && !g_stop) hb_s = lg.heartbeat(interval, duration, hb, max_lag_ms);
-    const double rate = hb_s > 0 ? static_cast<double>(hb.ok) / hb_s : 0;
-    const double target = static_cast<double>(registered) / interval;
-    if (json) {
-      nlohmann::json out = {
-          {"agents", agents},
-          {"connections", connections},
-          {"interval_s", interval},
-          {"registration",
-           {{"registered", registered},
-            {"seconds", reg_s},
-            {"errors", reg.errors},
-            {"p50_ms", reg.pct(50)},
-            {"p99_ms", reg.pct(99)},
-            {"first_error", reg.first_error}}},
-          {"heartbeats",
-           {{"seconds", hb_s},
-            {"ok", hb.ok},
-            {"errors", hb.errors},
-            {"transport_errors", hb.transport_errors},
-            {"http_errors", hb.http_errors},
-            {"missed", hb.missed},
-            {"per_second", rate},
-            {"target_per_second", target},
-            {"p50_ms", hb.pct(50)},
-            {"p90_ms", hb.pct(90)},
-            {"p99_ms", hb.pct(99)},
-            {"max_ms", hb.pct(100)},
-            {"max_send_lag_ms", max_lag_ms},
-            {"first_error", hb.first_error}}}};
-      std::printf("%s\n", out.dump().c_str());
-    } else {
-      std::printf("heartbeats: %" PRIu64 " in %.1f s = %.0f/s (target %.0f/s), p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, "
-                  "max %.1f ms, %" PRIu64 " errors, %" PRIu64 " beats due but never sent, max send lag %.0f ms%s%s\n",
-                  hb.ok, hb_s, rate, target, hb.pct(50), hb.pct(90), hb.pct(99), hb.pct(100), hb.errors, hb.missed, max_lag_ms,
-                  hb.first_error.empty() ? "" : "; first: ", hb.first_error.c_str());
-    }
-    if (registered == 0 || reg.errors + hb.errors + hb.missed > 0) rc = 1;
+    LoadGen lg(server, api_key, r.agents, r.connections, seed);
+    r.reg_s = lg.register_all(r.reg);
+    r.registered = lg.registered();
+    if (!json) print_registration(r);
+    if (r.registered > 0 && !g_stop) r.hb_s = lg.heartbeat(r.interval_s, duration, r.hb, r.max_lag_ms);
+  }
+  if (json) {
+    print_json(r);
+  } else {
+    print_heartbeats(r);
   }
   curl_global_cleanup();
-  return rc;
+  return r.registered == 0 || r.reg.errors + r.hb.errors + r.hb.missed > 0 ? 1 : 0;
 }

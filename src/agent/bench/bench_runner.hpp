@@ -11,8 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "gpu/gpu_backend.hpp"
 #include "protocol/heartbeat.hpp"
 #include "protocol/register.hpp"

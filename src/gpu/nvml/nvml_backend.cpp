@@ -106,74 +106,9 @@ class NvmlBackend final : public GpuBackend {
 
     std::vector<protocol::GpuInfo> out;
     for (unsigned i = 0; i < count; ++i) {
-      auto dev = handle(i);
-      if (!dev) return std::move(dev).error();
-      protocol::GpuInfo g;
-      g.index = i;
-      g.driver_version = driver_version_;
-      g.cuda_version = cuda;
-      char name[nvml::kNameBufferSize] = {};
-      if (nvml::Return rc = api_.get_name(*dev, name, sizeof name); rc != nvml::kSuccess) {
-        return error("nvmlDeviceGetName", rc);
-      }
-      g.name = name;
-      char uuid[nvml::kUuidBufferSize] = {};
-      if (nvml::Return rc = api_.get_uuid(*dev, uuid, sizeof uuid); rc != nvml::kSuccess) {
-        return error("nvmlDeviceGetUUID", rc);
-      }
-      g.uuid = uuid;
-      if (api_.get_serial != nullptr) {
-        char serial[nvml::kSerialBufferSize] = {};
-        nvml::Return rc = api_.get_serial(*dev, serial, sizeof serial);
-        if (rc == nvml::kSuccess) {
-          if (serial[0] != '\0') g.serial = serial;
-        } else if (rc != nvml::kErrorNotSupported) {
-          return error("nvmlDeviceGetSerial", rc);
-        }
-      }
-      nvml::Memory mem{};
-      if (nvml::Return rc = api_.get_memory(*dev, &mem); rc != nvml::kSuccess) {
-        return error("nvmlDeviceGetMemoryInfo", rc);
-      }
-      g.memory_mib = static_cast<std::int64_t>(mem.total / (1024ULL * 1024ULL));
-      nvml::PciInfo pci{};
-      if (nvml::Return rc = api_.get_pci(*dev, &pci); rc != nvml::kSuccess) {
-        return error("nvmlDeviceGetPciInfo_v3", rc);
-      }
-      g.pci_bus_id = pci.bus_id;
-      // Link facts and limits are not supported on every board (e.g. some SXM/vGPU): left 0.
-      auto read_uint = [&](nvml::DeviceGetUintFn fn, const char* fn_name, unsigned& out) -> core::Status {
-        if (fn == nullptr) return core::ok_status();
-        unsigned v = 0;
-        nvml::Return rc = fn(*dev, &v);
-        if (rc == nvml::kSuccess) {
-          out = v;
-        } else if (rc != nvml::kErrorNotSupported) {
-          return error(fn_name, rc);
-        }
-        return core::ok_status();
-      };
-      unsigned gen_current = 0, gen_max = 0, width_current = 0, width_max = 0, limit_mw = 0;
-      for (auto st : {read_uint(api_.pcie_gen_current, "nvmlDeviceGetCurrPcieLinkGeneration", gen_current),
-                      read_uint(api_.pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration", gen_max),
-                      read_uint(api_.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth", width_current),
-                      read_uint(api_.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth", width_max),
-                      read_uint(api_.get_power_limit, "nvmlDeviceGetEnforcedPowerLimit", limit_mw)}) {
-        if (!st) return std::move(st).error();
-      }
-      g.pcie_gen_current = gen_current;
-      g.pcie_gen_max = gen_max;
-      g.pcie_width_current = width_current;
-      g.pcie_width_max = width_max;
-      g.power_limit_w = limit_mw / 1000.0;
-      if (api_.get_cc != nullptr) {
-        int major = 0;
-        int minor = 0;
-        if (api_.get_cc(*dev, &major, &minor) == nvml::kSuccess) {
-          g.compute_capability = std::to_string(major) + "." + std::to_string(minor);
-        }
-      }
-      out.push_back(std::move(g));
+      auto g = read_gpu(i, cuda);
+      if (!g) return std::move(g).error();
+      out.push_back(std::move(*g));
     }
     return out;
   }
@@ -250,6 +185,84 @@ class NvmlBackend final : public GpuBackend {
   }
 
  private:
+  //! One GPU's identity, memory and bus, then its link and limits (read_link).
+  core::Result<protocol::GpuInfo> read_gpu(unsigned i, const std::string& cuda) {
+    auto dev = handle(i);
+    if (!dev) return std::move(dev).error();
+    protocol::GpuInfo g;
+    g.index = i;
+    g.driver_version = driver_version_;
+    g.cuda_version = cuda;
+    char name[nvml::kNameBufferSize] = {};
+    if (nvml::Return rc = api_.get_name(*dev, name, sizeof name); rc != nvml::kSuccess) {
+      return error("nvmlDeviceGetName", rc);
+    }
+    g.name = name;
+    char uuid[nvml::kUuidBufferSize] = {};
+    if (nvml::Return rc = api_.get_uuid(*dev, uuid, sizeof uuid); rc != nvml::kSuccess) {
+      return error("nvmlDeviceGetUUID", rc);
+    }
+    g.uuid = uuid;
+    if (api_.get_serial != nullptr) {
+      char serial[nvml::kSerialBufferSize] = {};
+      nvml::Return rc = api_.get_serial(*dev, serial, sizeof serial);
+      if (rc == nvml::kSuccess) {
+        if (serial[0] != '\0') g.serial = serial;
+      } else if (rc != nvml::kErrorNotSupported) {
+        return error("nvmlDeviceGetSerial", rc);
+      }
+    }
+    nvml::Memory mem{};
+    if (nvml::Return rc = api_.get_memory(*dev, &mem); rc != nvml::kSuccess) {
+      return error("nvmlDeviceGetMemoryInfo", rc);
+    }
+    g.memory_mib = static_cast<std::int64_t>(mem.total / (1024ULL * 1024ULL));
+    nvml::PciInfo pci{};
+    if (nvml::Return rc = api_.get_pci(*dev, &pci); rc != nvml::kSuccess) {
+      return error("nvmlDeviceGetPciInfo_v3", rc);
+    }
+    g.pci_bus_id = pci.bus_id;
+    if (auto st = read_link(*dev, g); !st) return std::move(st).error();
+    return g;
+  }
+
+  //! PCIe link, power limit and compute capability. Not every board (some SXM, vGPU) supports
+  //! them: one that is not supported is left 0 (or empty), not an error.
+  core::Status read_link(nvml::Device dev, protocol::GpuInfo& g) {
+    auto read_uint = [&](nvml::DeviceGetUintFn fn, const char* fn_name, unsigned& out) -> core::Status {
+      if (fn == nullptr) return core::ok_status();
+      unsigned v = 0;
+      nvml::Return rc = fn(dev, &v);
+      if (rc == nvml::kSuccess) {
+        out = v;
+      } else if (rc != nvml::kErrorNotSupported) {
+        return error(fn_name, rc);
+      }
+      return core::ok_status();
+    };
+    unsigned gen_current = 0, gen_max = 0, width_current = 0, width_max = 0, limit_mw = 0;
+    for (auto st : {read_uint(api_.pcie_gen_current, "nvmlDeviceGetCurrPcieLinkGeneration", gen_current),
+                    read_uint(api_.pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration", gen_max),
+                    read_uint(api_.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth", width_current),
+                    read_uint(api_.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth", width_max),
+                    read_uint(api_.get_power_limit, "nvmlDeviceGetEnforcedPowerLimit", limit_mw)}) {
+      if (!st) return st;
+    }
+    g.pcie_gen_current = gen_current;
+    g.pcie_gen_max = gen_max;
+    g.pcie_width_current = width_current;
+    g.pcie_width_max = width_max;
+    g.power_limit_w = limit_mw / 1000.0;
+    if (api_.get_cc != nullptr) {
+      int major = 0;
+      int minor = 0;
+      if (api_.get_cc(dev, &major, &minor) == nvml::kSuccess) {
+        g.compute_capability = std::to_string(major) + "." + std::to_string(minor);
+      }
+    }
+    return core::ok_status();
+  }
+
   std::unique_ptr<LibraryHandle> lib_;
   Api api_;
   std::string driver_version_;

@@ -111,6 +111,76 @@ std::string Machine::summary() const {
   return out;
 }
 
+namespace {
+
+//! One [[gpu]] table of a machine file: its model, count and faults, added to `m` count times.
+std::optional<Error> parse_gpu_table(const toml::table& t, const std::string& where, Machine& m) {
+  auto model_id = t["model"].value<std::string>();
+  if (!model_id) return spec_error(where + ".model is required (one of " + model_list() + ")");
+  const CatalogEntry* model = find_model(*model_id);
+  if (model == nullptr)
+    return spec_error(where + ".model: unknown GPU model '" + *model_id + "'; known models: " + model_list());
+  std::int64_t count = 1;
+  Faults f;
+  for (auto&& [key, value] : t) {
+    const std::string k(key.str());
+    auto need_bool = [&](bool& out) -> std::optional<Error> {
+      auto b = value.value<bool>();
+      if (!b || !value.is_boolean()) return spec_error(where + "." + k + " must be true or false");
+      out = *b;
+      return std::nullopt;
+    };
+    auto need_uint = [&](std::int64_t lo, std::int64_t hi, std::int64_t& out) -> std::optional<Error> {
+      if (!value.is_integer()) return spec_error(where + "." + k + " must be a whole number");
+      std::int64_t v = *value.value<std::int64_t>();
+      if (v < lo || v > hi) {
+        return spec_error(where + "." + k + " must be from " + std::to_string(lo) + " to " + std::to_string(hi));
+      }
+      out = v;
+      return std::nullopt;
+    };
+    std::optional<Error> err;
+    std::int64_t n = 0;
+    if (k == "model") {
+      continue;
+    } else if (k == "count") {
+      err = need_uint(1, kMaxGpus, count);
+    } else if (k == "thermal_throttle") {
+      err = need_bool(f.thermal_throttle);
+    } else if (k == "power_cap") {
+      err = need_bool(f.power_cap);
+    } else if (k == "off_bus") {
+      err = need_bool(f.off_bus);
+    } else if (k == "off_bus_after") {
+      err = need_uint(0, 1'000'000, n);
+      f.off_bus_after = static_cast<unsigned>(n);
+      f.off_bus = true;
+    } else if (k == "ecc_uncorrected") {
+      err = need_uint(0, 1'000'000, n);
+      f.ecc_uncorrected = static_cast<std::uint64_t>(n);
+    } else if (k == "ecc_corrected") {
+      err = need_uint(0, 1'000'000, n);
+      f.ecc_corrected = static_cast<std::uint64_t>(n);
+    } else if (k == "perf_factor") {
+      auto d = value.value<double>();
+      if (!d || !(value.is_floating_point() || value.is_integer()) || !(*d > 0.0 && *d <= 1.5)) {
+        err = spec_error(where + ".perf_factor must be a number above 0 and at most 1.5");
+      } else {
+        f.perf_factor = *d;
+      }
+    } else {
+      err = spec_error(where + ": unknown key '" + k +
+                       "' (expected model, count, thermal_throttle, power_cap, ecc_uncorrected, ecc_corrected, "
+                       "off_bus, off_bus_after, perf_factor)");
+    }
+    if (err) return err;
+  }
+  for (std::int64_t i = 0; i < count; ++i) m.gpus.push_back(GpuSpec{model, f});
+  return std::nullopt;
+}
+
+}  // namespace
+
 core::Result<Machine> parse_machine_toml(std::string_view text, const std::string& origin) {
   toml::table root;
   try {
@@ -138,67 +208,7 @@ core::Result<Machine> parse_machine_toml(std::string_view text, const std::strin
     const toml::table* t = (*gpus)[gi].as_table();
     const std::string where = origin + ": gpu[" + std::to_string(gi) + "]";
     if (t == nullptr) return spec_error(where + " must be a table");
-    auto model_id = (*t)["model"].value<std::string>();
-    if (!model_id) return spec_error(where + ".model is required (one of " + model_list() + ")");
-    const CatalogEntry* model = find_model(*model_id);
-    if (model == nullptr)
-      return spec_error(where + ".model: unknown GPU model '" + *model_id + "'; known models: " + model_list());
-    std::int64_t count = 1;
-    Faults f;
-    for (auto&& [key, value] : *t) {
-      const std::string k(key.str());
-      auto need_bool = [&](bool& out) -> std::optional<Error> {
-        auto b = value.value<bool>();
-        if (!b || !value.is_boolean()) return spec_error(where + "." + k + " must be true or false");
-        out = *b;
-        return std::nullopt;
-      };
-      auto need_uint = [&](std::int64_t lo, std::int64_t hi, std::int64_t& out) -> std::optional<Error> {
-        if (!value.is_integer()) return spec_error(where + "." + k + " must be a whole number");
-        std::int64_t v = *value.value<std::int64_t>();
-        if (v < lo || v > hi) {
-          return spec_error(where + "." + k + " must be from " + std::to_string(lo) + " to " + std::to_string(hi));
-        }
-        out = v;
-        return std::nullopt;
-      };
-      std::optional<Error> err;
-      std::int64_t n = 0;
-      if (k == "model") {
-        continue;
-      } else if (k == "count") {
-        err = need_uint(1, kMaxGpus, count);
-      } else if (k == "thermal_throttle") {
-        err = need_bool(f.thermal_throttle);
-      } else if (k == "power_cap") {
-        err = need_bool(f.power_cap);
-      } else if (k == "off_bus") {
-        err = need_bool(f.off_bus);
-      } else if (k == "off_bus_after") {
-        err = need_uint(0, 1'000'000, n);
-        f.off_bus_after = static_cast<unsigned>(n);
-        f.off_bus = true;
-      } else if (k == "ecc_uncorrected") {
-        err = need_uint(0, 1'000'000, n);
-        f.ecc_uncorrected = static_cast<std::uint64_t>(n);
-      } else if (k == "ecc_corrected") {
-        err = need_uint(0, 1'000'000, n);
-        f.ecc_corrected = static_cast<std::uint64_t>(n);
-      } else if (k == "perf_factor") {
-        auto d = value.value<double>();
-        if (!d || !(value.is_floating_point() || value.is_integer()) || !(*d > 0.0 && *d <= 1.5)) {
-          err = spec_error(where + ".perf_factor must be a number above 0 and at most 1.5");
-        } else {
-          f.perf_factor = *d;
-        }
-      } else {
-        err = spec_error(where + ": unknown key '" + k +
-                         "' (expected model, count, thermal_throttle, power_cap, ecc_uncorrected, ecc_corrected, "
-                         "off_bus, off_bus_after, perf_factor)");
-      }
-      if (err) return std::move(*err);
-    }
-    for (std::int64_t i = 0; i < count; ++i) m.gpus.push_back(GpuSpec{model, f});
+    if (auto err = parse_gpu_table(*t, where, m)) return std::move(*err);
   }
   if (m.gpus.size() > kMaxGpus) return spec_error(origin + ": at most " + std::to_string(kMaxGpus) + " GPUs");
   return m;
