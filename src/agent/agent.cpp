@@ -1,16 +1,16 @@
 #include "agent/agent.hpp"
 
-#include <mutex>
-
-#include "agent/bench/bench_runner.hpp"
-
 #include <algorithm>
+#include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "agent/bench/bench_runner.hpp"
 #include "agent/host_info.hpp"
+#include "protocol/heartbeat.hpp"
 #include "util/http_client.hpp"
 #include "util/log.hpp"
-#include "util/time.hpp"
 
 namespace gpunex::agent {
 namespace {
@@ -61,7 +61,7 @@ class Runner {
   //! Sends spooled messages oldest first until the spool is empty or a send fails.
   Outcome flush();
   //! Acts on the commands of a heartbeat reply (run_benchmark; others are logged).
-  void handle_commands(const nlohmann::json& commands);
+  void handle_commands(const std::vector<protocol::Command>& commands);
   void backoff(const char* what, const std::string& detail);
 
   const AgentConfig& cfg_;
@@ -71,7 +71,7 @@ class Runner {
   std::mt19937_64 rng_;
   util::HttpClient client_;
   std::optional<Spool> spool_;
-  std::vector<gpu::GpuInfo> gpus_;
+  std::vector<protocol::GpuInfo> gpus_;
   std::mutex backend_mu_;  // the benchmark thread samples the GPUs too
   std::optional<bench::BackgroundBench> bench_;
   std::vector<bool> gpu_lost_;
@@ -120,25 +120,26 @@ void Runner::backoff(const char* what, const std::string& detail) {
 }
 
 ExitCode Runner::register_machine() {
-  auto host = read_host_info(state_.data_dir());
   const bool same_server = state_.identity().server_url == cfg_.server_url;
-  const std::string body = register_body(state_, to_json(host), gpus_, backend_.simulated(), same_server).dump();
+  const std::string body =
+      register_request(state_, read_host_info(state_.data_dir()), gpus_, backend_.simulated(), same_server)
+          .to_json()
+          .dump();
   while (!stop_.load()) {
     nlohmann::json reply;
     switch (post("/v1/agent/register", body, &reply)) {
       case Outcome::delivered: {
-        if (!reply.is_object() || !reply.contains("machine_id") || !reply["machine_id"].is_string()) {
-          util::log_event("error", "the server's register reply has no machine_id", {{"reply", reply.dump()}});
+        auto registered = protocol::parse_register_reply(reply);
+        if (!registered) {
+          util::log_event("error", registered.error().message, {{"reply", reply.dump()}});
           return ExitCode::failure;
         }
-        const std::string id = reply["machine_id"];
+        const std::string& id = registered->machine_id;
         if (auto s = state_.set_machine_id(id, cfg_.server_url); !s) {
           util::log_event("error", s.error().message);
           return ExitCode::failure;
         }
-        if (reply.contains("heartbeat_interval_s") && reply["heartbeat_interval_s"].is_number_unsigned()) {
-          interval_s_ = std::max(1u, reply["heartbeat_interval_s"].get<unsigned>());
-        }
+        if (registered->heartbeat_interval_s) interval_s_ = std::max(1u, *registered->heartbeat_interval_s);
         if (cfg_.heartbeat_interval_s) interval_s_ = *cfg_.heartbeat_interval_s;
         util::log_event("info", "registered",
                         {{"machine_id", id},
@@ -163,45 +164,40 @@ ExitCode Runner::register_machine() {
 }
 
 core::Status Runner::take_heartbeat() {
-  nlohmann::json telemetry = nlohmann::json::array();
-  nlohmann::json events = nlohmann::json::array();
+  protocol::HeartbeatRequest hb;
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const protocol::GpuInfo& g = gpus_[i];
     auto s = [&] {
       std::lock_guard lock(backend_mu_);
-      return backend_.sample(gpus_[i].index);
+      return backend_.sample(static_cast<unsigned>(g.index));
     }();
     if (s) {
-      telemetry.push_back(gpu::to_json(*s));
+      hb.telemetry.push_back(std::move(*s));
       if (gpu_lost_[i]) {
         gpu_lost_[i] = false;
-        events.push_back({{"type", "gpu_recovered"}, {"uuid", gpus_[i].uuid}, {"at", util::rfc3339(wall_ms())}});
+        hb.events.push_back({std::string(protocol::kGpuRecovered), g.uuid, wall_ms(), std::nullopt});
       }
       continue;
     }
-    telemetry.push_back({{"index", gpus_[i].index},
-                         {"uuid", gpus_[i].uuid},
-                         {"at", util::rfc3339(wall_ms())},
-                         {"error", s.error().message}});
+    protocol::TelemetrySample failed;
+    failed.index = g.index;
+    failed.uuid = g.uuid;
+    failed.at_ms = wall_ms();
+    failed.error = s.error().message;
+    hb.telemetry.push_back(std::move(failed));
     if (!gpu_lost_[i]) {
       gpu_lost_[i] = true;
-      util::log_event("error", "GPU stopped answering", {{"uuid", gpus_[i].uuid}, {"error", s.error().message}});
-      events.push_back({{"type", "gpu_lost"},
-                        {"uuid", gpus_[i].uuid},
-                        {"at", util::rfc3339(wall_ms())},
-                        {"message", s.error().message}});
+      util::log_event("error", "GPU stopped answering", {{"uuid", g.uuid}, {"error", s.error().message}});
+      hb.events.push_back({std::string(protocol::kGpuLost), g.uuid, wall_ms(), s.error().message});
     }
   }
   auto seq = state_.next_seq();
   if (!seq) return std::move(seq).error();
-  nlohmann::json body = {{"protocol_version", kProtocolVersion},
-                         {"machine_id", state_.identity().machine_id},
-                         {"seq", *seq},
-                         {"sent_at", util::rfc3339(wall_ms())},
-                         {"telemetry", std::move(telemetry)},
-                         {"jobs", nlohmann::json::array()}};
-  const SpoolKind kind = events.empty() ? SpoolKind::telemetry : SpoolKind::event;
-  if (!events.empty()) body["events"] = std::move(events);
-  auto dropped = spool_->push(SpoolEntry{*seq, kind, "/v1/agent/heartbeat", body.dump()});
+  hb.machine_id = state_.identity().machine_id;
+  hb.seq = static_cast<std::int64_t>(*seq);
+  hb.sent_at_ms = wall_ms();
+  const SpoolKind kind = hb.events.empty() ? SpoolKind::telemetry : SpoolKind::event;
+  auto dropped = spool_->push(SpoolEntry{*seq, kind, "/v1/agent/heartbeat", hb.to_json().dump()});
   if (!dropped) return std::move(dropped).error();
   if (*dropped > 0) {
     util::log_event("warn", "spool full: dropped the oldest telemetry",
@@ -210,11 +206,10 @@ core::Status Runner::take_heartbeat() {
   return core::ok_status();
 }
 
-void Runner::handle_commands(const nlohmann::json& commands) {
+void Runner::handle_commands(const std::vector<protocol::Command>& commands) {
   for (const auto& c : commands) {
-    const std::string type = c.is_object() && c.contains("type") && c["type"].is_string() ? c["type"].get<std::string>() : "";
-    if (type != "run_benchmark") {
-      util::log_event("info", "command not handled by this agent version", {{"command", c}});
+    if (c.type != protocol::kRunBenchmark) {
+      util::log_event("info", "command not handled by this agent version", {{"command", c.to_json()}});
       continue;
     }
     if (!bench_) {
@@ -223,7 +218,8 @@ void Runner::handle_commands(const nlohmann::json& commands) {
       bench_.emplace(backend_, backend_mu_, std::move(bc));
     }
     if (!bench_->start(c, gpus_, state_.identity().machine_id)) {
-      util::log_event("warn", "a benchmark run is already going; the new request waits for the next one", {{"command", c}});
+      util::log_event("warn", "a benchmark run is already going; the new request waits for the next one",
+                      {{"command", c.to_json()}});
     }
   }
 }
@@ -247,13 +243,10 @@ Runner::Outcome Runner::flush() {
     if (out == Outcome::delivered || out == Outcome::rejected) {
       if (out == Outcome::delivered) {
         ++delivered_;
-        if (reply.is_object() && reply.contains("commands") && reply["commands"].is_array() &&
-            !reply["commands"].empty()) {
-          handle_commands(reply["commands"]);
-        }
-        if (reply.is_object() && reply.contains("heartbeat_interval_s") &&
-            reply["heartbeat_interval_s"].is_number_unsigned() && !cfg_.heartbeat_interval_s) {
-          interval_s_ = std::max(1u, reply["heartbeat_interval_s"].get<unsigned>());
+        const protocol::HeartbeatReply answer = protocol::parse_heartbeat_reply(reply);
+        if (!answer.commands.empty()) handle_commands(answer.commands);
+        if (answer.heartbeat_interval_s && !cfg_.heartbeat_interval_s) {
+          interval_s_ = std::max(1u, *answer.heartbeat_interval_s);
         }
       }
       if (auto s = spool_->remove(e.seq); !s) util::log_event("error", s.error().message);
@@ -332,18 +325,17 @@ std::chrono::milliseconds backoff_delay(unsigned attempt, milliseconds initial, 
   return milliseconds(cap - cap / 2 + half(rng));
 }
 
-nlohmann::json register_body(const AgentState& state, const nlohmann::json& host, const std::vector<gpu::GpuInfo>& gpus,
-                             bool simulated, bool include_machine_id) {
-  nlohmann::json g = nlohmann::json::array();
-  for (const auto& info : gpus) g.push_back(gpu::to_json(info));
-  nlohmann::json body = {{"protocol_version", kProtocolVersion},
-                         {"agent_version", kAgentVersion},
-                         {"machine_fingerprint", state.identity().fingerprint},
-                         {"host", host},
-                         {"gpus", std::move(g)},
-                         {"simulated", simulated}};
-  if (include_machine_id && !state.identity().machine_id.empty()) body["machine_id"] = state.identity().machine_id;
-  return body;
+protocol::RegisterRequest register_request(const AgentState& state, protocol::HostInfo host,
+                                           std::vector<protocol::GpuInfo> gpus, bool simulated,
+                                           bool include_machine_id) {
+  protocol::RegisterRequest req;
+  req.agent_version = kAgentVersion;
+  req.machine_fingerprint = state.identity().fingerprint;
+  if (include_machine_id && !state.identity().machine_id.empty()) req.machine_id = state.identity().machine_id;
+  req.host = std::move(host);
+  req.gpus = std::move(gpus);
+  req.simulated = simulated;
+  return req;
 }
 
 bool is_key_refused(long status, const std::string& body) {

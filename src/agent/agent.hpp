@@ -9,17 +9,16 @@
 #include <optional>
 #include <random>
 #include <string>
-
-#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "agent/spool.hpp"
 #include "agent/state.hpp"
 #include "gpu/gpu_backend.hpp"
+#include "protocol/register.hpp"
 
 namespace gpunex::agent {
 
-//! Version of the agent ↔ server messages; sent in every message.
-inline constexpr int kProtocolVersion = 1;
+//! This agent's version, sent at registration (the protocol's version is protocol::kProtocolVersion).
 inline constexpr const char* kAgentVersion = "0.1.0";
 
 //! Process exit codes of gpunex-agent.
@@ -49,9 +48,10 @@ struct AgentConfig {
 std::chrono::milliseconds backoff_delay(unsigned attempt, std::chrono::milliseconds initial,
                                         std::chrono::milliseconds max, std::mt19937_64& rng);
 
-//! The register body of API.md (plus protocol_version, agent_version, machine_id when known).
-nlohmann::json register_body(const AgentState& state, const nlohmann::json& host, const std::vector<gpu::GpuInfo>& gpus,
-                             bool simulated, bool include_machine_id);
+//! The registration of this machine; it names the machine id only when `include_machine_id` and one is known.
+protocol::RegisterRequest register_request(const AgentState& state, protocol::HostInfo host,
+                                           std::vector<protocol::GpuInfo> gpus, bool simulated,
+                                           bool include_machine_id);
 
 //! True when a response is the server refusing the API key: retrying cannot help.
 bool is_key_refused(long status, const std::string& body);

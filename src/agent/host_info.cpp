@@ -36,8 +36,8 @@ std::optional<std::string> docker_version(const std::string& socket) {
 
 }  // namespace
 
-HostInfo read_host_info(const std::string& data_dir, const HostSources& src) {
-  HostInfo h;
+protocol::HostInfo read_host_info(const std::string& data_dir, const HostSources& src) {
+  protocol::HostInfo h;
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) == 0) h.hostname = name;
 
@@ -49,19 +49,19 @@ HostInfo read_host_info(const std::string& data_dir, const HostSources& src) {
     if (key == "processor") ++h.cpu_cores;
     if (key == "model name" && h.cpu_model.empty()) h.cpu_model = trim(std::string_view(line).substr(colon + 1));
   }
-  if (h.cpu_cores == 0) h.cpu_cores = static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (h.cpu_cores == 0) h.cpu_cores = sysconf(_SC_NPROCESSORS_ONLN);
 
   std::ifstream mem(src.meminfo);
   for (std::string line; std::getline(mem, line);) {
     if (line.rfind("MemTotal:", 0) == 0) {
-      h.ram_mib = std::stoull(line.substr(9)) / 1024;  // the file gives kB
+      h.ram_mib = std::stoll(line.substr(9)) / 1024;  // the file gives kB
       break;
     }
   }
 
   struct statvfs vfs {};
   if (statvfs(data_dir.c_str(), &vfs) == 0) {
-    h.disk_free_mib = static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize / (1024ULL * 1024ULL);
+    h.disk_free_mib = static_cast<std::int64_t>(static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize / (1024ULL * 1024ULL));
   }
 
   std::ifstream os(src.os_release);
@@ -73,19 +73,6 @@ HostInfo read_host_info(const std::string& data_dir, const HostSources& src) {
 
   h.docker_version = docker_version(src.docker_socket);
   return h;
-}
-
-nlohmann::json to_json(const HostInfo& h) {
-  return {
-      {"hostname", h.hostname},
-      {"cpu_model", h.cpu_model},
-      {"cpu_cores", h.cpu_cores},
-      {"ram_mib", h.ram_mib},
-      {"disk_free_mib", h.disk_free_mib},
-      {"os", h.os},
-      {"kernel", h.kernel},
-      {"docker_version", h.docker_version ? nlohmann::json(*h.docker_version) : nlohmann::json(nullptr)},
-  };
 }
 
 }  // namespace gpunex::agent

@@ -37,6 +37,18 @@ int code(ExitCode c) {
   return static_cast<int>(c);
 }
 
+//! Every flag of every subcommand; the subcommands share --data-dir, --simulate and --nvml-library.
+struct Options {
+  std::string log_level = "info";
+  std::string data_dir = "/var/lib/gpunex";
+  std::optional<std::string> simulate;
+  std::string nvml_library = gpunex::gpu::kNvmlLibrary;
+  gpunex::agent::AgentConfig run;
+  unsigned heartbeat_override = 0;
+  bool info_json = false;
+  gpunex::agent::bench::BenchCommandOptions bench;
+};
+
 //! The seed for simulated UUIDs: the machine's fingerprint when the data folder has one.
 std::string read_seed(const std::string& data_dir) {
   std::ifstream in(data_dir + "/identity.json");
@@ -72,51 +84,46 @@ std::string version_text() {
   return s;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"gpunex-agent: registers this host's GPUs with a GPUnex server and reports their health"};
-  app.set_version_flag("--version", version_text());
-  app.require_subcommand(1);
-  std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->envname("GPUNEX_LOG_LEVEL");
-
-  std::string data_dir = "/var/lib/gpunex";
-  std::optional<std::string> simulate;
-  std::string nvml_library = gpunex::gpu::kNvmlLibrary;
-
-  gpunex::agent::AgentConfig cfg;
-  unsigned heartbeat_override = 0;
+CLI::App* add_run_command(CLI::App& app, Options& o) {
   auto* run = app.add_subcommand("run", "register and heartbeat until stopped");
-  run->add_option("--server", cfg.server_url, "server URL, e.g. https://gpunex.example.com")
+  run->add_option("--server", o.run.server_url, "server URL, e.g. https://gpunex.example.com")
       ->required()
       ->envname("GPUNEX_SERVER");
-  run->add_option("--api-key", cfg.api_key, "provider API key (gpx_...)")->envname("GPUNEX_API_KEY");
-  run->add_option("--data-dir", data_dir, "where the machine identity and spool live")->envname("GPUNEX_DATA_DIR");
-  run->add_option("--simulate", simulate, "MODEL:COUNT or a machine description file")->envname("GPUNEX_SIMULATE");
-  run->add_option("--ca-file", cfg.ca_file, "CA bundle to verify the server's TLS certificate")
+  run->add_option("--api-key", o.run.api_key, "provider API key (gpx_...)")->envname("GPUNEX_API_KEY");
+  run->add_option("--data-dir", o.data_dir, "where the machine identity and spool live")->envname("GPUNEX_DATA_DIR");
+  run->add_option("--simulate", o.simulate, "MODEL:COUNT or a machine description file")->envname("GPUNEX_SIMULATE");
+  run->add_option("--ca-file", o.run.ca_file, "CA bundle to verify the server's TLS certificate")
       ->envname("GPUNEX_CA_FILE");
-  run->add_option("--heartbeat-interval", heartbeat_override, "seconds; overrides the server's value (testing)");
-  run->add_option("--spool-max-entries", cfg.spool.max_entries, "messages kept while the server is unreachable");
-  run->add_option("--nvml-library", nvml_library, "NVML library to load")->group("");
+  run->add_option("--heartbeat-interval", o.heartbeat_override, "seconds; overrides the server's value (testing)");
+  run->add_option("--spool-max-entries", o.run.spool.max_entries, "messages kept while the server is unreachable");
+  run->add_option("--nvml-library", o.nvml_library, "NVML library to load")->group("");
+  run->add_option("--bench-storage-mib", o.run.bench_storage_mib,
+                  "storage benchmark file size for server-requested runs");
+  run->add_option("--bench-net-mib", o.run.bench_net_mib,
+                  "MiB per network throughput sample for server-requested runs");
+  return run;
+}
 
-  bool json_out = false;
+CLI::App* add_info_command(CLI::App& app, Options& o) {
   auto* info = app.add_subcommand("info", "print the GPUs and host facts this agent detects");
-  info->add_option("--simulate", simulate, "MODEL:COUNT or a machine description file")->envname("GPUNEX_SIMULATE");
-  info->add_option("--data-dir", data_dir, "data folder (for the simulated GPUs' stable ids)")
+  info->add_option("--simulate", o.simulate, "MODEL:COUNT or a machine description file")->envname("GPUNEX_SIMULATE");
+  info->add_option("--data-dir", o.data_dir, "data folder (for the simulated GPUs' stable ids)")
       ->envname("GPUNEX_DATA_DIR");
-  info->add_flag("--json", json_out, "print JSON");
-  info->add_option("--nvml-library", nvml_library, "NVML library to load")->group("");
+  info->add_flag("--json", o.info_json, "print JSON");
+  info->add_option("--nvml-library", o.nvml_library, "NVML library to load")->group("");
+  return info;
+}
 
+CLI::App* add_bench_command(CLI::App& app, Options& o) {
   auto* bench = app.add_subcommand("bench", "run the benchmark suite standalone");
-  gpunex::agent::bench::BenchCommandOptions bo;
-  bench->add_option("--simulate", simulate, "MODEL:COUNT or a machine description file")->envname("GPUNEX_SIMULATE");
+  auto& bo = o.bench;
+  bench->add_option("--simulate", o.simulate, "MODEL:COUNT or a machine description file")->envname("GPUNEX_SIMULATE");
   bench->add_option("--only", bo.only, "compute,memory,host_link,storage,network (or case keys)");
   bench->add_flag("--json", bo.json, "print JSON");
   bench->add_option("--server", bo.server_url, "server URL for the network benchmarks")->envname("GPUNEX_SERVER");
   bench->add_option("--api-key", bo.api_key, "provider API key")->envname("GPUNEX_API_KEY");
   bench->add_option("--ca-file", bo.ca_file, "CA bundle for the server's TLS certificate")->envname("GPUNEX_CA_FILE");
-  bench->add_option("--data-dir", data_dir, "folder for the storage benchmark's temporary file")
+  bench->add_option("--data-dir", o.data_dir, "folder for the storage benchmark's temporary file")
       ->envname("GPUNEX_DATA_DIR");
   bench->add_option("--storage-mib", bo.storage_mib, "size of the storage benchmark's temporary file (MiB)")
       ->check(CLI::Range(16, 65536));
@@ -125,108 +132,134 @@ int main(int argc, char** argv) {
   bench->add_flag("--submit", bo.submit, "send the results to the server (needs --server, --api-key, --machine-id)");
   bench->add_option("--machine-id", bo.machine_id, "this machine's id at the server");
   bench->add_option("--run-id", bo.run_id, "the server's run id, when it asked for the run");
-  bench->add_option("--nvml-library", nvml_library, "NVML library to load")->group("");
-  run->add_option("--bench-storage-mib", cfg.bench_storage_mib, "storage benchmark file size for server-requested runs");
-  run->add_option("--bench-net-mib", cfg.bench_net_mib, "MiB per network throughput sample for server-requested runs");
+  bench->add_option("--nvml-library", o.nvml_library, "NVML library to load")->group("");
+  return bench;
+}
+
+//! `bench`: the GPUs are optional when only storage or network cases were asked for.
+int bench_command(Options& o) {
+  namespace bench = gpunex::agent::bench;
+  o.bench.data_dir = o.data_dir;
+  auto only = bench::parse_only(o.bench.only);
+  if (!only) {
+    std::fprintf(stderr, "gpunex-agent bench: %s\n", only.error().message.c_str());
+    return code(ExitCode::usage);
+  }
+  const bool machine_only = !only->empty() && std::all_of(only->begin(), only->end(), [](const std::string& c) {
+    return c.rfind("storage", 0) == 0 || c.rfind("network", 0) == 0;
+  });
+  std::vector<bench::GpuTarget> targets;
+  std::mutex backend_mu;
+  auto backend = gpunex::agent::open_backend(o.simulate, read_seed(o.data_dir), o.nvml_library);
+  if (!backend && !machine_only) return backend_error(backend.error(), false);
+  if (backend) {
+    auto gpus = (*backend)->list_gpus();
+    if (!gpus) return backend_error(gpus.error(), false);
+    targets = bench::gpu_targets(**backend, *gpus, backend_mu);
+  }
+  return bench::run_bench_command(targets, o.bench, std::cout, std::cerr);
+}
+
+//! `info` for people: the host, then one line per GPU and one for its current sample.
+void print_info(const nlohmann::json& out, const std::string& disk_dir) {
+  const auto& h = out["host"];
+  std::cout << "host: " << h["hostname"].get<std::string>() << ", " << h["cpu_model"].get<std::string>() << " ("
+            << h["cpu_cores"] << " cores), " << h["ram_mib"] << " MiB RAM, " << h["disk_free_mib"] << " MiB free in "
+            << disk_dir << "\n"
+            << "os: " << h["os"].get<std::string>() << ", kernel " << h["kernel"].get<std::string>() << "\n"
+            << "docker: " << (h["docker_version"].is_string() ? h["docker_version"].get<std::string>() : "not found")
+            << "\n";
+  for (const auto& g : out["gpus"]) {
+    std::cout << "gpu " << g["index"] << ": " << g["name"].get<std::string>() << ", " << g["uuid"].get<std::string>()
+              << ", " << g["memory_mib"] << " MiB, driver " << g["driver_version"].get<std::string>() << ", CUDA "
+              << g["cuda_version"].get<std::string>() << ", PCIe gen " << g["pcie_gen_current"] << " x"
+              << g["pcie_width_current"] << ", " << g["power_limit_w"] << " W limit\n";
+    const auto& s = g["sample"];
+    if (s.contains("error")) {
+      std::cout << "  sample: error: " << s["error"].get<std::string>() << "\n";
+    } else {
+      std::cout << "  sample: " << s["temperature_c"] << " C, " << s["power_w"] << " W, util " << s["util_gpu_pct"]
+                << "%, SM " << s["sm_clock_mhz"] << " MHz, clock events " << s["clock_events"].dump() << "\n";
+    }
+  }
+}
+
+//! `info`: what registration would send, plus one sample per GPU, as JSON or text.
+int info_command(const Options& o) {
+  auto backend = gpunex::agent::open_backend(o.simulate, read_seed(o.data_dir), o.nvml_library);
+  if (!backend) return backend_error(backend.error(), false);
+  auto gpus = (*backend)->list_gpus();
+  if (!gpus) return backend_error(gpus.error(), false);
+  std::error_code ec;
+  const std::string disk_dir = std::filesystem::is_directory(o.data_dir, ec) ? o.data_dir : "/";
+  nlohmann::json out = {{"simulated", (*backend)->simulated()},
+                        {"backend", (*backend)->describe()},
+                        {"host", gpunex::agent::read_host_info(disk_dir).to_json()},
+                        {"gpus", nlohmann::json::array()}};
+  for (const auto& g : *gpus) {
+    nlohmann::json gj = g.to_json();
+    auto s = (*backend)->sample(static_cast<unsigned>(g.index));
+    gj["sample"] = s ? s->to_json() : nlohmann::json{{"error", s.error().message}};
+    out["gpus"].push_back(std::move(gj));
+  }
+  if (o.info_json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if ((*backend)->simulated()) std::cout << "SIMULATED GPUs: " << (*backend)->describe() << "\n";
+  print_info(out, disk_dir);
+  return 0;
+}
+
+//! `run`: the agent itself, until SIGINT or SIGTERM.
+int run_command(Options& o) {
+  auto& cfg = o.run;
+  if (cfg.api_key.empty()) {
+    std::fprintf(stderr, "gpunex-agent: no API key: pass --api-key or set GPUNEX_API_KEY\n");
+    return code(ExitCode::usage);
+  }
+  if (o.heartbeat_override > 0) cfg.heartbeat_interval_s = o.heartbeat_override;
+  auto state = gpunex::agent::AgentState::open(o.data_dir);
+  if (!state) {
+    gpunex::util::log_event("error", state.error().message);
+    return code(ExitCode::failure);
+  }
+  auto backend = gpunex::agent::open_backend(o.simulate, state->identity().fingerprint, o.nvml_library);
+  if (!backend) return backend_error(backend.error(), true);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  gpunex::util::log_event("info", "gpunex-agent starting",
+                          {{"server", cfg.server_url},
+                           {"data_dir", o.data_dir},
+                           {"version", gpunex::agent::kAgentVersion},
+                           {"fingerprint", state->identity().fingerprint},
+                           {"machine_id", state->identity().machine_id}});
+  return code(gpunex::agent::run_agent(cfg, **backend, *state, g_stop));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpunex-agent: registers this host's GPUs with a GPUnex server and reports their health"};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  Options o;
+  app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->envname("GPUNEX_LOG_LEVEL");
+  add_run_command(app, o);
+  auto* info = add_info_command(app, o);
+  auto* bench = add_bench_command(app, o);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : code(ExitCode::usage);
   }
-  if (!gpunex::util::init_logging(log_level)) {
-    std::fprintf(stderr, "gpunex-agent: unknown --log-level '%s'\n", log_level.c_str());
+  if (!gpunex::util::init_logging(o.log_level)) {
+    std::fprintf(stderr, "gpunex-agent: unknown --log-level '%s'\n", o.log_level.c_str());
     return code(ExitCode::usage);
   }
   gpunex::util::init_crypto();
-
-  if (bench->parsed()) {
-    bo.data_dir = data_dir;
-    auto only = gpunex::agent::bench::parse_only(bo.only);
-    if (!only) {
-      std::fprintf(stderr, "gpunex-agent bench: %s\n", only.error().message.c_str());
-      return code(ExitCode::usage);
-    }
-    const bool machine_only = !only->empty() && std::all_of(only->begin(), only->end(), [](const std::string& o) {
-      return o.rfind("storage", 0) == 0 || o.rfind("network", 0) == 0;
-    });
-    std::vector<gpunex::agent::bench::GpuTarget> targets;
-    std::mutex backend_mu;
-    auto backend = gpunex::agent::open_backend(simulate, read_seed(data_dir), nvml_library);
-    if (!backend && !machine_only) return backend_error(backend.error(), false);
-    if (backend) {
-      auto gpus = (*backend)->list_gpus();
-      if (!gpus) return backend_error(gpus.error(), false);
-      targets = gpunex::agent::bench::gpu_targets(**backend, *gpus, backend_mu);
-    }
-    return gpunex::agent::bench::run_bench_command(targets, bo, std::cout, std::cerr);
-  }
-
-  if (info->parsed()) {
-    auto backend = gpunex::agent::open_backend(simulate, read_seed(data_dir), nvml_library);
-    if (!backend) return backend_error(backend.error(), false);
-    auto gpus = (*backend)->list_gpus();
-    if (!gpus) return backend_error(gpus.error(), false);
-    std::error_code ec;
-    const std::string disk_dir = std::filesystem::is_directory(data_dir, ec) ? data_dir : "/";
-    nlohmann::json out = {{"simulated", (*backend)->simulated()},
-                          {"backend", (*backend)->describe()},
-                          {"host", gpunex::agent::to_json(gpunex::agent::read_host_info(disk_dir))},
-                          {"gpus", nlohmann::json::array()}};
-    for (const auto& g : *gpus) {
-      nlohmann::json gj = gpunex::gpu::to_json(g);
-      auto s = (*backend)->sample(g.index);
-      gj["sample"] = s ? gpunex::gpu::to_json(*s) : nlohmann::json{{"error", s.error().message}};
-      out["gpus"].push_back(std::move(gj));
-    }
-    if (json_out) {
-      std::cout << out.dump(2) << "\n";
-      return 0;
-    }
-    if ((*backend)->simulated()) std::cout << "SIMULATED GPUs: " << (*backend)->describe() << "\n";
-    const auto& h = out["host"];
-    std::cout << "host: " << h["hostname"].get<std::string>() << ", " << h["cpu_model"].get<std::string>() << " ("
-              << h["cpu_cores"] << " cores), " << h["ram_mib"] << " MiB RAM, " << h["disk_free_mib"] << " MiB free in "
-              << disk_dir << "\n"
-              << "os: " << h["os"].get<std::string>() << ", kernel " << h["kernel"].get<std::string>() << "\n"
-              << "docker: " << (h["docker_version"].is_string() ? h["docker_version"].get<std::string>() : "not found")
-              << "\n";
-    for (const auto& g : out["gpus"]) {
-      std::cout << "gpu " << g["index"] << ": " << g["name"].get<std::string>() << ", " << g["uuid"].get<std::string>()
-                << ", " << g["memory_mib"] << " MiB, driver " << g["driver_version"].get<std::string>() << ", CUDA "
-                << g["cuda_version"].get<std::string>() << ", PCIe gen " << g["pcie_gen_current"] << " x"
-                << g["pcie_width_current"] << ", " << g["power_limit_w"] << " W limit\n";
-      const auto& s = g["sample"];
-      if (s.contains("error")) {
-        std::cout << "  sample: error: " << s["error"].get<std::string>() << "\n";
-      } else {
-        std::cout << "  sample: " << s["temperature_c"] << " C, " << s["power_w"] << " W, util " << s["util_gpu_pct"]
-                  << "%, SM " << s["sm_clock_mhz"] << " MHz, clock events " << s["clock_events"].dump() << "\n";
-      }
-    }
-    return 0;
-  }
-
-  // run
-  if (cfg.api_key.empty()) {
-    std::fprintf(stderr, "gpunex-agent: no API key: pass --api-key or set GPUNEX_API_KEY\n");
-    return code(ExitCode::usage);
-  }
-  if (heartbeat_override > 0) cfg.heartbeat_interval_s = heartbeat_override;
-  auto state = gpunex::agent::AgentState::open(data_dir);
-  if (!state) {
-    gpunex::util::log_event("error", state.error().message);
-    return code(ExitCode::failure);
-  }
-  auto backend = gpunex::agent::open_backend(simulate, state->identity().fingerprint, nvml_library);
-  if (!backend) return backend_error(backend.error(), true);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  gpunex::util::log_event("info", "gpunex-agent starting",
-                          {{"server", cfg.server_url},
-                           {"data_dir", data_dir},
-                           {"version", gpunex::agent::kAgentVersion},
-                           {"fingerprint", state->identity().fingerprint},
-                           {"machine_id", state->identity().machine_id}});
-  return code(gpunex::agent::run_agent(cfg, **backend, *state, g_stop));
+  if (bench->parsed()) return bench_command(o);
+  if (info->parsed()) return info_command(o);
+  return run_command(o);
 }

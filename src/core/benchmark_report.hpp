@@ -14,11 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/benchmark.hpp"
+#include "core/protocol_version.hpp"
 #include "core/result.hpp"
 
 namespace gpunex::core::bench {
-
-inline constexpr int kProtocolVersion = 1;
 
 enum class CaseStatus { ok, waived, failed };
 std::string_view case_status_name(CaseStatus s);
@@ -53,7 +52,7 @@ struct GpuRun {
 };
 
 struct RunReport {
-  int protocol = kProtocolVersion;
+  int protocol = kProtocolVersion;  // the agent protocol's version (core/protocol_version.hpp)
   std::string machine_id;
   std::optional<std::string> run_id;  // the server's id when the run was requested in a heartbeat reply
   bool simulated = false;

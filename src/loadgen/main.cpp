@@ -19,7 +19,6 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <ctime>
 #include <deque>
 #include <iostream>
 #include <random>
@@ -27,6 +26,8 @@
 #include <vector>
 
 #include "gpu/sim/sim_catalog.hpp"
+#include "protocol/heartbeat.hpp"
+#include "protocol/register.hpp"
 
 namespace {
 
@@ -41,17 +42,9 @@ const char* kOs[] = {"Ubuntu 22.04.4 LTS", "Ubuntu 24.04.1 LTS", "Debian GNU/Lin
                      "Rocky Linux 9.4 (Blue Onyx)"};
 const char* kKernels[] = {"5.15.0-117-generic", "6.8.0-45-generic", "6.1.0-25-amd64", "5.14.0-427.el9.x86_64"};
 
-std::string rfc3339_now() {
+std::int64_t wall_ms() {
   using namespace std::chrono;
-  const auto now = system_clock::now();
-  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count();
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
-  return buf;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 struct Gpu {
@@ -67,7 +60,7 @@ struct Agent {
   std::string fingerprint;
   std::string machine_id;
   std::vector<Gpu> gpus;
-  nlohmann::json host;
+  gpunex::protocol::HostInfo host;
   std::int64_t seq = 0;
   bool registered = false;
 };
@@ -233,14 +226,14 @@ class LoadGen {
     const int n = kCounts[rng_() % std::size(kCounts)];
     const int vram = static_cast<int>(sim::catalog()[model].vram_gib) * n;
     std::snprintf(buf, sizeof buf, "gpu-node-%s-%05zu", run_id, i);
-    a.host = {{"hostname", buf},
-              {"cpu_model", kCpus[ci]},
-              {"cpu_cores", kCpuCores[ci]},
-              {"ram_mib", std::max(65536, vram * 2 * 1024)},
-              {"disk_free_mib", uniform(500, 8000) * 1024},
-              {"os", pick(kOs, std::size(kOs))},
-              {"kernel", pick(kKernels, std::size(kKernels))},
-              {"docker_version", "27.3.1"}};
+    a.host.hostname = buf;
+    a.host.cpu_model = kCpus[ci];
+    a.host.cpu_cores = kCpuCores[ci];
+    a.host.ram_mib = std::max(65536, vram * 2 * 1024);
+    a.host.disk_free_mib = uniform(500, 8000) * 1024;
+    a.host.os = pick(kOs, std::size(kOs));
+    a.host.kernel = pick(kKernels, std::size(kKernels));
+    a.host.docker_version = "27.3.1";
     for (int g = 0; g < n; ++g) {
       Gpu gpu;
       gpu.model = model;
@@ -254,40 +247,40 @@ class LoadGen {
   }
 
   std::string register_body(const Agent& a) {
-    nlohmann::json gpus = nlohmann::json::array();
+    gpunex::protocol::RegisterRequest req;
+    req.agent_version = "0.1.0-loadgen";
+    req.machine_fingerprint = a.fingerprint;
+    req.host = a.host;
+    req.simulated = true;
     for (std::size_t g = 0; g < a.gpus.size(); ++g) {
       const sim::CatalogEntry& m = sim::catalog()[a.gpus[g].model];
       char bus[32];
       std::snprintf(bus, sizeof bus, "00000000:%02zX:00.0", 0x18 + g * 0x10);
       char serial[32];
       std::snprintf(serial, sizeof serial, "13240%08u", static_cast<unsigned>(rng_() % 100000000));
-      gpus.push_back({{"index", g},
-                      {"uuid", a.gpus[g].uuid},
-                      {"name", m.nvml_name},
-                      {"serial", serial},
-                      {"memory_mib", m.memory_mib},
-                      {"driver_version", "550.90.07"},
-                      {"cuda_version", "12.4"},
-                      {"pci_bus_id", bus},
-                      {"pcie_gen_current", m.pcie_gen},
-                      {"pcie_gen_max", m.pcie_gen},
-                      {"pcie_width_current", 16},
-                      {"pcie_width_max", 16},
-                      {"power_limit_w", m.tdp_w},
-                      {"compute_capability", m.compute_capability}});
+      gpunex::protocol::GpuInfo info;
+      info.index = static_cast<std::int64_t>(g);
+      info.uuid = a.gpus[g].uuid;
+      info.name = m.nvml_name;
+      info.serial = serial;
+      info.memory_mib = m.memory_mib;
+      info.driver_version = "550.90.07";
+      info.cuda_version = "12.4";
+      info.pci_bus_id = bus;
+      info.pcie_gen_current = info.pcie_gen_max = m.pcie_gen;
+      info.pcie_width_current = info.pcie_width_max = 16;
+      info.power_limit_w = m.tdp_w;
+      info.compute_capability = m.compute_capability;
+      req.gpus.push_back(std::move(info));
     }
-    return nlohmann::json{{"protocol_version", 1},
-                          {"agent_version", "0.1.0-loadgen"},
-                          {"machine_fingerprint", a.fingerprint},
-                          {"host", a.host},
-                          {"gpus", std::move(gpus)},
-                          {"simulated", true}}
-        .dump();
+    return req.to_json().dump();
   }
 
   std::string heartbeat_body(Agent& a) {
-    const std::string at = rfc3339_now();
-    nlohmann::json telemetry = nlohmann::json::array();
+    gpunex::protocol::HeartbeatRequest hb;
+    hb.machine_id = a.machine_id;
+    hb.seq = ++a.seq;
+    hb.sent_at_ms = wall_ms();
     for (std::size_t g = 0; g < a.gpus.size(); ++g) {
       Gpu& gpu = a.gpus[g];
       const sim::CatalogEntry& m = sim::catalog()[gpu.model];
@@ -297,30 +290,24 @@ class LoadGen {
       gpu.mem_used_mib = gpu.util == 0 ? 0 : std::min(mem, mem * std::min(100, gpu.util + 20) / 100);
       gpu.power_w = static_cast<double>(m.tdp_w) * (0.1 + 0.85 * gpu.util / 100.0);
       gpu.temp = 32 + gpu.util / 2 + uniform(0, 4);
-      nlohmann::json events = nlohmann::json::array();
-      if (gpu.util > 95 && uniform(0, 3) == 0) events.push_back("sw_power_cap");
-      telemetry.push_back({{"index", g},
-                           {"uuid", gpu.uuid},
-                           {"at", at},
-                           {"memory_used_mib", gpu.mem_used_mib},
-                           {"temperature_c", gpu.temp},
-                           {"power_w", static_cast<double>(static_cast<int>(gpu.power_w * 10)) / 10.0},
-                           {"power_limit_w", m.tdp_w},
-                           {"util_gpu_pct", gpu.util},
-                           {"util_mem_pct", gpu.util * 3 / 4},
-                           {"sm_clock_mhz", gpu.util > 0 ? m.max_sm_clock_mhz : 210},
-                           {"mem_clock_mhz", gpu.util > 0 ? m.mem_clock_mhz : 405},
-                           {"clock_events", std::move(events)},
-                           {"ecc_corrected", 0},
-                           {"ecc_uncorrected", 0}});
+      gpunex::protocol::TelemetrySample s;
+      s.index = static_cast<std::int64_t>(g);
+      s.uuid = gpu.uuid;
+      s.at_ms = *hb.sent_at_ms;
+      s.memory_used_mib = gpu.mem_used_mib;
+      s.temperature_c = gpu.temp;
+      s.power_w = static_cast<double>(static_cast<int>(gpu.power_w * 10)) / 10.0;
+      s.power_limit_w = m.tdp_w;
+      s.util_gpu_pct = gpu.util;
+      s.util_mem_pct = gpu.util * 3 / 4;
+      s.sm_clock_mhz = gpu.util > 0 ? m.max_sm_clock_mhz : 210;
+      s.mem_clock_mhz = gpu.util > 0 ? m.mem_clock_mhz : 405;
+      if (gpu.util > 95 && uniform(0, 3) == 0) s.clock_events.push_back("sw_power_cap");
+      s.ecc_corrected = 0;
+      s.ecc_uncorrected = 0;
+      hb.telemetry.push_back(std::move(s));
     }
-    return nlohmann::json{{"protocol_version", 1},
-                          {"machine_id", a.machine_id},
-                          {"seq", ++a.seq},
-                          {"sent_at", at},
-                          {"telemetry", std::move(telemetry)},
-                          {"jobs", nlohmann::json::array()}}
-        .dump();
+    return hb.to_json().dump();
   }
 
   void send(std::size_t agent, Kind kind, bool measured) {
@@ -392,24 +379,87 @@ class LoadGen {
   std::vector<Slot*> free_;
 };
 
+//! What one run measured: registration, then the heartbeat phase.
+struct RunResult {
+  std::size_t agents = 0;
+  int connections = 0;
+  double interval_s = 0;
+  std::size_t registered = 0;
+  Stats reg;
+  double reg_s = 0;
+  Stats hb;
+  double hb_s = 0;
+  double max_lag_ms = 0;
+
+  double rate() const { return hb_s > 0 ? static_cast<double>(hb.ok) / hb_s : 0; }
+  double target() const { return static_cast<double>(registered) / interval_s; }
+};
+
+void print_registration(RunResult& r) {
+  std::printf("registration: %zu/%zu machines in %.1f s (%.0f/s), p50 %.1f ms, p99 %.1f ms, %" PRIu64 " errors%s%s\n",
+              r.registered, r.agents, r.reg_s, static_cast<double>(r.registered) / r.reg_s, r.reg.pct(50),
+              r.reg.pct(99), r.reg.errors, r.reg.first_error.empty() ? "" : "; first: ", r.reg.first_error.c_str());
+  std::fflush(stdout);
+}
+
+void print_heartbeats(RunResult& r) {
+  Stats& hb = r.hb;
+  std::printf("heartbeats: %" PRIu64 " in %.1f s = %.0f/s (target %.0f/s), p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, "
+              "max %.1f ms, %" PRIu64 " errors, %" PRIu64 " beats due but never sent, max send lag %.0f ms%s%s\n",
+              hb.ok, r.hb_s, r.rate(), r.target(), r.hb.pct(50), r.hb.pct(90), r.hb.pct(99), r.hb.pct(100), hb.errors,
+              hb.missed, r.max_lag_ms, hb.first_error.empty() ? "" : "; first: ", hb.first_error.c_str());
+}
+
+//! The whole run as one JSON object (--json).
+void print_json(RunResult& r) {
+  nlohmann::json out = {
+      {"agents", r.agents},
+      {"connections", r.connections},
+      {"interval_s", r.interval_s},
+      {"registration",
+       {{"registered", r.registered},
+        {"seconds", r.reg_s},
+        {"errors", r.reg.errors},
+        {"p50_ms", r.reg.pct(50)},
+        {"p99_ms", r.reg.pct(99)},
+        {"first_error", r.reg.first_error}}},
+      {"heartbeats",
+       {{"seconds", r.hb_s},
+        {"ok", r.hb.ok},
+        {"errors", r.hb.errors},
+        {"transport_errors", r.hb.transport_errors},
+        {"http_errors", r.hb.http_errors},
+        {"missed", r.hb.missed},
+        {"per_second", r.rate()},
+        {"target_per_second", r.target()},
+        {"p50_ms", r.hb.pct(50)},
+        {"p90_ms", r.hb.pct(90)},
+        {"p99_ms", r.hb.pct(99)},
+        {"max_ms", r.hb.pct(100)},
+        {"max_send_lag_ms", r.max_lag_ms},
+        {"first_error", r.hb.first_error}}}};
+  std::printf("%s\n", out.dump().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gpunex-loadgen: simulates N agents (register, then heartbeats) against a gpunex-server"};
   std::string server;
   std::string api_key;
-  std::size_t agents = 100;
-  double interval = 15;
+  RunResult r;
+  r.agents = 100;
+  r.interval_s = 15;
+  r.connections = 64;
   double duration = 60;
-  int connections = 64;
   bool json = false;
   std::uint64_t seed = std::random_device{}();
   app.add_option("--server", server, "server URL, e.g. http://127.0.0.1:8080")->required();
   app.add_option("--api-key", api_key, "a provider API key (gpx_...)")->envname("GPUNEX_API_KEY")->required();
-  app.add_option("--agents", agents, "simulated agents")->check(CLI::Range(1, 1000000));
-  app.add_option("--interval", interval, "seconds between an agent's heartbeats")->check(CLI::Range(0.01, 3600.0));
+  app.add_option("--agents", r.agents, "simulated agents")->check(CLI::Range(1, 1000000));
+  app.add_option("--interval", r.interval_s, "seconds between an agent's heartbeats")->check(CLI::Range(0.01, 3600.0));
   app.add_option("--duration", duration, "seconds of heartbeats after registration")->check(CLI::Range(0.1, 86400.0));
-  app.add_option("--connections", connections, "keep-alive connections")->check(CLI::Range(1, 10000));
+  app.add_option("--connections", r.connections, "keep-alive connections")->check(CLI::Range(1, 10000));
   app.add_option("--seed", seed, "random seed (default: random)");
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
@@ -417,60 +467,18 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   curl_global_init(CURL_GLOBAL_DEFAULT);
-  int rc = 0;
   {
-    LoadGen lg(server, api_key, agents, connections, seed);
-    Stats reg;
-    const double reg_s = lg.register_all(reg);
-    const std::size_t registered = lg.registered();
-    if (!json) {
-      std::printf("registration: %zu/%zu machines in %.1f s (%.0f/s), p50 %.1f ms, p99 %.1f ms, %" PRIu64 " errors%s%s\n",
-                  registered, agents, reg_s, static_cast<double>(registered) / reg_s, reg.pct(50), reg.pct(99),
-                  reg.errors, reg.first_error.empty() ? "" : "; first: ", reg.first_error.c_str());
-      std::fflush(stdout);
-    }
-    Stats hb;
-    double max_lag_ms = 0;
-    double hb_s = 0;
-    if (registered > 0 && !g_stop) hb_s = lg.heartbeat(interval, duration, hb, max_lag_ms);
-    const double rate = hb_s > 0 ? static_cast<double>(hb.ok) / hb_s : 0;
-    const double target = static_cast<double>(registered) / interval;
-    if (json) {
-      nlohmann::json out = {
-          {"agents", agents},
-          {"connections", connections},
-          {"interval_s", interval},
-          {"registration",
-           {{"registered", registered},
-            {"seconds", reg_s},
-            {"errors", reg.errors},
-            {"p50_ms", reg.pct(50)},
-            {"p99_ms", reg.pct(99)},
-            {"first_error", reg.first_error}}},
-          {"heartbeats",
-           {{"seconds", hb_s},
-            {"ok", hb.ok},
-            {"errors", hb.errors},
-            {"transport_errors", hb.transport_errors},
-            {"http_errors", hb.http_errors},
-            {"missed", hb.missed},
-            {"per_second", rate},
-            {"target_per_second", target},
-            {"p50_ms", hb.pct(50)},
-            {"p90_ms", hb.pct(90)},
-            {"p99_ms", hb.pct(99)},
-            {"max_ms", hb.pct(100)},
-            {"max_send_lag_ms", max_lag_ms},
-            {"first_error", hb.first_error}}}};
-      std::printf("%s\n", out.dump().c_str());
-    } else {
-      std::printf("heartbeats: %" PRIu64 " in %.1f s = %.0f/s (target %.0f/s), p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, "
-                  "max %.1f ms, %" PRIu64 " errors, %" PRIu64 " beats due but never sent, max send lag %.0f ms%s%s\n",
-                  hb.ok, hb_s, rate, target, hb.pct(50), hb.pct(90), hb.pct(99), hb.pct(100), hb.errors, hb.missed, max_lag_ms,
-                  hb.first_error.empty() ? "" : "; first: ", hb.first_error.c_str());
-    }
-    if (registered == 0 || reg.errors + hb.errors + hb.missed > 0) rc = 1;
+    LoadGen lg(server, api_key, r.agents, r.connections, seed);
+    r.reg_s = lg.register_all(r.reg);
+    r.registered = lg.registered();
+    if (!json) print_registration(r);
+    if (r.registered > 0 && !g_stop) r.hb_s = lg.heartbeat(r.interval_s, duration, r.hb, r.max_lag_ms);
+  }
+  if (json) {
+    print_json(r);
+  } else {
+    print_heartbeats(r);
   }
   curl_global_cleanup();
-  return rc;
+  return r.registered == 0 || r.reg.errors + r.hb.errors + r.hb.missed > 0 ? 1 : 0;
 }

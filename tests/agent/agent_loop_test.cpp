@@ -105,7 +105,7 @@ TEST_F(AgentLoop, RegistersThenHeartbeatsWithIncreasingSeq) {
 
   ASSERT_EQ(srv.registers.size(), 1u);
   const nlohmann::json reg = srv.registers[0];  // a copy: the vector grows below
-  EXPECT_EQ(reg["protocol_version"], kProtocolVersion);
+  EXPECT_EQ(reg["protocol_version"], protocol::kProtocolVersion);
   EXPECT_EQ(reg["machine_fingerprint"], st->identity().fingerprint);
   EXPECT_EQ(reg["simulated"], true);
   ASSERT_EQ(reg["gpus"].size(), 2u);
@@ -117,7 +117,7 @@ TEST_F(AgentLoop, RegistersThenHeartbeatsWithIncreasingSeq) {
   EXPECT_EQ(srv.seqs(), (std::vector<std::uint64_t>{1, 2}));
   const auto& hb = srv.heartbeats[0];
   EXPECT_EQ(hb["machine_id"], "mch_fake1");
-  EXPECT_EQ(hb["protocol_version"], kProtocolVersion);
+  EXPECT_EQ(hb["protocol_version"], protocol::kProtocolVersion);
   ASSERT_EQ(hb["telemetry"].size(), 2u);
   EXPECT_EQ(hb["telemetry"][0]["uuid"], reg["gpus"][0]["uuid"]);
   EXPECT_TRUE(hb["telemetry"][0]["temperature_c"].is_number());

@@ -18,7 +18,7 @@ TEST(HostInfo, ReadsCpuRamOsFromTheSources) {
   std::ofstream(d + "/meminfo") << "MemTotal:       263921232 kB\nMemFree:        1000 kB\n";
   std::ofstream(d + "/os-release") << "NAME=\"Ubuntu\"\nPRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\n";
   HostSources src{d + "/cpuinfo", d + "/meminfo", d + "/os-release", d + "/no-docker.sock"};
-  HostInfo h = read_host_info(d, src);
+  protocol::HostInfo h = read_host_info(d, src);
   EXPECT_EQ(h.cpu_model, "AMD EPYC 9654 96-Core Processor");
   EXPECT_EQ(h.cpu_cores, 3u);
   EXPECT_EQ(h.ram_mib, 263921232u / 1024);
@@ -26,7 +26,7 @@ TEST(HostInfo, ReadsCpuRamOsFromTheSources) {
   EXPECT_FALSE(h.kernel.empty());
   EXPECT_GT(h.disk_free_mib, 0u);
   EXPECT_FALSE(h.docker_version.has_value());  // no socket: no Docker, no error
-  auto j = to_json(h);
+  auto j = h.to_json();
   EXPECT_TRUE(j["docker_version"].is_null());
   EXPECT_EQ(j["cpu_cores"], 3);
 }

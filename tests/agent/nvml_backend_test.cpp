@@ -20,11 +20,11 @@ TEST(NvmlBackend, ReadsStaticFacts) {
   auto gpus = (*b)->list_gpus();
   ASSERT_TRUE(gpus) << gpus.error().message;
   ASSERT_EQ(gpus->size(), 2u);
-  const GpuInfo& h = (*gpus)[0];
+  const protocol::GpuInfo& h = (*gpus)[0];
   EXPECT_EQ(h.name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(h.uuid, "GPU-11111111-2222-3333-4444-555555555555");
   EXPECT_EQ(h.serial, "1652922001234");
-  EXPECT_EQ(h.memory_total_mib, 81559u);
+  EXPECT_EQ(h.memory_mib, 81559u);
   EXPECT_EQ(h.driver_version, "550.54.15");
   EXPECT_EQ(h.cuda_version, "12.4");
   EXPECT_EQ(h.pci_bus_id, "00000000:17:00.0");
@@ -34,7 +34,7 @@ TEST(NvmlBackend, ReadsStaticFacts) {
   EXPECT_EQ(h.pcie_width_max, 16u);
   EXPECT_DOUBLE_EQ(h.power_limit_w, 700.0);
   EXPECT_EQ(h.compute_capability, "9.0");
-  EXPECT_EQ((*gpus)[1].serial, "");  // not supported: empty, not an error
+  EXPECT_FALSE((*gpus)[1].serial.has_value());  // not supported: absent, not an error
   EXPECT_EQ((*gpus)[1].compute_capability, "8.9");
   EXPECT_EQ((*b)->describe(), "NVML, driver 550.54.15");
 }

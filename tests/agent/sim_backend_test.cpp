@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/clock_events.hpp"
 #include "core/gpu_catalog.hpp"
 #include "gpu/gpu_backend.hpp"
 #include "gpu/sim/sim_catalog.hpp"
@@ -105,7 +106,7 @@ off_bus_after = 2
   auto gpus = b.list_gpus();
   ASSERT_TRUE(gpus);
   EXPECT_EQ((*gpus)[2].name, "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ((*gpus)[2].memory_total_mib, 81559u);
+  EXPECT_EQ((*gpus)[2].memory_mib, 81559u);
   EXPECT_EQ((*gpus)[2].driver_version, "535.104.05");
   EXPECT_EQ((*gpus)[2].compute_capability, "9.0");
   EXPECT_DOUBLE_EQ((*gpus)[2].power_limit_w, 700.0);
@@ -114,7 +115,7 @@ off_bus_after = 2
   ASSERT_TRUE(hot);
   EXPECT_GE(*hot->temperature_c, 88u);
   EXPECT_TRUE(has(hot->clock_events, "sw_thermal_slowdown"));
-  EXPECT_TRUE(is_throttled(hot->clock_event_bits));
+  EXPECT_TRUE(core::is_throttled(hot->clock_event_bits));
   EXPECT_EQ(hot->ecc_uncorrected, 2u);
 
   auto capped = b.sample(3);
@@ -128,7 +129,7 @@ off_bus_after = 2
 
   auto healthy = b.sample(0);
   ASSERT_TRUE(healthy);
-  EXPECT_FALSE(is_throttled(healthy->clock_event_bits));
+  EXPECT_FALSE(core::is_throttled(healthy->clock_event_bits));
   EXPECT_LE(*healthy->temperature_c, 85u);
   EXPECT_LE(*healthy->power_w, 350.0 * 1.03);
 }
@@ -176,7 +177,7 @@ TEST_F(SimTest, GeForceReportsNoEcc) {
   ASSERT_TRUE(s);
   EXPECT_FALSE(s->ecc_corrected.has_value());
   EXPECT_FALSE(s->ecc_uncorrected.has_value());
-  auto j = to_json(*s);
+  auto j = s->to_json();
   EXPECT_TRUE(j["ecc_uncorrected"].is_null());
 }
 
@@ -199,6 +200,9 @@ TEST_F(SimTest, TelemetryVariesButStaysPlausible) {
 }
 
 TEST(ClockEvents, DecodesKnownAndUnknownBits) {
+  using core::clock_event_names;
+  using core::is_throttled;
+  namespace clock_event = core::clock_event;
   EXPECT_TRUE(clock_event_names(0).empty());
   auto names = clock_event_names(clock_event::sw_power_cap | clock_event::hw_thermal_slowdown | 0x4000);
   ASSERT_EQ(names.size(), 3u);

@@ -13,10 +13,10 @@ namespace gpunex::agent::bench {
 
 //! One target per GPU. `backend_mutex` guards the backend, which the heartbeat thread samples too;
 //! both must outlive the targets.
-std::vector<GpuTarget> gpu_targets(gpu::GpuBackend& backend, const std::vector<gpu::GpuInfo>& gpus,
+std::vector<GpuTarget> gpu_targets(gpu::GpuBackend& backend, const std::vector<protocol::GpuInfo>& gpus,
                                    std::mutex& backend_mutex);
 
 //! The catalog model of a GPU: by NVML name, then by catalog id (case-insensitive).
-std::optional<core::bench::ModelSpec> catalog_spec(const gpu::GpuInfo& info);
+std::optional<core::bench::ModelSpec> catalog_spec(const protocol::GpuInfo& info);
 
 }  // namespace gpunex::agent::bench

@@ -14,12 +14,11 @@ BackgroundBench::~BackgroundBench() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool BackgroundBench::start(const nlohmann::json& command, const std::vector<gpu::GpuInfo>& gpus,
+bool BackgroundBench::start(const protocol::Command& command, const std::vector<protocol::GpuInfo>& gpus,
                             const std::string& machine_id) {
   if (running_.load()) return false;
   if (thread_.joinable()) thread_.join();
-  std::optional<std::string> run_id;
-  if (command.contains("run_id") && command["run_id"].is_string()) run_id = command["run_id"].get<std::string>();
+  const std::optional<std::string> run_id = command.run_id;
   running_ = true;
   thread_ = std::thread([this, gpus, machine_id, run_id] {
     util::log_event("info", "benchmark run started", {{"run_id", run_id.value_or("")}});

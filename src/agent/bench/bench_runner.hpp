@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "gpu/gpu_backend.hpp"
+#include "protocol/heartbeat.hpp"
+#include "protocol/register.hpp"
 
 namespace gpunex::agent::bench {
 
@@ -35,7 +35,8 @@ class BackgroundBench {
   BackgroundBench& operator=(const BackgroundBench&) = delete;
 
   //! Starts the run a `run_benchmark` command asks for, unless one is running (then false).
-  bool start(const nlohmann::json& command, const std::vector<gpu::GpuInfo>& gpus, const std::string& machine_id);
+  bool start(const protocol::Command& command, const std::vector<protocol::GpuInfo>& gpus,
+             const std::string& machine_id);
   bool running() const { return running_.load(); }
 
  private:

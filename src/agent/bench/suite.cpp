@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "core/clock_events.hpp"
+
 #ifdef GPUNEX_HAVE_CUDA
 #include "gpu/cuda/cuda_bench.hpp"
 #endif
@@ -408,7 +410,8 @@ std::string format_table(const core::bench::RunReport& report, const std::vector
       line += v.pass() ? ": PASS" : ": FAIL";
       for (const auto& f : v.failures) line += "\n  - " + f.describe();
       const auto tel = core::bench::fold_telemetry(gr);
-      if ((tel.clock_event_bits & ~0x1ull & ~0x2ull) != 0) {
+      constexpr std::uint64_t kSettings = core::clock_event::gpu_idle | core::clock_event::applications_clocks_setting;
+      if ((tel.clock_event_bits & ~kSettings) != 0) {
         line += "\n  clock events during the run: " + core::bench::clock_event_summary(tel.clock_event_bits);
       }
       verdicts.push_back(line);

@@ -86,7 +86,7 @@ class NvmlBackend final : public GpuBackend {
     return dev;
   }
 
-  core::Result<std::vector<GpuInfo>> list_gpus() override {
+  core::Result<std::vector<protocol::GpuInfo>> list_gpus() override {
     unsigned count = 0;
     if (nvml::Return rc = api_.get_count(&count); rc != nvml::kSuccess) return error("nvmlDeviceGetCount_v2", rc);
 
@@ -104,72 +104,11 @@ class NvmlBackend final : public GpuBackend {
       cuda = std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
     }
 
-    std::vector<GpuInfo> out;
+    std::vector<protocol::GpuInfo> out;
     for (unsigned i = 0; i < count; ++i) {
-      auto dev = handle(i);
-      if (!dev) return std::move(dev).error();
-      GpuInfo g;
-      g.index = i;
-      g.driver_version = driver_version_;
-      g.cuda_version = cuda;
-      char name[nvml::kNameBufferSize] = {};
-      if (nvml::Return rc = api_.get_name(*dev, name, sizeof name); rc != nvml::kSuccess) {
-        return error("nvmlDeviceGetName", rc);
-      }
-      g.name = name;
-      char uuid[nvml::kUuidBufferSize] = {};
-      if (nvml::Return rc = api_.get_uuid(*dev, uuid, sizeof uuid); rc != nvml::kSuccess) {
-        return error("nvmlDeviceGetUUID", rc);
-      }
-      g.uuid = uuid;
-      if (api_.get_serial != nullptr) {
-        char serial[nvml::kSerialBufferSize] = {};
-        nvml::Return rc = api_.get_serial(*dev, serial, sizeof serial);
-        if (rc == nvml::kSuccess) {
-          g.serial = serial;
-        } else if (rc != nvml::kErrorNotSupported) {
-          return error("nvmlDeviceGetSerial", rc);
-        }
-      }
-      nvml::Memory mem{};
-      if (nvml::Return rc = api_.get_memory(*dev, &mem); rc != nvml::kSuccess) {
-        return error("nvmlDeviceGetMemoryInfo", rc);
-      }
-      g.memory_total_mib = mem.total / (1024ULL * 1024ULL);
-      nvml::PciInfo pci{};
-      if (nvml::Return rc = api_.get_pci(*dev, &pci); rc != nvml::kSuccess) {
-        return error("nvmlDeviceGetPciInfo_v3", rc);
-      }
-      g.pci_bus_id = pci.bus_id;
-      // Link facts and limits are not supported on every board (e.g. some SXM/vGPU): left 0.
-      auto read_uint = [&](nvml::DeviceGetUintFn fn, const char* fn_name, unsigned& out) -> core::Status {
-        if (fn == nullptr) return core::ok_status();
-        unsigned v = 0;
-        nvml::Return rc = fn(*dev, &v);
-        if (rc == nvml::kSuccess) {
-          out = v;
-        } else if (rc != nvml::kErrorNotSupported) {
-          return error(fn_name, rc);
-        }
-        return core::ok_status();
-      };
-      unsigned limit_mw = 0;
-      for (auto st : {read_uint(api_.pcie_gen_current, "nvmlDeviceGetCurrPcieLinkGeneration", g.pcie_gen_current),
-                      read_uint(api_.pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration", g.pcie_gen_max),
-                      read_uint(api_.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth", g.pcie_width_current),
-                      read_uint(api_.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth", g.pcie_width_max),
-                      read_uint(api_.get_power_limit, "nvmlDeviceGetEnforcedPowerLimit", limit_mw)}) {
-        if (!st) return std::move(st).error();
-      }
-      g.power_limit_w = limit_mw / 1000.0;
-      if (api_.get_cc != nullptr) {
-        int major = 0;
-        int minor = 0;
-        if (api_.get_cc(*dev, &major, &minor) == nvml::kSuccess) {
-          g.compute_capability = std::to_string(major) + "." + std::to_string(minor);
-        }
-      }
-      out.push_back(std::move(g));
+      auto g = read_gpu(i, cuda);
+      if (!g) return std::move(g).error();
+      out.push_back(std::move(*g));
     }
     return out;
   }
@@ -189,7 +128,7 @@ class NvmlBackend final : public GpuBackend {
     if (nvml::Return rc = api_.get_memory(*dev, &mem); rc != nvml::kSuccess) {
       return error("nvmlDeviceGetMemoryInfo", rc);
     }
-    s.memory_used_mib = mem.used / (1024ULL * 1024ULL);
+    s.memory_used_mib = static_cast<std::int64_t>(mem.used / (1024ULL * 1024ULL));
 
     // Optional readings: "not supported" leaves the field empty; any other error fails the sample,
     // because a GPU that stops answering (fell off the bus) must be reported, not hidden.
@@ -225,16 +164,16 @@ class NvmlBackend final : public GpuBackend {
       if (auto st = check(rc, "nvmlDeviceGetCurrentClocksEventReasons"); !st) return std::move(st).error();
       if (rc == nvml::kSuccess) {
         s.clock_event_bits = bits;
-        s.clock_events = clock_event_names(bits);
+        s.clock_events = core::clock_event_names(bits);
       }
     }
     if (api_.get_ecc != nullptr) {
       unsigned long long n = 0;
       // ECC is off or absent on many boards (GeForce): NOT_SUPPORTED, left empty.
       if (api_.get_ecc(*dev, nvml::kMemoryErrorCorrected, nvml::kVolatileEcc, &n) == nvml::kSuccess)
-        s.ecc_corrected = n;
+        s.ecc_corrected = static_cast<std::int64_t>(n);
       if (api_.get_ecc(*dev, nvml::kMemoryErrorUncorrected, nvml::kVolatileEcc, &n) == nvml::kSuccess) {
-        s.ecc_uncorrected = n;
+        s.ecc_uncorrected = static_cast<std::int64_t>(n);
       }
     }
     return s;
@@ -246,6 +185,84 @@ class NvmlBackend final : public GpuBackend {
   }
 
  private:
+  //! One GPU's identity, memory and bus, then its link and limits (read_link).
+  core::Result<protocol::GpuInfo> read_gpu(unsigned i, const std::string& cuda) {
+    auto dev = handle(i);
+    if (!dev) return std::move(dev).error();
+    protocol::GpuInfo g;
+    g.index = i;
+    g.driver_version = driver_version_;
+    g.cuda_version = cuda;
+    char name[nvml::kNameBufferSize] = {};
+    if (nvml::Return rc = api_.get_name(*dev, name, sizeof name); rc != nvml::kSuccess) {
+      return error("nvmlDeviceGetName", rc);
+    }
+    g.name = name;
+    char uuid[nvml::kUuidBufferSize] = {};
+    if (nvml::Return rc = api_.get_uuid(*dev, uuid, sizeof uuid); rc != nvml::kSuccess) {
+      return error("nvmlDeviceGetUUID", rc);
+    }
+    g.uuid = uuid;
+    if (api_.get_serial != nullptr) {
+      char serial[nvml::kSerialBufferSize] = {};
+      nvml::Return rc = api_.get_serial(*dev, serial, sizeof serial);
+      if (rc == nvml::kSuccess) {
+        if (serial[0] != '\0') g.serial = serial;
+      } else if (rc != nvml::kErrorNotSupported) {
+        return error("nvmlDeviceGetSerial", rc);
+      }
+    }
+    nvml::Memory mem{};
+    if (nvml::Return rc = api_.get_memory(*dev, &mem); rc != nvml::kSuccess) {
+      return error("nvmlDeviceGetMemoryInfo", rc);
+    }
+    g.memory_mib = static_cast<std::int64_t>(mem.total / (1024ULL * 1024ULL));
+    nvml::PciInfo pci{};
+    if (nvml::Return rc = api_.get_pci(*dev, &pci); rc != nvml::kSuccess) {
+      return error("nvmlDeviceGetPciInfo_v3", rc);
+    }
+    g.pci_bus_id = pci.bus_id;
+    if (auto st = read_link(*dev, g); !st) return std::move(st).error();
+    return g;
+  }
+
+  //! PCIe link, power limit and compute capability. Not every board (some SXM, vGPU) supports
+  //! them: one that is not supported is left 0 (or empty), not an error.
+  core::Status read_link(nvml::Device dev, protocol::GpuInfo& g) {
+    auto read_uint = [&](nvml::DeviceGetUintFn fn, const char* fn_name, unsigned& out) -> core::Status {
+      if (fn == nullptr) return core::ok_status();
+      unsigned v = 0;
+      nvml::Return rc = fn(dev, &v);
+      if (rc == nvml::kSuccess) {
+        out = v;
+      } else if (rc != nvml::kErrorNotSupported) {
+        return error(fn_name, rc);
+      }
+      return core::ok_status();
+    };
+    unsigned gen_current = 0, gen_max = 0, width_current = 0, width_max = 0, limit_mw = 0;
+    for (auto st : {read_uint(api_.pcie_gen_current, "nvmlDeviceGetCurrPcieLinkGeneration", gen_current),
+                    read_uint(api_.pcie_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration", gen_max),
+                    read_uint(api_.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth", width_current),
+                    read_uint(api_.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth", width_max),
+                    read_uint(api_.get_power_limit, "nvmlDeviceGetEnforcedPowerLimit", limit_mw)}) {
+      if (!st) return st;
+    }
+    g.pcie_gen_current = gen_current;
+    g.pcie_gen_max = gen_max;
+    g.pcie_width_current = width_current;
+    g.pcie_width_max = width_max;
+    g.power_limit_w = limit_mw / 1000.0;
+    if (api_.get_cc != nullptr) {
+      int major = 0;
+      int minor = 0;
+      if (api_.get_cc(dev, &major, &minor) == nvml::kSuccess) {
+        g.compute_capability = std::to_string(major) + "." + std::to_string(minor);
+      }
+    }
+    return core::ok_status();
+  }
+
   std::unique_ptr<LibraryHandle> lib_;
   Api api_;
   std::string driver_version_;

@@ -111,6 +111,76 @@ std::string Machine::summary() const {
   return out;
 }
 
+namespace {
+
+//! One [[gpu]] table of a machine file: its model, count and faults, added to `m` count times.
+std::optional<Error> parse_gpu_table(const toml::table& t, const std::string& where, Machine& m) {
+  auto model_id = t["model"].value<std::string>();
+  if (!model_id) return spec_error(where + ".model is required (one of " + model_list() + ")");
+  const CatalogEntry* model = find_model(*model_id);
+  if (model == nullptr)
+    return spec_error(where + ".model: unknown GPU model '" + *model_id + "'; known models: " + model_list());
+  std::int64_t count = 1;
+  Faults f;
+  for (auto&& [key, value] : t) {
+    const std::string k(key.str());
+    auto need_bool = [&](bool& out) -> std::optional<Error> {
+      auto b = value.value<bool>();
+      if (!b || !value.is_boolean()) return spec_error(where + "." + k + " must be true or false");
+      out = *b;
+      return std::nullopt;
+    };
+    auto need_uint = [&](std::int64_t lo, std::int64_t hi, std::int64_t& out) -> std::optional<Error> {
+      if (!value.is_integer()) return spec_error(where + "." + k + " must be a whole number");
+      std::int64_t v = *value.value<std::int64_t>();
+      if (v < lo || v > hi) {
+        return spec_error(where + "." + k + " must be from " + std::to_string(lo) + " to " + std::to_string(hi));
+      }
+      out = v;
+      return std::nullopt;
+    };
+    std::optional<Error> err;
+    std::int64_t n = 0;
+    if (k == "model") {
+      continue;
+    } else if (k == "count") {
+      err = need_uint(1, kMaxGpus, count);
+    } else if (k == "thermal_throttle") {
+      err = need_bool(f.thermal_throttle);
+    } else if (k == "power_cap") {
+      err = need_bool(f.power_cap);
+    } else if (k == "off_bus") {
+      err = need_bool(f.off_bus);
+    } else if (k == "off_bus_after") {
+      err = need_uint(0, 1'000'000, n);
+      f.off_bus_after = static_cast<unsigned>(n);
+      f.off_bus = true;
+    } else if (k == "ecc_uncorrected") {
+      err = need_uint(0, 1'000'000, n);
+      f.ecc_uncorrected = static_cast<std::uint64_t>(n);
+    } else if (k == "ecc_corrected") {
+      err = need_uint(0, 1'000'000, n);
+      f.ecc_corrected = static_cast<std::uint64_t>(n);
+    } else if (k == "perf_factor") {
+      auto d = value.value<double>();
+      if (!d || !(value.is_floating_point() || value.is_integer()) || !(*d > 0.0 && *d <= 1.5)) {
+        err = spec_error(where + ".perf_factor must be a number above 0 and at most 1.5");
+      } else {
+        f.perf_factor = *d;
+      }
+    } else {
+      err = spec_error(where + ": unknown key '" + k +
+                       "' (expected model, count, thermal_throttle, power_cap, ecc_uncorrected, ecc_corrected, "
+                       "off_bus, off_bus_after, perf_factor)");
+    }
+    if (err) return err;
+  }
+  for (std::int64_t i = 0; i < count; ++i) m.gpus.push_back(GpuSpec{model, f});
+  return std::nullopt;
+}
+
+}  // namespace
+
 core::Result<Machine> parse_machine_toml(std::string_view text, const std::string& origin) {
   toml::table root;
   try {
@@ -138,67 +208,7 @@ core::Result<Machine> parse_machine_toml(std::string_view text, const std::strin
     const toml::table* t = (*gpus)[gi].as_table();
     const std::string where = origin + ": gpu[" + std::to_string(gi) + "]";
     if (t == nullptr) return spec_error(where + " must be a table");
-    auto model_id = (*t)["model"].value<std::string>();
-    if (!model_id) return spec_error(where + ".model is required (one of " + model_list() + ")");
-    const CatalogEntry* model = find_model(*model_id);
-    if (model == nullptr)
-      return spec_error(where + ".model: unknown GPU model '" + *model_id + "'; known models: " + model_list());
-    std::int64_t count = 1;
-    Faults f;
-    for (auto&& [key, value] : *t) {
-      const std::string k(key.str());
-      auto need_bool = [&](bool& out) -> std::optional<Error> {
-        auto b = value.value<bool>();
-        if (!b || !value.is_boolean()) return spec_error(where + "." + k + " must be true or false");
-        out = *b;
-        return std::nullopt;
-      };
-      auto need_uint = [&](std::int64_t lo, std::int64_t hi, std::int64_t& out) -> std::optional<Error> {
-        if (!value.is_integer()) return spec_error(where + "." + k + " must be a whole number");
-        std::int64_t v = *value.value<std::int64_t>();
-        if (v < lo || v > hi) {
-          return spec_error(where + "." + k + " must be from " + std::to_string(lo) + " to " + std::to_string(hi));
-        }
-        out = v;
-        return std::nullopt;
-      };
-      std::optional<Error> err;
-      std::int64_t n = 0;
-      if (k == "model") {
-        continue;
-      } else if (k == "count") {
-        err = need_uint(1, kMaxGpus, count);
-      } else if (k == "thermal_throttle") {
-        err = need_bool(f.thermal_throttle);
-      } else if (k == "power_cap") {
-        err = need_bool(f.power_cap);
-      } else if (k == "off_bus") {
-        err = need_bool(f.off_bus);
-      } else if (k == "off_bus_after") {
-        err = need_uint(0, 1'000'000, n);
-        f.off_bus_after = static_cast<unsigned>(n);
-        f.off_bus = true;
-      } else if (k == "ecc_uncorrected") {
-        err = need_uint(0, 1'000'000, n);
-        f.ecc_uncorrected = static_cast<std::uint64_t>(n);
-      } else if (k == "ecc_corrected") {
-        err = need_uint(0, 1'000'000, n);
-        f.ecc_corrected = static_cast<std::uint64_t>(n);
-      } else if (k == "perf_factor") {
-        auto d = value.value<double>();
-        if (!d || !(value.is_floating_point() || value.is_integer()) || !(*d > 0.0 && *d <= 1.5)) {
-          err = spec_error(where + ".perf_factor must be a number above 0 and at most 1.5");
-        } else {
-          f.perf_factor = *d;
-        }
-      } else {
-        err = spec_error(where + ": unknown key '" + k +
-                         "' (expected model, count, thermal_throttle, power_cap, ecc_uncorrected, ecc_corrected, "
-                         "off_bus, off_bus_after, perf_factor)");
-      }
-      if (err) return std::move(*err);
-    }
-    for (std::int64_t i = 0; i < count; ++i) m.gpus.push_back(GpuSpec{model, f});
+    if (auto err = parse_gpu_table(*t, where, m)) return std::move(*err);
   }
   if (m.gpus.size() > kMaxGpus) return spec_error(origin + ": at most " + std::to_string(kMaxGpus) + " GPUs");
   return m;
@@ -237,19 +247,19 @@ std::string SimBackend::describe() const {
   return machine_.summary();
 }
 
-core::Result<std::vector<GpuInfo>> SimBackend::list_gpus() {
-  std::vector<GpuInfo> out;
+core::Result<std::vector<protocol::GpuInfo>> SimBackend::list_gpus() {
+  std::vector<protocol::GpuInfo> out;
   const std::string serial_hash = util::sha256_hex(seed_ + "/sim-serial");
   for (unsigned i = 0; i < machine_.gpus.size(); ++i) {
     const CatalogEntry& e = *machine_.gpus[i].model;
-    GpuInfo g;
+    protocol::GpuInfo g;
     g.index = i;
     g.name = e.nvml_name;
     g.model = e.id;
     g.uuid = uuid(i);
     // 13 digits like real boards; derived, so stable per machine.
     g.serial = "SIM" + std::to_string(mix(std::hash<std::string>{}(serial_hash) + i) % 10'000'000'000ULL);
-    g.memory_total_mib = e.memory_mib;
+    g.memory_mib = e.memory_mib;
     g.driver_version = machine_.driver_version;
     g.cuda_version = machine_.cuda_version;
     char bus[32];
@@ -291,10 +301,11 @@ core::Result<GpuSample> SimBackend::sample(unsigned index) {
   double util = std::clamp(wave * 90.0 + noise * 10.0, 0.0, 100.0);
   s.util_gpu_pct = static_cast<unsigned>(util);
   s.util_mem_pct = static_cast<unsigned>(util * 0.6);
-  s.memory_used_mib = static_cast<std::uint64_t>(e.memory_mib * (0.02 + 0.7 * util / 100.0));
+  s.memory_used_mib = static_cast<std::int64_t>(e.memory_mib * (0.02 + 0.7 * util / 100.0));
   double power = e.tdp_w * (0.12 + 0.8 * util / 100.0) * (0.97 + 0.06 * noise);
   double temp = 32.0 + 45.0 * util / 100.0 + 3.0 * noise;
   double sm_clock = e.max_sm_clock_mhz * (util < 3.0 ? 0.25 : 0.92 + 0.08 * noise);
+  namespace clock_event = core::clock_event;
   std::uint64_t bits = util < 3.0 ? clock_event::gpu_idle : 0;
   if (f.thermal_throttle) {
     temp = 88.0 + 5.0 * noise;
@@ -312,10 +323,10 @@ core::Result<GpuSample> SimBackend::sample(unsigned index) {
   s.sm_clock_mhz = static_cast<unsigned>(sm_clock);
   s.mem_clock_mhz = e.mem_clock_mhz;
   s.clock_event_bits = bits;
-  s.clock_events = clock_event_names(bits);
+  s.clock_events = core::clock_event_names(bits);
   if (e.ecc) {
-    s.ecc_corrected = f.ecc_corrected;
-    s.ecc_uncorrected = f.ecc_uncorrected;
+    s.ecc_corrected = static_cast<std::int64_t>(f.ecc_corrected);
+    s.ecc_uncorrected = static_cast<std::int64_t>(f.ecc_uncorrected);
   }
   return s;
 }

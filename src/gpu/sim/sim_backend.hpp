@@ -73,7 +73,7 @@ class SimBackend final : public GpuBackend {
   //! `seed` makes UUIDs and telemetry stable per machine (the agent passes its fingerprint).
   SimBackend(Machine machine, std::string seed);
 
-  core::Result<std::vector<GpuInfo>> list_gpus() override;
+  core::Result<std::vector<protocol::GpuInfo>> list_gpus() override;
   core::Result<GpuSample> sample(unsigned index) override;
   bool simulated() const override { return true; }
   std::string describe() const override;

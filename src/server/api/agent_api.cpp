@@ -1,11 +1,12 @@
 // The agent's endpoints (/v1/agent/register, /v1/agent/heartbeat) and the
 // provider's view of its machines (/v1/provider/machines[/{id}]).
 
-#include "server/fleet/agent_protocol.hpp"
+#include "protocol/heartbeat.hpp"
+#include "protocol/register.hpp"
 #include "server/api/handlers.hpp"
-#include "server/platform/request_pipeline.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/machines.hpp"
+#include "server/platform/request_pipeline.hpp"
 
 namespace gpunex::server {
 
@@ -57,7 +58,7 @@ http::Response agent_call(Ctx& ctx, Parse parse, Apply apply) {
 }
 
 http::Response agent_register(Ctx& ctx) {
-  return agent_call(ctx, parse_register_request, register_machine);
+  return agent_call(ctx, protocol::parse_register_request, register_machine);
 }
 //! A heartbeat is parsed here, on the I/O thread, and stored by the group commit with the heartbeats of
 //! other agents in one transaction; the reply is sent once that transaction has committed.
@@ -65,7 +66,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
   if (auto refused = require_api_key(ctx)) return reply(*refused);
   auto body = ctx.json_body();
   if (!body) return reply(http::Response::error(body.error()));
-  auto req = parse_heartbeat_request(*body);
+  auto req = protocol::parse_heartbeat_request(*body);
   if (!req) return reply(http::Response::error(req.error()));
   std::string machine_id = req->machine_id;  // orders the batch
   auto work = [key_id = ctx.principal->api_key_id, req = std::move(*req), settings = settings_of(ctx.config()),

@@ -1,0 +1,245 @@
+#include "protocol/heartbeat.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "core/json_reader.hpp"
+#include "core/rfc3339.hpp"
+#include "protocol/fields.hpp"
+
+namespace gpunex::protocol {
+
+using core::Error;
+using core::ErrorCode;
+using core::ObjectReader;
+using detail::item_path;
+using detail::kBig;
+
+namespace {
+
+template <class T>
+nlohmann::json opt(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+core::Status parse_sample(const nlohmann::json& j, const std::string& path, TelemetrySample& s) {
+  ObjectReader r(j, path);
+  s.index = r.required_int("index", 0, kMaxGpusPerMachine - 1);
+  s.uuid = r.required_string("uuid", 1, 96);
+  s.at_ms = detail::time_field(r, "at", true).value_or(0);
+  s.error = r.optional_string("error", 1000);
+  if (!s.error) {
+    s.memory_used_mib = r.required_int("memory_used_mib", 0, 16 * 1024 * 1024);
+    s.temperature_c = r.optional_int("temperature_c", 0, 200);
+    s.power_w = detail::optional_number(r, "power_w", 0, 10000);
+    s.power_limit_w = detail::optional_number(r, "power_limit_w", 0, 10000);
+    s.util_gpu_pct = r.optional_int("util_gpu_pct", 0, 100);
+    s.util_mem_pct = r.optional_int("util_mem_pct", 0, 100);
+    s.sm_clock_mhz = r.optional_int("sm_clock_mhz", 0, 100000);
+    s.mem_clock_mhz = r.optional_int("mem_clock_mhz", 0, 100000);
+    if (const auto* ev = r.required_array("clock_events", 0, 32); ev != nullptr) {
+      for (std::size_t i = 0; i < ev->size(); ++i) {
+        const auto& e = (*ev)[i];
+        if (!e.is_string() || e.get<std::string>().empty() || e.get<std::string>().size() > 64) {
+          r.fail(Error::make(ErrorCode::invalid_field, "must be a clock-event name",
+                             r.path_of("clock_events") + "[" + std::to_string(i) + "]"));
+          break;
+        }
+        s.clock_events.push_back(e.get<std::string>());
+      }
+    }
+    s.ecc_corrected = r.optional_int("ecc_corrected", 0, kBig);
+    s.ecc_uncorrected = r.optional_int("ecc_uncorrected", 0, kBig);
+  }
+  return r.finish();
+}
+
+core::Status parse_event(const nlohmann::json& j, const std::string& path, GpuEvent& e) {
+  ObjectReader r(j, path);
+  e.type = r.required_string("type", 1, 32);
+  if (!r.failed() && e.type != kGpuLost && e.type != kGpuRecovered) {
+    r.fail(Error::make(ErrorCode::invalid_field, "must be gpu_lost or gpu_recovered", r.path_of("type")));
+  }
+  e.uuid = r.required_string("uuid", 1, 96);
+  e.at_ms = detail::time_field(r, "at", true).value_or(0);
+  e.message = r.optional_string("message", 1000);
+  return r.finish();
+}
+
+void append_key(std::string& out, std::string_view key) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+}
+
+void append_number(std::string& out, std::string_view key, const std::optional<std::int64_t>& v) {
+  append_key(out, key);
+  if (!v) {
+    out += "null";
+    return;
+  }
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, *v).ptr);
+}
+
+// As nlohmann::json writes a double: the shortest round trip, with ".0" when it would read as an integer.
+void append_number(std::string& out, std::string_view key, const std::optional<double>& v) {
+  append_key(out, key);
+  if (!v || !std::isfinite(*v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  const std::string_view text(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, *v).ptr - buf));
+  out += text;
+  if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+}  // namespace
+
+nlohmann::json TelemetrySample::to_json() const {
+  nlohmann::json j = readings_json();
+  j.update({{"index", index}, {"uuid", uuid}});
+  return j;
+}
+
+nlohmann::json TelemetrySample::readings_json() const {
+  nlohmann::json j = {{"at", core::format_rfc3339_ms(at_ms)}};
+  if (error) {
+    j["error"] = *error;
+    return j;
+  }
+  j.update({{"memory_used_mib", opt(memory_used_mib)},
+            {"temperature_c", opt(temperature_c)},
+            {"power_w", opt(power_w)},
+            {"power_limit_w", opt(power_limit_w)},
+            {"util_gpu_pct", opt(util_gpu_pct)},
+            {"util_mem_pct", opt(util_mem_pct)},
+            {"sm_clock_mhz", opt(sm_clock_mhz)},
+            {"mem_clock_mhz", opt(mem_clock_mhz)},
+            {"clock_events", clock_events},
+            {"ecc_corrected", opt(ecc_corrected)},
+            {"ecc_uncorrected", opt(ecc_uncorrected)}});
+  return j;
+}
+
+std::string TelemetrySample::readings_text() const {
+  // Keys in nlohmann::json's (sorted) order, so the text is what readings_json().dump() gives.
+  std::string out = "{\"at\":\"" + core::format_rfc3339_ms(at_ms) + "\"";
+  if (error) {
+    append_key(out, "error");
+    out += nlohmann::json(*error).dump();
+    out += '}';
+    return out;
+  }
+  append_key(out, "clock_events");
+  out += clock_events.empty() ? std::string("[]") : nlohmann::json(clock_events).dump();
+  append_number(out, "ecc_corrected", ecc_corrected);
+  append_number(out, "ecc_uncorrected", ecc_uncorrected);
+  append_number(out, "mem_clock_mhz", mem_clock_mhz);
+  append_number(out, "memory_used_mib", memory_used_mib);
+  append_number(out, "power_limit_w", power_limit_w);
+  append_number(out, "power_w", power_w);
+  append_number(out, "sm_clock_mhz", sm_clock_mhz);
+  append_number(out, "temperature_c", temperature_c);
+  append_number(out, "util_gpu_pct", util_gpu_pct);
+  append_number(out, "util_mem_pct", util_mem_pct);
+  out += '}';
+  return out;
+}
+
+nlohmann::json GpuEvent::to_json() const {
+  nlohmann::json j = {{"type", type}, {"uuid", uuid}, {"at", core::format_rfc3339_ms(at_ms)}};
+  if (message) j["message"] = *message;
+  return j;
+}
+
+nlohmann::json HeartbeatRequest::to_json() const {
+  nlohmann::json t = nlohmann::json::array();
+  for (const auto& s : telemetry) t.push_back(s.to_json());
+  nlohmann::json j = {{"protocol_version", protocol_version},
+                      {"machine_id", machine_id},
+                      {"seq", seq},
+                      {"telemetry", std::move(t)},
+                      {"jobs", jobs}};
+  if (sent_at_ms) j["sent_at"] = core::format_rfc3339_ms(*sent_at_ms);
+  if (!events.empty()) {
+    nlohmann::json ev = nlohmann::json::array();
+    for (const auto& e : events) ev.push_back(e.to_json());
+    j["events"] = std::move(ev);
+  }
+  return j;
+}
+
+nlohmann::json Command::to_json() const {
+  nlohmann::json j = {{"type", type}};
+  if (run_id) j["run_id"] = *run_id;
+  if (reason) j["reason"] = *reason;
+  return j;
+}
+
+nlohmann::json HeartbeatReply::to_json() const {
+  nlohmann::json c = nlohmann::json::array();
+  for (const auto& cmd : commands) c.push_back(cmd.to_json());
+  nlohmann::json j = {{"commands", std::move(c)}};
+  if (heartbeat_interval_s) j["heartbeat_interval_s"] = *heartbeat_interval_s;
+  if (duplicate) j["duplicate"] = true;
+  return j;
+}
+
+core::Result<HeartbeatRequest> parse_heartbeat_request(const nlohmann::json& body) {
+  HeartbeatRequest req;
+  ObjectReader r(body);
+  req.protocol_version = detail::protocol_version(r);
+  req.machine_id = r.required_string("machine_id", 1, 64);
+  req.seq = r.required_int("seq", 1, 1LL << 53);
+  req.sent_at_ms = detail::time_field(r, "sent_at", false);
+  if (const auto* t = r.required_array("telemetry", 0, kMaxGpusPerMachine); t != nullptr && !r.failed()) {
+    for (std::size_t i = 0; i < t->size(); ++i) {
+      TelemetrySample s;
+      if (auto st = parse_sample((*t)[i], item_path("telemetry", i), s); !st) {
+        r.fail(std::move(st).error());
+        break;
+      }
+      req.telemetry.push_back(std::move(s));
+    }
+  }
+  if (const auto* jobs = r.required_array("jobs", 0, 1024); jobs != nullptr) req.jobs = *jobs;
+  if (const auto* ev = r.optional_value("events"); ev != nullptr && !r.failed()) {
+    if (!ev->is_array() || ev->size() > 256) {
+      r.fail(Error::make(ErrorCode::invalid_field, "must be an array of at most 256 events", std::string("events")));
+    } else {
+      for (std::size_t i = 0; i < ev->size(); ++i) {
+        GpuEvent e;
+        if (auto st = parse_event((*ev)[i], item_path("events", i), e); !st) {
+          r.fail(std::move(st).error());
+          break;
+        }
+        req.events.push_back(std::move(e));
+      }
+    }
+  }
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  return req;
+}
+
+HeartbeatReply parse_heartbeat_reply(const nlohmann::json& body) {
+  HeartbeatReply reply;
+  if (!body.is_object()) return reply;
+  auto text = [](const nlohmann::json& j, const char* key) -> std::optional<std::string> {
+    if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return std::nullopt;
+    return j[key].get<std::string>();
+  };
+  if (body.contains("commands") && body["commands"].is_array()) {
+    for (const auto& c : body["commands"]) {
+      reply.commands.push_back(Command{text(c, "type").value_or(""), text(c, "run_id"), text(c, "reason")});
+    }
+  }
+  if (body.contains("heartbeat_interval_s") && body["heartbeat_interval_s"].is_number_unsigned()) {
+    reply.heartbeat_interval_s = body["heartbeat_interval_s"].get<unsigned>();
+  }
+  reply.duplicate = body.contains("duplicate") && body["duplicate"].is_boolean() && body["duplicate"].get<bool>();
+  return reply;
+}
+
+}  // namespace gpunex::protocol

@@ -1,0 +1,100 @@
+#pragma once
+// Heartbeats (POST /v1/agent/heartbeat): telemetry per GPU and GPU events, sent every interval
+// with an increasing sequence number; the reply carries the server's commands. Parsing is strict:
+// every bad input is one Error naming the field's JSON path, and unknown fields are refused.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock_events.hpp"
+#include "core/result.hpp"
+#include "protocol/version.hpp"
+
+namespace gpunex::protocol {
+
+using core::is_throttle_event;
+
+//! One telemetry sample of one GPU. Readings a GPU does not support stay empty; a sample with an
+//! error (the GPU did not answer) has no readings.
+struct TelemetrySample {
+  std::int64_t index = 0;
+  std::string uuid;
+  std::int64_t at_ms = 0;
+  std::optional<std::string> error;
+  std::optional<std::int64_t> memory_used_mib;  // always present when there is no error
+  std::optional<std::int64_t> temperature_c;
+  std::optional<double> power_w;
+  std::optional<double> power_limit_w;
+  std::optional<std::int64_t> util_gpu_pct;
+  std::optional<std::int64_t> util_mem_pct;
+  std::optional<std::int64_t> sm_clock_mhz;
+  std::optional<std::int64_t> mem_clock_mhz;
+  std::vector<std::string> clock_events;  // core::clock_event_names of NVML's clocks-event reasons
+  std::optional<std::int64_t> ecc_corrected;
+  std::optional<std::int64_t> ecc_uncorrected;
+
+  nlohmann::json to_json() const;
+  //! The sample without its GPU's index and uuid: what the server keeps per GPU and shows.
+  nlohmann::json readings_json() const;
+  //! readings_json().dump(), written directly (the server stores it for every GPU on every heartbeat).
+  std::string readings_text() const;
+  //! The old name of readings_text(), still used by server/fleet/machines.cpp.
+  std::string to_json_text() const { return readings_text(); }
+  bool operator==(const TelemetrySample&) const = default;
+};
+
+//! A change the agent saw between heartbeats.
+struct GpuEvent {
+  std::string type;  // kGpuLost | kGpuRecovered
+  std::string uuid;
+  std::int64_t at_ms = 0;
+  std::optional<std::string> message;
+  nlohmann::json to_json() const;
+  bool operator==(const GpuEvent&) const = default;
+};
+inline constexpr std::string_view kGpuLost = "gpu_lost";            // the GPU stopped answering
+inline constexpr std::string_view kGpuRecovered = "gpu_recovered";  // it answers again
+
+struct HeartbeatRequest {
+  int protocol_version = kProtocolVersion;
+  std::string machine_id;
+  std::int64_t seq = 0;  // from 1, never reused by the agent: the server drops a replayed one
+  std::optional<std::int64_t> sent_at_ms;
+  std::vector<TelemetrySample> telemetry;
+  nlohmann::json jobs = nlohmann::json::array();  // reserved for rentals; an empty array today
+  std::vector<GpuEvent> events;                   // written only when there are some
+  nlohmann::json to_json() const;
+  bool operator==(const HeartbeatRequest&) const = default;
+};
+
+//! One command in a heartbeat reply. This version defines run_benchmark; an agent logs and skips
+//! any other type, so the server can add commands without breaking older agents.
+struct Command {
+  std::string type;                   // kRunBenchmark
+  std::optional<std::string> run_id;  // run_benchmark: the server's id, sent back with the results
+  std::optional<std::string> reason;  // run_benchmark: why the server asks
+  nlohmann::json to_json() const;
+  bool operator==(const Command&) const = default;
+};
+inline constexpr std::string_view kRunBenchmark = "run_benchmark";
+
+struct HeartbeatReply {
+  std::vector<Command> commands;
+  std::optional<unsigned> heartbeat_interval_s;
+  bool duplicate = false;  // the seq was seen before: nothing was stored
+  nlohmann::json to_json() const;
+  bool operator==(const HeartbeatReply&) const = default;
+};
+
+core::Result<HeartbeatRequest> parse_heartbeat_request(const nlohmann::json& body);
+
+//! Lenient, as an agent reads a reply: whatever is not understood is left empty (a command
+//! without a text type gets type "").
+HeartbeatReply parse_heartbeat_reply(const nlohmann::json& body);
+
+}  // namespace gpunex::protocol

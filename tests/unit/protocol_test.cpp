@@ -1,0 +1,299 @@
+// The agent <-> server messages: every bad field is named, and what one side writes the other
+// parses back unchanged.
+#include <gtest/gtest.h>
+
+#include "core/rfc3339.hpp"
+#include "protocol/heartbeat.hpp"
+#include "protocol/register.hpp"
+
+namespace gpunex::protocol {
+namespace {
+
+nlohmann::json good_register() {
+  return nlohmann::json::parse(R"({
+    "protocol_version": 1, "agent_version": "0.1.0", "machine_fingerprint": "mfp_abcdefghijklmnop",
+    "simulated": true,
+    "host": {"hostname": "h1", "cpu_model": "EPYC", "cpu_cores": 32, "ram_mib": 257000, "disk_free_mib": 900000,
+             "os": "Ubuntu 22.04", "kernel": "6.5.0", "docker_version": null},
+    "gpus": [{"index": 0, "uuid": "GPU-1", "name": "NVIDIA L40S", "model": "L40S", "serial": null,
+              "memory_mib": 46068, "driver_version": "550.54.15", "cuda_version": "12.4",
+              "pci_bus_id": "00000000:17:00.0", "pcie_gen_current": 4, "pcie_gen_max": 4,
+              "pcie_width_current": 16, "pcie_width_max": 16, "power_limit_w": 350.0,
+              "compute_capability": "8.9"}]
+  })");
+}
+
+nlohmann::json good_heartbeat() {
+  return nlohmann::json::parse(R"({
+    "protocol_version": 1, "machine_id": "mch_1", "seq": 7, "sent_at": "2026-12-02T10:00:00Z",
+    "telemetry": [
+      {"index": 0, "uuid": "GPU-1", "at": "2026-12-02T10:00:00Z", "memory_used_mib": 100, "temperature_c": 60,
+       "power_w": 200.5, "power_limit_w": 350.0, "util_gpu_pct": 90, "util_mem_pct": 40, "sm_clock_mhz": 2400,
+       "mem_clock_mhz": 9001, "clock_events": ["sw_thermal_slowdown"], "ecc_corrected": 0, "ecc_uncorrected": null},
+      {"index": 1, "uuid": "GPU-2", "at": "2026-12-02T10:00:00Z", "error": "GPU is lost"}],
+    "jobs": [],
+    "events": [{"type": "gpu_lost", "uuid": "GPU-2", "at": "2026-12-02T10:00:00Z", "message": "GPU is lost"}]
+  })");
+}
+
+std::string field_of(const nlohmann::json& body, bool heartbeat) {
+  if (heartbeat) {
+    auto r = parse_heartbeat_request(body);
+    return r ? "<ok>" : r.error().field.value_or("<none>");
+  }
+  auto r = parse_register_request(body);
+  return r ? "<ok>" : r.error().field.value_or("<none>");
+}
+
+TEST(AgentProtocol, AcceptsWellFormedMessages) {
+  auto reg = parse_register_request(good_register());
+  ASSERT_TRUE(reg) << reg.error().message;
+  EXPECT_EQ(reg->gpus.at(0).memory_mib, 46068);
+  EXPECT_EQ(reg->host.cpu_cores, 32);
+  EXPECT_TRUE(reg->simulated);
+  auto hb = parse_heartbeat_request(good_heartbeat());
+  ASSERT_TRUE(hb) << hb.error().message;
+  EXPECT_EQ(hb->seq, 7);
+  ASSERT_EQ(hb->telemetry.size(), 2u);
+  EXPECT_EQ(hb->telemetry[0].temperature_c, 60);
+  EXPECT_FALSE(hb->telemetry[0].ecc_uncorrected.has_value());
+  EXPECT_EQ(hb->telemetry[1].error, "GPU is lost");
+  EXPECT_EQ(hb->events.at(0).type, "gpu_lost");
+  EXPECT_TRUE(is_throttle_event(hb->telemetry[0].clock_events[0]));
+  EXPECT_FALSE(is_throttle_event("gpu_idle"));
+}
+
+TEST(AgentProtocol, EveryBadRegisterFieldIsNamed) {
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* field;
+  };
+  const Case cases[] = {
+      {"/protocol_version", 2, "protocol_version"},
+      {"/machine_fingerprint", "short", "machine_fingerprint"},
+      {"/simulated", "yes", "simulated"},
+      {"/host/cpu_cores", -1, "host.cpu_cores"},
+      {"/host/ram_mib", "lots", "host.ram_mib"},
+      {"/gpus/0/memory_mib", 0, "gpus[0].memory_mib"},
+      {"/gpus/0/uuid", "", "gpus[0].uuid"},
+      {"/gpus/0/power_limit_w", -5, "gpus[0].power_limit_w"},
+      {"/gpus/0/index", 99, "gpus[0].index"},
+      {"/gpus/0/surprise", 1, "gpus[0].surprise"},
+      {"/extra", true, "extra"},
+  };
+  for (const Case& c : cases) {
+    auto body = good_register();
+    body[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    EXPECT_EQ(field_of(body, false), c.field) << c.pointer;
+  }
+  auto twice = good_register();
+  twice["gpus"].push_back(twice["gpus"][0]);
+  twice["gpus"][1]["index"] = 1;
+  EXPECT_EQ(field_of(twice, false), "gpus[1].uuid");
+  auto no_host = good_register();
+  no_host.erase("host");
+  EXPECT_EQ(field_of(no_host, false), "host");
+}
+
+TEST(AgentProtocol, EveryBadHeartbeatFieldIsNamed) {
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* field;
+  };
+  const Case cases[] = {
+      {"/seq", 0, "seq"},
+      {"/seq", "7", "seq"},
+      {"/machine_id", "", "machine_id"},
+      {"/sent_at", "yesterday", "sent_at"},
+      {"/telemetry/0/temperature_c", 500, "telemetry[0].temperature_c"},
+      {"/telemetry/0/util_gpu_pct", 101, "telemetry[0].util_gpu_pct"},
+      {"/telemetry/0/power_w", -1, "telemetry[0].power_w"},
+      {"/telemetry/0/at", "not a time", "telemetry[0].at"},
+      {"/telemetry/0/clock_events/0", 5, "telemetry[0].clock_events[0]"},
+      {"/telemetry/0/bogus", 1, "telemetry[0].bogus"},
+      {"/telemetry/1/memory_used_mib", 5, "telemetry[1].memory_used_mib"},  // error samples carry no readings
+      {"/events/0/type", "exploded", "events[0].type"},
+      {"/jobs", "none", "jobs"},
+  };
+  for (const Case& c : cases) {
+    auto body = good_heartbeat();
+    body[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    EXPECT_EQ(field_of(body, true), c.field) << c.pointer;
+  }
+  auto missing = good_heartbeat();
+  missing["telemetry"][0].erase("memory_used_mib");
+  EXPECT_EQ(field_of(missing, true), "telemetry[0].memory_used_mib");
+}
+
+// The stored sample text is written directly; it must stay what nlohmann::json writes.
+TEST(AgentProtocol, SampleTextIsTheJsonDump) {
+  auto hb = parse_heartbeat_request(good_heartbeat());
+  ASSERT_TRUE(hb) << hb.error().message;
+  std::vector<TelemetrySample> samples = hb->telemetry;
+  TelemetrySample bare;  // every reading absent
+  bare.at_ms = 1'796'205'600'123;
+  samples.push_back(bare);
+  TelemetrySample odd = hb->telemetry[0];
+  odd.power_w = 0.1;
+  odd.power_limit_w = 1e-7;
+  odd.clock_events = {"quote\"back\\slash", "tab\t", "naïve"};
+  odd.error = std::nullopt;
+  samples.push_back(odd);
+  TelemetrySample failed = hb->telemetry[1];
+  failed.error = "line\nbreak \"quoted\" \x01";
+  samples.push_back(failed);
+  for (const auto& s : samples) EXPECT_EQ(s.readings_text(), s.readings_json().dump());
+}
+
+TEST(AgentProtocol, Rfc3339Text) {
+  EXPECT_EQ(core::format_rfc3339_ms(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(core::format_rfc3339_ms(1'796'205'600'000), "2026-12-02T10:00:00Z");
+  EXPECT_EQ(core::format_rfc3339_ms(1'796'205'600'007), "2026-12-02T10:00:00.007Z");
+  EXPECT_EQ(core::format_rfc3339_ms(-1), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(core::format_rfc3339_ms(951'782'400'000), "2000-02-29T00:00:00Z");
+  for (std::int64_t ms : {std::int64_t{0}, std::int64_t{1'796'205'600'123}, std::int64_t{-86'400'001}}) {
+    EXPECT_EQ(core::parse_rfc3339_ms(core::format_rfc3339_ms(ms)), ms);
+  }
+}
+
+
+// Round trips: what one side writes, the other parses back as the same message.
+
+RegisterRequest sample_register() {
+  RegisterRequest r;
+  r.agent_version = "0.1.0";
+  r.machine_fingerprint = "mfp_abcdefghijklmnop";
+  r.machine_id = "mch_1";
+  r.host = {"h1", "AMD EPYC 9654", 192, 1'031'000, 900'000, "Ubuntu 22.04.4 LTS", "6.5.0-35-generic", "27.3.1"};
+  GpuInfo g;
+  g.index = 0;
+  g.uuid = "GPU-11111111-2222-3333-4444-555555555555";
+  g.name = "NVIDIA H100 80GB HBM3";
+  g.model = "H100-SXM";
+  g.serial = "1652922001234";
+  g.memory_mib = 81559;
+  g.driver_version = "550.54.15";
+  g.cuda_version = "12.4";
+  g.pci_bus_id = "00000000:17:00.0";
+  g.pcie_gen_current = 4;
+  g.pcie_gen_max = 5;
+  g.pcie_width_current = 8;
+  g.pcie_width_max = 16;
+  g.power_limit_w = 700.5;
+  g.compute_capability = "9.0";
+  r.gpus.push_back(g);
+  GpuInfo bare;  // a board that says little: no model, serial, link facts or compute capability
+  bare.index = 1;
+  bare.uuid = "GPU-2";
+  bare.name = "NVIDIA GeForce RTX 4090";
+  bare.memory_mib = 24564;
+  bare.driver_version = "550.54.15";
+  r.gpus.push_back(bare);
+  r.simulated = true;
+  return r;
+}
+
+TEST(ProtocolRoundTrip, RegisterRequest) {
+  const RegisterRequest sent = sample_register();
+  auto got = parse_register_request(sent.to_json());
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(*got, sent);
+  RegisterRequest first = sent;  // a first registration names no machine and may have no GPUs or Docker
+  first.machine_id.reset();
+  first.gpus.clear();
+  first.host.docker_version.reset();
+  EXPECT_FALSE(first.to_json().contains("machine_id"));
+  auto again = parse_register_request(first.to_json());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, first);
+}
+
+TEST(ProtocolRoundTrip, RegisterReply) {
+  const RegisterReply sent{"mch_1", 15u};
+  auto got = parse_register_reply(sent.to_json());
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(*got, sent);
+  auto no_interval = parse_register_reply(RegisterReply{"mch_2", std::nullopt}.to_json());
+  ASSERT_TRUE(no_interval);
+  EXPECT_EQ(*no_interval, (RegisterReply{"mch_2", std::nullopt}));
+  EXPECT_FALSE(parse_register_reply(nlohmann::json{{"heartbeat_interval_s", 15}}));
+}
+
+TEST(ProtocolRoundTrip, HeartbeatRequest) {
+  HeartbeatRequest sent;
+  sent.machine_id = "mch_1";
+  sent.seq = 42;
+  sent.sent_at_ms = 1'796'205'600'123;
+  TelemetrySample full;
+  full.index = 0;
+  full.uuid = "GPU-1";
+  full.at_ms = 1'796'205'600'000;
+  full.memory_used_mib = 1234;
+  full.temperature_c = 71;
+  full.power_w = 612.345;
+  full.power_limit_w = 700.0;
+  full.util_gpu_pct = 97;
+  full.util_mem_pct = 55;
+  full.sm_clock_mhz = 1755;
+  full.mem_clock_mhz = 2619;
+  full.clock_events = {"sw_power_cap", "sw_thermal_slowdown"};
+  full.ecc_corrected = 7;
+  full.ecc_uncorrected = 1;
+  TelemetrySample sparse;  // a GeForce: no ECC, no power reading
+  sparse.index = 1;
+  sparse.uuid = "GPU-2";
+  sparse.at_ms = 1'796'205'600'000;
+  sparse.memory_used_mib = 0;
+  TelemetrySample lost;
+  lost.index = 2;
+  lost.uuid = "GPU-3";
+  lost.at_ms = 1'796'205'600'001;
+  lost.error = "nvmlDeviceGetUUID failed: GPU is lost";
+  sent.telemetry = {full, sparse, lost};
+  sent.events = {GpuEvent{std::string(kGpuLost), "GPU-3", 1'796'205'600'001, lost.error},
+                 GpuEvent{std::string(kGpuRecovered), "GPU-4", 1'796'205'600'002, std::nullopt}};
+  auto got = parse_heartbeat_request(sent.to_json());
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(*got, sent);
+
+  HeartbeatRequest quiet = sent;  // no events: the field is left out
+  quiet.events.clear();
+  quiet.sent_at_ms.reset();
+  EXPECT_FALSE(quiet.to_json().contains("events"));
+  auto again = parse_heartbeat_request(quiet.to_json());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, quiet);
+}
+
+TEST(ProtocolRoundTrip, HeartbeatReplyAndCommands) {
+  HeartbeatReply sent;
+  sent.commands = {Command{std::string(kRunBenchmark), "run_1", "first_registration"},
+                   Command{"start_job", std::nullopt, std::nullopt}};
+  sent.heartbeat_interval_s = 15;
+  EXPECT_EQ(parse_heartbeat_reply(sent.to_json()), sent);
+  HeartbeatReply dup;
+  dup.duplicate = true;
+  EXPECT_EQ(parse_heartbeat_reply(dup.to_json()), dup);
+  // What an agent cannot read is left empty rather than refused.
+  const auto odd = parse_heartbeat_reply(nlohmann::json{{"commands", {5, {{"type", 7}}}}, {"heartbeat_interval_s", -1}});
+  ASSERT_EQ(odd.commands.size(), 2u);
+  EXPECT_EQ(odd.commands[0].type, "");
+  EXPECT_EQ(odd.commands[1].type, "");
+  EXPECT_FALSE(odd.heartbeat_interval_s);
+  EXPECT_EQ(parse_heartbeat_reply(nlohmann::json::array()), HeartbeatReply{});
+}
+
+// The fields the server keeps beside its columns, and the host it stores, are the wire forms.
+TEST(ProtocolRoundTrip, StoredFormsAreTheWireForms) {
+  const RegisterRequest r = sample_register();
+  nlohmann::json facts = r.gpus[0].facts();
+  for (const char* key : {"uuid", "name", "model", "memory_mib"}) EXPECT_FALSE(facts.contains(key)) << key;
+  facts.update({{"uuid", r.gpus[0].uuid}, {"name", r.gpus[0].name}, {"model", "H100-SXM"}, {"memory_mib", 81559}});
+  EXPECT_EQ(facts, r.gpus[0].to_json());
+  EXPECT_EQ(r.to_json()["host"], r.host.to_json());
+}
+
+}  // namespace
+}  // namespace gpunex::protocol
