@@ -21,21 +21,22 @@ std::shared_ptr<const core::Schedule> ScheduleCache::get(const std::string& spec
   return shared;
 }
 
-std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules) {
-  // Plain queries joined here by key, rather than one seven-way join: the planners misjudge that
-  // join at this size (PostgreSQL estimates a handful of rows for 100,000 GPUs and picks nested
-  // loops), and each query alone is a scan or an index walk.
-  struct Machine {
-    std::string provider_id;
-    core::Tier tier = core::Tier::community;
-    std::string city, country, region;
-    std::int64_t commitment_months = 0;
-    std::shared_ptr<const core::Schedule> schedule;
-  };
-  MarketRepo repo(tx);
-  std::unordered_map<std::string, Machine> machines;
+namespace {
+
+//! An online machine as its offers show it.
+struct OfferMachine {
+  std::string provider_id;
+  core::Tier tier = core::Tier::community;
+  std::string city, country, region;
+  std::int64_t commitment_months = 0;
+  std::shared_ptr<const core::Schedule> schedule;
+};
+
+//! The online machines by id, their schedules parsed (once per distinct text).
+std::unordered_map<std::string, OfferMachine> online_machines(MarketRepo& repo, ScheduleCache& schedules) {
+  std::unordered_map<std::string, OfferMachine> machines;
   for (auto& r : repo.online_offer_machines()) {
-    Machine m;
+    OfferMachine m;
     m.provider_id = std::move(r.provider_id);
     m.tier = core::parse_tier(r.tier).value_or(core::Tier::community);
     m.city = std::move(r.city);
@@ -45,6 +46,17 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache&
     if (r.schedule_spec) m.schedule = schedules.get(*r.schedule_spec);
     machines.emplace(std::move(r.machine_id), std::move(m));
   }
+  return machines;
+}
+
+}  // namespace
+
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules) {
+  // Plain queries joined here by key, rather than one seven-way join: the planners misjudge that
+  // join at this size (PostgreSQL estimates a handful of rows for 100,000 GPUs and picks nested
+  // loops), and each query alone is a scan or an index walk.
+  MarketRepo repo(tx);
+  const auto machines = online_machines(repo, schedules);
   std::unordered_map<std::string, core::MicroUsdc> prices;  // by provider id + '\n' + model
   for (const auto& p : repo.all_current_prices()) prices.emplace(p.provider_id + '\n' + p.model, p.usdc_micro);
   const auto vram = model_vram_gib(tx);
@@ -59,7 +71,7 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache&
     double perf_sum = 0;
   };
   std::vector<Group> groups;  // of the machine being read, in the order its models appear
-  const Machine* machine = nullptr;
+  const OfferMachine* machine = nullptr;
   std::string machine_id;
   const auto flush = [&] {
     for (const auto& g : groups) {
