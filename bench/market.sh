@@ -235,7 +235,7 @@ PY
 done
 echo "offers: matches (total) per search; a/b when the stores disagree. First search after a change: $RELOADS"
 echo "times, each right after a write to the market: it waits for the offer cache's reload up to"
-echo "market_search_wait_ms, then answers from the previous offers (see server/market/offers.hpp OfferCache)."
+echo "market_search_wait_ms, then answers from the previous offers (see server/market/offer_cache.hpp OfferCache)."
 echo "Fill time: $(for s in $STORES; do printf '%s %ss ' "$s" "${fill_s[$s]}"; done); start-up worker rounds waited" \
   "for: $(for s in $STORES; do printf '%s %ss ' "$s" "${settled_s[$s]}"; done)"
 echo "($(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), gpunex-server $BIN; the client is one curl"

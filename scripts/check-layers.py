@@ -104,7 +104,7 @@ ALLOWED: dict[tuple[str, str], str] = {
         "approval adds a catalog model; the catalog (gpu_models, gpu_reference_prices) is read by "
         "onboarding, fleet and market alike, so its store access belongs below them (platform/ or a "
         "catalog repository in store/), or in onboarding/ which grows it",
-    ("server/fleet/machines.cpp", "server/market/offers.hpp"):
+    ("server/fleet/machines.cpp", "server/market/schedules.hpp"):
         "registration starts a machine on its declared schedule (save_schedule/load_schedule); let fleet "
         "own the machine's availability schedule (machine_schedules), which market reads",
 }

@@ -5,7 +5,9 @@
 // results (validated, stored with raw samples), each GPU's performance score
 // and quality ratio, delisting at once with a notification naming the failed
 // metric, measured vs expected and a recommendation, and relisting when a
-// later run passes. The judgement itself is core/benchmark.hpp; every function
+// later run passes. The judgement itself is core/benchmark.hpp, the run and
+// listing rules core/benchmark_run.hpp and core/listing.hpp, the SQL
+// benchmarks_repo, the notices' text listing_notice; every function
 // here works inside the caller's transaction, except the scheduler's round.
 
 #include <chrono>

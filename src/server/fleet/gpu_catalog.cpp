@@ -70,6 +70,12 @@ std::optional<core::GpuModel> find_model(store::Tx& tx, const std::string& id) {
   return from_row(*r);
 }
 
+std::unordered_map<std::string, double> model_vram_gib(store::Tx& tx) {
+  std::unordered_map<std::string, double> vram;
+  for (const auto& r : tx.query("SELECT id, vram_gib FROM gpu_models")) vram.emplace(r.str(0), r.f64(1));
+  return vram;
+}
+
 core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string& added_by, const std::string& field,
                        std::int64_t now_ms) {
   const auto now = now_ms;

@@ -1,10 +1,12 @@
 #pragma once
-// The GPU catalog in the store (table gpu_models): the built-in models,
+// The GPU catalog in the store, and every SQL statement on its tables
+// (gpu_models, gpu_reference_prices): the built-in models,
 // upserted at start-up from the embedded data, and models reviewers add.
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/gpu_catalog.hpp"
@@ -18,6 +20,8 @@ namespace gpunex::server {
 void seed_catalog(store::Store& store, std::int64_t now_ms);
 std::vector<core::GpuModel> list_models(store::Tx& tx);
 std::optional<core::GpuModel> find_model(store::Tx& tx, const std::string& id);
+//! Every model's VRAM in GiB by id: what an offer needs of the catalog, without parsing the figures.
+std::unordered_map<std::string, double> model_vram_gib(store::Tx& tx);
 //! Adds a reviewer's model; 409 (field `field`) when the id is taken.
 core::Status add_model(store::Tx& tx, const core::GpuModel& m, const std::string& added_by, const std::string& field,
                        std::int64_t now_ms);

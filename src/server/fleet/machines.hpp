@@ -2,7 +2,8 @@
 // Provider machines as the agent reports them: registration (re-attaching by
 // fingerprint), heartbeats with telemetry (latest sample, per-minute aggregates,
 // per-minute presence), sequence-number dedupe, events, and offline detection.
-// Every function works inside the caller's transaction.
+// Every function works inside the caller's transaction; the SQL is in
+// machines_repo, the status rules in core/machine_status.hpp.
 
 #include <cstdint>
 #include <string>

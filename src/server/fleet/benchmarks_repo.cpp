@@ -1,0 +1,242 @@
+#include "server/fleet/benchmarks_repo.hpp"
+
+#include "core/machine_status.hpp"
+#include "util/crypto.hpp"
+
+namespace gpunex::server {
+
+using core::BenchmarkReason;
+using core::BenchmarkRunStatus;
+using store::Row;
+
+namespace {
+
+//! A status or reason as an SQL literal, so the statements' text (and their plans) stay fixed.
+std::string sql(std::string_view name) {
+  return "'" + std::string(name) + "'";
+}
+std::string sql(BenchmarkRunStatus s) {
+  return sql(core::run_status_name(s));
+}
+
+BenchmarkRunStatus status_of(const std::string& text) {
+  auto s = core::parse_run_status(text);
+  if (!s) throw store::StoreError("benchmark_runs: unknown status " + text);
+  return *s;
+}
+
+BenchmarkReason reason_of(const std::string& text) {
+  auto r = core::parse_run_reason(text);
+  if (!r) throw store::StoreError("benchmark_runs: unknown reason " + text);
+  return *r;
+}
+
+store::Value opt(const std::optional<double>& v) {
+  if (v) return *v;
+  return nullptr;
+}
+store::Value opt(const std::optional<std::string>& v) {
+  if (v) return *v;
+  return nullptr;
+}
+
+const std::string& open_statuses() {
+  static const std::string s =
+      "(" + sql(BenchmarkRunStatus::requested) + ", " + sql(BenchmarkRunStatus::delivered) + ")";
+  return s;
+}
+
+// Online machines with no open run and no request within the run timeout (a run that expired without a
+// result is retried only after the timeout, not on every round).
+const std::string& schedulable() {
+  static const std::string s = "m.status = " + sql(core::machine_status_name(core::MachineStatus::online)) +
+                               " AND NOT EXISTS (SELECT 1 FROM benchmark_runs r WHERE r.machine_id = m.id AND "
+                               "(r.status IN " +
+                               open_statuses() + " OR r.requested_at > ?))";
+  return s;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> BenchmarksRepo::last_completed_at(const std::string& machine_id) {
+  static const std::string q = "SELECT MAX(completed_at) FROM benchmark_runs WHERE machine_id = ? AND status = " +
+                               sql(BenchmarkRunStatus::completed);
+  auto r = tx_.query_one(q, {machine_id});
+  if (!r || r->is_null(0)) return std::nullopt;
+  return r->i64(0);
+}
+
+bool BenchmarksRepo::has_open_run(const std::string& machine_id) {
+  static const std::string q = "SELECT 1 FROM benchmark_runs WHERE machine_id = ? AND status IN " + open_statuses();
+  return tx_.query_one(q, {machine_id}).has_value();
+}
+
+std::string BenchmarksRepo::open_run(const std::string& machine_id, BenchmarkReason reason, std::int64_t now) {
+  static const std::string q =
+      "INSERT INTO benchmark_runs (id, machine_id, reason, status, requested_at, simulated) "
+      "VALUES (?, ?, ?, " +
+      sql(BenchmarkRunStatus::requested) + ", ?, 0)";
+  const std::string id = util::new_id("bench");
+  tx_.exec(q, {id, machine_id, std::string(core::run_reason_name(reason)), now});
+  return id;
+}
+
+std::vector<std::string> BenchmarksRepo::schedulable_machines(std::int64_t requested_after) {
+  std::vector<std::string> out;
+  for (const auto& m :
+       tx_.query("SELECT m.id FROM machines m WHERE " + schedulable() + " ORDER BY m.id", {requested_after})) {
+    out.push_back(m.str(0));
+  }
+  return out;
+}
+
+bool BenchmarksRepo::is_schedulable(const std::string& machine_id, std::int64_t requested_after) {
+  return tx_.query_one("SELECT 1 FROM machines m WHERE m.id = ? AND " + schedulable(), {machine_id, requested_after})
+      .has_value();
+}
+
+void BenchmarksRepo::expire_delivered_before(const std::string& machine_id, std::int64_t cutoff) {
+  static const std::string q = "UPDATE benchmark_runs SET status = " + sql(BenchmarkRunStatus::expired) +
+                               " WHERE machine_id = ? AND status = " + sql(BenchmarkRunStatus::delivered) +
+                               " AND delivered_at < ?";
+  tx_.exec(q, {machine_id, cutoff});
+}
+
+std::optional<RequestedRun> BenchmarksRepo::oldest_requested(const std::string& machine_id) {
+  static const std::string q = "SELECT id, reason FROM benchmark_runs WHERE machine_id = ? AND status = " +
+                               sql(BenchmarkRunStatus::requested) + " ORDER BY requested_at LIMIT 1";
+  auto r = tx_.query_one(q, {machine_id});
+  if (!r) return std::nullopt;
+  return RequestedRun{r->str(0), reason_of(r->str(1))};
+}
+
+void BenchmarksRepo::mark_delivered(const std::string& run_id, std::int64_t now) {
+  static const std::string q =
+      "UPDATE benchmark_runs SET status = " + sql(BenchmarkRunStatus::delivered) + ", delivered_at = ? WHERE id = ?";
+  tx_.exec(q, {now, run_id});
+}
+
+std::optional<BenchmarkRunState> BenchmarksRepo::find_run(const std::string& run_id, const std::string& machine_id) {
+  auto r = tx_.query_one("SELECT status, reason FROM benchmark_runs WHERE id = ? AND machine_id = ?",
+                         {run_id, machine_id});
+  if (!r) return std::nullopt;
+  return BenchmarkRunState{status_of(r->str(0)), reason_of(r->str(1))};
+}
+
+void BenchmarksRepo::insert_agent_run(const std::string& run_id, const std::string& machine_id,
+                                      std::int64_t started_ms) {
+  static const std::string q = "INSERT INTO benchmark_runs (id, machine_id, reason, status, requested_at, simulated) "
+                               "VALUES (?, ?, " +
+                               sql(core::run_reason_name(BenchmarkReason::agent)) + ", " +
+                               sql(BenchmarkRunStatus::delivered) + ", ?, 0)";
+  tx_.exec(q, {run_id, machine_id, started_ms});
+}
+
+void BenchmarksRepo::complete_run(const std::string& run_id, bool simulated, const std::string& report_json,
+                                  const std::string& machine_failures_json, std::int64_t now) {
+  static const std::string q = "UPDATE benchmark_runs SET status = " + sql(BenchmarkRunStatus::completed) +
+                               ", completed_at = ?, simulated = ?, report = ?, machine_failures = ? WHERE id = ?";
+  tx_.exec(q, {now, std::int64_t{simulated}, report_json, machine_failures_json, run_id});
+}
+
+std::optional<std::int64_t> BenchmarksRepo::last_rerun_request_at(const std::string& machine_id) {
+  static const std::string q = "SELECT MAX(requested_at) FROM benchmark_runs WHERE machine_id = ? AND reason = " +
+                               sql(core::run_reason_name(BenchmarkReason::provider_request));
+  auto r = tx_.query_one(q, {machine_id});
+  if (!r || r->is_null(0)) return std::nullopt;
+  return r->i64(0);
+}
+
+std::vector<BenchmarkRunRow> BenchmarksRepo::recent_runs(const std::string& machine_id, std::int64_t limit) {
+  std::vector<BenchmarkRunRow> out;
+  for (const auto& r : tx_.query("SELECT id, reason, status, requested_at, delivered_at, completed_at, simulated, "
+                                 "machine_failures FROM benchmark_runs WHERE machine_id = ? ORDER BY requested_at "
+                                 "DESC LIMIT " +
+                                     std::to_string(limit),
+                                 {machine_id})) {
+    out.push_back(BenchmarkRunRow{r.str(0), reason_of(r.str(1)), status_of(r.str(2)), r.i64(3), r.opt_i64(4),
+                                  r.opt_i64(5), r.boolean(6), r.opt_str(7)});
+  }
+  return out;
+}
+
+void BenchmarksRepo::add_gpu_result(const GpuResultWrite& g, std::int64_t now) {
+  tx_.exec(
+      "INSERT INTO gpu_benchmarks (run_id, machine_id, uuid, model, perf_score, quality_ratio, pass, figures, "
+      "failures, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      {g.run_id, g.machine_id, g.uuid, opt(g.model), opt(g.perf_score), opt(g.quality_ratio), std::int64_t{g.pass},
+       g.figures_json, g.failures_json, now});
+}
+
+std::optional<GpuResultRow> BenchmarksRepo::latest_result(const std::string& machine_id, const std::string& uuid) {
+  auto r = tx_.query_one("SELECT run_id, figures, failures, at FROM gpu_benchmarks WHERE machine_id = ? AND "
+                         "uuid = ? ORDER BY at DESC LIMIT 1",
+                         {machine_id, uuid});
+  if (!r) return std::nullopt;
+  return GpuResultRow{r->str(0), r->str(1), r->str(2), r->i64(3)};
+}
+
+std::vector<ScorePoint> BenchmarksRepo::score_history(const std::string& machine_id, const std::string& uuid,
+                                                      std::int64_t limit) {
+  std::vector<ScorePoint> out;
+  for (const auto& h : tx_.query("SELECT at, perf_score, quality_ratio FROM gpu_benchmarks WHERE machine_id = ? AND "
+                                 "uuid = ? ORDER BY at DESC LIMIT " +
+                                     std::to_string(limit),
+                                 {machine_id, uuid})) {
+    out.push_back(ScorePoint{h.i64(0), h.is_null(1) ? std::nullopt : std::optional<double>(h.f64(1)),
+                             h.is_null(2) ? std::nullopt : std::optional<double>(h.f64(2))});
+  }
+  return out;
+}
+
+std::optional<std::pair<bool, std::optional<double>>> BenchmarksRepo::listing(const std::string& machine_id,
+                                                                              const std::string& uuid) {
+  auto r =
+      tx_.query_one("SELECT listed, perf_score FROM gpu_listing WHERE machine_id = ? AND uuid = ?", {machine_id, uuid});
+  if (!r) return std::nullopt;
+  return std::make_pair(r->boolean(0), r->opt_f64(1));
+}
+
+void BenchmarksRepo::upsert_listing(const ListingWrite& l, std::int64_t now) {
+  tx_.exec(
+      "INSERT INTO gpu_listing (machine_id, uuid, listed, perf_score, quality_ratio, delist_reason, "
+      "recommendation, last_run_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT (machine_id, uuid) DO UPDATE SET listed = excluded.listed, perf_score = excluded.perf_score, "
+      "quality_ratio = excluded.quality_ratio, delist_reason = excluded.delist_reason, "
+      "recommendation = excluded.recommendation, last_run_id = excluded.last_run_id, "
+      "updated_at = excluded.updated_at",
+      {l.machine_id, l.uuid, std::int64_t{l.listed}, opt(l.perf_score), opt(l.quality_ratio), opt(l.delist_reason),
+       opt(l.recommendation), l.last_run_id, now});
+}
+
+std::vector<GpuListingRow> BenchmarksRepo::present_gpu_listings(const std::string& machine_id) {
+  std::vector<GpuListingRow> out;
+  for (const auto& g : tx_.query("SELECT g.uuid, g.idx, g.name, g.model, l.listed, l.perf_score, l.quality_ratio, "
+                                 "l.delist_reason, l.recommendation FROM machine_gpus g LEFT JOIN gpu_listing l ON "
+                                 "l.machine_id = g.machine_id AND l.uuid = g.uuid WHERE g.machine_id = ? AND "
+                                 "g.present = 1 ORDER BY g.idx",
+                                 {machine_id})) {
+    GpuListingRow row;
+    row.uuid = g.str(0);
+    row.index = g.i64(1);
+    row.name = g.str(2);
+    if (!g.is_null(3)) row.model = g.str(3);
+    if (!g.is_null(4)) row.listed = g.boolean(4);
+    if (!g.is_null(5)) row.perf_score = g.f64(5);
+    if (!g.is_null(6)) row.quality_ratio = g.f64(6);
+    if (!g.is_null(7)) row.delist_reason = g.str(7);
+    if (!g.is_null(8)) row.recommendation = g.str(8);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+// owner: onboarding (providers), platform (users)
+std::optional<ProviderContact> BenchmarksRepo::provider_contact(const std::string& provider_id) {
+  auto r = tx_.query_one("SELECT u.id, u.email FROM providers p JOIN users u ON u.id = p.user_id WHERE p.id = ?",
+                         {provider_id});
+  if (!r) return std::nullopt;
+  return ProviderContact{r->str(0), r->str(1)};
+}
+
+}  // namespace gpunex::server

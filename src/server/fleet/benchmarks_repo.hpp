@@ -1,0 +1,137 @@
+#pragma once
+// The fleet's benchmark tables, and every SQL statement that reads or writes
+// them: benchmark_runs, gpu_benchmarks and gpu_listing (store/migrations.cpp).
+// Typed rows in and out; run statuses and reasons as core enums. Works inside
+// the caller's transaction.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/benchmark_run.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+//! A run as the ingestion sees it.
+struct BenchmarkRunState {
+  core::BenchmarkRunStatus status = core::BenchmarkRunStatus::requested;
+  core::BenchmarkReason reason = core::BenchmarkReason::agent;
+};
+
+//! A run waiting for delivery in a heartbeat reply.
+struct RequestedRun {
+  std::string id;
+  core::BenchmarkReason reason = core::BenchmarkReason::agent;
+};
+
+//! A run as the provider's Benchmarks tab lists it.
+struct BenchmarkRunRow {
+  std::string id;
+  core::BenchmarkReason reason = core::BenchmarkReason::agent;
+  core::BenchmarkRunStatus status = core::BenchmarkRunStatus::requested;
+  std::int64_t requested_ms = 0;
+  std::optional<std::int64_t> delivered_ms, completed_ms;
+  bool simulated = false;
+  std::optional<std::string> machine_failures_json;
+};
+
+//! One GPU's judged result in a run (gpu_benchmarks).
+struct GpuResultWrite {
+  std::string run_id, machine_id, uuid;
+  std::optional<std::string> model;
+  std::optional<double> perf_score, quality_ratio;
+  bool pass = false;
+  std::string figures_json, failures_json;
+};
+
+//! A GPU's newest result.
+struct GpuResultRow {
+  std::string run_id;
+  std::string figures_json, failures_json;
+  std::int64_t at_ms = 0;
+};
+
+//! One point of a GPU's score history.
+struct ScorePoint {
+  std::int64_t at_ms = 0;
+  std::optional<double> perf_score, quality_ratio;
+};
+
+//! A GPU's listing as the last run decided it (gpu_listing).
+struct ListingWrite {
+  std::string machine_id, uuid;
+  bool listed = false;
+  std::optional<double> perf_score, quality_ratio;
+  std::optional<std::string> delist_reason, recommendation;
+  std::string last_run_id;
+};
+
+//! A present GPU of a machine with its listing, none before a first run.
+struct GpuListingRow {
+  std::string uuid;
+  std::int64_t index = 0;
+  std::string name;
+  std::optional<std::string> model;
+  std::optional<bool> listed;
+  std::optional<double> perf_score, quality_ratio;
+  std::optional<std::string> delist_reason, recommendation;
+};
+
+//! The provider's user, for notifications.
+struct ProviderContact {
+  std::string user_id, email;
+};
+
+//! The benchmark tables of one transaction.
+class BenchmarksRepo {
+ public:
+  explicit BenchmarksRepo(store::Tx& tx) : tx_(tx) {}
+
+  //! When the machine's newest completed run completed; none before a first.
+  std::optional<std::int64_t> last_completed_at(const std::string& machine_id);
+  bool has_open_run(const std::string& machine_id);
+  //! Opens a run, Requested; returns its id.
+  std::string open_run(const std::string& machine_id, core::BenchmarkReason reason, std::int64_t now_ms);
+  //! Online machines with no open run and no run requested after `requested_after_ms`, by id.
+  std::vector<std::string> schedulable_machines(std::int64_t requested_after_ms);
+  //! The same test for one machine (again under the write lock).
+  bool is_schedulable(const std::string& machine_id, std::int64_t requested_after_ms);
+
+  //! Delivered runs of the machine delivered before `cutoff_ms` become Expired.
+  void expire_delivered_before(const std::string& machine_id, std::int64_t cutoff_ms);
+  //! The machine's oldest Requested run.
+  std::optional<RequestedRun> oldest_requested(const std::string& machine_id);
+  void mark_delivered(const std::string& run_id, std::int64_t now_ms);
+
+  std::optional<BenchmarkRunState> find_run(const std::string& run_id, const std::string& machine_id);
+  //! A run the agent reports unasked: Delivered, reason agent, requested when it started.
+  void insert_agent_run(const std::string& run_id, const std::string& machine_id, std::int64_t started_ms);
+  void complete_run(const std::string& run_id, bool simulated, const std::string& report_json,
+                    const std::string& machine_failures_json, std::int64_t now_ms);
+  //! When the provider last asked for a re-run of the machine.
+  std::optional<std::int64_t> last_rerun_request_at(const std::string& machine_id);
+  //! The newest runs first.
+  std::vector<BenchmarkRunRow> recent_runs(const std::string& machine_id, std::int64_t limit);
+
+  void add_gpu_result(const GpuResultWrite& r, std::int64_t now_ms);
+  std::optional<GpuResultRow> latest_result(const std::string& machine_id, const std::string& uuid);
+  //! The newest points first.
+  std::vector<ScorePoint> score_history(const std::string& machine_id, const std::string& uuid, std::int64_t limit);
+
+  //! The listing before a run: listed or not, none when never benchmarked; with the perf score.
+  std::optional<std::pair<bool, std::optional<double>>> listing(const std::string& machine_id, const std::string& uuid);
+  void upsert_listing(const ListingWrite& l, std::int64_t now_ms);
+  //! The machine's present GPUs by index, with their listing.
+  std::vector<GpuListingRow> present_gpu_listings(const std::string& machine_id);
+
+  //! owner: onboarding (providers) and platform (users). The user to tell about a provider's GPUs.
+  std::optional<ProviderContact> provider_contact(const std::string& provider_id);
+
+ private:
+  store::Tx& tx_;
+};
+
+}  // namespace gpunex::server

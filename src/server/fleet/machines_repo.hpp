@@ -1,0 +1,209 @@
+#pragma once
+// The fleet's machine tables, and every SQL statement that reads or writes
+// them: machines, machine_gpus, telemetry_latest, telemetry_minute,
+// presence_minute, machine_events and agent_seq (store/migrations.cpp). Typed
+// rows in and out; statuses as core::MachineStatus. Works inside the caller's
+// transaction.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/machine_status.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+//! What registration and heartbeats need of a machine.
+struct MachineRecord {
+  std::string id, provider_id;
+  core::MachineStatus status = core::MachineStatus::offline;
+  std::string driver_version;
+  bool simulated = false;
+};
+
+//! What a registration writes on a machine row.
+struct MachineRegistration {
+  std::string provider_id, fingerprint, hostname;
+  std::string host_json;  // the host facts as JSON text
+  bool simulated = false;
+  std::string agent_version;
+  std::int64_t protocol_version = 0;
+  std::string driver_version, cuda_version;
+};
+
+//! One GPU as registered (machine_gpus).
+struct MachineGpuWrite {
+  std::string uuid;
+  std::int64_t index = 0;
+  std::string name;
+  std::optional<std::string> model;  // the catalog id; none for an unknown model
+  std::int64_t memory_mib = 0;
+  std::string facts_json;
+};
+
+//! One telemetry sample folded into its minute (telemetry_minute): counts are 0 or 1 for this sample.
+struct MinuteSample {
+  std::int64_t errors = 0;
+  std::int64_t temp_n = 0;
+  double temp = 0;
+  std::int64_t power_n = 0;
+  double power = 0;
+  std::int64_t util_n = 0;
+  double util = 0;
+  std::int64_t mem_used = 0;
+  std::int64_t throttled = 0;
+  std::int64_t ecc_uncorrected = 0;
+};
+
+//! A machine as its card shows it (provider list and detail).
+struct MachineCard {
+  std::string id;
+  core::MachineStatus status = core::MachineStatus::offline;
+  std::optional<std::int64_t> last_seen_ms;
+  bool simulated = false;
+  std::string hostname;
+  std::int64_t created_ms = 0;
+  std::string driver_version, cuda_version, agent_version;
+  std::string host_json;
+};
+
+//! A GPU on a machine card: the registration, the latest sample and the listing the benchmarks decided.
+struct GpuCard {
+  std::string uuid;
+  std::int64_t index = 0;
+  std::string name;
+  std::optional<std::string> model;
+  std::int64_t memory_mib = 0;
+  bool present = false;
+  std::string facts_json;
+  std::optional<std::string> latest_sample_json;
+  std::optional<bool> listed;  // none until a first benchmark run
+  std::optional<double> perf_score, quality_ratio;
+  std::optional<std::string> delist_reason;
+};
+
+//! Telemetry summed over a span (a minute, or a bucket of minutes): counts, sums and maxima.
+struct TelemetrySums {
+  std::int64_t at_ms = 0;  // the span's start
+  std::int64_t samples = 0, errors = 0;
+  std::int64_t temp_n = 0;
+  double temp_sum = 0, temp_max = 0;
+  std::int64_t power_n = 0;
+  double power_sum = 0, power_max = 0;
+  std::int64_t util_n = 0;
+  double util_sum = 0, util_max = 0;
+  std::int64_t mem_used_max = 0, throttled = 0, ecc_uncorrected_max = 0;
+};
+
+//! A GPU's bucket of telemetry (the machines list's 24 h overview).
+struct GpuTelemetryBucket {
+  std::string uuid;
+  TelemetrySums sums;  // power_max, util_max, mem_used_max, throttled and ecc_uncorrected_max not read
+};
+
+struct MachineEvent {
+  std::int64_t at_ms = 0;
+  std::string kind;
+  std::string detail_json;
+};
+
+//! An Online machine that stopped sending heartbeats.
+struct SilentMachine {
+  std::string id;
+  std::int64_t last_seen_ms = 0;
+};
+
+//! What the benchmark checks need of a machine.
+struct MachineHostFacts {
+  std::string provider_id;
+  std::string host_json;
+  std::string hostname;
+};
+
+//! A present GPU, as the benchmark judgement needs it.
+struct PresentGpu {
+  std::string uuid;
+  std::optional<std::string> model;
+  std::int64_t memory_mib = 0;
+  std::int64_t index = 0;
+};
+
+//! The machine tables of one transaction.
+class MachinesRepo {
+ public:
+  explicit MachinesRepo(store::Tx& tx) : tx_(tx) {}
+
+  std::optional<MachineRecord> find(const std::string& id);
+  std::optional<MachineRecord> find_by_fingerprint(const std::string& provider_id, const std::string& fingerprint);
+  //! The provider that owns a machine, if the machine exists.
+  std::optional<std::string> owner(const std::string& id);
+
+  //! A new machine: Offline, never seen, until its first heartbeat.
+  void insert(const std::string& id, const MachineRegistration& r, std::int64_t now_ms);
+  //! A re-registration: the host, agent and driver as reported now.
+  void update_registration(const std::string& id, const MachineRegistration& r, std::int64_t now_ms);
+
+  //! The uuids of the machine's GPUs: all of them, or only those present at the last registration.
+  std::set<std::string> gpu_uuids(const std::string& machine_id, bool present_only);
+  //! Marks every GPU of the machine absent, before a registration marks those it reports present again.
+  void mark_gpus_absent(const std::string& machine_id, std::int64_t now_ms);
+  void upsert_gpu(const std::string& machine_id, const MachineGpuWrite& g, std::int64_t now_ms);
+
+  void add_event(const std::string& machine_id, std::int64_t at_ms, const std::string& kind,
+                 const nlohmann::json& detail, std::optional<std::int64_t> seq = std::nullopt);
+
+  //! The dedupe record of a heartbeat; false when this seq was already stored.
+  bool record_seq(const std::string& machine_id, std::int64_t seq, std::int64_t now_ms);
+  //! Keeps a GPU's newest sample (an older one arriving late changes nothing).
+  void store_latest_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms,
+                           const std::string& sample_json);
+  void add_minute_sample(const std::string& machine_id, const std::string& uuid, std::int64_t minute_ms,
+                         const MinuteSample& s);
+  void add_presence(const std::string& machine_id, std::int64_t minute_ms);
+  //! A heartbeat's effect on the machine row: seen now, the status given, the highest seq kept.
+  void record_heartbeat(const std::string& machine_id, core::MachineStatus status, std::int64_t seq,
+                        std::int64_t now_ms);
+
+  //! A provider's machines, oldest first.
+  std::vector<MachineCard> cards_of_provider(const std::string& provider_id);
+  std::optional<MachineCard> card(const std::string& machine_id, const std::string& provider_id);
+  //! The machine's GPUs, present first, by index.
+  std::vector<GpuCard> gpu_cards(const std::string& machine_id);
+  //! Every GPU's telemetry since `since_ms` in buckets of `step_ms`, by uuid then bucket.
+  std::vector<GpuTelemetryBucket> telemetry_buckets(const std::string& machine_id, std::int64_t since_ms,
+                                                    std::int64_t step_ms);
+  //! One GPU's per-minute telemetry since `since_ms`, oldest first.
+  std::vector<TelemetrySums> telemetry_minutes(const std::string& machine_id, const std::string& uuid,
+                                               std::int64_t since_ms);
+  //! Minutes with at least one heartbeat since `since_ms`.
+  std::int64_t presence_minutes(const std::string& machine_id, std::int64_t since_ms);
+  //! The newest events, newest first.
+  std::vector<MachineEvent> recent_events(const std::string& machine_id, std::int64_t limit);
+  //! Whether a GPU or driver change was recorded after `after_ms`.
+  bool hardware_changed_since(const std::string& machine_id, std::int64_t after_ms);
+
+  //! Online machines last seen before `cutoff_ms`, the longest silent first.
+  std::vector<SilentMachine> silent_online_machines(std::int64_t cutoff_ms, std::int64_t limit);
+  //! Moves an Online machine to `to`; false when it was no longer Online.
+  bool move_from_online(const std::string& machine_id, core::MachineStatus to);
+  //! Deletes minute aggregates, presence and dedupe rows older than `oldest_ms`, at most `limit` per table.
+  std::int64_t prune_before(std::int64_t oldest_ms, std::int64_t limit);
+
+  std::optional<MachineHostFacts> host_facts(const std::string& machine_id);
+  std::vector<PresentGpu> present_gpus(const std::string& machine_id);
+
+  //! owner: platform. The provider of a live (unrevoked) API key; empty when none.
+  std::string provider_of_api_key(const std::string& api_key_id);
+  //! owner: onboarding. The provider of a user; empty when none.
+  std::string provider_of_user(const std::string& user_id);
+
+ private:
+  store::Tx& tx_;
+};
+
+}  // namespace gpunex::server

@@ -1,0 +1,233 @@
+#include "server/market/market_repo.hpp"
+
+#include "core/machine_status.hpp"
+
+namespace gpunex::server {
+
+using store::Row;
+
+namespace {
+
+PriceRecord price_of(const Row& r) {
+  return PriceRecord{r.str(0), r.i64(1), r.str(2), r.i64(3), r.i64(4)};
+}
+
+constexpr const char* kPriceColumns = "model, usdc_micro, region, seq, started_at";
+
+// A provider's price for a model is an active listing while one of its online machines has a
+// present, listed GPU of the model: the same GPUs the offer candidates offer (schedules aside: a
+// machine outside its window is still in the market over a week). Reads the fleet's tables.
+const std::string& active_listing() {
+  static const std::string s =
+      "EXISTS (SELECT 1 FROM machines m JOIN machine_gpus g ON g.machine_id = m.id "
+      "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
+      "WHERE m.provider_id = cp.provider_id AND m.status = '" +
+      std::string(core::machine_status_name(core::MachineStatus::online)) +
+      "' AND g.present = 1 AND g.model = cp.model "
+      "AND l.listed = 1)";
+  return s;
+}
+
+std::string shape_of(const std::string& recurrence, std::int64_t starts, std::int64_t ends, const std::string& start_local,
+                     const std::string& end_local) {
+  return recurrence + "|" + std::to_string(starts) + "|" + std::to_string(ends) + "|" + start_local + "|" + end_local;
+}
+
+store::Value text_or_null(const std::string& v) {
+  if (v.empty()) return nullptr;
+  return v;
+}
+
+store::Value ms_or_null(const std::optional<std::int64_t>& v) {
+  if (!v) return nullptr;
+  return *v;
+}
+
+}  // namespace
+
+MaintenanceKey maintenance_key(const MaintenanceRecord& m) {
+  return MaintenanceKey{m.kind, m.category,
+                        shape_of(m.recurrence_json, m.starts_ms.value_or(0), m.ends_ms.value_or(0), m.start_local,
+                                 m.end_local)};
+}
+
+std::optional<PriceRecord> MarketRepo::current_price(const std::string& provider_id, const std::string& model) {
+  auto r = tx_.query_one(std::string("SELECT ") + kPriceColumns +
+                             " FROM provider_current_prices WHERE provider_id = ? AND model = ?",
+                         {provider_id, model});
+  if (!r) return std::nullopt;
+  return price_of(*r);
+}
+
+void MarketRepo::add_price(const std::string& provider_id, const PriceRecord& p, const std::string& by_user) {
+  tx_.exec("INSERT INTO provider_prices (provider_id, model, seq, usdc_micro, region, started_at, set_by) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?)",
+           {provider_id, p.model, p.seq, p.usdc_micro, p.region, p.started_at_ms, by_user});
+  tx_.exec("INSERT INTO provider_current_prices (provider_id, model, usdc_micro, region, seq, started_at) "
+           "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (provider_id, model) DO UPDATE SET usdc_micro = excluded.usdc_micro, "
+           "region = excluded.region, seq = excluded.seq, started_at = excluded.started_at",
+           {provider_id, p.model, p.usdc_micro, p.region, p.seq, p.started_at_ms});
+}
+
+std::vector<PriceRecord> MarketRepo::current_prices(const std::string& provider_id) {
+  std::vector<PriceRecord> out;
+  for (const auto& r : tx_.query(std::string("SELECT ") + kPriceColumns +
+                                     " FROM provider_current_prices WHERE provider_id = ? ORDER BY model",
+                                 {provider_id})) {
+    out.push_back(price_of(r));
+  }
+  return out;
+}
+
+std::vector<PriceRecord> MarketRepo::price_history(const std::string& provider_id, const std::string& model) {
+  std::vector<PriceRecord> out;
+  for (const auto& r : tx_.query(std::string("SELECT ") + kPriceColumns +
+                                     " FROM provider_prices WHERE provider_id = ? AND model = ? ORDER BY seq DESC",
+                                 {provider_id, model})) {
+    out.push_back(price_of(r));
+  }
+  return out;
+}
+
+std::vector<CurrentPrice> MarketRepo::all_current_prices() {
+  std::vector<CurrentPrice> out;
+  for (const auto& r : tx_.query("SELECT provider_id, model, usdc_micro FROM provider_current_prices")) {
+    out.push_back(CurrentPrice{r.str(0), r.str(1), r.i64(2)});
+  }
+  return out;
+}
+
+std::optional<ProfileRecord> MarketRepo::profile(const std::string& provider_id) {
+  auto r = tx_.query_one("SELECT city, country, region, commitment_months FROM provider_market_profiles "
+                         "WHERE provider_id = ?",
+                         {provider_id});
+  if (!r) return std::nullopt;
+  return ProfileRecord{r->str(0), r->str(1), r->str(2), r->i64(3)};
+}
+
+void MarketRepo::add_profile(const std::string& provider_id, const ProfileRecord& p, std::int64_t now_ms) {
+  tx_.exec("INSERT INTO provider_market_profiles (provider_id, city, country, region, commitment_months, updated_at) "
+           "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (provider_id) DO NOTHING",
+           {provider_id, p.city, p.country, p.region, p.commitment_months, now_ms});
+}
+
+std::vector<std::pair<core::ListingSighting, bool>> MarketRepo::current_listings(const std::string& model) {
+  std::vector<std::pair<core::ListingSighting, bool>> out;
+  for (const auto& r : tx_.query("SELECT cp.provider_id, cp.region, cp.usdc_micro, cp.seq, CASE WHEN " +
+                                     active_listing() +
+                                     " THEN 1 ELSE 0 END FROM provider_current_prices cp "
+                                     "WHERE cp.model = ? ORDER BY cp.provider_id",
+                                 {model})) {
+    out.emplace_back(core::ListingSighting{r.str(0), r.str(1), r.i64(2), r.i64(3), std::nullopt}, r.i64(4) != 0);
+  }
+  return out;
+}
+
+std::vector<core::ListingSighting> MarketRepo::listing_activity(const std::string& model, std::int64_t since_ms) {
+  std::vector<core::ListingSighting> out;
+  for (const auto& r : tx_.query("SELECT provider_id, region, usdc_micro, price_seq, last_active_at "
+                                 "FROM listing_activity WHERE model = ? AND last_active_at >= ? "
+                                 "ORDER BY provider_id, price_seq",
+                                 {model, since_ms})) {
+    out.push_back(core::ListingSighting{r.str(0), r.str(1), r.i64(2), r.i64(3), r.i64(4)});
+  }
+  return out;
+}
+
+std::int64_t MarketRepo::record_active_listings(std::int64_t now_ms) {
+  return tx_.exec("INSERT INTO listing_activity (provider_id, model, price_seq, usdc_micro, "
+                  "region, first_active_at, last_active_at) "
+                  "SELECT cp.provider_id, cp.model, cp.seq, cp.usdc_micro, cp.region, ?, ? "
+                  "FROM provider_current_prices cp WHERE " +
+                      active_listing() +
+                      " ON CONFLICT (provider_id, model, price_seq) DO UPDATE SET "
+                      "last_active_at = excluded.last_active_at "
+                      "WHERE excluded.last_active_at > listing_activity.last_active_at",
+                  {now_ms, now_ms});
+}
+
+void MarketRepo::delete_listing_activity_before(std::int64_t before_ms) {
+  tx_.exec("DELETE FROM listing_activity WHERE last_active_at < ?", {before_ms});
+}
+
+std::optional<std::string> MarketRepo::schedule_spec(const std::string& machine_id) {
+  auto r = tx_.query_one("SELECT spec FROM machine_schedules WHERE machine_id = ?", {machine_id});
+  if (!r) return std::nullopt;
+  return r->str(0);
+}
+
+void MarketRepo::upsert_schedule(const std::string& machine_id, const std::string& provider_id,
+                                 const ScheduleRecord& s, std::int64_t now_ms) {
+  tx_.exec("INSERT INTO machine_schedules (machine_id, provider_id, timezone, always_on, spec, updated_at) "
+           "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (machine_id) DO UPDATE SET timezone = excluded.timezone, "
+           "always_on = excluded.always_on, spec = excluded.spec, updated_at = excluded.updated_at",
+           {machine_id, provider_id, s.timezone, std::int64_t{s.always_on ? 1 : 0}, s.spec_json, now_ms});
+}
+
+std::map<MaintenanceKey, std::int64_t> MarketRepo::maintenance_declared_at(const std::string& machine_id) {
+  std::map<MaintenanceKey, std::int64_t> declared;
+  for (const auto& r : tx_.query("SELECT kind, category, recurrence, starts_at, ends_at, start_local, end_local, "
+                                 "declared_at FROM maintenance_windows WHERE machine_id = ?",
+                                 {machine_id})) {
+    declared.emplace(MaintenanceKey{r.str(0), r.str(1),
+                                    shape_of(r.opt_str(2).value_or(""), r.opt_i64(3).value_or(0),
+                                             r.opt_i64(4).value_or(0), r.opt_str(5).value_or(""),
+                                             r.opt_str(6).value_or(""))},
+                     r.i64(7));
+  }
+  return declared;
+}
+
+void MarketRepo::replace_maintenance(const std::string& machine_id,
+                                     const std::vector<std::pair<MaintenanceRecord, std::int64_t>>& windows) {
+  tx_.exec("DELETE FROM maintenance_windows WHERE machine_id = ?", {machine_id});
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    const auto& [m, declared_at] = windows[i];
+    tx_.exec("INSERT INTO maintenance_windows (machine_id, idx, category, kind, starts_at, ends_at, recurrence, "
+             "start_local, end_local, note, declared_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             {machine_id, static_cast<std::int64_t>(i), m.category, m.kind, ms_or_null(m.starts_ms),
+              ms_or_null(m.ends_ms), text_or_null(m.recurrence_json), text_or_null(m.start_local),
+              text_or_null(m.end_local), m.note, declared_at});
+  }
+}
+
+// owner: onboarding (providers.tier)
+std::vector<OfferMachineRow> MarketRepo::online_offer_machines() {
+  static const std::string q =
+      "SELECT m.id, m.provider_id, p.tier, COALESCE(mp.city, ''), COALESCE(mp.country, ''), "
+      "COALESCE(mp.region, ''), COALESCE(mp.commitment_months, 0), ms.spec "
+      "FROM machines m JOIN providers p ON p.id = m.provider_id "
+      "LEFT JOIN provider_market_profiles mp ON mp.provider_id = p.id "
+      "LEFT JOIN machine_schedules ms ON ms.machine_id = m.id "
+      "WHERE m.status = '" +
+      std::string(core::machine_status_name(core::MachineStatus::online)) + "'";
+  std::vector<OfferMachineRow> out;
+  for (const auto& r : tx_.query(q)) {
+    out.push_back(OfferMachineRow{r.str(0), r.str(1), r.str(2), r.str(3), r.str(4), r.str(5), r.i64(6),
+                                  r.opt_str(7)});
+  }
+  return out;
+}
+
+std::vector<ListedGpuRow> MarketRepo::listed_gpus() {
+  std::vector<ListedGpuRow> out;
+  for (const auto& r : tx_.query("SELECT g.machine_id, g.model, l.perf_score FROM machine_gpus g "
+                                 "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
+                                 "WHERE g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL "
+                                 "AND g.model IS NOT NULL ORDER BY g.machine_id, g.uuid")) {
+    out.push_back(ListedGpuRow{r.str(0), r.str(1), r.f64(2)});
+  }
+  return out;
+}
+
+void MarketRepo::read_one_snapshot() {
+  if (tx_.dialect() == store::Dialect::postgres) tx_.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+}
+
+std::int64_t MarketRepo::market_version() {
+  const auto r = tx_.query_one("SELECT version FROM market_version WHERE id = 1");
+  if (!r) throw store::StoreError("market_version has no row (migration 6)");
+  return r->i64(0);
+}
+
+}  // namespace gpunex::server

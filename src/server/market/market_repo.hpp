@@ -1,0 +1,129 @@
+#pragma once
+// The market's tables, and every SQL statement that reads or writes them:
+// provider_prices, provider_current_prices, provider_market_profiles,
+// listing_activity, machine_schedules, maintenance_windows and market_version
+// (store/migrations.cpp), plus the offer candidates' read across the fleet's
+// tables. Typed rows in and out. Works inside the caller's transaction.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/application.hpp"
+#include "core/marketplace.hpp"
+#include "core/money.hpp"
+#include "core/price_recommendation.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+//! One price of a provider for a model (provider_prices; the current one also in provider_current_prices).
+struct PriceRecord {
+  std::string model;
+  core::MicroUsdc usdc_micro = 0;
+  std::string region;
+  std::int64_t seq = 0;
+  std::int64_t started_at_ms = 0;
+};
+
+//! Where a provider's GPUs are and for how long it committed (provider_market_profiles).
+struct ProfileRecord {
+  std::string city, country, region;
+  std::int64_t commitment_months = 0;
+};
+
+//! A machine's schedule row (machine_schedules).
+struct ScheduleRecord {
+  std::string timezone;
+  bool always_on = false;
+  std::string spec_json;
+};
+
+//! One maintenance window as stored (maintenance_windows): an empty text is stored as NULL.
+struct MaintenanceRecord {
+  std::string kind, category;
+  std::string recurrence_json;                      // weekly and monthly windows
+  std::optional<std::int64_t> starts_ms, ends_ms;  // one-off windows
+  std::string start_local, end_local;               // weekly and monthly windows
+  std::string note;
+};
+//! What identifies a declared window across saves: kind, category and its shape.
+using MaintenanceKey = std::tuple<std::string, std::string, std::string>;
+MaintenanceKey maintenance_key(const MaintenanceRecord& m);
+
+//! An online machine as an offer shows it: its provider, tier, location and schedule text.
+struct OfferMachineRow {
+  std::string machine_id, provider_id;
+  std::string tier;
+  std::string city, country, region;
+  std::int64_t commitment_months = 0;
+  std::optional<std::string> schedule_spec;
+};
+
+//! A present, listed, scored GPU of a catalog model.
+struct ListedGpuRow {
+  std::string machine_id, model;
+  double perf_score = 0;
+};
+
+//! A provider's current price of a model.
+struct CurrentPrice {
+  std::string provider_id, model;
+  core::MicroUsdc usdc_micro = 0;
+};
+
+//! The market tables of one transaction.
+class MarketRepo {
+ public:
+  explicit MarketRepo(store::Tx& tx) : tx_(tx) {}
+
+  std::optional<PriceRecord> current_price(const std::string& provider_id, const std::string& model);
+  //! Adds a price to the history and makes it the current one.
+  void add_price(const std::string& provider_id, const PriceRecord& p, const std::string& by_user);
+  //! The provider's current prices by model id.
+  std::vector<PriceRecord> current_prices(const std::string& provider_id);
+  //! Every price the provider set for a model, newest first.
+  std::vector<PriceRecord> price_history(const std::string& provider_id, const std::string& model);
+  //! Every provider's current price, for the offer candidates.
+  std::vector<CurrentPrice> all_current_prices();
+
+  std::optional<ProfileRecord> profile(const std::string& provider_id);
+  //! Stores a profile unless the provider already has one.
+  void add_profile(const std::string& provider_id, const ProfileRecord& p, std::int64_t now_ms);
+
+  //! Every provider's current price of `model` (by provider) with whether it is an active listing now.
+  std::vector<std::pair<core::ListingSighting, bool>> current_listings(const std::string& model);
+  //! Earlier and current prices of `model` last seen active at or after `since_ms`.
+  std::vector<core::ListingSighting> listing_activity(const std::string& model, std::int64_t since_ms);
+  //! Records every active listing as seen at `now_ms`; returns the rows written.
+  std::int64_t record_active_listings(std::int64_t now_ms);
+  void delete_listing_activity_before(std::int64_t before_ms);
+
+  std::optional<std::string> schedule_spec(const std::string& machine_id);
+  void upsert_schedule(const std::string& machine_id, const std::string& provider_id, const ScheduleRecord& s,
+                       std::int64_t now_ms);
+  //! The machine's maintenance windows' declaration times, by what identifies each.
+  std::map<MaintenanceKey, std::int64_t> maintenance_declared_at(const std::string& machine_id);
+  //! Replaces the machine's maintenance windows, in order, each declared at the time given.
+  void replace_maintenance(const std::string& machine_id,
+                           const std::vector<std::pair<MaintenanceRecord, std::int64_t>>& windows);
+
+  //! Online machines with their provider's tier and profile and their schedule. owner: onboarding (providers.tier)
+  std::vector<OfferMachineRow> online_offer_machines();
+  //! Listed GPUs in key order (machine, uuid).
+  std::vector<ListedGpuRow> listed_gpus();
+
+  //! Makes the rest of the transaction read one snapshot (PostgreSQL: REPEATABLE READ, READ ONLY; SQLite
+  //! always does). First in the transaction.
+  void read_one_snapshot();
+  //! The store's market version (migration 6's triggers bump it).
+  std::int64_t market_version();
+
+ private:
+  store::Tx& tx_;
+};
+
+}  // namespace gpunex::server

@@ -1,0 +1,45 @@
+#pragma once
+// What the marketplace can offer, read from the store: every machine's listed,
+// priced GPUs, one candidate per (machine, model), and the market version that
+// says when they changed. Schedules are parsed once per distinct text.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/marketplace.hpp"
+#include "core/schedule.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+//! Parsed schedules by their stored text: machines often share one, and parsing (about 20 µs)
+//! would otherwise dominate an offer search. Thread-safe; emptied when it reaches its capacity.
+class ScheduleCache {
+ public:
+  explicit ScheduleCache(std::size_t capacity = 16384) : capacity_(capacity) {}
+  //! The schedule stored as `spec`; throws store::StoreError if it no longer parses.
+  std::shared_ptr<const core::Schedule> get(const std::string& spec);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const core::Schedule>> parsed_;
+  std::size_t capacity_;
+};
+
+//! Every machine's listed, priced GPUs that could be offered now: GPUs present and listed (not
+//! delisted) on online machines of providers (approved by construction), with the provider's
+//! current price for the model, one candidate per (machine, model). Availability windows, rank
+//! and the filters are applied by core::OfferBook, so each offer is ranked against its whole model.
+//! Uses machines/machine_gpus (issue 4) and gpu_listing's listed/perf_score (issue 5).
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules);
+
+//! The store's market version: bumped (by triggers, migration 6) in every transaction that
+//! changes what offer_candidates reads, so an unchanged version means unchanged candidates.
+//! A table that offer_candidates starts to read needs the same trigger, in a new migration.
+std::int64_t market_version(store::Tx& tx);
+
+}  // namespace gpunex::server
