@@ -137,15 +137,11 @@ Response decide(Ctx& ctx) {
   auto note = r.optional_string("note", 4000);
   const auto* add_model = r.optional_value("add_model");
   if (auto s = r.finish(); !s) return Response::error(s.error());
-  if (decision == "approve") {
-    d.action = core::ApplicationAction::approve;
-  } else if (decision == "reject") {
-    d.action = core::ApplicationAction::reject;
-  } else if (decision == "needs_info") {
-    d.action = core::ApplicationAction::request_info;
-  } else {
+  auto action = core::parse_decision(decision);
+  if (!action) {
     return Response::error(ErrorCode::invalid_field, "decision must be approve, reject or needs_info", "decision");
   }
+  d.action = *action;
   d.note = note ? core::trim(*note) : "";
   if (d.action != core::ApplicationAction::approve && d.note.empty()) {
     return Response::error(ErrorCode::missing_field, "note is required: tell the applicant why", "note");
@@ -212,7 +208,7 @@ Response decide(Ctx& ctx) {
     out["provider_id"] = *result->provider_id;
     out["api_key_id"] = *result->api_key_id;
     out["api_key_delivery"] = "e-mailed to the applicant and revealed once on their application page";
-    out["tier"] = *result->app.tier;
+    out["tier"] = core::tier_name(*result->app.tier);
   }
   return Response::json(200, out);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Accounts and sessions: users with roles, argon2id password hashes, and
-// session tokens that the store keeps only as SHA-256 hashes.
+// session tokens that the store keeps only as SHA-256 hashes. The SQL is in
+// platform_repo.hpp; the role names in core/account.hpp.
 
 #include <cstdint>
 #include <optional>
@@ -14,11 +15,8 @@
 
 namespace gpunex::server {
 
-//! The roles an account can hold.
-inline const std::vector<std::string>& known_roles() {
-  static const std::vector<std::string> roles = {"customer", "provider", "reviewer", "admin"};
-  return roles;
-}
+//! The roles an account can hold, by name (core::Role).
+const std::vector<std::string>& known_roles();
 
 struct User {
   std::string id;

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "server/platform/accounts.hpp"
+#include "server/platform/platform_repo.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 #include "util/crypto.hpp"
@@ -68,8 +69,7 @@ int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, st
     auto store = store::open_store(db_url);
     store::migrate(*store);
     bool has_admin = store->transact(
-        [](store::Tx& tx) { return tx.query_one("SELECT user_id FROM user_roles WHERE role = 'admin'").has_value(); },
-        store::TxMode::read);
+        [](store::Tx& tx) { return platform_repo::any_user_with_role(tx, core::Role::admin); }, store::TxMode::read);
     if (has_admin) return 0;
     const std::string email = "admin@localhost.localdomain";
     const std::string password = util::random_token(12);
