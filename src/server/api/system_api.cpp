@@ -39,7 +39,7 @@ bool is_loopback(const std::string& ip) { return ip.rfind("127.", 0) == 0 || ip 
 
 // Operators scrape from the host itself or sign in as admin; other callers learn nothing about traffic.
 http::Response metrics(Ctx& ctx) {
-  if (!is_loopback(ctx.req.remote_ip) && !(ctx.principal && ctx.principal->user.has_role("admin"))) {
+  if (!is_loopback(ctx.req.remote_ip) && !(ctx.principal && ctx.principal->user.has_role(core::Role::admin))) {
     return http::Response::error(core::ErrorCode::forbidden, "metrics are served to loopback or admin callers");
   }
   http::Response r;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/account.hpp"
 #include "core/result.hpp"
 #include "store/store.hpp"
 
@@ -26,6 +27,7 @@ struct User {
   std::int64_t created_at_ms = 0;
 
   bool has_role(std::string_view role) const;
+  bool has_role(core::Role role) const { return has_role(core::role_name(role)); }
   //! The API shape of /v1/me: {id, email, full_name, roles, created_at}.
   nlohmann::json to_json() const;
 };

@@ -75,7 +75,7 @@ int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, st
     const std::string password = util::random_token(12);
     // The file first: an account whose password could not be kept anywhere would be locked for good.
     if (!output.to_terminal && !write_login_file(output.login_file, email, password, err)) return 1;
-    auto user = create_user(*store, NewUser{email, password, "Administrator", "admin"}, util::SystemClock{}.now_ms());
+    auto user = create_user(*store, NewUser{email, password, "Administrator", std::string(core::role_name(core::Role::admin))}, util::SystemClock{}.now_ms());
     if (!user) {
       std::error_code ec;
       if (!output.to_terminal) std::filesystem::remove(output.login_file, ec);

@@ -212,7 +212,7 @@ std::optional<http::Response> App::admit(http::Request& req, const RouteOptions&
     }
   }
   if (!options.roles.empty()) {
-    bool allowed = principal && (principal->user.has_role("admin") ||
+    bool allowed = principal && (principal->user.has_role(core::Role::admin) ||
                                  std::any_of(options.roles.begin(), options.roles.end(),
                                              [&](const std::string& r) { return principal->user.has_role(r); }));
     if (!allowed) return http::Response::error(ErrorCode::forbidden, "your account lacks the role for this");
