@@ -3,6 +3,8 @@
 
 #include "server/onboarding/onboarding_repo.hpp"
 
+#include "server/onboarding/providers.hpp"
+
 #include <gtest/gtest.h>
 
 #include "provider_store.hpp"
@@ -159,4 +161,12 @@ TEST_F(OnboardingRepo, AKeptKeyIsClearedOnce) {
   ASSERT_EQ(keys.size(), 1u);
   ASSERT_TRUE(keys[0].kept);
   EXPECT_EQ(core::reveal_state(*keys[0].kept, kNow), core::RevealState::revealed);
+}
+
+TEST_F(OnboardingRepo, ProviderContactIsItsUsersEmail) {
+  auto c = tx([](store::Tx& t) { return server::provider_contact(t, "p1"); });
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->user_id, "u1");
+  EXPECT_EQ(c->email, "p@x");
+  EXPECT_FALSE(tx([](store::Tx& t) { return server::provider_contact(t, "nobody"); }));
 }

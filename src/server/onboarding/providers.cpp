@@ -33,6 +33,14 @@ std::optional<Provider> find_provider(store::Tx& tx, const std::string& provider
   return onboarding_repo::find_provider(tx, provider_id);
 }
 
+std::optional<ProviderContact> provider_contact(store::Tx& tx, const std::string& provider_id) {
+  auto p = onboarding_repo::find_provider(tx, provider_id);
+  if (!p) return std::nullopt;
+  auto u = platform_repo::find_user(tx, p->user_id);
+  if (!u) return std::nullopt;
+  return ProviderContact{u->id, u->email};
+}
+
 std::optional<std::string> provider_of_api_key(store::Tx& tx, const std::string& api_key_id) {
   return onboarding_repo::live_api_key_provider(tx, api_key_id);
 }

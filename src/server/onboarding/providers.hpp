@@ -24,6 +24,12 @@ std::optional<Provider> find_provider_by_user(store::Tx& tx, const std::string& 
 std::optional<Provider> find_provider(store::Tx& tx, const std::string& provider_id);
 //! The provider profile of the signed-in caller, or 404 not_a_provider.
 core::Result<Provider> provider_of_user(store::Tx& tx, const std::string& user_id);
+//! Where to tell a provider something: its user and that user's e-mail.
+struct ProviderContact {
+  std::string user_id;
+  std::string email;
+};
+std::optional<ProviderContact> provider_contact(store::Tx& tx, const std::string& provider_id);
 //! The provider a live (unrevoked) API key belongs to.
 std::optional<std::string> provider_of_api_key(store::Tx& tx, const std::string& api_key_id);
 //! Creates the provider (role, row) for an approved application.
