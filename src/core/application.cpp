@@ -293,15 +293,30 @@ std::string_view status_name(ApplicationStatus s) {
   return "draft";
 }
 
+const std::vector<ApplicationStatus>& all_statuses() {
+  static const std::vector<ApplicationStatus> all = {ApplicationStatus::draft, ApplicationStatus::submitted,
+                                                     ApplicationStatus::needs_info, ApplicationStatus::approved,
+                                                     ApplicationStatus::rejected};
+  return all;
+}
+
 std::optional<ApplicationStatus> parse_status(std::string_view s) {
-  for (auto st : {ApplicationStatus::draft, ApplicationStatus::submitted, ApplicationStatus::needs_info,
-                  ApplicationStatus::approved, ApplicationStatus::rejected}) {
+  for (auto st : all_statuses()) {
     if (status_name(st) == s) return st;
   }
   return std::nullopt;
 }
 
 bool is_editable(ApplicationStatus s) { return s == ApplicationStatus::draft || s == ApplicationStatus::needs_info; }
+
+bool is_open(ApplicationStatus s) { return is_editable(s) || s == ApplicationStatus::submitted; }
+
+std::optional<ApplicationAction> parse_decision(std::string_view s) {
+  if (s == "approve") return ApplicationAction::approve;
+  if (s == "reject") return ApplicationAction::reject;
+  if (s == "needs_info") return ApplicationAction::request_info;
+  return std::nullopt;
+}
 
 Result<ApplicationStatus> apply_action(ApplicationStatus from, ApplicationAction action) {
   auto refuse = [&](std::string what) -> Result<ApplicationStatus> {

@@ -104,6 +104,12 @@ std::optional<ApplicationStatus> parse_status(std::string_view s);
 Result<ApplicationStatus> apply_action(ApplicationStatus from, ApplicationAction action);
 //! Only drafts and applications waiting for more information can be edited.
 bool is_editable(ApplicationStatus s);
+//! Every status, in the order of the review flow.
+const std::vector<ApplicationStatus>& all_statuses();
+//! Not decided yet (draft, submitted, needs_info): an applicant has at most one such application.
+bool is_open(ApplicationStatus s);
+//! A reviewer's decision as the API names it ("approve", "reject", "needs_info"); nullopt for anything else.
+std::optional<ApplicationAction> parse_decision(std::string_view s);
 
 // ---- tiers ----
 

@@ -25,7 +25,7 @@ Error not_found() {
 }
 
 bool is_reviewer(const User& u) {
-  return u.has_role("reviewer") || u.has_role("admin");
+  return u.has_role(core::Role::reviewer) || u.has_role(core::Role::admin);
 }
 
 //! The application if the caller owns it (or, with `reviewers_too`, reviews); else 404, never 403.
@@ -113,7 +113,8 @@ Response list_mine(Ctx& ctx) {
 }
 
 Response queue(Ctx& ctx) {
-  auto status_s = ctx.req.query_param("status").value_or("submitted");
+  auto status_s =
+      ctx.req.query_param("status").value_or(std::string(core::status_name(core::ApplicationStatus::submitted)));
   auto status = core::parse_status(status_s);
   if (!status) {
     return Response::error(ErrorCode::invalid_field,
@@ -127,75 +128,81 @@ Response queue(Ctx& ctx) {
   });
 }
 
-Response decide(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body);
+//! add_model of a decision: the catalog model to add, which "other" entries it is for
+//! (add_model.model_other) and its reference price (add_model.reference_usdc_per_gpu_hour).
+core::Status read_add_model(nlohmann::json model, Decision& d) {
+  // add_model.model_other says which "other" entries the model is for; the rest describes the model.
+  if (model.is_object() && model.contains("model_other")) {
+    if (!model["model_other"].is_string()) {
+      return Error::make(ErrorCode::invalid_field, "add_model.model_other must be a string", "add_model.model_other");
+    }
+    d.add_model_for = model["model_other"].get<std::string>();
+    model.erase("model_other");
+  }
+  // add_model.reference_usdc_per_gpu_hour: the reviewer's reference price, a decimal string of
+  // USDC like every rate; without it the model has no recommendation until providers list it.
+  constexpr const char* kRefField = "add_model.reference_usdc_per_gpu_hour";
+  if (model.is_object() && model.contains("reference_usdc_per_gpu_hour")) {
+    const auto& raw = model["reference_usdc_per_gpu_hour"];
+    if (!raw.is_string()) {
+      return Error::make(ErrorCode::invalid_field, std::string(kRefField) + " must be a decimal string such as \"2.50\"",
+                         kRefField)
+          .with_code("invalid_amount");
+    }
+    auto rate = core::parse_rate(raw.get<std::string>());
+    if (!rate) {
+      Error e = std::move(rate).error();
+      e.message = std::string(kRefField) + ": " + e.message;
+      e.field = kRefField;
+      return e;
+    }
+    d.add_model_reference_price = *rate;
+    model.erase("reference_usdc_per_gpu_hour");
+  }
+  auto m = core::parse_gpu_model(model, "add_model");
+  if (!m) return std::move(m).error();
+  d.add_model = std::move(*m);
+  return core::ok_status();
+}
+
+//! A reviewer's decision body: {decision, tier?, note?, add_model?}.
+core::Result<Decision> read_decision(const nlohmann::json& body) {
+  core::ObjectReader r(body);
   Decision d;
   const std::string decision = r.required_string("decision", 1, 20);
   auto tier = r.optional_string("tier", 20);
   auto note = r.optional_string("note", 4000);
   const auto* add_model = r.optional_value("add_model");
-  if (auto s = r.finish(); !s) return Response::error(s.error());
-  if (decision == "approve") {
-    d.action = core::ApplicationAction::approve;
-  } else if (decision == "reject") {
-    d.action = core::ApplicationAction::reject;
-  } else if (decision == "needs_info") {
-    d.action = core::ApplicationAction::request_info;
-  } else {
-    return Response::error(ErrorCode::invalid_field, "decision must be approve, reject or needs_info", "decision");
-  }
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  auto action = core::parse_decision(decision);
+  if (!action) return Error::make(ErrorCode::invalid_field, "decision must be approve, reject or needs_info", "decision");
+  d.action = *action;
   d.note = note ? core::trim(*note) : "";
   if (d.action != core::ApplicationAction::approve && d.note.empty()) {
-    return Response::error(ErrorCode::missing_field, "note is required: tell the applicant why", "note");
+    return Error::make(ErrorCode::missing_field, "note is required: tell the applicant why", "note");
   }
   if (tier) {
     if (d.action != core::ApplicationAction::approve) {
-      return Response::error(ErrorCode::invalid_field, "tier is only for approve", "tier");
+      return Error::make(ErrorCode::invalid_field, "tier is only for approve", "tier");
     }
     d.tier = core::parse_tier(*tier);
-    if (!d.tier) return Response::error(ErrorCode::invalid_field, "tier must be community or enterprise", "tier");
+    if (!d.tier) return Error::make(ErrorCode::invalid_field, "tier must be community or enterprise", "tier");
   }
   if (add_model) {
     if (d.action != core::ApplicationAction::approve) {
-      return Response::error(ErrorCode::invalid_field, "add_model is only for approve", "add_model");
+      return Error::make(ErrorCode::invalid_field, "add_model is only for approve", "add_model");
     }
-    // add_model.model_other says which "other" entries the model is for; the rest describes the model.
-    nlohmann::json model = *add_model;
-    if (model.is_object() && model.contains("model_other")) {
-      if (!model["model_other"].is_string()) {
-        return Response::error(ErrorCode::invalid_field, "add_model.model_other must be a string",
-                               "add_model.model_other");
-      }
-      d.add_model_for = model["model_other"].get<std::string>();
-      model.erase("model_other");
-    }
-    // add_model.reference_usdc_per_gpu_hour: the reviewer's reference price, a decimal string of
-    // USDC like every rate; without it the model has no recommendation until providers list it.
-    constexpr const char* kRefField = "add_model.reference_usdc_per_gpu_hour";
-    if (model.is_object() && model.contains("reference_usdc_per_gpu_hour")) {
-      const auto& raw = model["reference_usdc_per_gpu_hour"];
-      if (!raw.is_string()) {
-        return Response::error(Error::make(ErrorCode::invalid_field,
-                                           std::string(kRefField) + " must be a decimal string such as \"2.50\"",
-                                           kRefField)
-                                   .with_code("invalid_amount"));
-      }
-      auto rate = core::parse_rate(raw.get<std::string>());
-      if (!rate) {
-        Error e = std::move(rate).error();
-        e.message = std::string(kRefField) + ": " + e.message;
-        e.field = kRefField;
-        return Response::error(std::move(e));
-      }
-      d.add_model_reference_price = *rate;
-      model.erase("reference_usdc_per_gpu_hour");
-    }
-    auto m = core::parse_gpu_model(model, "add_model");
-    if (!m) return Response::error(m.error());
-    d.add_model = std::move(*m);
+    if (auto s = read_add_model(*add_model, d); !s) return std::move(s).error();
   }
+  return d;
+}
+
+Response decide(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  auto decision = read_decision(*body);
+  if (!decision) return Response::error(decision.error());
+  const Decision& d = *decision;
   auto result = ctx.store().transact([&](store::Tx& tx) -> core::Result<DecisionResult> {
     auto app = load_application(tx, ctx.req.param("id"));
     if (!app) return not_found();
@@ -212,7 +219,7 @@ Response decide(Ctx& ctx) {
     out["provider_id"] = *result->provider_id;
     out["api_key_id"] = *result->api_key_id;
     out["api_key_delivery"] = "e-mailed to the applicant and revealed once on their application page";
-    out["tier"] = *result->app.tier;
+    out["tier"] = core::tier_name(*result->app.tier);
   }
   return Response::json(200, out);
 }

@@ -10,6 +10,7 @@
 #include "core/result.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/fleet/machines.hpp"
+#include "server/onboarding/providers.hpp"
 #include "server/platform/paging.hpp"
 #include "store/store.hpp"
 
@@ -37,8 +38,11 @@ http::Response list_response(Ctx& ctx, F&& items_of, std::size_t default_limit =
 
 //! The provider the caller acts for (a key's provider, or the signed-in provider's own); "" when none.
 inline std::string caller_provider(Ctx& ctx, store::Tx& tx) {
-  if (ctx.principal->via == Principal::Via::api_key) return provider_id_for_api_key(tx, ctx.principal->api_key_id);
-  return provider_id_for_user(tx, ctx.principal->user.id);
+  if (ctx.principal->via == Principal::Via::api_key) {
+    return provider_of_api_key(tx, ctx.principal->api_key_id).value_or(std::string());
+  }
+  auto p = find_provider_by_user(tx, ctx.principal->user.id);
+  return p ? p->id : std::string();
 }
 
 //! 403 not_a_provider: the caller has no provider to act for.

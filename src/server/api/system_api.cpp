@@ -1,5 +1,6 @@
 // /healthz (liveness), /readyz (readiness) and /metrics.
 
+#include "server/platform/platform_repo.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "store/migrations.hpp"
 #include "util/time.hpp"
@@ -18,12 +19,8 @@ http::Response readyz(Ctx& ctx) {
   const int expected = store::migrations().empty() ? 0 : store::migrations().back().version;
   std::int64_t applied = 0;
   try {
-    ctx.store().transact(
-        [&](store::Tx& tx) {
-          auto r = tx.query_one("SELECT MAX(version) FROM schema_migrations");
-          applied = r && !r->is_null(0) ? r->i64(0) : 0;
-        },
-        store::TxMode::read);
+    applied = ctx.store().transact([](store::Tx& tx) { return platform_repo::applied_schema_version(tx); },
+                                   store::TxMode::read);
   } catch (const std::exception& e) {
     return http::Response::json(503, {{"status", "unavailable"}, {"reason", "store unavailable"}, {"detail", e.what()}});
   }
@@ -42,7 +39,7 @@ bool is_loopback(const std::string& ip) { return ip.rfind("127.", 0) == 0 || ip 
 
 // Operators scrape from the host itself or sign in as admin; other callers learn nothing about traffic.
 http::Response metrics(Ctx& ctx) {
-  if (!is_loopback(ctx.req.remote_ip) && !(ctx.principal && ctx.principal->user.has_role("admin"))) {
+  if (!is_loopback(ctx.req.remote_ip) && !(ctx.principal && ctx.principal->user.has_role(core::Role::admin))) {
     return http::Response::error(core::ErrorCode::forbidden, "metrics are served to loopback or admin callers");
   }
   http::Response r;

@@ -2,6 +2,8 @@
 // Provider applications in the store: create, edit, submit, review decisions,
 // each transition appended to the history with who, when and the note, and
 // mailed to the applicant through the outbox. One call = one transaction's work.
+// The SQL is in onboarding_repo.hpp, the state machine and tiers in
+// core/application.hpp, the mail texts in mail/templates.hpp.
 
 #include <cstdint>
 #include <optional>
@@ -14,32 +16,11 @@
 #include "core/gpu_catalog.hpp"
 #include "core/money.hpp"
 #include "core/result.hpp"
+#include "server/onboarding/onboarding_repo.hpp"
 #include "server/platform/accounts.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {
-
-struct HistoryEntry {
-  std::int64_t at_ms = 0;
-  std::string by;  // user id
-  std::optional<std::string> from;
-  std::string to;
-  std::string note;
-};
-
-struct Application {
-  std::string id;
-  std::string user_id;
-  core::ApplicationStatus status = core::ApplicationStatus::draft;
-  core::ApplicationForm form;
-  std::int64_t created_at_ms = 0;
-  std::int64_t updated_at_ms = 0;
-  std::optional<std::int64_t> submitted_at_ms;        // the latest submission
-  std::optional<std::int64_t> first_submitted_at_ms;  // the first one (read by review_queue only)
-  std::optional<std::int64_t> decided_at_ms;
-  std::optional<std::string> tier;
-  std::vector<HistoryEntry> history;
-};
 
 //! The API shape, with the suggested tier and its reasons, expected review date and history.
 nlohmann::json to_json(const Application& a, std::int64_t now_ms);

@@ -4,7 +4,8 @@
 // display prefix; a revoked key stops authenticating at once. The one exception,
 // the key issued at approval, also waits in plaintext for its owner to reveal it
 // once in the dashboard (the reviewer decided, the provider was not there), for
-// at most kApiKeyRevealDays.
+// at most kApiKeyRevealDays. The SQL is in onboarding_repo.hpp, the reveal
+// rules in core/api_key.hpp.
 
 #include <cstdint>
 #include <optional>
@@ -12,27 +13,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/api_key.hpp"
 #include "core/result.hpp"
+#include "server/onboarding/onboarding_repo.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {
-
-struct Provider {
-  std::string id;
-  std::string user_id;
-  std::string application_id;
-  std::string tier;
-  std::int64_t created_at_ms = 0;
-  nlohmann::json to_json() const;
-};
 
 std::optional<Provider> find_provider_by_user(store::Tx& tx, const std::string& user_id);
 std::optional<Provider> find_provider(store::Tx& tx, const std::string& provider_id);
 //! The provider profile of the signed-in caller, or 404 not_a_provider.
 core::Result<Provider> provider_of_user(store::Tx& tx, const std::string& user_id);
+//! Where to tell a provider something: its user and that user's e-mail.
+struct ProviderContact {
+  std::string user_id;
+  std::string email;
+};
+std::optional<ProviderContact> provider_contact(store::Tx& tx, const std::string& provider_id);
+//! The provider a live (unrevoked) API key belongs to.
+std::optional<std::string> provider_of_api_key(store::Tx& tx, const std::string& api_key_id);
 //! Creates the provider (role, row) for an approved application.
 Provider create_provider(store::Tx& tx, const std::string& user_id, const std::string& application_id,
-                         const std::string& tier, std::int64_t now_ms);
+                         core::Tier tier, std::int64_t now_ms);
 
 inline constexpr const char* kApiKeyPrefix = "gpx_";
 
@@ -55,7 +57,7 @@ core::Result<nlohmann::json> revoke_api_key(store::Tx& tx, const std::string& pr
 
 //! How long the key issued at approval waits for its owner to reveal it in the dashboard; after
 //! that the plaintext is cleared (it went by mail too) and a new key is made on the API keys page.
-inline constexpr std::int64_t kApiKeyRevealDays = 7;
+inline constexpr std::int64_t kApiKeyRevealDays = core::kApiKeyRevealDays;
 
 //! Keeps `key`'s plaintext for one reveal by `user_id` (the approval's key; the same transaction).
 void keep_for_reveal(store::Tx& tx, const NewApiKey& key, const std::string& user_id, std::int64_t now_ms);
@@ -68,12 +70,7 @@ core::Result<nlohmann::json> reveal_api_key(store::Tx& tx, const std::string& pr
 std::int64_t expire_key_reveals(store::Tx& tx, std::int64_t now_ms);
 
 //! A live (unrevoked) key found by its secret.
-struct ApiKeyInfo {
-  std::string key_id;
-  std::string provider_id;
-  std::string user_id;
-  std::optional<std::int64_t> last_used_at_ms;
-};
+using ApiKeyInfo = onboarding_repo::LiveApiKey;
 std::optional<ApiKeyInfo> find_api_key(store::Tx& tx, const std::string& key);
 //! The same, by the key's SHA-256 (hex), as stored.
 std::optional<ApiKeyInfo> find_api_key_by_hash(store::Tx& tx, const std::string& key_hash);

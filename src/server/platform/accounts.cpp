@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "core/account.hpp"
 #include "core/text.hpp"
+#include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
 
@@ -10,6 +12,15 @@ namespace gpunex::server {
 
 using core::Error;
 using core::ErrorCode;
+
+const std::vector<std::string>& known_roles() {
+  static const std::vector<std::string> roles = [] {
+    std::vector<std::string> names;
+    for (auto r : core::all_roles()) names.emplace_back(core::role_name(r));
+    return names;
+  }();
+  return roles;
+}
 
 bool User::has_role(std::string_view role) const {
   return std::find(roles.begin(), roles.end(), role) != roles.end();
@@ -36,7 +47,7 @@ core::Status validate_new_user(const NewUser& u) {
   } else if (u.full_name.size() > 200 || !core::is_clean_utf8(u.full_name)) {
     bad("full_name", "Full name must be at most 200 characters of plain text");
   }
-  if (std::find(known_roles().begin(), known_roles().end(), u.role) == known_roles().end()) {
+  if (!core::parse_role(u.role)) {
     bad("role", "Role must be one of customer, provider, reviewer, admin");
   }
   return errors.status();
@@ -44,12 +55,10 @@ core::Status validate_new_user(const NewUser& u) {
 
 namespace {
 
-std::vector<std::string> roles_of(store::Tx& tx, const std::string& user_id) {
-  std::vector<std::string> roles;
-  for (const auto& r : tx.query("SELECT role FROM user_roles WHERE user_id = ? ORDER BY role", {user_id})) {
-    roles.push_back(r.str(0));
-  }
-  return roles;
+std::vector<std::string> role_names(store::Tx& tx, const std::string& user_id) {
+  std::vector<std::string> names;
+  for (auto r : platform_repo::roles_of(tx, user_id)) names.emplace_back(core::role_name(r));
+  return names;
 }
 
 }  // namespace
@@ -62,28 +71,22 @@ core::Result<User> create_user(store::Store& store, const NewUser& input, std::i
   const std::string hash = util::hash_password(u.password);
   return store.transact([&](store::Tx& tx) -> core::Result<User> {
     User user{util::new_id("usr"), u.email, u.full_name, {}, now_ms};
-    auto inserted = tx.query(
-        "INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (email) DO NOTHING RETURNING id",
-        {user.id, user.email, user.full_name, hash, user.created_at_ms});
-    if (inserted.empty()) {
+    if (!platform_repo::insert_user(tx, {user.id, user.email, user.full_name, user.created_at_ms}, hash)) {
       return Error::make(ErrorCode::conflict, "an account with this e-mail already exists", "email")
           .with_code("email_taken");
     }
-    std::vector<std::string> roles = {"customer"};
-    if (u.role != "customer") roles.push_back(u.role);
-    for (const auto& role : roles) {
-      tx.exec("INSERT INTO user_roles (user_id, role, granted_at) VALUES (?, ?, ?)", {user.id, role, user.created_at_ms});
+    for (auto role : core::initial_roles(*core::parse_role(u.role))) {
+      platform_repo::grant_role(tx, user.id, role, user.created_at_ms);
     }
-    user.roles = roles_of(tx, user.id);
+    user.roles = role_names(tx, user.id);
     return user;
   });
 }
 
 std::optional<User> find_user(store::Tx& tx, const std::string& user_id) {
-  auto row = tx.query_one("SELECT id, email, full_name, created_at FROM users WHERE id = ?", {user_id});
+  auto row = platform_repo::find_user(tx, user_id);
   if (!row) return std::nullopt;
-  return User{row->str(0), row->str(1), row->str(2), roles_of(tx, user_id), row->i64(3)};
+  return User{row->id, row->email, row->full_name, role_names(tx, user_id), row->created_at_ms};
 }
 
 core::Result<NewSession> login(store::Store& store, const std::string& email_in, const std::string& password,
@@ -91,26 +94,22 @@ core::Result<NewSession> login(store::Store& store, const std::string& email_in,
   // A fixed hash verified when the account does not exist, so both failures take the same time.
   static const std::string dummy_hash = util::hash_password("not-a-real-password-0000");
   const std::string email = core::to_lower_ascii(core::trim(email_in));
-  auto found = store.transact(
-      [&](store::Tx& tx) {
-        return tx.query_one("SELECT id, password_hash FROM users WHERE email = ?", {email});
-      },
-      store::TxMode::read);
-  bool good = util::verify_password(password, found ? found->str(1) : dummy_hash) && found.has_value();
+  auto found = store.transact([&](store::Tx& tx) { return platform_repo::find_credentials(tx, email); },
+                              store::TxMode::read);
+  bool good = util::verify_password(password, found ? found->password_hash : dummy_hash) && found.has_value();
   if (!good) {
     return Error::make(ErrorCode::unauthenticated, "e-mail or password is wrong").with_code("invalid_credentials");
   }
   NewSession s;
   s.token = util::random_token(32);
   s.csrf_token = util::random_token(24);
-  const std::string user_id = found->str(0);
+  const std::string user_id = found->user_id;
   return store.transact([&](store::Tx& tx) -> core::Result<NewSession> {
     const auto now = now_ms;
     s.expires_at_ms = now + ttl_ms;
-    tx.exec("INSERT INTO sessions (token_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-            {util::sha256_hex(s.token), user_id, s.csrf_token, now, s.expires_at_ms});
+    platform_repo::insert_session(tx, {util::sha256_hex(s.token), user_id, s.csrf_token, now, s.expires_at_ms});
     // Expired sessions of this user are removed as they log in again, which bounds the table.
-    tx.exec("DELETE FROM sessions WHERE user_id = ? AND expires_at <= ?", {user_id, now});
+    platform_repo::delete_expired_sessions(tx, user_id, now);
     auto user = find_user(tx, user_id);
     if (!user) return Error::make(ErrorCode::unauthenticated, "e-mail or password is wrong");
     s.user = std::move(*user);
@@ -120,16 +119,15 @@ core::Result<NewSession> login(store::Store& store, const std::string& email_in,
 
 std::optional<SessionInfo> find_session(store::Tx& tx, const std::string& token, std::int64_t now_ms) {
   const std::string hash = util::sha256_hex(token);
-  auto row = tx.query_one("SELECT user_id, csrf_token FROM sessions WHERE token_hash = ? AND expires_at > ?",
-                          {hash, now_ms});
+  auto row = platform_repo::find_live_session(tx, hash, now_ms);
   if (!row) return std::nullopt;
-  auto user = find_user(tx, row->str(0));
+  auto user = find_user(tx, row->user_id);
   if (!user) return std::nullopt;
-  return SessionInfo{std::move(*user), row->str(1), hash};
+  return SessionInfo{std::move(*user), row->csrf_token, hash};
 }
 
 void end_session(store::Tx& tx, const std::string& token_hash) {
-  tx.exec("DELETE FROM sessions WHERE token_hash = ?", {token_hash});
+  platform_repo::delete_session(tx, token_hash);
 }
 
 }  // namespace gpunex::server

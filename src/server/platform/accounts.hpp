@@ -1,6 +1,7 @@
 #pragma once
 // Accounts and sessions: users with roles, argon2id password hashes, and
-// session tokens that the store keeps only as SHA-256 hashes.
+// session tokens that the store keeps only as SHA-256 hashes. The SQL is in
+// platform_repo.hpp; the role names in core/account.hpp.
 
 #include <cstdint>
 #include <optional>
@@ -9,16 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/account.hpp"
 #include "core/result.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {
 
-//! The roles an account can hold.
-inline const std::vector<std::string>& known_roles() {
-  static const std::vector<std::string> roles = {"customer", "provider", "reviewer", "admin"};
-  return roles;
-}
+//! The roles an account can hold, by name (core::Role).
+const std::vector<std::string>& known_roles();
 
 struct User {
   std::string id;
@@ -28,6 +27,7 @@ struct User {
   std::int64_t created_at_ms = 0;
 
   bool has_role(std::string_view role) const;
+  bool has_role(core::Role role) const { return has_role(core::role_name(role)); }
   //! The API shape of /v1/me: {id, email, full_name, roles, created_at}.
   nlohmann::json to_json() const;
 };

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "server/platform/accounts.hpp"
+#include "server/platform/platform_repo.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 #include "util/crypto.hpp"
@@ -68,14 +69,13 @@ int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, st
     auto store = store::open_store(db_url);
     store::migrate(*store);
     bool has_admin = store->transact(
-        [](store::Tx& tx) { return tx.query_one("SELECT user_id FROM user_roles WHERE role = 'admin'").has_value(); },
-        store::TxMode::read);
+        [](store::Tx& tx) { return platform_repo::any_user_with_role(tx, core::Role::admin); }, store::TxMode::read);
     if (has_admin) return 0;
     const std::string email = "admin@localhost.localdomain";
     const std::string password = util::random_token(12);
     // The file first: an account whose password could not be kept anywhere would be locked for good.
     if (!output.to_terminal && !write_login_file(output.login_file, email, password, err)) return 1;
-    auto user = create_user(*store, NewUser{email, password, "Administrator", "admin"}, util::SystemClock{}.now_ms());
+    auto user = create_user(*store, NewUser{email, password, "Administrator", std::string(core::role_name(core::Role::admin))}, util::SystemClock{}.now_ms());
     if (!user) {
       std::error_code ec;
       if (!output.to_terminal) std::filesystem::remove(output.login_file, ec);

@@ -1,53 +1,67 @@
 #include "server/platform/notifications.hpp"
 
 #include <algorithm>
-#include <limits>
 
+#include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {
 
+namespace {
+
+//! At most this much of a delivery error is kept with the mail.
+constexpr std::size_t kMaxErrorChars = 1000;
+
+nlohmann::json opt_time(const std::optional<std::int64_t>& t) {
+  return t ? nlohmann::json(util::rfc3339(*t)) : nlohmann::json(nullptr);
+}
+
+std::string with_secret(std::string body, const std::string& secret) {
+  const std::string ph = kSecretPlaceholder;
+  for (auto pos = body.find(ph); pos != std::string::npos; pos = body.find(ph, pos + secret.size())) {
+    body.replace(pos, ph.size(), secret);
+  }
+  return body;
+}
+
+nlohmann::json notification_json(const platform_repo::NotificationRow& n) {
+  return {{"id", n.id},
+          {"kind", n.kind},
+          {"title", n.title},
+          {"body", n.body},
+          {"link", n.link ? nlohmann::json(*n.link) : nlohmann::json(nullptr)},
+          {"created_at", util::rfc3339(n.created_at_ms)},
+          {"read_at", opt_time(n.read_at_ms)}};
+}
+
+}  // namespace
+
 std::string enqueue_mail(store::Tx& tx, const OutgoingMail& mail, std::int64_t now_ms) {
   std::string id = util::new_id("mail");
-  store::Value secret = mail.secret ? store::Value(*mail.secret) : store::Value(nullptr);
-  tx.exec(
-      "INSERT INTO outbox (id, kind, to_addr, subject, body, secret, created_at, attempts, next_attempt_at) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
-      {id, mail.kind, mail.to, mail.subject, mail.body, secret, now_ms, now_ms});
+  platform_repo::insert_mail(tx, {id, mail.kind, mail.to, mail.subject, mail.body, mail.secret, now_ms, 0});
   return id;
 }
 
 std::vector<DueMail> due_mails(store::Tx& tx, std::int64_t now_ms, int limit) {
   std::vector<DueMail> out;
-  for (const auto& r : tx.query("SELECT id, to_addr, subject, body, secret, created_at, attempts FROM outbox "
-                                "WHERE sent_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
-                                {now_ms, std::int64_t{limit}})) {
-    DueMail m{r.str(0), r.str(1), r.str(2), r.str(3), r.i64(5), r.i64(6)};
-    if (auto secret = r.opt_str(4)) {
-      const std::string ph = kSecretPlaceholder;
-      for (auto pos = m.body.find(ph); pos != std::string::npos; pos = m.body.find(ph, pos + secret->size())) {
-        m.body.replace(pos, ph.size(), *secret);
-      }
-    }
-    out.push_back(std::move(m));
+  for (auto& r : platform_repo::find_due_mails(tx, now_ms, limit)) {
+    std::string body = r.secret ? with_secret(std::move(r.body), *r.secret) : std::move(r.body);
+    out.push_back(DueMail{r.id, r.to, r.subject, std::move(body), r.created_at_ms, r.attempts});
   }
   return out;
 }
 
 void mark_mail_sent(store::Tx& tx, const std::string& id, std::int64_t now_ms) {
-  tx.exec("UPDATE outbox SET sent_at = ?, secret = NULL, attempts = attempts + 1, last_error = NULL WHERE id = ?",
-          {now_ms, id});
+  platform_repo::set_mail_sent(tx, id, now_ms);
 }
 
 void mark_mail_failed(store::Tx& tx, const std::string& id, const std::string& error, std::int64_t next_attempt_ms) {
-  tx.exec("UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
-          {error.substr(0, 1000), next_attempt_ms, id});
+  platform_repo::set_mail_failed(tx, id, error.substr(0, kMaxErrorChars), next_attempt_ms);
 }
 
 void give_up_mail(store::Tx& tx, const std::string& id, const std::string& error) {
-  tx.exec("UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, secret = NULL WHERE id = ?",
-          {("gave up: " + error).substr(0, 1000), std::numeric_limits<std::int64_t>::max(), id});
+  platform_repo::set_mail_given_up(tx, id, ("gave up: " + error).substr(0, kMaxErrorChars));
 }
 
 std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms) {
@@ -57,50 +71,44 @@ std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms) {
   return std::min(d, kMax);
 }
 
+void announce(store::Tx& tx, const std::string& user_id, const std::string& to, const mail::Announcement& a,
+              const std::optional<std::string>& secret, std::int64_t now_ms) {
+  enqueue_mail(tx, OutgoingMail{a.mail.kind, to, a.mail.subject, a.mail.body, secret}, now_ms);
+  notify_user(tx, user_id, a.notice.kind, a.notice.title, a.notice.body, a.notice.link, now_ms);
+}
+
 void notify_user(store::Tx& tx, const std::string& user_id, const std::string& kind, const std::string& title,
                  const std::string& body, const std::string& link, std::int64_t now_ms) {
-  tx.exec("INSERT INTO notifications (id, user_id, kind, title, body, link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-          {util::new_id("ntf"), user_id, kind, title, body, link, now_ms});
+  platform_repo::insert_notification(tx, {util::new_id("ntf"), user_id, kind, title, body, link, now_ms, std::nullopt});
 }
 
 core::Result<nlohmann::json> list_notifications(store::Tx& tx, const std::string& user_id, const PageParams& page) {
   // Keyset: after the cursor's (created_at, id), in the same newest-first order; one row more tells a next page.
-  std::string sql = "SELECT id, kind, title, body, link, created_at, read_at FROM notifications WHERE user_id = ? ";
-  store::Params args{user_id};
+  std::optional<platform_repo::NotificationCursor> after;
   if (page.after) {
-    auto c = tx.query_one("SELECT created_at FROM notifications WHERE user_id = ? AND id = ?", {user_id, *page.after});
+    auto c = platform_repo::find_notification(tx, user_id, *page.after);
     if (!c) {
       return core::Error::make(core::ErrorCode::invalid_field, "cursor does not name an item of this list", "cursor");
     }
-    sql += "AND (created_at < ? OR (created_at = ? AND id < ?)) ";
-    args.insert(args.end(), {c->i64(0), c->i64(0), *page.after});
+    after = platform_repo::NotificationCursor{c->created_at_ms, *page.after};
   }
-  sql += "ORDER BY created_at DESC, id DESC LIMIT ?";
-  args.emplace_back(static_cast<std::int64_t>(page.limit + 1));
   nlohmann::json items = nlohmann::json::array();
   nlohmann::json next = nullptr;
-  for (const auto& r : tx.query(sql, args)) {
+  for (const auto& n : platform_repo::notifications_page(tx, user_id, after, page.limit + 1)) {
     if (items.size() == page.limit) {
       next = items.back()["id"];
       break;
     }
-    auto read = r.opt_i64(6);
-    items.push_back({{"id", r.str(0)},
-                     {"kind", r.str(1)},
-                     {"title", r.str(2)},
-                     {"body", r.str(3)},
-                     {"link", r.opt_str(4) ? nlohmann::json(*r.opt_str(4)) : nlohmann::json(nullptr)},
-                     {"created_at", util::rfc3339(r.i64(5))},
-                     {"read_at", read ? nlohmann::json(util::rfc3339(*read)) : nlohmann::json(nullptr)}});
+    items.push_back(notification_json(n));
   }
-  auto unread = tx.query_one("SELECT COUNT(*) FROM notifications WHERE user_id = ? AND read_at IS NULL", {user_id});
-  return nlohmann::json{{"items", items}, {"unread", unread ? unread->i64(0) : 0}, {"next_cursor", next}};
+  const auto unread = platform_repo::count_unread_notifications(tx, user_id);
+  return nlohmann::json{{"items", items}, {"unread", unread}, {"next_cursor", next}};
 }
 
 bool mark_notification_read(store::Tx& tx, const std::string& user_id, const std::string& id, std::int64_t now_ms) {
-  auto row = tx.query_one("SELECT read_at FROM notifications WHERE id = ? AND user_id = ?", {id, user_id});
-  if (!row) return false;
-  if (row->is_null(0)) tx.exec("UPDATE notifications SET read_at = ? WHERE id = ?", {now_ms, id});
+  auto n = platform_repo::find_notification(tx, user_id, id);
+  if (!n) return false;
+  if (!n->read_at_ms) platform_repo::set_notification_read(tx, id, now_ms);
   return true;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Notifications: the durable mail outbox (written in the same transaction as
 // the change it reports, delivered later by the mail worker) and the in-app
-// notification list of each user.
+// notification list of each user. The texts are in mail/templates.hpp, the
+// SQL in platform_repo.hpp.
 
 #include <cstdint>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
+#include "server/mail/templates.hpp"
 #include "server/platform/paging.hpp"
 
 #include "store/store.hpp"
@@ -26,7 +28,7 @@ struct OutgoingMail {
   std::string body;
   std::optional<std::string> secret;
 };
-inline constexpr const char* kSecretPlaceholder = "{{secret}}";
+inline constexpr const char* kSecretPlaceholder = mail::kSecretPlaceholder;
 
 //! Queues a mail in the outbox; returns its id.
 std::string enqueue_mail(store::Tx& tx, const OutgoingMail& mail, std::int64_t now_ms);
@@ -49,6 +51,11 @@ void mark_mail_failed(store::Tx& tx, const std::string& id, const std::string& e
 void give_up_mail(store::Tx& tx, const std::string& id, const std::string& error);
 //! The delay before retry number `attempts` (1-based): base · 2^(attempts-1), at most one hour.
 std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms);
+
+//! Tells a user an event both ways, in this order: queues `a.mail` to `to` (with `secret` kept apart
+//! when given) and adds `a.notice` to their notifications.
+void announce(store::Tx& tx, const std::string& user_id, const std::string& to, const mail::Announcement& a,
+              const std::optional<std::string>& secret, std::int64_t now_ms);
 
 //! Adds an in-app notification for a user.
 void notify_user(store::Tx& tx, const std::string& user_id, const std::string& kind, const std::string& title,

@@ -5,8 +5,10 @@
 #include <future>
 #include <stdexcept>
 
+#include "core/api_key.hpp"
 #include "core/json_reader.hpp"
 #include "server/onboarding/providers.hpp"
+#include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 
@@ -169,7 +171,7 @@ core::Result<std::optional<Principal>> App::authenticate_api_key(const std::stri
     }
     api_keys_.put(key_hash, *entry, generation);
   }
-  if (!entry->key.last_used_at_ms || *entry->key.last_used_at_ms <= now - 60'000) {
+  if (core::api_key_use_due(entry->key.last_used_at_ms, now)) {
     const std::string& key_id = entry->key.key_id;
     store_->transact([&](store::Tx& tx) { touch_api_key(tx, key_id, now); });
     api_keys_.note_used(key_hash, now);
@@ -210,7 +212,7 @@ std::optional<http::Response> App::admit(http::Request& req, const RouteOptions&
     }
   }
   if (!options.roles.empty()) {
-    bool allowed = principal && (principal->user.has_role("admin") ||
+    bool allowed = principal && (principal->user.has_role(core::Role::admin) ||
                                  std::any_of(options.roles.begin(), options.roles.end(),
                                              [&](const std::string& r) { return principal->user.has_role(r); }));
     if (!allowed) return http::Response::error(ErrorCode::forbidden, "your account lacks the role for this");
@@ -229,8 +231,7 @@ void App::dispatch(http::Request& req, const AppRoute& route, const http::Reply&
 
 std::int64_t prune_idempotency_keys(store::Tx& tx, std::int64_t now_ms, std::int64_t retention_ms,
                                     std::int64_t abandoned_ms) {
-  return tx.exec("DELETE FROM idempotency_keys WHERE created_at < ? OR (status = 0 AND created_at < ?)",
-                 {now_ms - retention_ms, now_ms - abandoned_ms});
+  return platform_repo::delete_old_idempotency_keys(tx, now_ms - retention_ms, now_ms - abandoned_ms);
 }
 
 http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, const ApiHandler& handler) {
@@ -251,36 +252,33 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
       options.sealed_replay ? "sealed:" + util::secret_hash_hex(kSealContext, idem_key) : idem_key;
   const std::string req_hash =
       util::sha256_hex(std::string(http::method_name(req.method)) + " " + req.path + "\n" + req.body);
-  auto prior = store_->transact([&](store::Tx& tx) -> std::optional<store::Row> {
-    auto row = tx.query_one("SELECT request_hash, status, body FROM idempotency_keys WHERE scope = ? AND idem_key = ?",
-                            {scope, row_key});
-    if (row) return row;
-    tx.exec("INSERT INTO idempotency_keys (scope, idem_key, request_hash, status, body, created_at) "
-            "VALUES (?, ?, ?, 0, '', ?) ON CONFLICT (scope, idem_key) DO NOTHING",
-            {scope, row_key, req_hash, clock_->now_ms()});
+  auto prior = store_->transact([&](store::Tx& tx) -> std::optional<platform_repo::IdempotencyRecord> {
+    auto record = platform_repo::find_idempotency_key(tx, scope, row_key);
+    if (record) return record;
+    platform_repo::reserve_idempotency_key(tx, scope, row_key, req_hash, clock_->now_ms());
     return std::nullopt;
   });
   if (prior) {
-    if (prior->str(0) != req_hash) {
+    if (prior->request_hash != req_hash) {
       return http::Response::error(
           Error::make(ErrorCode::unprocessable, "this Idempotency-Key was used for a different request",
                       "Idempotency-Key")
               .with_code("idempotency_key_reused"));
     }
-    if (prior->i64(1) == 0) {
+    if (prior->in_progress()) {
       return http::Response::error(
           Error::make(ErrorCode::conflict, "a request with this Idempotency-Key is still in progress",
                       "Idempotency-Key")
               .with_code("idempotency_in_progress"));
     }
     http::Response replay;
-    replay.status = static_cast<int>(prior->i64(1));
+    replay.status = prior->status;
     if (options.sealed_replay) {
-      auto body = util::unseal(kSealContext, idem_key, prior->str(2));
+      auto body = util::unseal(kSealContext, idem_key, prior->body);
       if (!body) throw std::runtime_error("a sealed idempotent answer does not open with its key");
       replay.body = std::move(*body);
     } else {
-      replay.body = prior->str(2);
+      replay.body = std::move(prior->body);
     }
     replay.header("Idempotent-Replayed", "true");
     return replay;
@@ -289,19 +287,16 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
   try {
     resp = handler(ctx);
   } catch (...) {
-    store_->transact([&](store::Tx& tx) {
-      tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, row_key});
-    });
+    store_->transact([&](store::Tx& tx) { platform_repo::release_idempotency_key(tx, scope, row_key); });
     throw;
   }
   store_->transact([&](store::Tx& tx) {
     if (resp.status >= 500) {
-      tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, row_key});
+      platform_repo::release_idempotency_key(tx, scope, row_key);
     } else {
       const std::string stored = options.sealed_replay ? util::seal(kSealContext, idem_key, resp.body_bytes())
                                                        : std::string(resp.body_bytes());
-      tx.exec("UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND idem_key = ?",
-              {static_cast<std::int64_t>(resp.status), stored, scope, row_key});
+      platform_repo::complete_idempotency_key(tx, scope, row_key, resp.status, stored);
     }
   });
   return resp;

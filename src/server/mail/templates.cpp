@@ -1,0 +1,80 @@
+#include "server/mail/templates.hpp"
+
+#include <chrono>
+
+#include <date/date.h>
+
+#include "util/time.hpp"
+
+namespace gpunex::server::mail {
+
+namespace {
+
+std::string greeting(const ApplicationFacts& app) { return "Hello " + app.full_name + ",\n\n"; }
+
+constexpr const char* kSignature = "\n\n-- GPUnex\n";
+
+std::string tier_title(core::Tier tier) { return tier == core::Tier::enterprise ? "Enterprise" : "Community"; }
+
+//! "a" or "an" before a word, by its first letter.
+std::string article_for(const std::string& word) { return word.find_first_of("AEIOU") == 0 ? "an " : "a "; }
+
+}  // namespace
+
+std::string day_text(std::int64_t ms) {
+  using namespace std::chrono;
+  return date::format("%A, %d %B %Y", date::floor<days>(sys_time<milliseconds>{milliseconds{ms}}));
+}
+
+Announcement application_submitted(const ApplicationFacts& app, std::int64_t expected_review_ms) {
+  const std::string kind = "application_submitted";
+  MailText mail{kind, "GPUnex: we received your provider application",
+                greeting(app) + "thank you for applying to provide GPUs on GPUnex. Your application " + app.id +
+                    " (GPUs: " + app.gpus_text + ") is now waiting for review.\n\n" +
+                    "Reviews take 1 to 3 business days; expect our answer by " + day_text(expected_review_ms) + " (" +
+                    util::rfc3339(expected_review_ms) + ").\n\n" + "Follow it here: " + app.link + kSignature};
+  NoticeText notice{kind, "Application submitted", "Expect a review by " + day_text(expected_review_ms) + ".",
+                    app.link};
+  return {std::move(mail), std::move(notice)};
+}
+
+Announcement application_approved(const ApplicationFacts& app, core::Tier tier, const std::string& note,
+                                  const std::string& base_url) {
+  const std::string kind = "application_approved";
+  const std::string title = tier_title(tier);
+  const std::string install = "curl -fsSL " + base_url + "/agent/install.sh | bash";
+  MailText mail{kind, "GPUnex: you are approved as " + article_for(title) + title + " provider",
+                greeting(app) + "your provider application " + app.id + " (GPUs: " + app.gpus_text +
+                    ") is approved. Your tier: " + title + ".\n" +
+                    (note.empty() ? "" : "\nNote from the reviewer: " + note + "\n") +
+                    "\nYour provider API key (keep it secret; it is shown only here and once in the dashboard):\n\n"
+                    "    " + kSecretPlaceholder + "\n\n"
+                    "Install the GPUnex agent on each GPU host with:\n\n"
+                    "    " + install + "\n\n"
+                    "The installer asks for the key (or reads GPUNEX_API_KEY). You can rotate or revoke keys in the "
+                    "dashboard at any time." + kSignature};
+  NoticeText notice{kind, "Approved as " + title + " provider", "Install the agent: " + install, app.link};
+  return {std::move(mail), std::move(notice)};
+}
+
+Announcement application_needs_info(const ApplicationFacts& app, const std::string& note) {
+  const std::string kind = "application_needs_info";
+  MailText mail{kind, "GPUnex: we need more information about your application",
+                greeting(app) + "the reviewer of your provider application " + app.id +
+                    " needs more information:\n\n    " + note +
+                    "\n\nPlease edit the application and submit it again here: " + app.link + kSignature};
+  NoticeText notice{kind, "More information needed", note, app.link};
+  return {std::move(mail), std::move(notice)};
+}
+
+Announcement application_rejected(const ApplicationFacts& app, const std::string& note) {
+  const std::string kind = "application_rejected";
+  MailText mail{kind, "GPUnex: your provider application",
+                greeting(app) + "we are sorry: your provider application " + app.id +
+                    " was not approved.\n\nThe reviewer's note:\n\n    " + note + "\n\nDetails: " + app.link +
+                    kSignature};
+  NoticeText notice{kind, "Application not approved", note, app.link};
+  return {std::move(mail), std::move(notice)};
+}
+
+}  // namespace gpunex::server::mail

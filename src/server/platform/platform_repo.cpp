@@ -1,0 +1,199 @@
+#include "server/platform/platform_repo.hpp"
+
+#include <limits>
+
+namespace gpunex::server::platform_repo {
+
+namespace {
+
+store::Value opt_value(const std::optional<std::string>& s) { return s ? store::Value(*s) : store::Value(nullptr); }
+
+std::string role_value(core::Role r) { return std::string(core::role_name(r)); }
+
+}  // namespace
+
+// ---- users, roles, sessions ----
+
+bool insert_user(store::Tx& tx, const UserRow& user, const std::string& password_hash) {
+  auto inserted = tx.query(
+      "INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?) "
+      "ON CONFLICT (email) DO NOTHING RETURNING id",
+      {user.id, user.email, user.full_name, password_hash, user.created_at_ms});
+  return !inserted.empty();
+}
+
+std::optional<UserRow> find_user(store::Tx& tx, const std::string& user_id) {
+  auto r = tx.query_one("SELECT id, email, full_name, created_at FROM users WHERE id = ?", {user_id});
+  if (!r) return std::nullopt;
+  return UserRow{r->str(0), r->str(1), r->str(2), r->i64(3)};
+}
+
+void grant_role(store::Tx& tx, const std::string& user_id, core::Role role, std::int64_t granted_at_ms) {
+  tx.exec("INSERT INTO user_roles (user_id, role, granted_at) VALUES (?, ?, ?) ON CONFLICT (user_id, role) DO NOTHING",
+          {user_id, role_value(role), granted_at_ms});
+}
+
+std::vector<core::Role> roles_of(store::Tx& tx, const std::string& user_id) {
+  std::vector<core::Role> roles;
+  for (const auto& r : tx.query("SELECT role FROM user_roles WHERE user_id = ? ORDER BY role", {user_id})) {
+    if (auto role = core::parse_role(r.str(0))) roles.push_back(*role);
+  }
+  return roles;
+}
+
+bool any_user_with_role(store::Tx& tx, core::Role role) {
+  return tx.query_one("SELECT user_id FROM user_roles WHERE role = ?", {role_value(role)}).has_value();
+}
+
+std::optional<Credentials> find_credentials(store::Tx& tx, const std::string& email) {
+  auto r = tx.query_one("SELECT id, password_hash FROM users WHERE email = ?", {email});
+  if (!r) return std::nullopt;
+  return Credentials{r->str(0), r->str(1)};
+}
+
+void insert_session(store::Tx& tx, const SessionRow& s) {
+  tx.exec("INSERT INTO sessions (token_hash, user_id, csrf_token, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+          {s.token_hash, s.user_id, s.csrf_token, s.created_at_ms, s.expires_at_ms});
+}
+
+void delete_expired_sessions(store::Tx& tx, const std::string& user_id, std::int64_t now_ms) {
+  tx.exec("DELETE FROM sessions WHERE user_id = ? AND expires_at <= ?", {user_id, now_ms});
+}
+
+std::optional<SessionRow> find_live_session(store::Tx& tx, const std::string& token_hash, std::int64_t now_ms) {
+  auto r = tx.query_one(
+      "SELECT token_hash, user_id, csrf_token, created_at, expires_at FROM sessions "
+      "WHERE token_hash = ? AND expires_at > ?",
+      {token_hash, now_ms});
+  if (!r) return std::nullopt;
+  return SessionRow{r->str(0), r->str(1), r->str(2), r->i64(3), r->i64(4)};
+}
+
+void delete_session(store::Tx& tx, const std::string& token_hash) {
+  tx.exec("DELETE FROM sessions WHERE token_hash = ?", {token_hash});
+}
+
+// ---- Idempotency-Key answers ----
+
+std::optional<IdempotencyRecord> find_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key) {
+  auto r = tx.query_one("SELECT request_hash, status, body FROM idempotency_keys WHERE scope = ? AND idem_key = ?",
+                        {scope, key});
+  if (!r) return std::nullopt;
+  return IdempotencyRecord{r->str(0), static_cast<int>(r->i64(1)), r->str(2)};
+}
+
+void reserve_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
+                             const std::string& request_hash, std::int64_t now_ms) {
+  tx.exec("INSERT INTO idempotency_keys (scope, idem_key, request_hash, status, body, created_at) "
+          "VALUES (?, ?, ?, 0, '', ?) ON CONFLICT (scope, idem_key) DO NOTHING",
+          {scope, key, request_hash, now_ms});
+}
+
+void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, int status,
+                              const std::string& body) {
+  tx.exec("UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND idem_key = ?",
+          {static_cast<std::int64_t>(status), body, scope, key});
+}
+
+void release_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key) {
+  tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, key});
+}
+
+std::int64_t delete_old_idempotency_keys(store::Tx& tx, std::int64_t made_before_ms,
+                                         std::int64_t abandoned_before_ms) {
+  return tx.exec("DELETE FROM idempotency_keys WHERE created_at < ? OR (status = 0 AND created_at < ?)",
+                 {made_before_ms, abandoned_before_ms});
+}
+
+// ---- the mail outbox ----
+
+void insert_mail(store::Tx& tx, const OutboxRow& m) {
+  tx.exec(
+      "INSERT INTO outbox (id, kind, to_addr, subject, body, secret, created_at, attempts, next_attempt_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
+      {m.id, m.kind, m.to, m.subject, m.body, opt_value(m.secret), m.created_at_ms, m.created_at_ms});
+}
+
+std::vector<OutboxRow> find_due_mails(store::Tx& tx, std::int64_t now_ms, int limit) {
+  std::vector<OutboxRow> out;
+  for (const auto& r : tx.query("SELECT id, kind, to_addr, subject, body, secret, created_at, attempts FROM outbox "
+                                "WHERE sent_at IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
+                                {now_ms, std::int64_t{limit}})) {
+    out.push_back(OutboxRow{r.str(0), r.str(1), r.str(2), r.str(3), r.str(4), r.opt_str(5), r.i64(6), r.i64(7)});
+  }
+  return out;
+}
+
+void set_mail_sent(store::Tx& tx, const std::string& id, std::int64_t now_ms) {
+  tx.exec("UPDATE outbox SET sent_at = ?, secret = NULL, attempts = attempts + 1, last_error = NULL WHERE id = ?",
+          {now_ms, id});
+}
+
+void set_mail_failed(store::Tx& tx, const std::string& id, const std::string& error, std::int64_t next_attempt_ms) {
+  tx.exec("UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE id = ?",
+          {error, next_attempt_ms, id});
+}
+
+void set_mail_given_up(store::Tx& tx, const std::string& id, const std::string& error) {
+  tx.exec("UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, secret = NULL WHERE id = ?",
+          {error, std::numeric_limits<std::int64_t>::max(), id});
+}
+
+// ---- in-app notifications ----
+
+namespace {
+
+constexpr const char* kNotificationCols = "id, user_id, kind, title, body, link, created_at, read_at";
+
+NotificationRow notification_from(const store::Row& r) {
+  return NotificationRow{r.str(0), r.str(1), r.str(2), r.str(3), r.str(4), r.opt_str(5), r.i64(6), r.opt_i64(7)};
+}
+
+}  // namespace
+
+void insert_notification(store::Tx& tx, const NotificationRow& n) {
+  tx.exec("INSERT INTO notifications (id, user_id, kind, title, body, link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+          {n.id, n.user_id, n.kind, n.title, n.body, opt_value(n.link), n.created_at_ms});
+}
+
+std::optional<NotificationRow> find_notification(store::Tx& tx, const std::string& user_id, const std::string& id) {
+  auto r = tx.query_one(std::string("SELECT ") + kNotificationCols + " FROM notifications WHERE id = ? AND user_id = ?",
+                        {id, user_id});
+  if (!r) return std::nullopt;
+  return notification_from(*r);
+}
+
+std::vector<NotificationRow> notifications_page(store::Tx& tx, const std::string& user_id,
+                                                const std::optional<NotificationCursor>& after, std::size_t limit) {
+  std::vector<NotificationRow> out;
+  const auto lim = static_cast<std::int64_t>(limit);
+  const std::vector<store::Row> rows =
+      after ? tx.query(std::string("SELECT ") + kNotificationCols +
+                           " FROM notifications WHERE user_id = ? "
+                           "AND (created_at < ? OR (created_at = ? AND id < ?)) "
+                           "ORDER BY created_at DESC, id DESC LIMIT ?",
+                       {user_id, after->created_at_ms, after->created_at_ms, after->id, lim})
+            : tx.query(std::string("SELECT ") + kNotificationCols +
+                           " FROM notifications WHERE user_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+                       {user_id, lim});
+  for (const auto& r : rows) out.push_back(notification_from(r));
+  return out;
+}
+
+std::int64_t count_unread_notifications(store::Tx& tx, const std::string& user_id) {
+  auto r = tx.query_one("SELECT COUNT(*) FROM notifications WHERE user_id = ? AND read_at IS NULL", {user_id});
+  return r ? r->i64(0) : 0;
+}
+
+void set_notification_read(store::Tx& tx, const std::string& id, std::int64_t now_ms) {
+  tx.exec("UPDATE notifications SET read_at = ? WHERE id = ?", {now_ms, id});
+}
+
+// ---- the schema ----
+
+std::int64_t applied_schema_version(store::Tx& tx) {
+  auto r = tx.query_one("SELECT MAX(version) FROM schema_migrations");
+  return r && !r->is_null(0) ? r->i64(0) : 0;
+}
+
+}  // namespace gpunex::server::platform_repo

@@ -1,0 +1,136 @@
+#pragma once
+// Every SQL statement of the platform area, and nothing else: users and their
+// roles, sessions, Idempotency-Key answers, the mail outbox, in-app
+// notifications and the schema version readiness reports. Typed rows and enums
+// in and out; no other file reads or writes these tables. Rules (hashing,
+// retries, paging) stay with the callers; one function = one statement or a
+// fixed pair of them in the caller's transaction.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/account.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server::platform_repo {
+
+// ---- users, roles, sessions ----
+
+struct UserRow {
+  std::string id;
+  std::string email;
+  std::string full_name;
+  std::int64_t created_at_ms = 0;
+};
+
+//! Inserts the user; false when the e-mail is taken (nothing written then).
+bool insert_user(store::Tx& tx, const UserRow& user, const std::string& password_hash);
+std::optional<UserRow> find_user(store::Tx& tx, const std::string& user_id);
+//! Grants `role` (a role already held stays as it was).
+void grant_role(store::Tx& tx, const std::string& user_id, core::Role role, std::int64_t granted_at_ms);
+//! The user's roles, by name.
+std::vector<core::Role> roles_of(store::Tx& tx, const std::string& user_id);
+//! Whether any account holds `role`.
+bool any_user_with_role(store::Tx& tx, core::Role role);
+
+//! What a login checks: the account's id and password hash, found by (normalised) e-mail.
+struct Credentials {
+  std::string user_id;
+  std::string password_hash;
+};
+std::optional<Credentials> find_credentials(store::Tx& tx, const std::string& email);
+
+struct SessionRow {
+  std::string token_hash;
+  std::string user_id;
+  std::string csrf_token;
+  std::int64_t created_at_ms = 0;
+  std::int64_t expires_at_ms = 0;
+};
+void insert_session(store::Tx& tx, const SessionRow& session);
+//! Deletes the user's sessions expired at `now_ms`.
+void delete_expired_sessions(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
+//! The session with this token hash, if it has not expired at `now_ms`.
+std::optional<SessionRow> find_live_session(store::Tx& tx, const std::string& token_hash, std::int64_t now_ms);
+void delete_session(store::Tx& tx, const std::string& token_hash);
+
+// ---- Idempotency-Key answers ----
+
+//! A key's row: reserved (in progress) until the answer is stored.
+struct IdempotencyRecord {
+  std::string request_hash;
+  int status = 0;  // the stored answer's HTTP status; 0 while the request runs
+  std::string body;
+  bool in_progress() const { return status == 0; }
+};
+std::optional<IdempotencyRecord> find_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key);
+//! Reserves the key as in progress (a concurrent reservation of the same key wins; nothing happens then).
+void reserve_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
+                             const std::string& request_hash, std::int64_t now_ms);
+//! Stores the answer of a reserved key.
+void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, int status,
+                              const std::string& body);
+//! Forgets the key (its request failed; a retry runs it again).
+void release_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key);
+//! Deletes the keys made before `made_before_ms`, and those still in progress made before `abandoned_before_ms`.
+std::int64_t delete_old_idempotency_keys(store::Tx& tx, std::int64_t made_before_ms,
+                                         std::int64_t abandoned_before_ms);
+
+// ---- the mail outbox ----
+
+//! A queued mail; `secret` is kept apart from the body until it is sent.
+struct OutboxRow {
+  std::string id;
+  std::string kind;
+  std::string to;
+  std::string subject;
+  std::string body;
+  std::optional<std::string> secret;
+  std::int64_t created_at_ms = 0;
+  std::int64_t attempts = 0;
+};
+//! Queues a mail, due at once.
+void insert_mail(store::Tx& tx, const OutboxRow& mail);
+//! Unsent mails due at `now_ms`, the longest waiting first.
+std::vector<OutboxRow> find_due_mails(store::Tx& tx, std::int64_t now_ms, int limit);
+//! Sent: counts the attempt, erases the secret.
+void set_mail_sent(store::Tx& tx, const std::string& id, std::int64_t now_ms);
+//! Failed: counts the attempt, keeps `error`, due again at `next_attempt_ms`.
+void set_mail_failed(store::Tx& tx, const std::string& id, const std::string& error, std::int64_t next_attempt_ms);
+//! Given up: counts the attempt, keeps `error`, never due again, erases the secret.
+void set_mail_given_up(store::Tx& tx, const std::string& id, const std::string& error);
+
+// ---- in-app notifications ----
+
+struct NotificationRow {
+  std::string id;
+  std::string user_id;
+  std::string kind;
+  std::string title;
+  std::string body;
+  std::optional<std::string> link;
+  std::int64_t created_at_ms = 0;
+  std::optional<std::int64_t> read_at_ms;
+};
+void insert_notification(store::Tx& tx, const NotificationRow& n);
+//! One of the user's notifications.
+std::optional<NotificationRow> find_notification(store::Tx& tx, const std::string& user_id, const std::string& id);
+//! Where a keyset page starts: after this item in newest-first order.
+struct NotificationCursor {
+  std::int64_t created_at_ms = 0;
+  std::string id;
+};
+//! Up to `limit` of the user's notifications, newest first, after `after` when given.
+std::vector<NotificationRow> notifications_page(store::Tx& tx, const std::string& user_id,
+                                                const std::optional<NotificationCursor>& after, std::size_t limit);
+std::int64_t count_unread_notifications(store::Tx& tx, const std::string& user_id);
+void set_notification_read(store::Tx& tx, const std::string& id, std::int64_t now_ms);
+
+// ---- the schema ----
+
+//! The highest migration applied to the store (0 when none).
+std::int64_t applied_schema_version(store::Tx& tx);
+
+}  // namespace gpunex::server::platform_repo

@@ -1,0 +1,101 @@
+// server/mail/templates.*: each template renders the facts it is given, word for word as the
+// mails read before the texts moved into one module (the expected strings are the old code's).
+
+#include "server/mail/templates.hpp"
+
+#include <gtest/gtest.h>
+
+#include "util/time.hpp"
+
+using namespace gpunex;  // NOLINT: test file
+
+namespace {
+
+// Wednesday, 02 December 2026 13:45:00 UTC.
+constexpr std::int64_t kExpected = 1'796'219'100'000;
+
+server::mail::ApplicationFacts facts() {
+  return {"app_1", "Ada Lovelace", "2 x NVIDIA H100 80GB", "https://gpunex.example/#/applications/app_1"};
+}
+
+}  // namespace
+
+TEST(MailTemplates, DayTextNamesTheDay) {
+  EXPECT_EQ(server::mail::day_text(kExpected), "Wednesday, 02 December 2026");
+}
+
+TEST(MailTemplates, SubmittedNamesTheApplicationGpusAndExpectedDay) {
+  const auto f = facts();
+  const auto a = server::mail::application_submitted(f, kExpected);
+  EXPECT_EQ(a.mail.kind, "application_submitted");
+  EXPECT_EQ(a.mail.subject, "GPUnex: we received your provider application");
+  EXPECT_EQ(a.mail.body,
+            "Hello " + f.full_name + ",\n\n"
+            "thank you for applying to provide GPUs on GPUnex. Your application " + f.id +
+                " (GPUs: " + f.gpus_text + ") is now waiting for review.\n\n"
+                "Reviews take 1 to 3 business days; expect our answer by Wednesday, 02 December 2026 (" +
+                util::rfc3339(kExpected) + ").\n\n"
+                "Follow it here: " + f.link + "\n\n-- GPUnex\n");
+  EXPECT_EQ(a.notice.kind, "application_submitted");
+  EXPECT_EQ(a.notice.title, "Application submitted");
+  EXPECT_EQ(a.notice.body, "Expect a review by Wednesday, 02 December 2026.");
+  EXPECT_EQ(a.notice.link, f.link);
+}
+
+TEST(MailTemplates, ApprovedCarriesTheSecretPlaceholderTierAndInstallCommand) {
+  const auto f = facts();
+  const std::string base = "https://gpunex.example";
+  const auto a = server::mail::application_approved(f, core::Tier::enterprise, "welcome aboard", base);
+  EXPECT_EQ(a.mail.kind, "application_approved");
+  EXPECT_EQ(a.mail.subject, "GPUnex: you are approved as an Enterprise provider");
+  EXPECT_EQ(a.mail.body,
+            "Hello " + f.full_name + ",\n\n"
+            "your provider application " + f.id + " (GPUs: " + f.gpus_text +
+                ") is approved. Your tier: Enterprise.\n"
+                "\nNote from the reviewer: welcome aboard\n"
+                "\nYour provider API key (keep it secret; it is shown only here and once in the dashboard):\n\n"
+                "    {{secret}}\n\n"
+                "Install the GPUnex agent on each GPU host with:\n\n"
+                "    curl -fsSL " + base + "/agent/install.sh | bash\n\n"
+                "The installer asks for the key (or reads GPUNEX_API_KEY). You can rotate or revoke keys in the "
+                "dashboard at any time.\n\n-- GPUnex\n");
+  EXPECT_EQ(a.notice.title, "Approved as Enterprise provider");
+  EXPECT_EQ(a.notice.body, "Install the agent: curl -fsSL " + base + "/agent/install.sh | bash");
+  EXPECT_EQ(a.notice.link, f.link);
+}
+
+TEST(MailTemplates, ApprovedCommunityWithoutNoteLeavesTheNoteOut) {
+  const auto a = server::mail::application_approved(facts(), core::Tier::community, "", "http://h");
+  EXPECT_EQ(a.mail.subject, "GPUnex: you are approved as a Community provider");
+  EXPECT_EQ(a.mail.body.find("Note from the reviewer"), std::string::npos);
+  EXPECT_NE(a.mail.body.find("Your tier: Community.\n\nYour provider API key"), std::string::npos);
+  EXPECT_NE(a.mail.body.find(server::mail::kSecretPlaceholder), std::string::npos);
+}
+
+TEST(MailTemplates, NeedsInfoQuotesTheReviewersNote) {
+  const auto f = facts();
+  const auto a = server::mail::application_needs_info(f, "Which city?");
+  EXPECT_EQ(a.mail.kind, "application_needs_info");
+  EXPECT_EQ(a.mail.subject, "GPUnex: we need more information about your application");
+  EXPECT_EQ(a.mail.body, "Hello " + f.full_name + ",\n\n"
+                         "the reviewer of your provider application " + f.id +
+                             " needs more information:\n\n    Which city?"
+                             "\n\nPlease edit the application and submit it again here: " + f.link +
+                             "\n\n-- GPUnex\n");
+  EXPECT_EQ(a.notice.title, "More information needed");
+  EXPECT_EQ(a.notice.body, "Which city?");
+}
+
+TEST(MailTemplates, RejectedQuotesTheReviewersNote) {
+  const auto f = facts();
+  const auto a = server::mail::application_rejected(f, "Not enough bandwidth.");
+  EXPECT_EQ(a.mail.kind, "application_rejected");
+  EXPECT_EQ(a.mail.subject, "GPUnex: your provider application");
+  EXPECT_EQ(a.mail.body, "Hello " + f.full_name + ",\n\n"
+                         "we are sorry: your provider application " + f.id +
+                             " was not approved.\n\nThe reviewer's note:\n\n    Not enough bandwidth."
+                             "\n\nDetails: " + f.link + "\n\n-- GPUnex\n");
+  EXPECT_EQ(a.notice.title, "Application not approved");
+  EXPECT_EQ(a.notice.body, "Not enough bandwidth.");
+  EXPECT_EQ(a.notice.link, f.link);
+}

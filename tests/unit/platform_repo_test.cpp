@@ -1,0 +1,124 @@
+// server/platform/platform_repo.*: typed rows in and out of a real (in-memory SQLite) store.
+
+#include "server/platform/platform_repo.hpp"
+
+#include <gtest/gtest.h>
+
+#include "store/migrations.hpp"
+
+using namespace gpunex;  // NOLINT: test file
+namespace repo = server::platform_repo;
+
+namespace {
+
+constexpr std::int64_t kNow = 1'700'000'000'000;
+
+class PlatformRepo : public ::testing::Test {
+ protected:
+  template <class F>
+  auto tx(F&& f) {
+    return store_->transact([&](store::Tx& t) { return f(t); });
+  }
+  void SetUp() override {
+    store_ = store::open_store("sqlite::memory:");
+    store::migrate(*store_);
+    ASSERT_TRUE(tx([](store::Tx& t) { return repo::insert_user(t, {"u1", "a@x", "Ada", kNow}, "hash"); }));
+  }
+  std::unique_ptr<store::Store> store_;
+};
+
+}  // namespace
+
+TEST_F(PlatformRepo, UsersAndRoles) {
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::insert_user(t, {"u2", "a@x", "Other", kNow}, "h"); }));
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_user(t, "u1"); })->full_name, "Ada");
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_credentials(t, "a@x"); })->password_hash, "hash");
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::any_user_with_role(t, core::Role::admin); }));
+  tx([](store::Tx& t) {
+    repo::grant_role(t, "u1", core::Role::reviewer, kNow);
+    repo::grant_role(t, "u1", core::Role::admin, kNow);
+    repo::grant_role(t, "u1", core::Role::admin, kNow + 1);  // held already: unchanged
+    return 0;
+  });
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::any_user_with_role(t, core::Role::admin); }));
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::roles_of(t, "u1"); }),
+            (std::vector<core::Role>{core::Role::admin, core::Role::reviewer}));
+}
+
+TEST_F(PlatformRepo, SessionsExpire) {
+  tx([](store::Tx& t) {
+    repo::insert_session(t, {"h1", "u1", "csrf", kNow, kNow + 10});
+    repo::insert_session(t, {"h2", "u1", "csrf", kNow, kNow + 1000});
+    return 0;
+  });
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::find_live_session(t, "h1", kNow + 9); }));
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_live_session(t, "h1", kNow + 10); }));
+  tx([](store::Tx& t) {
+    repo::delete_expired_sessions(t, "u1", kNow + 10);
+    return 0;
+  });
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_live_session(t, "h1", kNow); }));
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_live_session(t, "h2", kNow); })->csrf_token, "csrf");
+}
+
+TEST_F(PlatformRepo, IdempotencyKeyLifecycle) {
+  tx([](store::Tx& t) {
+    repo::reserve_idempotency_key(t, "u1", "k", "req", kNow);
+    repo::reserve_idempotency_key(t, "u1", "k", "other", kNow);  // taken: unchanged
+    return 0;
+  });
+  auto r = tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "k"); });
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->in_progress());
+  EXPECT_EQ(r->request_hash, "req");
+  tx([](store::Tx& t) {
+    repo::complete_idempotency_key(t, "u1", "k", 201, "{}");
+    return 0;
+  });
+  r = tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "k"); });
+  EXPECT_FALSE(r->in_progress());
+  EXPECT_EQ(r->status, 201);
+  tx([](store::Tx& t) {
+    repo::release_idempotency_key(t, "u1", "k");
+    return 0;
+  });
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "k"); }));
+}
+
+TEST_F(PlatformRepo, OutboxAndNotifications) {
+  tx([](store::Tx& t) {
+    repo::insert_mail(t, {"m1", "kind", "a@x", "S", "B", std::string("secret"), kNow, 0});
+    repo::insert_notification(t, {"n1", "u1", "k", "T1", "B", std::string("/l"), kNow, std::nullopt});
+    repo::insert_notification(t, {"n2", "u1", "k", "T2", "B", std::nullopt, kNow + 1, std::nullopt});
+    return 0;
+  });
+  auto due = tx([](store::Tx& t) { return repo::find_due_mails(t, kNow, 10); });
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].secret, "secret");
+  tx([](store::Tx& t) {
+    repo::set_mail_sent(t, "m1", kNow);
+    return 0;
+  });
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::find_due_mails(t, kNow, 10); }).empty());
+
+  auto page = tx([](store::Tx& t) { return repo::notifications_page(t, "u1", std::nullopt, 10); });
+  ASSERT_EQ(page.size(), 2u);
+  EXPECT_EQ(page[0].id, "n2");  // newest first
+  EXPECT_FALSE(page[0].link);
+  auto rest = tx([&](store::Tx& t) {
+    return repo::notifications_page(t, "u1", repo::NotificationCursor{page[0].created_at_ms, page[0].id}, 10);
+  });
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].id, "n1");
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::count_unread_notifications(t, "u1"); }), 2);
+  tx([](store::Tx& t) {
+    repo::set_notification_read(t, "n1", kNow);
+    return 0;
+  });
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::count_unread_notifications(t, "u1"); }), 1);
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_notification(t, "someone-else", "n1"); }));
+}
+
+TEST_F(PlatformRepo, SchemaVersionIsTheLastMigration) {
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::applied_schema_version(t); }), store::migrations().back().version);
+}
