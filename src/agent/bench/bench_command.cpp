@@ -56,9 +56,8 @@ double host_ram_gib() {
 core::Result<std::vector<std::string>> parse_only(const std::string& only) {
   auto names = split(only, ',');
   for (const auto& n : names) {
-    const bool known = std::any_of(registry().begin(), registry().end(), [&](const BenchCase& c) {
-      return c.group() == n || c.key() == n;
-    });
+    const bool known = std::any_of(registry().begin(), registry().end(),
+                                   [&](const BenchCase& c) { return c.group() == n || c.key() == n; });
     if (!known) {
       return Error::make(ErrorCode::invalid_field,
                          "--only: unknown benchmark '" + n +
@@ -83,7 +82,8 @@ core::Result<std::vector<GpuTarget>> simulated_targets(const std::string& spec) 
         count = 0;
       }
     }
-    if (count < 1 || count > 16) return Error::make(ErrorCode::invalid_field, "--simulate: bad count in '" + part + "'");
+    if (count < 1 || count > 16)
+      return Error::make(ErrorCode::invalid_field, "--simulate: bad count in '" + part + "'");
     const auto* m = find_model(id);
     if (!m) {
       std::string ids;
@@ -101,9 +101,9 @@ core::Result<std::vector<GpuTarget>> simulated_targets(const std::string& spec) 
       g.simulated = true;
       g.sample = []() -> std::optional<core::bench::TelemetryPoint> {
         core::bench::TelemetryPoint p;
-        p.at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+        p.at_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
         p.temperature_c = 62;
         return p;
       };
@@ -153,15 +153,11 @@ core::Result<nlohmann::json> submit_report(const core::bench::RunReport& report,
   return body;
 }
 
-int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOptions& o, std::ostream& out,
-                      std::ostream& err) {
-  auto only = parse_only(o.only);
-  if (!only) {
-    err << "gpunex-agent bench: " << only.error().message << "\n";
-    return 2;
-  }
+namespace {
+
+SuiteOptions suite_options(const BenchCommandOptions& o, std::vector<std::string> only) {
   SuiteOptions so;
-  so.only = *only;
+  so.only = std::move(only);
   so.storage.dir = o.data_dir;
   if (o.storage_mib > 0) so.storage.file_bytes = o.storage_mib << 20;
   so.network.server_url = o.server_url;
@@ -169,10 +165,74 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
   so.network.ca_file = o.ca_file;
   if (o.net_bytes > 0) so.network.download_bytes = so.network.upload_bytes = o.net_bytes;
   if (o.net_time_s > 0) so.network.max_time_per_case = std::chrono::seconds(o.net_time_s);
+  return so;
+}
+
+// Whether every GPU of a known model passes its quality thresholds.
+bool gpus_pass(const core::bench::RunReport& report, const std::vector<GpuTarget>& gpus,
+               const core::bench::Policy& policy) {
+  bool pass = true;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (!gpus[i].model) continue;
+    auto v = core::bench::evaluate_gpu(*gpus[i].model, core::bench::figures_of(report.gpus[i].results),
+                                       core::bench::fold_telemetry(report.gpus[i]), policy);
+    pass = pass && v.pass();
+  }
+  return pass;
+}
+
+// The machine checks (storage, network, host RAM, CPU) as the run measured them: each failure.
+nlohmann::json machine_failures(const core::bench::RunReport& report, const std::vector<GpuTarget>& gpus,
+                                const core::bench::Policy& policy) {
+  core::bench::MachineFacts facts;
+  facts.gpu_count = static_cast<unsigned>(gpus.size());
+  for (const auto& g : gpus) facts.total_vram_gib += g.memory_total_gib.value_or(0);
+  facts.host_ram_gib = host_ram_gib();
+  facts.cpu_cores = std::max(1u, std::thread::hardware_concurrency());
+  auto figs = core::bench::figures_of(report.machine);
+  if (figs.contains(core::bench::Metric::net_down)) facts.net_down_mbps = figs[core::bench::Metric::net_down];
+  if (figs.contains(core::bench::Metric::net_up)) facts.net_up_mbps = figs[core::bench::Metric::net_up];
+  if (figs.contains(core::bench::Metric::storage_seq_read)) {
+    facts.storage_seq_read_mbs = figs[core::bench::Metric::storage_seq_read];
+  }
+  nlohmann::json mf = nlohmann::json::array();
+  for (const auto& f : core::bench::evaluate_machine(facts, policy)) {
+    mf.push_back({{"metric", f.metric},
+                  {"measured", f.measured},
+                  {"expected", f.expected},
+                  {"unit", f.unit},
+                  {"recommendation", f.recommendation}});
+  }
+  return mf;
+}
+
+void print_human(const core::bench::RunReport& report, const std::vector<GpuTarget>& gpus,
+                 const core::bench::Policy& policy, const nlohmann::json& summary, std::ostream& out) {
+  out << format_table(report, gpus, policy);
+  if (!summary.contains("machine_failures")) return;
+  for (const auto& f : summary["machine_failures"]) {
+    out << "machine: FAIL " << f["metric"].get<std::string>() << " " << f["measured"].get<double>() << " "
+        << f["unit"].get<std::string>() << ", needs " << f["expected"].get<double>() << ": "
+        << f["recommendation"].get<std::string>() << "\n";
+  }
+}
+
+}  // namespace
+
+int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOptions& o, std::ostream& out,
+                      std::ostream& err) {
+  auto only = parse_only(o.only);
+  if (!only) {
+    err << "gpunex-agent bench: " << only.error().message << "\n";
+    return 2;
+  }
+  const SuiteOptions so = suite_options(o, *only);
   SuiteRun probe(so);
-  const bool wants_gpu = std::any_of(registry().begin(), registry().end(),
-                                     [&](const BenchCase& c) { return c.per_gpu() && probe.selected(c); });
-  if (wants_gpu && gpus.empty()) {
+  auto selected = [&](auto&& pred) {
+    return std::any_of(registry().begin(), registry().end(),
+                       [&](const BenchCase& c) { return pred(c) && probe.selected(c); });
+  };
+  if (selected([](const BenchCase& c) { return c.per_gpu(); }) && gpus.empty()) {
     err << "gpunex-agent bench: no GPUs to benchmark"
         << (compiled_with_cuda() ? "" : " (this agent was compiled without CUDA: real GPUs cannot be benchmarked)")
         << "; use --simulate MODEL:COUNT, or --only storage,network\n";
@@ -183,43 +243,17 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
   report.machine_id = o.machine_id;
   report.run_id = o.run_id;
 
-  core::bench::Policy policy;
-  bool pass = true;
-  double vram = 0;
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    vram += gpus[i].memory_total_gib.value_or(0);
-    if (!gpus[i].model) continue;
-    auto v = core::bench::evaluate_gpu(*gpus[i].model, core::bench::figures_of(report.gpus[i].results),
-                                       core::bench::fold_telemetry(report.gpus[i]), policy);
-    pass = pass && v.pass();
-  }
+  const core::bench::Policy policy{};
+  bool pass = gpus_pass(report, gpus, policy);
   auto summary = summary_json(report, gpus, policy);
   // Machine checks need storage and network; judge them only when the run measured them.
-  auto selected = [&](core::bench::Metric m) {
-    return std::any_of(registry().begin(), registry().end(),
-                       [&](const BenchCase& c) { return c.metric == m && probe.selected(c); });
+  const auto measured = [&](core::bench::Metric m) {
+    return selected([m](const BenchCase& c) { return c.metric == m; });
   };
-  const bool machine_measured = selected(core::bench::Metric::storage_seq_read) &&
-                                selected(core::bench::Metric::net_down) && !o.server_url.empty();
-  if (machine_measured) {
-    core::bench::MachineFacts facts;
-    facts.gpu_count = static_cast<unsigned>(gpus.size());
-    facts.total_vram_gib = vram;
-    facts.host_ram_gib = host_ram_gib();
-    facts.cpu_cores = std::max(1u, std::thread::hardware_concurrency());
-    auto figs = core::bench::figures_of(report.machine);
-    if (figs.contains(core::bench::Metric::net_down)) facts.net_down_mbps = figs[core::bench::Metric::net_down];
-    if (figs.contains(core::bench::Metric::net_up)) facts.net_up_mbps = figs[core::bench::Metric::net_up];
-    if (figs.contains(core::bench::Metric::storage_seq_read)) {
-      facts.storage_seq_read_mbs = figs[core::bench::Metric::storage_seq_read];
-    }
-    nlohmann::json mf = nlohmann::json::array();
-    for (const auto& f : core::bench::evaluate_machine(facts, policy)) {
-      pass = false;
-      mf.push_back({{"metric", f.metric}, {"measured", f.measured}, {"expected", f.expected}, {"unit", f.unit},
-                    {"recommendation", f.recommendation}});
-    }
-    summary["machine_failures"] = mf;
+  if (measured(core::bench::Metric::storage_seq_read) && measured(core::bench::Metric::net_down) &&
+      !o.server_url.empty()) {
+    summary["machine_failures"] = machine_failures(report, gpus, policy);
+    pass = pass && summary["machine_failures"].empty();
   }
   int status = pass ? 0 : 1;
   if (o.submit) {
@@ -235,14 +269,7 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
   if (o.json) {
     out << summary.dump(2) << "\n";
   } else {
-    out << format_table(report, gpus, policy);
-    if (summary.contains("machine_failures")) {
-      for (const auto& f : summary["machine_failures"]) {
-        out << "machine: FAIL " << f["metric"].get<std::string>() << " " << f["measured"].get<double>() << " "
-            << f["unit"].get<std::string>() << ", needs " << f["expected"].get<double>() << ": "
-            << f["recommendation"].get<std::string>() << "\n";
-      }
-    }
+    print_human(report, gpus, policy, summary, out);
   }
   return status;
 }
