@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 mkdir -p build-asan
 flock build-asan/.build-lock bash -c '
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUNEX_SANITIZE=ON >/dev/null
-  ninja -C build-asan unit_tests store_tests agent_tests server_agent_tests gpunex-server gpunex-agent gpunex'
+  ninja -C build-asan unit_tests store_tests agent_tests server_agent_tests protocol_tests container_tests \
+    gpunex-server gpunex-agent gpunex'
 [[ ${1:-} == --build-only ]] && exit 0
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -17,6 +18,9 @@ build-asan/bin/unit_tests --gtest_brief=1
 build-asan/bin/store_tests --gtest_brief=1
 build-asan/bin/agent_tests --gtest_brief=1
 build-asan/bin/server_agent_tests --gtest_brief=1
+build-asan/bin/protocol_tests --gtest_brief=1
+# The container runtime against the engine make test started (GPUNEX_TEST_DOCKER_HOST).
+build-asan/bin/container_tests --gtest_brief=1
 # make_run.test.mjs drives scripts/run.sh end to end (about 80 s, 3-4 min sanitized): the server and
 # agent code it reaches is what agent.test.mjs and benchmarks.test.mjs run here too, so the sanitized
 # pass leaves it to api_sqlite and api_postgres and keeps `make test` within its 30 minutes.
