@@ -474,6 +474,47 @@ CREATE INDEX listing_activity_recent ON listing_activity (model, last_active_at)
 CREATE INDEX listing_activity_age ON listing_activity (last_active_at);
 )sql"},
       {9, "billing: the double-entry ledger, append-only", ledger_sqlite(), ledger_postgres()},
+      // Rentals (server/rentals/rentals_repo.hpp). gpu_allocations holds a row per GPU while a rental
+      // has it: its primary key is what makes a GPU impossible to give to two rentals at once, on
+      // both stores, however many customers race for it.
+      {10, "rentals: rentals, their GPUs, live GPU allocations",
+       R"sql(
+CREATE TABLE rentals (
+  id TEXT PRIMARY KEY,
+  customer_id TEXT NOT NULL REFERENCES users(id),
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  model TEXT NOT NULL,
+  gpu_count BIGINT NOT NULL,
+  price_micro BIGINT NOT NULL,
+  commission_bp BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  running_since BIGINT,
+  ended_at BIGINT,
+  end_reason TEXT,
+  provider_side BIGINT,
+  exit_code BIGINT,
+  oom BIGINT,
+  settled_charged BIGINT NOT NULL DEFAULT 0,
+  settled_provider BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX rentals_customer ON rentals (customer_id, created_at);
+CREATE INDEX rentals_machine ON rentals (machine_id, state);
+CREATE TABLE rental_gpus (
+  rental_id TEXT NOT NULL REFERENCES rentals(id),
+  uuid TEXT NOT NULL,
+  PRIMARY KEY (rental_id, uuid)
+);
+CREATE TABLE gpu_allocations (
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  uuid TEXT NOT NULL,
+  rental_id TEXT NOT NULL REFERENCES rentals(id),
+  allocated_at BIGINT NOT NULL,
+  PRIMARY KEY (machine_id, uuid)
+);
+)sql"},
   };
   return list;
 }

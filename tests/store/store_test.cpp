@@ -8,17 +8,20 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <latch>
 #include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "core/rental.hpp"
 #include "core/result.hpp"
+#include "server/rentals/rentals_repo.hpp"
 #include "store/migrations.hpp"
 
 #ifdef GPUNEX_WITH_POSTGRES
@@ -57,7 +60,8 @@ std::string with_database(const std::string& url, const std::string& db) {
   auto scheme = url.find("://");
   auto slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
   auto query = url.find('?');
-  std::string base = url.substr(0, slash == std::string::npos ? (query == std::string::npos ? url.size() : query) : slash);
+  std::string base =
+      url.substr(0, slash == std::string::npos ? (query == std::string::npos ? url.size() : query) : slash);
   std::string rest = query == std::string::npos ? "" : url.substr(query);
   return base + "/" + db + rest;
 }
@@ -123,9 +127,8 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
       auto admin = gpunex::store::open_store(url_, {.pool_size = 1});
       admin->transact([](Tx& tx) { tx.exec_script("DROP SCHEMA public CASCADE; CREATE SCHEMA public"); });
     } else {
-      dir_ = fs::temp_directory_path() /
-             ("gpunex-store-test-" + std::to_string(::getpid()) + "-" + std::to_string(wall_ms()) +
-              "-" + std::to_string(counter_++));
+      dir_ = fs::temp_directory_path() / ("gpunex-store-test-" + std::to_string(::getpid()) + "-" +
+                                          std::to_string(wall_ms()) + "-" + std::to_string(counter_++));
       url_ = "sqlite:" + (dir_ / "sub" / "test.db").string();  // "sub" checks the folder is created
     }
     store_ = gpunex::store::open_store(url_, options_);
@@ -139,14 +142,12 @@ class StoreTest : public ::testing::TestWithParam<std::string> {
   //! Migrates and adds a scratch table holding every value type.
   void make_things() {
     gpunex::store::migrate(*store_);
-    store_->transact([](Tx& tx) {
-      tx.exec("CREATE TABLE things (id TEXT PRIMARY KEY, n BIGINT, x DOUBLE PRECISION, s TEXT)");
-    });
+    store_->transact(
+        [](Tx& tx) { tx.exec("CREATE TABLE things (id TEXT PRIMARY KEY, n BIGINT, x DOUBLE PRECISION, s TEXT)"); });
   }
 
   std::int64_t count_things() {
-    return store_->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM things")->i64(0); },
-                            TxMode::read);
+    return store_->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM things")->i64(0); }, TxMode::read);
   }
 
   static inline std::atomic<int> counter_{0};
@@ -160,8 +161,8 @@ TEST_P(StoreTest, MigratesFromEmptyAndIsIdempotent) {
   int want = gpunex::store::migrations().back().version;
   EXPECT_EQ(gpunex::store::migrate(*store_), want);
   EXPECT_EQ(gpunex::store::migrate(*store_), want);
-  auto rows = store_->transact([](Tx& tx) { return tx.query("SELECT version, name FROM schema_migrations"); },
-                               TxMode::read);
+  auto rows =
+      store_->transact([](Tx& tx) { return tx.query("SELECT version, name FROM schema_migrations"); }, TxMode::read);
   ASSERT_EQ(rows.size(), gpunex::store::migrations().size());
   EXPECT_EQ(rows.back().i64(0), want);
   // The tables of migration 1 exist.
@@ -175,13 +176,12 @@ TEST_P(StoreTest, RoundTripsEveryValueType) {
   const std::int64_t small = std::numeric_limits<std::int64_t>::min();
   const std::string text = "grüße, 東京, emoji 🚀, quote ' and ?";
   store_->transact([&](Tx& tx) {
-    EXPECT_EQ(tx.exec("INSERT INTO things (id, n, x, s) VALUES (?, ?, ?, ?)", {std::string("a"), big, 0.1, text}),
-              1);
+    EXPECT_EQ(tx.exec("INSERT INTO things (id, n, x, s) VALUES (?, ?, ?, ?)", {std::string("a"), big, 0.1, text}), 1);
     tx.exec("INSERT INTO things (id, n, x, s) VALUES (?, ?, ?, ?)", {std::string("b"), small, -1.5e300, std::string()});
     tx.exec("INSERT INTO things (id, n, x, s) VALUES (?, ?, ?, ?)", {std::string("c"), nullptr, nullptr, nullptr});
   });
-  auto rows = store_->transact([](Tx& tx) { return tx.query("SELECT id, n, x, s FROM things ORDER BY id"); },
-                               TxMode::read);
+  auto rows =
+      store_->transact([](Tx& tx) { return tx.query("SELECT id, n, x, s FROM things ORDER BY id"); }, TxMode::read);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].str(0), "a");
   EXPECT_EQ(rows[0].i64(1), big);
@@ -205,9 +205,8 @@ TEST_P(StoreTest, RoundTripsEveryValueType) {
   EXPECT_THROW(rows[0].i64(9), StoreError);
 
   // Text columns holding numbers convert; a boolean is a 0/1 integer.
-  auto row = store_->transact([](Tx& tx) {
-    return *tx.query_one("SELECT '42', '2.5', 'nope', 1 = 1, 1 = 0, ?", {std::int64_t{7}});
-  });
+  auto row = store_->transact(
+      [](Tx& tx) { return *tx.query_one("SELECT '42', '2.5', 'nope', 1 = 1, 1 = 0, ?", {std::int64_t{7}}); });
   EXPECT_EQ(row.i64(0), 42);
   EXPECT_EQ(row.f64(1), 2.5);
   EXPECT_THROW(row.i64(2), StoreError);
@@ -229,14 +228,14 @@ TEST_P(StoreTest, SumOfBigintsIsAnExactInteger) {
 TEST_P(StoreTest, ReturningGivesTheRow) {
   make_things();
   auto row = store_->transact([](Tx& tx) {
-    return tx.query_one("INSERT INTO things (id, n) VALUES (?, ?) RETURNING id, n", {std::string("r"), std::int64_t{5}});
+    return tx.query_one("INSERT INTO things (id, n) VALUES (?, ?) RETURNING id, n",
+                        {std::string("r"), std::int64_t{5}});
   });
   ASSERT_TRUE(row.has_value());
   EXPECT_EQ(row->str(0), "r");
   EXPECT_EQ(row->i64(1), 5);
-  auto updated = store_->transact([](Tx& tx) {
-    return tx.query("UPDATE things SET n = n + 1 WHERE id = ? RETURNING n", {std::string("r")});
-  });
+  auto updated = store_->transact(
+      [](Tx& tx) { return tx.query("UPDATE things SET n = n + 1 WHERE id = ? RETURNING n", {std::string("r")}); });
   ASSERT_EQ(updated.size(), 1u);
   EXPECT_EQ(updated[0].i64(0), 6);
 }
@@ -350,17 +349,17 @@ TEST_P(StoreTest, LeasesAreExclusiveUntilExpiry) {
     });
   };
   EXPECT_TRUE(take("A", t0));
-  EXPECT_FALSE(take("B", t0 + 1000));                 // unexpired: refused
-  EXPECT_TRUE(take("A", t0 + 10'000));                // the holder extends it
+  EXPECT_FALSE(take("B", t0 + 1000));   // unexpired: refused
+  EXPECT_TRUE(take("A", t0 + 10'000));  // the holder extends it
   EXPECT_EQ(holder(), "A@" + std::to_string(t0 + 10'000 + ttl));
-  EXPECT_FALSE(take("B", t0 + ttl + 1));              // extended, so still A's
-  EXPECT_TRUE(take("B", t0 + 10'000 + ttl));          // expired: B takes it
+  EXPECT_FALSE(take("B", t0 + ttl + 1));      // extended, so still A's
+  EXPECT_TRUE(take("B", t0 + 10'000 + ttl));  // expired: B takes it
   EXPECT_EQ(holder(), "B@" + std::to_string(t0 + 10'000 + 2 * ttl));
   store_->transact([](Tx& tx) { release_lease(tx, "payouts", "A"); });  // not A's: no effect
   EXPECT_EQ(holder(), "B@" + std::to_string(t0 + 10'000 + 2 * ttl));
   store_->transact([](Tx& tx) { release_lease(tx, "payouts", "B"); });
   EXPECT_EQ(holder(), "none");
-  EXPECT_TRUE(take("A", t0 + 20'000));                // free again
+  EXPECT_TRUE(take("A", t0 + 20'000));  // free again
 }
 
 // Replicas race for one lease: two Store instances (separate connections; on SQLite the same file),
@@ -388,9 +387,8 @@ TEST_P(StoreTest, LeaseHasOneHolderAcrossReplicasUnderContention) {
         for (int mine = 0; mine < kTakesPerThread && std::chrono::steady_clock::now() < deadline;) {
           try {
             // A long TTL on the real clock: nobody's lease expires during the test.
-            const bool held = store.transact([&](Tx& tx) {
-              return gpunex::store::try_take_lease(tx, "singleton", holder, wall_ms(), 60'000);
-            });
+            const bool held = store.transact(
+                [&](Tx& tx) { return gpunex::store::try_take_lease(tx, "singleton", holder, wall_ms(), 60'000); });
             if (!held) {
               std::this_thread::sleep_for(std::chrono::microseconds(100));
               continue;
@@ -416,8 +414,8 @@ TEST_P(StoreTest, LeaseHasOneHolderAcrossReplicasUnderContention) {
   EXPECT_EQ(overlaps.load(), 0);
   EXPECT_EQ(taken[0].load(), kThreadsPerReplica * kTakesPerThread);
   EXPECT_EQ(taken[1].load(), kThreadsPerReplica * kTakesPerThread);
-  auto left = store_->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM leases")->i64(0); },
-                               TxMode::read);
+  auto left =
+      store_->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM leases")->i64(0); }, TxMode::read);
   EXPECT_EQ(left, 0);  // every holder gave it back
 }
 
@@ -488,7 +486,8 @@ TEST_P(StoreTest, FailedMigrationLeavesNothingBehind) {
   // From the current schema: a good step, then a failing one.
   const int current = gpunex::store::migrate(*store_);
   auto list = gpunex::store::migrations();
-  list.push_back({current + 1, "extra_a", "CREATE TABLE extra_a (id BIGINT PRIMARY KEY); INSERT INTO extra_a VALUES (1)"});
+  list.push_back(
+      {current + 1, "extra_a", "CREATE TABLE extra_a (id BIGINT PRIMARY KEY); INSERT INTO extra_a VALUES (1)"});
   list.push_back({current + 2, broken.name, broken.sql});
   EXPECT_THROW(gpunex::store::migrate(*store_, list), StoreError);
   EXPECT_FALSE(table_exists("extra_a"));
@@ -711,6 +710,109 @@ TEST(StoreOpen, PostgresFailureNamesServerButNotPassword) {
   }
 }
 #endif
+
+// #16: a GPU is never given to two rentals. 50 customers race for the 10 GPUs of one machine, each
+// reading which GPUs are free, picking one by the scheduler's rule and taking it, and trying again
+// when another took it first: exactly 10 rentals get a GPU, all different, on both stores.
+TEST_P(StoreTest, FiftyCustomersRacingForTenGpusGetExactlyTen) {
+  gpunex::store::migrate(*store_);
+  constexpr int kCustomers = 50, kGpus = 10;
+  store_->transact([&](Tx& tx) {
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('up', 'p@x', 'P', 'x', 0)");
+    tx.exec(
+        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
+        "VALUES ('a1', 'up', 'approved', '{}', 0, 0)");
+    tx.exec(
+        "INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'up', 'a1', 'community', "
+        "0)");
+    tx.exec(
+        "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+        "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
+        "VALUES ('m1', 'p1', 'fp', 'rig', '{}', 1, '0.1', 1, 'online', '550', '12.4', 0, 0, 0)");
+    for (int i = 0; i < kCustomers; ++i) {
+      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES (?, ?, 'C', 'x', 0)",
+              {"c" + std::to_string(i), "c" + std::to_string(i) + "@x"});
+    }
+  });
+  std::vector<gpunex::core::rental::FreeGpu> machine;
+  for (int g = 0; g < kGpus; ++g) {
+    machine.push_back({"m1", "GPU-" + std::to_string(g), "L4", "p1", "eu-west", 500'000, 90, 1});
+  }
+  std::atomic<int> rented{0}, none_free{0}, retries{0};
+  std::latch start(kCustomers);
+  std::vector<std::thread> customers;
+  for (int i = 0; i < kCustomers; ++i) {
+    customers.emplace_back([&, i] {
+      start.arrive_and_wait();
+      for (int attempt = 0; attempt < 100; ++attempt) {
+        auto r = store_->transact([&](Tx& tx) -> gpunex::core::Status {
+          const auto held = gpunex::server::rentals::allocated_uuids(tx, "m1");
+          std::vector<gpunex::core::rental::FreeGpu> free;
+          for (const auto& g : machine) {
+            if (std::find(held.begin(), held.end(), g.uuid) == held.end()) free.push_back(g);
+          }
+          // A request's time between reading what is free and taking it: the window races happen in.
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          gpunex::core::rental::Request want;
+          want.model = "L4";
+          auto pick = gpunex::core::rental::pick_gpus(free, want);
+          if (!pick)
+            return gpunex::core::Error::make(gpunex::core::ErrorCode::conflict, "no GPU free").with_code("no_capacity");
+          gpunex::server::rentals::RentalRow row;
+          row.id = "r" + std::to_string(i);
+          row.customer_id = "c" + std::to_string(i);
+          row.provider_id = pick->provider_id;
+          row.machine_id = pick->machine_id;
+          row.model = pick->model;
+          row.gpu_count = 1;
+          row.price = pick->price;
+          row.spec = "{}";
+          row.gpu_uuids = pick->uuids;
+          return gpunex::server::rentals::insert_with_gpus(tx, row);
+        });
+        if (r.ok()) {
+          ++rented;
+          return;
+        }
+        if (r.error().code_text() == "no_capacity") {
+          ++none_free;
+          return;
+        }
+        ASSERT_EQ(r.error().code_text(), "gpus_taken") << r.error().message;
+        ++retries;
+      }
+      ADD_FAILURE() << "customer " << i << " kept losing races";
+    });
+  }
+  for (auto& t : customers) t.join();
+  RecordProperty("lost_races", retries.load());
+  EXPECT_EQ(rented.load(), kGpus);
+  EXPECT_EQ(none_free.load(), kCustomers - kGpus);
+  const auto [rentals, distinct, allocations] = store_->transact(
+      [](Tx& tx) {
+        return std::make_tuple(tx.query_one("SELECT COUNT(*) FROM rentals")->i64(0),
+                               tx.query_one("SELECT COUNT(DISTINCT uuid) FROM rental_gpus")->i64(0),
+                               tx.query_one("SELECT COUNT(*) FROM gpu_allocations")->i64(0));
+      },
+      TxMode::read);
+  EXPECT_EQ(rentals, kGpus) << "a refused rental leaves nothing behind";
+  EXPECT_EQ(distinct, kGpus) << "no GPU is in two rentals";
+  EXPECT_EQ(allocations, kGpus);
+  // Ending a rental gives its GPU back, and the next customer gets it.
+  const auto first = store_->transact(
+      [](Tx& tx) { return tx.query_one("SELECT rental_id FROM gpu_allocations ORDER BY uuid")->str(0); }, TxMode::read);
+  store_->transact([&](Tx& tx) {
+    gpunex::server::rentals::end(tx, first, gpunex::core::rental::EndReason::customer_stopped, std::nullopt, false, 1);
+  });
+  const auto left = store_->transact(
+      [](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM gpu_allocations")->i64(0); }, TxMode::read);
+  EXPECT_EQ(left, kGpus - 1);
+  auto ended = store_->transact([&](Tx& tx) { return gpunex::server::rentals::find(tx, first); }, TxMode::read);
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->state, gpunex::core::rental::State::ended);
+  EXPECT_EQ(ended->end_reason, gpunex::core::rental::EndReason::customer_stopped);
+  EXPECT_EQ(ended->gpu_uuids.size(), 1u) << "the rental keeps the record of the GPU it had";
+}
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
