@@ -206,7 +206,7 @@ class App {
   ApiKeyCache api_keys_;
   http::Router router_;
   std::vector<AppRoute> routes_;  // routes_[i] is router_'s route i
-  std::vector<std::shared_ptr<void>> kept_;
+  std::vector<std::shared_ptr<void>> kept_;  // keep(): shared_ptr<void> only erases the type, one owner each
   GroupCommit group_commit_;      // last: its thread uses the store and the metrics
 };
 
