@@ -92,14 +92,6 @@ LAYERS.update({
 # Known findings, each (including file, included header) -> why it is there and how it goes away.
 # An entry keeps the check green while the fix is pending; delete it with the fix.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("server/platform/api_key_cache.hpp", "server/onboarding/providers.hpp"):
-        "ApiKeyInfo lives with providers; move API-key authentication (ApiKeyInfo, find_api_key_by_hash, "
-        "touch_api_key, kApiKeyPrefix) to platform/, onboarding issues keys through it",
-    ("server/platform/request_pipeline.cpp", "server/onboarding/providers.hpp"):
-        "authenticate_api_key looks keys up through providers.hpp; same fix as api_key_cache.hpp",
-    ("server/platform/request_pipeline.hpp", "server/market/offers.hpp"):
-        "App owns the market's OfferCache; let the market own it (built in main.cpp, handed to "
-        "register_market_api), so platform/ knows no area",
     ("server/onboarding/applications.cpp", "server/fleet/gpu_catalog.hpp"):
         "approval adds a catalog model; the catalog (gpu_models, gpu_reference_prices) is read by "
         "onboarding, fleet and market alike, so its store access belongs below them (platform/ or a "

@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "server/api/routes.hpp"
 #include "server/platform/admin_commands.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/billing/credit_command.hpp"
@@ -31,6 +32,7 @@
 #include "server/fleet/benchmarks.hpp"
 #include "server/workers/mail_worker.hpp"
 #include "server/workers/worker.hpp"
+#include "server/web/web_routes.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 #include "util/time.hpp"
@@ -50,8 +52,8 @@ sigset_t block_stop_signals() {
   return signals;
 }
 
-//! Opens the store, migrates it, seeds the GPU catalog and builds the App on it; null (after
-//! saying why on stderr) when the store fails.
+//! Opens the store, migrates it, seeds the GPU catalog and builds the App on it with the REST routes
+//! and the dashboard's; null (after saying why on stderr) when the store fails.
 std::unique_ptr<server::App> open_app(const server::Config& cfg) {
   std::unique_ptr<store::Store> st;
   try {
@@ -75,7 +77,9 @@ std::unique_ptr<server::App> open_app(const server::Config& cfg) {
     std::cerr << "error: db: seeding the GPU catalog: " << e.what() << "\n";
     return nullptr;
   }
-  return server::make_app(cfg, std::move(st), clock);
+  auto app = server::make_app(cfg, std::move(st), clock);
+  server::register_web(*app);
+  return app;
 }
 
 //! The server's background workers, each a thread that holds a named store lease so one replica

@@ -7,8 +7,10 @@
 #include <string_view>
 
 #include "core/json_reader.hpp"
-#include "server/platform/request_pipeline.hpp"
+#include "server/api/routes.hpp"
 #include "server/http/http.hpp"
+#include "server/platform/request_pipeline.hpp"
+#include "server/web/web_routes.hpp"
 #include "store/store.hpp"
 #include "util/crypto.hpp"
 
@@ -25,7 +27,9 @@ server::App& app() {
     cfg.login_failures_per_minute = 1000000;
     auto store = store::open_store("sqlite::memory:");
     store::migrate(*store);
-    return server::make_app(cfg, std::move(store));
+    auto built = server::make_app(cfg, std::move(store));
+    server::register_web(*built);
+    return built;
   }();
   return *instance;
 }

@@ -4,6 +4,7 @@
 #include "protocol/heartbeat.hpp"
 #include "protocol/register.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/routes.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/machines.hpp"
 #include "server/platform/request_pipeline.hpp"

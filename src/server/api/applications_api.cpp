@@ -6,6 +6,7 @@
 #include "core/merge_patch.hpp"
 #include "core/text.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/onboarding/applications.hpp"
 #include "server/platform/paging.hpp"

@@ -2,6 +2,7 @@
 
 #include "core/json_reader.hpp"
 #include "core/text.hpp"
+#include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 
 namespace gpunex::server {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 
 namespace gpunex::server {

@@ -2,6 +2,7 @@
 // view per machine and the rate-limited re-run button.
 
 #include "server/api/handlers.hpp"
+#include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/machines.hpp"

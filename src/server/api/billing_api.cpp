@@ -4,6 +4,7 @@
 #include "core/json_reader.hpp"
 #include "core/ledger.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/routes.hpp"
 #include "server/billing/credits.hpp"
 #include "server/billing/ledger_repo.hpp"
 #include "util/time.hpp"

@@ -12,6 +12,7 @@
 #include "core/price_recommendation.hpp"
 #include "core/schedule.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/fleet/gpu_catalog.hpp"
 #include "server/market/offer_cache.hpp"
@@ -218,7 +219,7 @@ core::Result<core::OfferFilter> offer_filter(const http::Request& req) {
   return f;
 }
 
-Response offers(Ctx& ctx) {
+Response offers(Ctx& ctx, OfferCache& cache, ScheduleCache& schedules) {
   auto filter = offer_filter(ctx.req);
   if (!filter) return Response::error(filter.error());
   // ?model= names catalog models the way a customer writes them ("rtx 4090", "4090", "RTX4090",
@@ -247,7 +248,7 @@ Response offers(Ctx& ctx) {
   const auto page = static_cast<std::size_t>(limit->value_or(50));
   const auto from = static_cast<std::size_t>(cursor->value_or(0));
   const core::UtcTime now{std::chrono::seconds{ctx.now_ms() / 1000}};
-  const auto book = ctx.app.offer_cache().book(ctx.store(), ctx.app.schedule_cache(), ctx.app.config().rank, now);
+  const auto book = cache.book(ctx.store(), schedules, ctx.app.config().rank, now);
   auto found = book->search(*filter, from, page);
   auto items = nlohmann::json::array();
   for (auto& offer : found.items) {
@@ -268,7 +269,7 @@ Response offers(Ctx& ctx) {
 
 }  // namespace
 
-void register_market_api(App& app) {
+void register_market_api(App& app, OfferCache& offer_cache, ScheduleCache& schedules) {
   // Prices and schedules are provider automation too: an API key may set them.
   const auto provider = [] { return RouteOptions::for_roles({"provider"}).api_key_allowed(); };
   app.route(Method::put, "/v1/provider/prices/{model}", provider(), put_price);
@@ -277,7 +278,8 @@ void register_market_api(App& app) {
   app.route(Method::get, "/v1/provider/price-recommendations", provider(), recommendation);
   app.route(Method::put, "/v1/provider/machines/{id}/schedule", provider(), put_schedule);
   app.route(Method::get, "/v1/provider/machines/{id}/schedule", provider(), get_schedule);
-  app.route(Method::get, "/v1/marketplace/offers", RouteOptions::public_route(), offers);
+  app.route(Method::get, "/v1/marketplace/offers", RouteOptions::public_route(),
+            [&offer_cache, &schedules](Ctx& ctx) { return offers(ctx, offer_cache, schedules); });
 }
 
 }  // namespace gpunex::server

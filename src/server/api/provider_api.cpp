@@ -4,6 +4,7 @@
 
 #include "core/json_reader.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/fleet/gpu_catalog.hpp"
 #include "server/platform/notifications.hpp"

@@ -1,5 +1,6 @@
 // /healthz (liveness), /readyz (readiness) and /metrics.
 
+#include "server/api/routes.hpp"
 #include "server/platform/platform_repo.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "store/migrations.hpp"

@@ -3,6 +3,7 @@
 #include "core/ledger.hpp"
 #include "core/text.hpp"
 #include "server/billing/ledger_repo.hpp"
+#include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
 
 namespace gpunex::server::billing {
@@ -16,13 +17,6 @@ using core::ErrorCode;
 constexpr std::size_t kMaxReference = 200;
 //! The most one credit may add: a typo guard (an extra zero), not a business limit.
 constexpr core::MicroUsdc kMaxCredit = 1'000'000 * core::kMicroPerUsdc;
-
-// owner: platform (users). Read here until the platform area's repository offers it.
-std::optional<std::pair<std::string, std::string>> user_by_email(store::Tx& tx, const std::string& email) {
-  auto r = tx.query_one("SELECT id, email FROM users WHERE email = ?", {email});
-  if (!r) return std::nullopt;
-  return std::make_pair(r->str(0), r->str(1));
-}
 
 }  // namespace
 
@@ -50,20 +44,20 @@ core::Result<CreditResult> add_credit(store::Tx& tx, const CreditRequest& reques
       return Error::make(ErrorCode::invalid_field, "reference must be one line of text", "reference");
     }
   }
-  auto user = user_by_email(tx, email);
+  auto user = platform_repo::find_user_by_email(tx, email);
   if (!user) return Error::make(ErrorCode::not_found, "no account has the e-mail " + email, "email");
 
-  auto t = ledger::credit(util::new_id("ltx"), user->first, *amount, actor, reference, now_ms);
+  auto t = ledger::credit(util::new_id("ltx"), user->id, *amount, actor, reference, now_ms);
   if (!t) return std::move(t).error();
-  auto posted = post(tx, *t, "credit:" + user->first + ":" + reference);
+  auto posted = post(tx, *t, "credit:" + user->id + ":" + reference);
   if (!posted) return std::move(posted).error();
-  CreditResult result{*posted, user->first, user->second, *amount, 0, *posted != t->id};
+  CreditResult result{*posted, user->id, user->email, *amount, 0, *posted != t->id};
   if (result.repeated) {
     auto first = find_transaction(tx, *posted);
     core::MicroUsdc first_amount = 0;
     if (first) {
       for (const auto& e : first->entries) {
-        if (e.account == ledger::Account::customer(user->first)) first_amount += e.amount;
+        if (e.account == ledger::Account::customer(user->id)) first_amount += e.amount;
       }
     }
     if (first_amount != *amount) {
@@ -74,7 +68,7 @@ core::Result<CreditResult> add_credit(store::Tx& tx, const CreditRequest& reques
           .with_code("duplicate_reference");
     }
   }
-  result.balance = balance(tx, ledger::Account::customer(user->first));
+  result.balance = balance(tx, ledger::Account::customer(user->id));
   return result;
 }
 

@@ -15,6 +15,18 @@ nlohmann::json opt_time(const std::optional<std::int64_t>& t) {
 
 constexpr std::int64_t kDayMs = 86'400'000;
 
+class OnboardingApiKeys final : public ApiKeyDirectory {
+ public:
+  std::optional<ApiKeyInfo> find_by_hash(store::Tx& tx, const std::string& key_hash) const override {
+    auto k = find_api_key_by_hash(tx, key_hash);
+    if (!k) return std::nullopt;
+    return ApiKeyInfo{std::move(k->key_id), std::move(k->user_id), k->last_used_at_ms};
+  }
+  void record_use(store::Tx& tx, const std::string& key_id, std::int64_t now_ms) const override {
+    touch_api_key(tx, key_id, now_ms);
+  }
+};
+
 }  // namespace
 
 nlohmann::json Provider::to_json() const {
@@ -127,17 +139,19 @@ std::int64_t expire_key_reveals(store::Tx& tx, std::int64_t now_ms) {
   return onboarding_repo::clear_expired_kept_keys(tx, now_ms);
 }
 
-std::optional<ApiKeyInfo> find_api_key(store::Tx& tx, const std::string& key) {
+std::optional<LiveApiKey> find_api_key(store::Tx& tx, const std::string& key) {
   return find_api_key_by_hash(tx, util::sha256_hex(key));
 }
 
-std::optional<ApiKeyInfo> find_api_key_by_hash(store::Tx& tx, const std::string& key_hash) {
+std::optional<LiveApiKey> find_api_key_by_hash(store::Tx& tx, const std::string& key_hash) {
   return onboarding_repo::find_live_api_key_by_hash(tx, key_hash);
 }
 
 void touch_api_key(store::Tx& tx, const std::string& key_id, std::int64_t now_ms) {
   onboarding_repo::touch_api_key(tx, key_id, now_ms, now_ms - core::kApiKeyTouchIntervalMs);
 }
+
+std::unique_ptr<const ApiKeyDirectory> api_key_directory() { return std::make_unique<OnboardingApiKeys>(); }
 
 core::Result<Provider> provider_of_user(store::Tx& tx, const std::string& user_id) {
   auto p = find_provider_by_user(tx, user_id);

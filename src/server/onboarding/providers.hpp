@@ -5,9 +5,11 @@
 // the key issued at approval, also waits in plaintext for its owner to reveal it
 // once in the dashboard (the reviewer decided, the provider was not there), for
 // at most kApiKeyRevealDays. The SQL is in onboarding_repo.hpp, the reveal
-// rules in core/api_key.hpp.
+// rules in core/api_key.hpp; the request pipeline authenticates keys through
+// api_key_directory() (platform/api_key_auth.hpp), which reads them here.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -16,6 +18,7 @@
 #include "core/api_key.hpp"
 #include "core/result.hpp"
 #include "server/onboarding/onboarding_repo.hpp"
+#include "server/platform/api_key_auth.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {
@@ -35,8 +38,6 @@ std::optional<std::string> provider_of_api_key(store::Tx& tx, const std::string&
 //! Creates the provider (role, row) for an approved application.
 Provider create_provider(store::Tx& tx, const std::string& user_id, const std::string& application_id,
                          core::Tier tier, std::int64_t now_ms);
-
-inline constexpr const char* kApiKeyPrefix = "gpx_";
 
 //! A new key; `key` is the only copy of the secret.
 struct NewApiKey {
@@ -69,12 +70,14 @@ core::Result<nlohmann::json> reveal_api_key(store::Tx& tx, const std::string& pr
 //! Clears the plaintext of every reveal past its expiry; the number cleared.
 std::int64_t expire_key_reveals(store::Tx& tx, std::int64_t now_ms);
 
-//! A live (unrevoked) key found by its secret.
-using ApiKeyInfo = onboarding_repo::LiveApiKey;
-std::optional<ApiKeyInfo> find_api_key(store::Tx& tx, const std::string& key);
+//! A live (unrevoked) key found by its secret (kApiKeyPrefix, platform/api_key_auth.hpp, starts it).
+using LiveApiKey = onboarding_repo::LiveApiKey;
+std::optional<LiveApiKey> find_api_key(store::Tx& tx, const std::string& key);
 //! The same, by the key's SHA-256 (hex), as stored.
-std::optional<ApiKeyInfo> find_api_key_by_hash(store::Tx& tx, const std::string& key_hash);
+std::optional<LiveApiKey> find_api_key_by_hash(store::Tx& tx, const std::string& key_hash);
 //! Records use, at most once a minute per key (so a busy agent does not write on every request).
 void touch_api_key(store::Tx& tx, const std::string& key_id, std::int64_t now_ms);
+//! The keys as the request pipeline authenticates with them: find_api_key_by_hash and touch_api_key.
+std::unique_ptr<const ApiKeyDirectory> api_key_directory();
 
 }  // namespace gpunex::server

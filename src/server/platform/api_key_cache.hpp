@@ -16,7 +16,7 @@
 #include <unordered_map>
 
 #include "server/platform/accounts.hpp"
-#include "server/onboarding/providers.hpp"
+#include "server/platform/api_key_auth.hpp"
 
 namespace gpunex::server {
 

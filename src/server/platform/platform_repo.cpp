@@ -28,6 +28,12 @@ std::optional<UserRow> find_user(store::Tx& tx, const std::string& user_id) {
   return UserRow{r->str(0), r->str(1), r->str(2), r->i64(3)};
 }
 
+std::optional<UserRow> find_user_by_email(store::Tx& tx, const std::string& email) {
+  auto r = tx.query_one("SELECT id, email, full_name, created_at FROM users WHERE email = ?", {email});
+  if (!r) return std::nullopt;
+  return UserRow{r->str(0), r->str(1), r->str(2), r->i64(3)};
+}
+
 void grant_role(store::Tx& tx, const std::string& user_id, core::Role role, std::int64_t granted_at_ms) {
   tx.exec("INSERT INTO user_roles (user_id, role, granted_at) VALUES (?, ?, ?) ON CONFLICT (user_id, role) DO NOTHING",
           {user_id, role_value(role), granted_at_ms});

@@ -28,6 +28,8 @@ struct UserRow {
 //! Inserts the user; false when the e-mail is taken (nothing written then).
 bool insert_user(store::Tx& tx, const UserRow& user, const std::string& password_hash);
 std::optional<UserRow> find_user(store::Tx& tx, const std::string& user_id);
+//! The account with this e-mail, exactly as stored (the caller normalises it).
+std::optional<UserRow> find_user_by_email(store::Tx& tx, const std::string& email);
 //! Grants `role` (a role already held stays as it was).
 void grant_role(store::Tx& tx, const std::string& user_id, core::Role role, std::int64_t granted_at_ms);
 //! The user's roles, by name.

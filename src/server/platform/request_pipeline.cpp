@@ -7,7 +7,6 @@
 
 #include "core/api_key.hpp"
 #include "core/json_reader.hpp"
-#include "server/onboarding/providers.hpp"
 #include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
@@ -33,14 +32,14 @@ std::int64_t Ctx::now_ms() const { return app.clock().now_ms(); }
 
 core::Result<nlohmann::json> Ctx::json_body() const { return core::parse_json_object(req.body); }
 
-App::App(Config config, std::unique_ptr<store::Store> store, std::shared_ptr<util::Clock> clock)
+App::App(Config config, std::unique_ptr<store::Store> store, std::unique_ptr<const ApiKeyDirectory> api_keys,
+         std::shared_ptr<util::Clock> clock)
     : config_(std::move(config)),
       clock_(std::move(clock)),
       store_(std::move(store)),
       auth_limiter_(config_.auth_rate_limit_per_minute, std::chrono::seconds(60)),
       login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)),
-      offer_cache_(std::chrono::milliseconds(config_.market_search_wait_ms), {},
-                   [this](double seconds) { metrics_.observe_offer_reload(seconds); }),
+      api_key_directory_(std::move(api_keys)),
       group_commit_(
           *store_, [this](std::size_t requests) { metrics_.observe_group_commit(requests); },
           group_commit_writers(*store_, config_)) {
@@ -49,6 +48,11 @@ App::App(Config config, std::unique_ptr<store::Store> store, std::shared_ptr<uti
   // Only a server configured with a test clock offers POST /v1/test/clock, even if a test hands in
   // a settable clock of its own.
   if (config_.test_clock_start_ms) test_clock_ = std::dynamic_pointer_cast<util::SettableClock>(clock_);
+}
+
+App::~App() {
+  group_commit_.stop();
+  while (!kept_.empty()) kept_.pop_back();
 }
 
 void App::set_bound_port(std::uint16_t port) {
@@ -155,25 +159,25 @@ core::Result<std::optional<Principal>> App::authenticate_api_key(const std::stri
   const auto now = clock_->now_ms();
   const std::string key_hash = util::sha256_hex(key);
   auto entry = api_keys_.find(key_hash);
-  if (!entry) {
+  if (!entry && api_key_directory_) {
     const auto generation = api_keys_.generation();
     entry = store_->transact(
         [&](store::Tx& tx) -> std::optional<ApiKeyCache::Entry> {
-          auto k = find_api_key_by_hash(tx, key_hash);
+          auto k = api_key_directory_->find_by_hash(tx, key_hash);
           if (!k) return std::nullopt;
           auto u = find_user(tx, k->user_id);
           if (!u) return std::nullopt;
           return ApiKeyCache::Entry{std::move(*k), std::move(*u)};
         },
         store::TxMode::read);
-    if (!entry) {
-      return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
-    }
-    api_keys_.put(key_hash, *entry, generation);
+    if (entry) api_keys_.put(key_hash, *entry, generation);
+  }
+  if (!entry) {
+    return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
   }
   if (core::api_key_use_due(entry->key.last_used_at_ms, now)) {
     const std::string& key_id = entry->key.key_id;
-    store_->transact([&](store::Tx& tx) { touch_api_key(tx, key_id, now); });
+    store_->transact([&](store::Tx& tx) { api_key_directory_->record_use(tx, key_id, now); });
     api_keys_.note_used(key_hash, now);
   }
   Principal p;
@@ -380,22 +384,6 @@ http::Response App::handle(http::Request& req) {
 std::shared_ptr<util::Clock> clock_for(const Config& config) {
   if (config.test_clock_start_ms) return std::make_shared<util::SettableClock>(*config.test_clock_start_ms);
   return std::make_shared<util::SystemClock>();
-}
-
-std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store,
-                              std::shared_ptr<util::Clock> clock) {
-  auto app = std::make_unique<App>(std::move(config), std::move(store), std::move(clock));
-  register_system_api(*app);
-  register_auth_api(*app);
-  register_applications_api(*app);
-  register_provider_api(*app);
-  register_agent_api(*app);
-  register_bench_net_api(*app);
-  register_benchmarks_api(*app);
-  register_market_api(*app);
-  register_billing_api(*app);
-  register_web(*app);
-  return app;
 }
 
 }  // namespace gpunex::server

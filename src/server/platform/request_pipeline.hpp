@@ -2,9 +2,9 @@
 // The control plane's request pipeline: request id, rate limits, authentication
 // (session cookie with CSRF check, bearer session token, provider API key),
 // role checks, idempotency keys, metrics and the access log, around the route
-// handlers that the api/ files register. A handler answers at once, or (an
-// asynchronous route) hands its store work to the group commit and answers
-// when that commits.
+// handlers that the api/ files register (api/routes.cpp builds the App with
+// them all). A handler answers at once, or (an asynchronous route) hands its
+// store work to the group commit and answers when that commits.
 
 #include <atomic>
 #include <chrono>
@@ -21,11 +21,11 @@
 
 #include "core/result.hpp"
 #include "server/platform/accounts.hpp"
+#include "server/platform/api_key_auth.hpp"
 #include "server/platform/api_key_cache.hpp"
 #include "server/platform/config.hpp"
 #include "server/platform/group_commit.hpp"
 #include "server/http/http.hpp"
-#include "server/market/offers.hpp"
 #include "server/platform/metrics.hpp"
 #include "server/platform/rate_limit.hpp"
 #include "store/store.hpp"
@@ -119,8 +119,14 @@ http::Response failure_response(const std::exception_ptr& failure, const std::st
 
 class App {
  public:
-  //! `clock` null: the system clock, or a SettableClock when the config names a test clock.
-  App(Config config, std::unique_ptr<store::Store> store, std::shared_ptr<util::Clock> clock = nullptr);
+  //! `api_keys`: the provider API keys a bearer gpx_... token is looked up in (onboarding's); null, none
+  //! authenticates. `clock` null: the system clock, or a SettableClock when the config names a test clock.
+  App(Config config, std::unique_ptr<store::Store> store, std::unique_ptr<const ApiKeyDirectory> api_keys,
+      std::shared_ptr<util::Clock> clock = nullptr);
+  //! Stops the group commit, then destroys what keep() holds, the last kept first.
+  ~App();
+  App(const App&) = delete;
+  App& operator=(const App&) = delete;
 
   void route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler);
   //! An asynchronous route. Idempotency-Key replay is not offered there (options must say no_idempotency()).
@@ -147,12 +153,19 @@ class App {
   util::SettableClock* test_clock() const { return test_clock_.get(); }
   Metrics& metrics() { return metrics_; }
   RateLimiter& login_failures() { return login_failures_; }
-  ScheduleCache& schedule_cache() { return schedule_cache_; }
   //! The agents' heartbeats commit here, many per transaction.
   GroupCommit& group_commit() { return group_commit_; }
   //! Call invalidate_all() after revoking a key, before answering.
   ApiKeyCache& api_keys() { return api_keys_; }
-  OfferCache& offer_cache() { return offer_cache_; }
+  //! Keeps an area's state that its handlers use (the market's offer book, which has a thread) for
+  //! as long as the App: destroyed after the group commit stops, before the store, metrics and clock
+  //! it may use, the last kept first.
+  template <class T>
+  T& keep(std::unique_ptr<T> state) {
+    T& kept = *state;
+    kept_.push_back(std::move(state));
+    return kept;
+  }
 
  private:
   struct AppRoute {
@@ -189,11 +202,11 @@ class App {
   Metrics metrics_;
   RateLimiter auth_limiter_;
   RateLimiter login_failures_;
-  ScheduleCache schedule_cache_;
+  std::unique_ptr<const ApiKeyDirectory> api_key_directory_;
   ApiKeyCache api_keys_;
-  OfferCache offer_cache_;
   http::Router router_;
   std::vector<AppRoute> routes_;  // routes_[i] is router_'s route i
+  std::vector<std::shared_ptr<void>> kept_;  // keep(): shared_ptr<void> only erases the type, one owner each
   GroupCommit group_commit_;      // last: its thread uses the store and the metrics
 };
 
@@ -207,22 +220,7 @@ std::int64_t prune_idempotency_keys(store::Tx& tx, std::int64_t now_ms, std::int
 inline constexpr const char* kSessionCookie = "gpunex_session";
 inline constexpr const char* kCsrfCookie = "gpunex_csrf";
 
-void register_system_api(App& app);
-void register_auth_api(App& app);
-void register_applications_api(App& app);
-void register_provider_api(App& app);
-void register_agent_api(App& app);
-void register_bench_net_api(App& app);
-void register_benchmarks_api(App& app);
-void register_market_api(App& app);
-void register_billing_api(App& app);
-void register_web(App& app);
-
 //! The clock a server with this config runs on: a SettableClock at test_clock when set, else the system clock.
 std::shared_ptr<util::Clock> clock_for(const Config& config);
-
-//! Builds the App with every route registered.
-std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store,
-                              std::shared_ptr<util::Clock> clock = nullptr);
 
 }  // namespace gpunex::server

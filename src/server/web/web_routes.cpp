@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/web/web_routes.hpp"
+
 #include "server/platform/request_pipeline.hpp"
 #include "server/web/web.hpp"
 

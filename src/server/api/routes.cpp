@@ -1,0 +1,30 @@
+#include "server/api/routes.hpp"
+
+#include <chrono>
+
+#include "server/onboarding/providers.hpp"
+
+namespace gpunex::server {
+
+std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store,
+                              std::shared_ptr<util::Clock> clock) {
+  auto app = std::make_unique<App>(std::move(config), std::move(store), api_key_directory(), std::move(clock));
+  // The market's offer book, rebuilt on a thread of its own, reads the schedules: kept in that order,
+  // so the book (and its thread) goes first.
+  auto& schedules = app->keep(std::make_unique<ScheduleCache>());
+  auto& offers = app->keep(std::make_unique<OfferCache>(
+      std::chrono::milliseconds(app->config().market_search_wait_ms), OfferCache::Loader{},
+      [&metrics = app->metrics()](double seconds) { metrics.observe_offer_reload(seconds); }));
+  register_system_api(*app);
+  register_auth_api(*app);
+  register_applications_api(*app);
+  register_provider_api(*app);
+  register_agent_api(*app);
+  register_bench_net_api(*app);
+  register_benchmarks_api(*app);
+  register_market_api(*app, offers, schedules);
+  register_billing_api(*app);
+  return app;
+}
+
+}  // namespace gpunex::server
