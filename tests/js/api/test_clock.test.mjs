@@ -55,6 +55,9 @@ test(`${BACKEND}: moving the test clock by days expires sessions and takes a sil
     const bad = await admin.request('POST', '/v1/test/clock', { body: { advance_seconds: -5 } });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.field, 'advance_seconds');
+    const far = await admin.request('POST', '/v1/test/clock', { body: { advance_seconds: 2 ** 62 } });
+    assert.equal(far.status, 400, 'a move that would overflow the clock is refused');
+    assert.equal(await moveBy(0), START, 'refused moves leave the clock where it was');
 
     // A machine that heartbeats at the server's (simulated) time is online.
     const { key } = await approvedProvider(server, 'prov@example.com');
