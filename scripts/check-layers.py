@@ -100,13 +100,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("server/platform/request_pipeline.hpp", "server/market/offers.hpp"):
         "App owns the market's OfferCache; let the market own it (built in main.cpp, handed to "
         "register_market_api), so platform/ knows no area",
-    ("server/onboarding/applications.cpp", "server/fleet/gpu_catalog.hpp"):
-        "approval adds a catalog model; the catalog (gpu_models, gpu_reference_prices) is read by "
-        "onboarding, fleet and market alike, so its store access belongs below them (platform/ or a "
-        "catalog repository in store/), or in onboarding/ which grows it",
-    ("server/fleet/machines.cpp", "server/market/schedules.hpp"):
-        "registration starts a machine on its declared schedule (save_schedule/load_schedule); let fleet "
-        "own the machine's availability schedule (machine_schedules), which market reads",
 }
 
 # Headers internal to their layer: only files of that layer include them (its drivers, Beast).

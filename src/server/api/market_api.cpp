@@ -13,10 +13,10 @@
 #include "core/schedule.hpp"
 #include "server/api/handlers.hpp"
 #include "server/platform/request_pipeline.hpp"
-#include "server/fleet/gpu_catalog.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/market/offer_cache.hpp"
 #include "server/market/prices.hpp"
-#include "server/market/schedules.hpp"
+#include "server/fleet/schedules.hpp"
 #include "server/platform/paging.hpp"
 #include "server/onboarding/providers.hpp"
 
