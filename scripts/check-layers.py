@@ -92,13 +92,6 @@ LAYERS.update({
 # Known findings, each (including file, included header) -> why it is there and how it goes away.
 # An entry keeps the check green while the fix is pending; delete it with the fix.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("server/onboarding/applications.cpp", "server/fleet/gpu_catalog.hpp"):
-        "approval adds a catalog model; the catalog (gpu_models, gpu_reference_prices) is read by "
-        "onboarding, fleet and market alike, so its store access belongs below them (platform/ or a "
-        "catalog repository in store/), or in onboarding/ which grows it",
-    ("server/fleet/machines.cpp", "server/market/schedules.hpp"):
-        "registration starts a machine on its declared schedule (save_schedule/load_schedule); let fleet "
-        "own the machine's availability schedule (machine_schedules), which market reads",
 }
 
 # Headers internal to their layer: only files of that layer include them (its drivers, Beast).

@@ -23,7 +23,7 @@
 #include "server/platform/admin_commands.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/billing/credit_command.hpp"
-#include "server/fleet/gpu_catalog.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/platform/config.hpp"
 #include "server/mail/mailer.hpp"
 #include "server/market/offers.hpp"

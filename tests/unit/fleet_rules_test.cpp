@@ -1,12 +1,12 @@
 // The fleet's pure rules: machine and benchmark-run statuses (names both ways, the moves they allow), the
-// offline threshold, when a machine is due a run, the listing transition, and the delist/relist notices.
+// offline threshold, when a machine is due a run and the listing transition. The delist/relist texts are
+// mail templates (mail_templates_test.cpp).
 
 #include <gtest/gtest.h>
 
 #include "core/benchmark_run.hpp"
 #include "core/listing.hpp"
 #include "core/machine_status.hpp"
-#include "server/fleet/listing_notice.hpp"
 
 namespace gpunex {
 namespace {
@@ -99,30 +99,6 @@ TEST(Listing, UnknownModelFindingAsksForACatalogEntry) {
   EXPECT_EQ(f.metric, "model");
   EXPECT_EQ(f.cause, "unknown_model");
   EXPECT_NE(f.recommendation.find("add the model to the catalog"), std::string::npos);
-}
-
-TEST(ListingNotice, DelistedNamesEveryFailureWithMeasuredAndExpected) {
-  const core::bench::Finding fp16{"fp16_tensor", "FP16 tensor throughput", 254.1, 289.6, "TFLOP/s", "thermal_throttling",
-                                  "Clean the fans."};
-  const core::bench::Finding ram{"host.ram", "Host RAM", 0.5, 0, "GiB", "host", "Add RAM."};
-  const std::string name = server::gpu_display_name(0, "H100-SXM", "host-a");
-  EXPECT_EQ(name, "GPU 0 (H100-SXM) on host-a");
-  const auto n = server::delisted_notice(name, {fp16, ram});
-  EXPECT_EQ(n.kind, "gpu_delisted");
-  EXPECT_EQ(n.title, "GPU 0 (H100-SXM) on host-a delisted: FP16 tensor throughput");
-  EXPECT_EQ(n.body,
-            "GPU 0 (H100-SXM) on host-a is delisted: customers cannot rent it until a benchmark run passes.\n"
-            "\n- FP16 tensor throughput: measured 254 TFLOP/s, expected 290 (ratio 0.88).\n  What to do: Clean the fans."
-            "\n- Host RAM: measured 0.50 GiB, expected 0.00.\n  What to do: Add RAM."
-            "\n\nAfter fixing it, re-run the benchmarks from the Benchmarks tab.");
-}
-
-TEST(ListingNotice, RelistedGivesTheQualityRatioWhenKnown) {
-  const auto with = server::relisted_notice("GPU 1 (A100) on b", 0.97);
-  EXPECT_EQ(with.kind, "gpu_relisted");
-  EXPECT_EQ(with.title, "GPU 1 (A100) on b relisted");
-  EXPECT_EQ(with.body, "GPU 1 (A100) on b passed its benchmarks (quality ratio 0.97) and is listed again.");
-  EXPECT_EQ(server::relisted_notice("G", std::nullopt).body, "G passed its benchmarks and is listed again.");
 }
 
 }  // namespace

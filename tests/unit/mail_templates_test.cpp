@@ -99,3 +99,38 @@ TEST(MailTemplates, RejectedQuotesTheReviewersNote) {
   EXPECT_EQ(a.notice.body, "Not enough bandwidth.");
   EXPECT_EQ(a.notice.link, f.link);
 }
+
+// The delist/relist texts as fleet/listing_notice.cpp wrote them, and the mail as benchmarks.cpp built it
+// from them: "GPUnex: " + title, the body, then the link.
+TEST(MailTemplates, GpuDelistedNamesEveryFailureWithMeasuredAndExpected) {
+  const core::bench::Finding fp16{"fp16_tensor", "FP16 tensor throughput", 254.1, 289.6, "TFLOP/s", "thermal_throttling",
+                                  "Clean the fans."};
+  const core::bench::Finding ram{"host.ram", "Host RAM", 0.5, 0, "GiB", "host", "Add RAM."};
+  const std::string name = server::mail::gpu_display_name(0, "H100-SXM", "host-a");
+  EXPECT_EQ(name, "GPU 0 (H100-SXM) on host-a");
+  const std::string link = "https://gpunex.example/#/machines/m1/benchmarks";
+  const auto a = server::mail::gpu_delisted({name, link}, {fp16, ram});
+  const std::string body =
+      "GPU 0 (H100-SXM) on host-a is delisted: customers cannot rent it until a benchmark run passes.\n"
+      "\n- FP16 tensor throughput: measured 254 TFLOP/s, expected 290 (ratio 0.88).\n  What to do: Clean the fans."
+      "\n- Host RAM: measured 0.50 GiB, expected 0.00.\n  What to do: Add RAM."
+      "\n\nAfter fixing it, re-run the benchmarks from the Benchmarks tab.";
+  EXPECT_EQ(a.notice.kind, "gpu_delisted");
+  EXPECT_EQ(a.notice.title, "GPU 0 (H100-SXM) on host-a delisted: FP16 tensor throughput");
+  EXPECT_EQ(a.notice.body, body);
+  EXPECT_EQ(a.notice.link, link);
+  EXPECT_EQ(a.mail.kind, "gpu_delisted");
+  EXPECT_EQ(a.mail.subject, "GPUnex: GPU 0 (H100-SXM) on host-a delisted: FP16 tensor throughput");
+  EXPECT_EQ(a.mail.body, body + "\n\n" + link + "\n");
+}
+
+TEST(MailTemplates, GpuRelistedGivesTheQualityRatioWhenKnown) {
+  const auto with = server::mail::gpu_relisted({"GPU 1 (A100) on b", "L"}, 0.97);
+  EXPECT_EQ(with.notice.kind, "gpu_relisted");
+  EXPECT_EQ(with.notice.title, "GPU 1 (A100) on b relisted");
+  EXPECT_EQ(with.notice.body, "GPU 1 (A100) on b passed its benchmarks (quality ratio 0.97) and is listed again.");
+  EXPECT_EQ(with.mail.subject, "GPUnex: GPU 1 (A100) on b relisted");
+  EXPECT_EQ(with.mail.body, "GPU 1 (A100) on b passed its benchmarks (quality ratio 0.97) and is listed again.\n\nL\n");
+  EXPECT_EQ(server::mail::gpu_relisted({"G", "L"}, std::nullopt).notice.body,
+            "G passed its benchmarks and is listed again.");
+}

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "server/fleet/gpu_catalog.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 

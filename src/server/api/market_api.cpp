@@ -14,10 +14,10 @@
 #include "server/api/handlers.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
-#include "server/fleet/gpu_catalog.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/market/offer_cache.hpp"
 #include "server/market/prices.hpp"
-#include "server/market/schedules.hpp"
+#include "server/fleet/schedules.hpp"
 #include "server/platform/paging.hpp"
 #include "server/onboarding/providers.hpp"
 

@@ -6,7 +6,7 @@
 #include "server/api/handlers.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
-#include "server/fleet/gpu_catalog.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/platform/notifications.hpp"
 #include "server/platform/paging.hpp"
 #include "server/onboarding/providers.hpp"

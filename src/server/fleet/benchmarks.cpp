@@ -12,9 +12,10 @@
 #include "core/benchmark_run.hpp"
 #include "core/listing.hpp"
 #include "server/fleet/benchmarks_repo.hpp"
-#include "server/fleet/gpu_catalog.hpp"
-#include "server/fleet/listing_notice.hpp"
 #include "server/fleet/machines_repo.hpp"
+#include "server/mail/templates.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
+#include "server/onboarding/providers.hpp"
 #include "server/platform/notifications.hpp"
 #include "util/crypto.hpp"
 
@@ -43,15 +44,11 @@ nlohmann::json opt_json(const auto& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-void tell_provider(Tx& tx, const std::string& provider_id, const ListingNotice& notice, const std::string& link,
-                   std::int64_t now) {
-  auto who = BenchmarksRepo(tx).provider_contact(provider_id);  // owner: onboarding, platform
+//! Tells the provider's user of a GPU's listing change, by mail and in the dashboard.
+void tell_provider(Tx& tx, const std::string& provider_id, const mail::Announcement& a, std::int64_t now) {
+  auto who = provider_contact(tx, provider_id);
   if (!who) return;
-  notify_user(tx, who->user_id, notice.kind, notice.title, notice.body, link, now);
-  enqueue_mail(tx,
-               OutgoingMail{notice.kind, who->email, "GPUnex: " + notice.title, notice.body + "\n\n" + link + "\n",
-                            std::nullopt},
-               now);
+  announce(tx, who->user_id, who->email, a, std::nullopt, now);
 }
 
 }  // namespace
@@ -260,14 +257,14 @@ nlohmann::json record_gpu(Tx& tx, const CheckedRun& run, std::size_t i, const Gp
   }
   repo.upsert_listing(listing, now);
 
-  const std::string gpu_name = gpu_display_name(run.known.at(g.uuid).index, model ? model->id : g.name,
-                                                run.machine.hostname);
+  const mail::GpuFacts gpu{
+      mail::gpu_display_name(run.known.at(g.uuid).index, model ? model->id : g.name, run.machine.hostname), link};
   switch (core::listing_change(was_listed, pass)) {
     case core::ListingChange::delisted:
-      tell_provider(tx, provider_id, delisted_notice(gpu_name, j.failures), link, now);
+      tell_provider(tx, provider_id, mail::gpu_delisted(gpu, j.failures), now);
       break;
     case core::ListingChange::relisted:
-      tell_provider(tx, provider_id, relisted_notice(gpu_name, j.quality), link, now);
+      tell_provider(tx, provider_id, mail::gpu_relisted(gpu, j.quality), now);
       break;
     case core::ListingChange::none:
       break;

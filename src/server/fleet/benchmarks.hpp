@@ -7,8 +7,8 @@
 // metric, measured vs expected and a recommendation, and relisting when a
 // later run passes. The judgement itself is core/benchmark.hpp, the run and
 // listing rules core/benchmark_run.hpp and core/listing.hpp, the SQL
-// benchmarks_repo, the notices' text listing_notice; every function
-// here works inside the caller's transaction, except the scheduler's round.
+// benchmarks_repo, the notices' text mail/templates.hpp; every function here
+// works inside the caller's transaction, except the scheduler's round.
 
 #include <chrono>
 #include <cstdint>

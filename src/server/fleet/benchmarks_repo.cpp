@@ -231,12 +231,4 @@ std::vector<GpuListingRow> BenchmarksRepo::present_gpu_listings(const std::strin
   return out;
 }
 
-// owner: onboarding (providers), platform (users)
-std::optional<ProviderContact> BenchmarksRepo::provider_contact(const std::string& provider_id) {
-  auto r = tx_.query_one("SELECT u.id, u.email FROM providers p JOIN users u ON u.id = p.user_id WHERE p.id = ?",
-                         {provider_id});
-  if (!r) return std::nullopt;
-  return ProviderContact{r->str(0), r->str(1)};
-}
-
 }  // namespace gpunex::server

@@ -80,11 +80,6 @@ struct GpuListingRow {
   std::optional<std::string> delist_reason, recommendation;
 };
 
-//! The provider's user, for notifications.
-struct ProviderContact {
-  std::string user_id, email;
-};
-
 //! The benchmark tables of one transaction.
 class BenchmarksRepo {
  public:
@@ -126,9 +121,6 @@ class BenchmarksRepo {
   void upsert_listing(const ListingWrite& l, std::int64_t now_ms);
   //! The machine's present GPUs by index, with their listing.
   std::vector<GpuListingRow> present_gpu_listings(const std::string& machine_id);
-
-  //! owner: onboarding (providers) and platform (users). The user to tell about a provider's GPUs.
-  std::optional<ProviderContact> provider_contact(const std::string& provider_id);
 
  private:
   store::Tx& tx_;

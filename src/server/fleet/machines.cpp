@@ -6,10 +6,10 @@
 
 #include "core/default_schedule.hpp"
 #include "core/gpu_catalog.hpp"
-#include "server/onboarding/applications.hpp"
-#include "server/fleet/gpu_catalog.hpp"
 #include "server/fleet/machines_repo.hpp"
-#include "server/market/schedules.hpp"
+#include "server/fleet/schedules.hpp"
+#include "server/onboarding/applications.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/onboarding/providers.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
@@ -363,11 +363,12 @@ std::string agent_installer(const std::string& server_url) {
 }
 
 std::string provider_id_for_api_key(Tx& tx, const std::string& api_key_id) {
-  return MachinesRepo(tx).provider_of_api_key(api_key_id);  // owner: platform (api_keys)
+  return provider_of_api_key(tx, api_key_id).value_or(std::string());
 }
 
 std::string provider_id_for_user(Tx& tx, const std::string& user_id) {
-  return MachinesRepo(tx).provider_of_user(user_id);  // owner: onboarding (providers)
+  auto p = find_provider_by_user(tx, user_id);
+  return p ? p->id : std::string();
 }
 
 }  // namespace gpunex::server

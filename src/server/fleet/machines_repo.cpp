@@ -325,16 +325,4 @@ std::vector<PresentGpu> MachinesRepo::present_gpus(const std::string& machine_id
   return out;
 }
 
-// owner: platform (api_keys)
-std::string MachinesRepo::provider_of_api_key(const std::string& api_key_id) {
-  auto r = tx_.query_one("SELECT provider_id FROM api_keys WHERE id = ? AND revoked_at IS NULL", {api_key_id});
-  return r ? r->str(0) : std::string();
-}
-
-// owner: onboarding (providers)
-std::string MachinesRepo::provider_of_user(const std::string& user_id) {
-  auto r = tx_.query_one("SELECT id FROM providers WHERE user_id = ?", {user_id});
-  return r ? r->str(0) : std::string();
-}
-
 }  // namespace gpunex::server

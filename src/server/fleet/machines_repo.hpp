@@ -197,11 +197,6 @@ class MachinesRepo {
   std::optional<MachineHostFacts> host_facts(const std::string& machine_id);
   std::vector<PresentGpu> present_gpus(const std::string& machine_id);
 
-  //! owner: platform. The provider of a live (unrevoked) API key; empty when none.
-  std::string provider_of_api_key(const std::string& api_key_id);
-  //! owner: onboarding. The provider of a user; empty when none.
-  std::string provider_of_user(const std::string& user_id);
-
  private:
   store::Tx& tx_;
 };

@@ -1,6 +1,7 @@
 #include "server/mail/templates.hpp"
 
 #include <chrono>
+#include <cstdio>
 
 #include <date/date.h>
 
@@ -18,6 +19,14 @@ std::string tier_title(core::Tier tier) { return tier == core::Tier::enterprise 
 
 //! "a" or "an" before a word, by its first letter.
 std::string article_for(const std::string& word) { return word.find_first_of("AEIOU") == 0 ? "an " : "a "; }
+
+//! A GPU's event told the same way in the dashboard and, with its link, by mail.
+Announcement gpu_announcement(const std::string& kind, const GpuFacts& gpu, const std::string& title,
+                              const std::string& body) {
+  MailText mail{kind, "GPUnex: " + title, body + "\n\n" + gpu.link + "\n"};
+  NoticeText notice{kind, title, body, gpu.link};
+  return {std::move(mail), std::move(notice)};
+}
 
 }  // namespace
 
@@ -75,6 +84,34 @@ Announcement application_rejected(const ApplicationFacts& app, const std::string
                     kSignature};
   NoticeText notice{kind, "Application not approved", note, app.link};
   return {std::move(mail), std::move(notice)};
+}
+
+std::string gpu_figure(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f" : "%.2f", v);
+  return buf;
+}
+
+std::string gpu_display_name(std::int64_t index, const std::string& model_or_name, const std::string& hostname) {
+  return "GPU " + std::to_string(index) + " (" + model_or_name + ") on " + hostname;
+}
+
+Announcement gpu_delisted(const GpuFacts& gpu, const std::vector<core::bench::Finding>& failures) {
+  const auto fmt = gpu_figure;
+  std::string body = gpu.name + " is delisted: customers cannot rent it until a benchmark run passes.\n";
+  for (const auto& f : failures) {
+    body += "\n- " + f.label + ": measured " + fmt(f.measured) + " " + f.unit + ", expected " + fmt(f.expected) +
+            (f.expected > 0 ? " (ratio " + fmt(f.ratio()) + ")" : "") + ".\n  What to do: " + f.recommendation;
+  }
+  body += "\n\nAfter fixing it, re-run the benchmarks from the Benchmarks tab.";
+  return gpu_announcement("gpu_delisted", gpu, gpu.name + " delisted: " + failures.front().label, body);
+}
+
+Announcement gpu_relisted(const GpuFacts& gpu, std::optional<double> quality_ratio) {
+  return gpu_announcement("gpu_relisted", gpu, gpu.name + " relisted",
+                          gpu.name + " passed its benchmarks" +
+                              (quality_ratio ? " (quality ratio " + gpu_figure(*quality_ratio) + ")" : std::string()) +
+                              " and is listed again.");
 }
 
 }  // namespace gpunex::server::mail

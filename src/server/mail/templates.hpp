@@ -6,9 +6,12 @@
 // struct and one function here.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/application.hpp"
+#include "core/benchmark.hpp"
 
 namespace gpunex::server::mail {
 
@@ -57,5 +60,22 @@ Announcement application_approved(const ApplicationFacts& app, core::Tier tier, 
 Announcement application_needs_info(const ApplicationFacts& app, const std::string& note);
 //! Not approved: `note` says why.
 Announcement application_rejected(const ApplicationFacts& app, const std::string& note);
+
+//! What every mail about one of a provider's GPUs names.
+struct GpuFacts {
+  std::string name;  // as gpu_display_name writes it
+  std::string link;  // the machine's benchmarks in the dashboard
+};
+
+//! How a text names a GPU: "GPU 0 (H100-SXM) on host-a"; `model_or_name` is the catalog id, else the NVML name.
+std::string gpu_display_name(std::int64_t index, const std::string& model_or_name, const std::string& hostname);
+//! A figure as the GPU texts print it: whole above 100, else two decimals.
+std::string gpu_figure(double v);
+
+//! A benchmark run delisted the GPU: every failed check with measured vs expected and what to do.
+//! `failures` is not empty.
+Announcement gpu_delisted(const GpuFacts& gpu, const std::vector<core::bench::Finding>& failures);
+//! The GPU passed after being delisted, with its quality ratio when it has one.
+Announcement gpu_relisted(const GpuFacts& gpu, std::optional<double> quality_ratio);
 
 }  // namespace gpunex::server::mail

@@ -1,9 +1,10 @@
 #pragma once
 // The market's tables, and every SQL statement that reads or writes them:
 // provider_prices, provider_current_prices, provider_market_profiles,
-// listing_activity, machine_schedules, maintenance_windows and market_version
-// (store/migrations.cpp), plus the offer candidates' read across the fleet's
-// tables. Typed rows in and out. Works inside the caller's transaction.
+// listing_activity and market_version (store/migrations.cpp), plus the offer
+// candidates' read across the fleet's tables (machines, machine_gpus,
+// gpu_listing, machine_schedules). Typed rows in and out. Works inside the
+// caller's transaction.
 
 #include <cstdint>
 #include <map>
@@ -35,29 +36,9 @@ struct ProfileRecord {
   std::int64_t commitment_months = 0;
 };
 
-//! A machine's schedule row (machine_schedules).
-struct ScheduleRecord {
-  std::string timezone;
-  bool always_on = false;
-  std::string spec_json;
-};
-
-//! One maintenance window as stored (maintenance_windows): an empty text is stored as NULL.
-struct MaintenanceRecord {
-  std::string kind, category;
-  std::string recurrence_json;                      // weekly and monthly windows
-  std::optional<std::int64_t> starts_ms, ends_ms;  // one-off windows
-  std::string start_local, end_local;               // weekly and monthly windows
-  std::string note;
-};
-//! What identifies a declared window across saves: kind, category and its shape.
-using MaintenanceKey = std::tuple<std::string, std::string, std::string>;
-MaintenanceKey maintenance_key(const MaintenanceRecord& m);
-
-//! An online machine as an offer shows it: its provider, tier, location and schedule text.
+//! An online machine as an offer shows it: its provider, location and schedule text.
 struct OfferMachineRow {
   std::string machine_id, provider_id;
-  std::string tier;
   std::string city, country, region;
   std::int64_t commitment_months = 0;
   std::optional<std::string> schedule_spec;
@@ -102,16 +83,8 @@ class MarketRepo {
   std::int64_t record_active_listings(std::int64_t now_ms);
   void delete_listing_activity_before(std::int64_t before_ms);
 
-  std::optional<std::string> schedule_spec(const std::string& machine_id);
-  void upsert_schedule(const std::string& machine_id, const std::string& provider_id, const ScheduleRecord& s,
-                       std::int64_t now_ms);
-  //! The machine's maintenance windows' declaration times, by what identifies each.
-  std::map<MaintenanceKey, std::int64_t> maintenance_declared_at(const std::string& machine_id);
-  //! Replaces the machine's maintenance windows, in order, each declared at the time given.
-  void replace_maintenance(const std::string& machine_id,
-                           const std::vector<std::pair<MaintenanceRecord, std::int64_t>>& windows);
-
-  //! Online machines with their provider's tier and profile and their schedule. owner: onboarding (providers.tier)
+  //! Online machines with their provider's profile and their schedule (the tier is onboarding's:
+  //! onboarding_repo::provider_tiers).
   std::vector<OfferMachineRow> online_offer_machines();
   //! Listed GPUs in key order (machine, uuid).
   std::vector<ListedGpuRow> listed_gpus();

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
-#include "server/fleet/gpu_catalog.hpp"
 #include "server/market/market_repo.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
+#include "server/onboarding/onboarding_repo.hpp"
 
 namespace gpunex::server {
 
@@ -32,13 +33,18 @@ struct OfferMachine {
   std::shared_ptr<const core::Schedule> schedule;
 };
 
-//! The online machines by id, their schedules parsed (once per distinct text).
-std::unordered_map<std::string, OfferMachine> online_machines(MarketRepo& repo, ScheduleCache& schedules) {
+//! The online machines by id, with their provider's tier (onboarding's, joined here by provider id),
+//! their schedules parsed (once per distinct text).
+std::unordered_map<std::string, OfferMachine> online_machines(store::Tx& tx, MarketRepo& repo,
+                                                              ScheduleCache& schedules) {
+  const auto tiers = onboarding_repo::provider_tiers(tx);
   std::unordered_map<std::string, OfferMachine> machines;
   for (auto& r : repo.online_offer_machines()) {
+    const auto tier = tiers.find(r.provider_id);
+    if (tier == tiers.end()) continue;  // no such provider (machines.provider_id references one)
     OfferMachine m;
     m.provider_id = std::move(r.provider_id);
-    m.tier = core::parse_tier(r.tier).value_or(core::Tier::community);
+    m.tier = tier->second;
     m.city = std::move(r.city);
     m.country = std::move(r.country);
     m.region = std::move(r.region);
@@ -56,7 +62,7 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache&
   // join at this size (PostgreSQL estimates a handful of rows for 100,000 GPUs and picks nested
   // loops), and each query alone is a scan or an index walk.
   MarketRepo repo(tx);
-  const auto machines = online_machines(repo, schedules);
+  const auto machines = online_machines(tx, repo, schedules);
   std::unordered_map<std::string, core::MicroUsdc> prices;  // by provider id + '\n' + model
   for (const auto& p : repo.all_current_prices()) prices.emplace(p.provider_id + '\n' + p.model, p.usdc_micro);
   const auto vram = model_vram_gib(tx);

@@ -1,6 +1,6 @@
 #include "server/market/prices.hpp"
 
-#include "server/fleet/gpu_catalog.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/market/market_repo.hpp"
 #include "server/onboarding/applications.hpp"
 #include "util/time.hpp"

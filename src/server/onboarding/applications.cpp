@@ -6,7 +6,7 @@
 
 #include <date/tz.h>
 
-#include "server/fleet/gpu_catalog.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/mail/templates.hpp"
 #include "server/onboarding/providers.hpp"
 #include "server/platform/notifications.hpp"

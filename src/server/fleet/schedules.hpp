@@ -1,7 +1,8 @@
 #pragma once
 // Machine availability schedules with their maintenance windows: stored,
 // loaded, and shown with what they mean now. The schedule rules live in
-// core/schedule.hpp; the SQL in market_repo.
+// core/schedule.hpp; the SQL in schedules_repo. The market reads them to
+// say when an offer is available.
 
 #include <cstdint>
 #include <optional>

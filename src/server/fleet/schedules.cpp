@@ -1,7 +1,7 @@
-#include "server/market/schedules.hpp"
+#include "server/fleet/schedules.hpp"
 
 #include "server/fleet/machines_repo.hpp"
-#include "server/market/market_repo.hpp"
+#include "server/fleet/schedules_repo.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {
@@ -42,7 +42,7 @@ std::optional<std::string> machine_owner(store::Tx& tx, const std::string& machi
 
 void save_schedule(store::Tx& tx, const std::string& provider_id, const std::string& machine_id,
                    const core::Schedule& s, std::int64_t now_ms) {
-  MarketRepo repo(tx);
+  SchedulesRepo repo(tx);
   const nlohmann::json spec = core::schedule_to_json(s);
   repo.upsert_schedule(machine_id, provider_id, ScheduleRecord{s.timezone, s.always, spec.dump()}, now_ms);
   // A window keeps the time it was first declared while its definition stays the same.
@@ -59,7 +59,7 @@ void save_schedule(store::Tx& tx, const std::string& provider_id, const std::str
 }
 
 std::optional<core::Schedule> load_schedule(store::Tx& tx, const std::string& machine_id) {
-  auto spec = MarketRepo(tx).schedule_spec(machine_id);
+  auto spec = SchedulesRepo(tx).schedule_spec(machine_id);
   if (!spec) return std::nullopt;
   auto s = core::parse_schedule(nlohmann::json::parse(*spec));
   // Stored schedules were validated when saved; one that no longer parses (a time zone removed

@@ -1,4 +1,4 @@
-#include "server/fleet/gpu_catalog.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 
 namespace gpunex::server {
 
