@@ -65,10 +65,10 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "server/market": (["server/market"],
                       ["core", "util", "store", "http", "server/mail", "server/platform", "server/onboarding",
                        "server/fleet", "server/reliability"]),
-    "server/rentals": (["server/rentals"],  # planned
+    "server/rentals": (["server/rentals"],
                        ["core", "util", "store", "http", "protocol", "server/mail", "server/platform",
                         "server/onboarding", "server/fleet", "server/reliability", "server/market"]),
-    "server/billing": (["server/billing"],  # planned
+    "server/billing": (["server/billing"],
                        ["core", "util", "store", "http", "server/mail", "server/platform", "server/onboarding",
                         "server/fleet", "server/reliability", "server/market", "server/rentals"]),
     "server/payouts": (["server/payouts"],  # planned
