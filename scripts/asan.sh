@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The C++ suites, and the API suites against sanitized server binaries, under
 # AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, SQLite).
-# `scripts/asan.sh --build-only` builds and stops.
+# `scripts/asan.sh --build-only` builds and stops (scripts/test.sh builds ahead in the background).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The lock keeps two runs of this script from running ninja on one tree at once.
+# The lock keeps a build ahead (scripts/test.sh) and this one from running ninja on one tree at once.
 # What the suites below run; the load generator and the GPU check tool are benchmarks, not tests.
 mkdir -p build-asan
 flock build-asan/.build-lock bash -c '

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target with clang (+ ASan/UBSan) in build-fuzz/ and runs
 # it for N seconds (default 60) from the seed corpus. Exit non-zero on a crash.
-# `scripts/fuzz.sh --build-only` builds and stops.
+# `scripts/fuzz.sh --build-only` builds and stops (scripts/test.sh builds ahead in the background).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_TO_RUN=${1:-60}
-# The lock keeps two runs of this script from running ninja on one tree at once.
+# The lock keeps a build ahead (scripts/test.sh) and this one from running ninja on one tree at once.
 mkdir -p build-fuzz
 flock build-fuzz/.build-lock bash -c '
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUNEX_FUZZ=ON \

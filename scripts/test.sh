@@ -18,6 +18,9 @@ WORK=$(mktemp -d /tmp/gpunex-test.XXXXXX)
 chmod 0755 "$WORK"  # the postgres user (when run as root) must reach the cluster folder
 PGDIR="$WORK/pg"
 cleanup() {
+  if [[ -n ${BUILD_AHEAD:-} ]]; then
+    kill -- "-$BUILD_AHEAD" 2>/dev/null || true  # its own process group: the scripts, flock, ninja
+  fi
   scripts/pg.sh stop "$PGDIR" >/dev/null 2>&1 || true
   scripts/podman.sh stop "$WORK/podman" >/dev/null 2>&1 || true
   rm -rf "$WORK"
@@ -31,5 +34,17 @@ echo "test: PostgreSQL at $GPUNEX_TEST_PG_URL"
 GPUNEX_TEST_DOCKER_HOST=$(scripts/podman.sh start "$WORK/podman")
 export GPUNEX_TEST_DOCKER_HOST
 echo "test: container engine (Podman, Docker API) at $GPUNEX_TEST_DOCKER_HOST"
+
+# The sanitizer and fuzz trees build ahead, in the background at the lowest CPU priority, while the
+# first suites run: those wait on servers, agents and browsers much of the time, and nice 19 takes
+# only the CPU they leave. The sanitizer and fuzz tests (RUN_SERIAL, so last) then find their
+# binaries built (each script takes its tree's lock, so the two builds never overlap on one tree)
+# instead of building them with every other test stopped. A failure here is reported by those tests.
+# Only for a whole run: `make test` with ctest arguments (-R api_sqlite) builds nothing extra.
+if (($# == 0)); then
+  setsid nice -n 19 bash -c 'scripts/asan.sh --build-only && scripts/fuzz.sh --build-only' \
+    >"$GPUNEX_TEST_OUTPUT/build-ahead.log" 2>&1 &
+  BUILD_AHEAD=$!
+fi
 
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --timeout 900 "$@"
