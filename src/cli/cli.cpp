@@ -127,21 +127,6 @@ CLI::App* command_group(CLI::App& parent, const std::string& name, const std::st
   return g;
 }
 
-std::string url_encode(const std::string& s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
 namespace {
 
 // Characters on screen: UTF-8 continuation bytes take no column ("×", "–").

@@ -89,7 +89,7 @@ int get_json(Context& ctx, const std::string& path, nlohmann::json& out);
 //! The group subcommand ("machines", "offers") under `parent`, made on first use; it needs a verb.
 CLI::App* command_group(CLI::App& parent, const std::string& name, const std::string& description);
 //! Percent-encodes one path segment or query value.
-std::string url_encode(const std::string& s);
+using util::url_encode;
 //! Text columns for people: each padded to its widest cell (UTF-8 aware), two spaces apart.
 std::string format_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 //! j[key] when j is an object that has it, else null: safe on a const value whatever the server sent.

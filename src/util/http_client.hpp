@@ -13,6 +13,10 @@
 
 namespace gpunex::util {
 
+//! Percent-encodes everything but RFC 3986's unreserved characters (A-Z a-z 0-9 - _ . ~), for a
+//! query value or a path segment.
+std::string url_encode(std::string_view s);
+
 struct HttpResponse {
   long status = 0;
   std::string body;

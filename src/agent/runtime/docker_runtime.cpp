@@ -14,23 +14,9 @@ namespace {
 
 using core::Error;
 using core::ErrorCode;
+using util::url_encode;
 
 constexpr std::string_view kDefaultHost = "unix:///var/run/docker.sock";
-
-std::string url_encode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      static const char* hex = "0123456789ABCDEF";
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
 
 // The engine's own message from an error answer ({"message": "..."}), else the status.
 std::string engine_message(const util::HttpResponse& r) {
