@@ -127,6 +127,27 @@ ConfigKey number_key(std::string name, std::string help, std::function<void(Conf
                    range_type("DECIMAL", format_bound(min), format_bound(max))};
 }
 
+// A true/false key ("1" and "0" too).
+ConfigKey bool_key(std::string name, std::string help, bool Config::*member) {
+  auto [env, flag] = env_and_flag(name);
+  return ConfigKey{name,
+                   env,
+                   flag,
+                   std::move(help),
+                   [member](Config& cfg, const std::string& v) -> std::optional<std::string> {
+                     if (v == "true" || v == "1") {
+                       cfg.*member = true;
+                     } else if (v == "false" || v == "0") {
+                       cfg.*member = false;
+                     } else {
+                       return "must be true or false, got '" + v + "'";
+                     }
+                     return std::nullopt;
+                   },
+                   [member](const Config& cfg) -> std::string { return cfg.*member ? "true" : "false"; },
+                   "BOOL"};
+}
+
 ConfigKey string_key(std::string name, std::string help, std::string Config::*member,
                      std::function<std::optional<std::string>(const std::string&)> check = nullptr) {
   auto [env, flag] = env_and_flag(name);
@@ -232,19 +253,7 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::auth_rate_limit_per_minute, 1, 1000000));
     k.push_back(int_key("login_failures_per_minute", "failed logins per minute per address before 429",
                         &Config::login_failures_per_minute, 1, 1000000));
-    k.push_back(ConfigKey{"access_log", "GPUNEX_ACCESS_LOG", "--access-log", "log every request (true or false)",
-                          [](Config& cfg, const std::string& v) -> std::optional<std::string> {
-                            if (v == "true" || v == "1") {
-                              cfg.access_log = true;
-                            } else if (v == "false" || v == "0") {
-                              cfg.access_log = false;
-                            } else {
-                              return "must be true or false, got '" + v + "'";
-                            }
-                            return std::nullopt;
-                          },
-                          [](const Config& cfg) -> std::string { return cfg.access_log ? "true" : "false"; },
-                          "BOOL"});
+    k.push_back(bool_key("access_log", "log every request (true or false)", &Config::access_log));
     k.push_back(ConfigKey{
         "test_clock", "GPUNEX_TEST_CLOCK", "--test-clock",
         "tests only: run on a settable clock starting at this RFC 3339 time, moved by POST /v1/test/clock "
@@ -262,17 +271,8 @@ const std::vector<ConfigKey>& config_keys() {
         [](const Config& cfg) -> std::string {
           return "\"" + (cfg.test_clock_start_ms ? util::rfc3339(*cfg.test_clock_start_ms) : std::string()) + "\"";
         }});
-    k.push_back(ConfigKey{"enable_test_clock", "GPUNEX_ENABLE_TEST_CLOCK", "--enable-test-clock",
-                          "allow test_clock (true or false); never set in production",
-                          [](Config& cfg, const std::string& v) -> std::optional<std::string> {
-                            if (v != "true" && v != "1" && v != "false" && v != "0") {
-                              return "must be true or false, got '" + v + "'";
-                            }
-                            cfg.enable_test_clock = v == "true" || v == "1";
-                            return std::nullopt;
-                          },
-                          [](const Config& cfg) -> std::string { return cfg.enable_test_clock ? "true" : "false"; },
-                          "BOOL"});
+    k.push_back(bool_key("enable_test_clock", "allow test_clock (true or false); never set in production",
+                         &Config::enable_test_clock));
     k.push_back(string_key("web_dir", "development: serve the dashboard from this folder, re-read per request",
                            &Config::web_dir));
     k.push_back(string_key("port_file", "write the bound port to this file once listening", &Config::port_file));
