@@ -5,6 +5,7 @@
 #include "core/rfc3339.hpp"
 #include "protocol/heartbeat.hpp"
 #include "protocol/register.hpp"
+#include "protocol/rentals.hpp"
 
 namespace gpunex::protocol {
 namespace {
@@ -293,6 +294,73 @@ TEST(ProtocolRoundTrip, StoredFormsAreTheWireForms) {
   facts.update({{"uuid", r.gpus[0].uuid}, {"name", r.gpus[0].name}, {"model", "H100-SXM"}, {"memory_mib", 81559}});
   EXPECT_EQ(facts, r.gpus[0].to_json());
   EXPECT_EQ(r.to_json()["host"], r.host.to_json());
+}
+
+}  // namespace
+}  // namespace gpunex::protocol
+
+// ---- rentals (protocol/rentals.hpp) ----
+
+
+namespace gpunex::protocol {
+namespace {
+
+AgentRentals sample_rentals() {
+  AgentRentals a;
+  core::rental::Spec spec;
+  spec.image = "ubuntu:22.04";
+  spec.command = {"sleep", "60"};
+  spec.env = {{"A", "1"}};
+  spec.ports = {8888};
+  spec.max_hours = 1.5;
+  a.rentals.push_back(AssignedRental{"rnt_1", core::rental::State::requested, {"GPU-a", "GPU-b"}, spec});
+  a.rentals.push_back(AssignedRental{"rnt_2", core::rental::State::stopping, {"GPU-c"}, spec});
+  a.version = rentals_version(a.rentals);
+  return a;
+}
+
+TEST(ProtocolRoundTrip, AgentRentals) {
+  const auto sent = sample_rentals();
+  auto got = parse_agent_rentals(sent.to_json());
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(*got, sent);
+  // The version changes with a rental's state, and only with the list.
+  auto moved = sent;
+  moved.rentals[0].state = core::rental::State::running;
+  EXPECT_NE(rentals_version(moved.rentals), sent.version);
+  moved.rentals[0].state = core::rental::State::requested;
+  EXPECT_EQ(rentals_version(moved.rentals), sent.version);
+  EXPECT_NE(rentals_version({}), sent.version);
+  auto bad = sent.to_json();
+  bad["rentals"][1]["state"] = "ended";
+  auto refused = parse_agent_rentals(bad);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().field, "rentals[1].state");
+}
+
+TEST(ProtocolRoundTrip, RentalEvents) {
+  RentalEventsRequest sent;
+  sent.machine_id = "mch_1";
+  sent.seq = 42;
+  RentalEvent running{"rnt_1", RentalEventType::running, 1'796'000'000'000, std::nullopt, std::nullopt, false,
+                      std::nullopt, std::nullopt, {{8888, 40001}}};
+  RentalEvent ended{"rnt_1", RentalEventType::ended, 1'796'000'060'000, core::rental::EndReason::container_exited, 137,
+                    true, std::nullopt, std::nullopt, {}};
+  RentalEvent logs{"rnt_1", RentalEventType::logs, 1'796'000'001'000, std::nullopt, std::nullopt, false,
+                   std::nullopt, std::string("hello\n"), {}};
+  sent.events = {running, logs, ended};
+  auto got = parse_rental_events(sent.to_json());
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(*got, sent);
+  auto bad = sent.to_json();
+  bad["events"][2]["reason"] = "bored";
+  bad["events"][0]["ports"][0]["host_port"] = 70000;
+  auto refused = parse_rental_events(bad);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().field, "events[0].ports[0].host_port");
+  auto other = sent.to_json();
+  other["protocol_version"] = 99;
+  EXPECT_EQ(parse_rental_events(other).error().detail_code, "unsupported_protocol_version");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // A rental's rules (core/rental): states, end reasons and whose side caused them, the scheduler's
 // pick, the first-hour balance check, and when a running rental must stop.
+#include "core/rental_spec.hpp"
 #include "core/rental.hpp"
 
 #include <gtest/gtest.h>
@@ -118,6 +119,83 @@ TEST(RentalRules, ARunningRentalStopsAtItsLimitTheWindowsEndOrAnEmptyBalance) {
   EXPECT_EQ(due_stop(r, 1'000'000 + 10'000'000), EndReason::balance_exhausted);
   EXPECT_EQ(metered_ms(std::nullopt, 5'000), 0);
   EXPECT_EQ(metered_ms(1'000, 500), 0);
+}
+
+}  // namespace
+
+// ---- what a customer asks a rental to run (core/rental_spec) ----
+
+namespace {
+
+core::Status read(const nlohmann::json& body, Spec* out = nullptr) {
+  core::ObjectReader r(body);
+  Spec s = read_spec(r);
+  if (out != nullptr) *out = s;
+  return r.finish();
+}
+
+std::string field_of(const nlohmann::json& body) {
+  auto st = read(body);
+  return st ? std::string("(accepted)") : st.error().field.value_or("(no field)");
+}
+
+TEST(RentalSpec, ImageReferencesFollowDockersGrammar) {
+  for (const char* ok : {"ubuntu", "ubuntu:22.04", "library/ubuntu", "docker.io/library/ubuntu:22.04",
+                         "ghcr.io/org/app-name_x.y:v1.2.3", "localhost:5000/team/app", "localhost/gpunex-test:1",
+                         "nvcr.io/nvidia/pytorch:24.01-py3",
+                         "busybox@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
+    EXPECT_TRUE(valid_image_reference(ok)) << ok;
+  }
+  for (const char* bad : {"", "Ubuntu", "ubuntu::1", "ubuntu:", "-ubuntu", "ubuntu/", "a b", "ubuntu@sha256:12",
+                          "ubuntu:tag with space", "http://docker.io/ubuntu", "ubuntu;rm -rf /"}) {
+    EXPECT_FALSE(valid_image_reference(bad)) << bad;
+  }
+}
+
+TEST(RentalSpec, BadFieldsAreNamed) {
+  const nlohmann::json good = {{"image", "ubuntu:22.04"}};
+  EXPECT_EQ(field_of(good), "(accepted)");
+  auto with = [&](const char* key, nlohmann::json v) {
+    auto j = good;
+    j[key] = std::move(v);
+    return field_of(j);
+  };
+  EXPECT_EQ(with("image", "Not/An Image"), "image");
+  EXPECT_EQ(with("max_hours", -1), "max_hours");
+  EXPECT_EQ(with("max_hours", 0), "max_hours");
+  EXPECT_EQ(with("max_hours", 1e9), "max_hours");
+  EXPECT_EQ(with("max_hours", "2"), "max_hours");
+  EXPECT_EQ(with("env", {{"A=B", "x"}}), "env");
+  EXPECT_EQ(with("env", {{std::string("A\0B", 3), "x"}}), "env");
+  EXPECT_EQ(with("env", {{"1ABC", "x"}}), "env");
+  EXPECT_EQ(with("env", {{"A", std::string("x\0y", 3)}}), "env");
+  EXPECT_EQ(with("env", {{"PUBLIC_KEY", "x"}}), "env") << "the key travels as ssh_public_key";
+  EXPECT_EQ(with("ports", {70000}), "ports");
+  EXPECT_EQ(with("ports", {0}), "ports");
+  EXPECT_EQ(with("ports", {80, 80}), "ports");
+  EXPECT_EQ(with("ports", "80"), "ports");
+  EXPECT_EQ(with("command", "echo hi"), "command");
+  EXPECT_EQ(with("command", {std::string("a\0b", 3)}), "command");
+  EXPECT_EQ(with("ssh_public_key", "hello"), "ssh_public_key");
+  EXPECT_EQ(with("ssh_public_key", "ssh-ed25519 AAAA\nssh-rsa BBBB"), "ssh_public_key");
+  EXPECT_EQ(with("volumes", {"/:/host"}), "volumes") << "fields the spec does not take are refused";
+}
+
+TEST(RentalSpec, TheSshKeyReachesTheContainerAsPublicKeyAndTheSpecRoundTrips) {
+  Spec s;
+  ASSERT_TRUE(read({{"image", "ubuntu:22.04"},
+                    {"command", {"python", "-m", "http.server", "8888"}},
+                    {"env", {{"HF_TOKEN", "secret"}}},
+                    {"ports", {8888}},
+                    {"max_hours", 2.5},
+                    {"ssh_public_key", "ssh-ed25519 AAAAC3Nza user@host"}},
+                   &s));
+  EXPECT_EQ(container_env(s), (std::map<std::string, std::string>{{"HF_TOKEN", "secret"},
+                                                                   {"PUBLIC_KEY", "ssh-ed25519 AAAAC3Nza user@host"}}));
+  auto back = spec_from_json(spec_to_json(s));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, s);
+  EXPECT_FALSE(spec_from_json(nlohmann::json::array()));
 }
 
 }  // namespace

@@ -5,12 +5,16 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <atomic>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "core/text.hpp"
 #include "server/platform/config.hpp"
 #include "server/platform/metrics.hpp"
 #include "server/platform/rate_limit.hpp"
+#include "server/rentals/agent_polls.hpp"
 
 using namespace gpunex;  // NOLINT
 
@@ -283,4 +287,59 @@ TEST(Crypto, SealOpensOnlyWithItsSecretAndContext) {
   EXPECT_EQ(name, util::secret_hash_hex("ctx", "idem-key-1"));
   EXPECT_NE(name, util::secret_hash_hex("other", "idem-key-1"));
   EXPECT_NE(name, util::secret_hash_hex("ctx", "idem-key-2"));
+}
+
+// The agents' rentals long polls: a ring answers at once, a change made elsewhere is found by the
+// periodic look, a poll with nothing new is answered at its deadline, and none is left unanswered.
+TEST(AgentPolls, AnswerOnARingOnAChangeFoundByTheLookAndAtTheDeadline) {
+  using namespace std::chrono_literals;
+  std::mutex mu;
+  std::map<std::string, std::string> versions = {{"m1", "v1"}, {"m2", "v1"}};
+  server::rentals::AgentPolls polls(
+      [&](const std::vector<std::string>& ids) {
+        std::lock_guard lock(mu);
+        std::map<std::string, std::string> out;
+        for (const auto& id : ids) out[id] = versions[id];
+        return out;
+      },
+      300ms);
+  using Clock = server::rentals::AgentPolls::Clock;
+  std::atomic<bool> m1_answered{false}, m2_answered{false}, m3_answered{false};
+  Clock::time_point m1_at, m2_at;
+  const auto t0 = Clock::now();
+  polls.wait("m1", "v1", t0 + 10s, [&] { m1_at = Clock::now(); m1_answered = true; });
+  polls.wait("m2", "v1", t0 + 10s, [&] { m2_at = Clock::now(); m2_answered = true; });
+  polls.wait("m3", "v1", t0 + 200ms, [&] { m3_answered = true; });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(polls.waiting(), 3u);
+
+  // Changed here: rung, answered at once.
+  {
+    std::lock_guard lock(mu);
+    versions["m1"] = "v2";
+  }
+  const auto rung_at = Clock::now();
+  polls.ring("m1");
+  for (int i = 0; i < 200 && !m1_answered; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(m1_answered);
+  EXPECT_LT(m1_at - rung_at, 100ms);
+  EXPECT_FALSE(m2_answered) << "a ring answers only its machine";
+
+  // Changed by another replica (no ring): found by the look within its period.
+  {
+    std::lock_guard lock(mu);
+    versions["m2"] = "v2";
+  }
+  for (int i = 0; i < 200 && !m2_answered; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(m2_answered);
+  EXPECT_LT(m2_at - t0, 1s);
+  EXPECT_TRUE(m3_answered) << "answered at its deadline with nothing new";
+
+  // Whatever still waits when the polls stop is answered.
+  std::atomic<bool> last{false};
+  {
+    server::rentals::AgentPolls other([](const std::vector<std::string>&) { return std::map<std::string, std::string>{}; });
+    other.wait("m9", "v1", Clock::now() + 60s, [&] { last = true; });
+  }
+  EXPECT_TRUE(last);
 }
