@@ -151,7 +151,8 @@ class BackgroundWorkers {
  private:
   void add(std::string name, std::chrono::milliseconds interval, std::function<void()> work) {
     workers_.push_back(std::make_unique<server::workers::Worker>(app_.store(), clock_, std::move(name), interval,
-                                                                 std::move(work)));
+                                                                 std::move(work),
+                                                                 std::chrono::seconds(cfg_.worker_lease_s)));
   }
 
   server::App& app_;

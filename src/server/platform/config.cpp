@@ -316,6 +316,9 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::commission_bp, 0, 10000));
     k.push_back(int_key("rentals_settle_interval_s", "seconds between settlements of a running rental (at most an hour)",
                         &Config::rentals_settle_interval_s, 1, 3600));
+    k.push_back(int_key("worker_lease_s",
+                        "seconds a background worker's lease outlives a replica that died (another takes over then)",
+                        &Config::worker_lease_s, 1, 3600));
     k.push_back(int_key("rentals_tick_ms", "milliseconds between the rentals worker's looks for due stops",
                         &Config::rentals_tick_ms, 50, 600000));
     k.push_back(number_key(

@@ -8,8 +8,14 @@
 namespace gpunex::server::workers {
 
 Worker::Worker(store::Store& store, const util::Clock& clock, std::string name, std::chrono::milliseconds interval,
-               std::function<void()> work)
-    : store_(store), clock_(clock), name_(std::move(name)), holder_(util::new_id("wrk")), interval_(interval), work_(std::move(work)) {}
+               std::function<void()> work, std::chrono::milliseconds lease_ttl)
+    : store_(store),
+      clock_(clock),
+      name_(std::move(name)),
+      holder_(util::new_id("wrk")),
+      interval_(interval),
+      lease_ttl_(lease_ttl),
+      work_(std::move(work)) {}
 
 Worker::~Worker() { stop(); }
 
@@ -38,7 +44,7 @@ void Worker::poke() {
 
 void Worker::loop() {
   // The lease outlives a few rounds, so a crashed replica's work is picked up by another within that time.
-  const std::int64_t ttl_ms = std::max<std::int64_t>(30'000, 5 * interval_.count());
+  const std::int64_t ttl_ms = std::max<std::int64_t>(lease_ttl_.count(), 5 * interval_.count());
   bool held = false;
   while (true) {
     {

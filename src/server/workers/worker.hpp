@@ -18,9 +18,10 @@ namespace gpunex::server::workers {
 class Worker {
  public:
   //! `work` runs on the worker thread while this replica holds lease `name`; exceptions are logged.
-  //! `clock` times the lease and must outlive the worker.
+  //! `clock` times the lease and must outlive the worker. The lease outlives its holder by
+  //! `lease_ttl` (at least five intervals): a replica that dies is replaced within that time.
   Worker(store::Store& store, const util::Clock& clock, std::string name, std::chrono::milliseconds interval,
-         std::function<void()> work);
+         std::function<void()> work, std::chrono::milliseconds lease_ttl = std::chrono::seconds(30));
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -39,6 +40,7 @@ class Worker {
   std::string name_;
   std::string holder_;
   std::chrono::milliseconds interval_;
+  std::chrono::milliseconds lease_ttl_;
   std::function<void()> work_;
   std::mutex mu_;
   std::condition_variable cv_;
