@@ -100,32 +100,43 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
                                const std::vector<Candidate>& candidates, core::MicroUsdc available_balance,
                                ledger::BasisPoints commission, std::int64_t now_ms) {
   const int count = request.request.gpu_count;
-  for (const auto& c : candidates) {
-    auto free = free_gpus(tx, c.machine_id, c.model);
-    if (static_cast<int>(free.size()) < count) continue;
-    const auto owner = MachinesRepo(tx).owner(c.machine_id);
-    if (!owner) continue;
-    const auto price = MarketRepo(tx).current_price(*owner, c.model);
-    if (!price) continue;
-    if (request.request.max_price && price->usdc_micro > *request.request.max_price) continue;
-    if (auto ok = rental::check_can_start(available_balance, price->usdc_micro, count); !ok) {
-      return std::move(ok).error();
+  // The candidates' free GPUs, read a batch of machines at a time in rank order: the book the
+  // candidates come from may be a moment old, and its best machines already taken.
+  constexpr std::size_t kBatch = 64;
+  for (std::size_t from = 0; from < candidates.size(); from += kBatch) {
+    const std::size_t to = std::min(candidates.size(), from + kBatch);
+    std::vector<std::string> machines;
+    for (std::size_t i = from; i < to; ++i) machines.push_back(candidates[i].machine_id);
+    const auto free_on = free_gpus_on(tx, machines);
+    for (std::size_t i = from; i < to; ++i) {
+      const auto& c = candidates[i];
+      const auto it = free_on.find({c.machine_id, c.model});
+      if (it == free_on.end() || static_cast<int>(it->second.size()) < count) continue;
+      const auto& free = it->second;
+      const auto owner = MachinesRepo(tx).owner(c.machine_id);
+      if (!owner) continue;
+      const auto price = MarketRepo(tx).current_price(*owner, c.model);
+      if (!price) continue;
+      if (request.request.max_price && price->usdc_micro > *request.request.max_price) continue;
+      if (auto ok = rental::check_can_start(available_balance, price->usdc_micro, count); !ok) {
+        return std::move(ok).error();
+      }
+      RentalRow row;
+      row.id = util::new_id("rnt");
+      row.customer_id = customer_id;
+      row.provider_id = *owner;
+      row.machine_id = c.machine_id;
+      row.model = c.model;
+      row.gpu_count = count;
+      row.price = price->usdc_micro;
+      row.commission = commission;
+      row.state = rental::State::requested;
+      row.spec = rental::spec_to_json(request.spec).dump();
+      row.created_at_ms = now_ms;
+      row.gpu_uuids.assign(free.begin(), free.begin() + count);
+      if (auto st = insert_with_gpus(tx, row); !st) return std::move(st).error();
+      return row;
     }
-    RentalRow row;
-    row.id = util::new_id("rnt");
-    row.customer_id = customer_id;
-    row.provider_id = *owner;
-    row.machine_id = c.machine_id;
-    row.model = c.model;
-    row.gpu_count = count;
-    row.price = price->usdc_micro;
-    row.commission = commission;
-    row.state = rental::State::requested;
-    row.spec = rental::spec_to_json(request.spec).dump();
-    row.created_at_ms = now_ms;
-    row.gpu_uuids.assign(free.begin(), free.begin() + count);
-    if (auto st = insert_with_gpus(tx, row); !st) return std::move(st).error();
-    return row;
   }
   return Error::make(ErrorCode::conflict,
                      "no offer has " + std::to_string(count) + " free GPU" + (count == 1 ? "" : "s") +
@@ -147,9 +158,10 @@ core::MicroUsdc unsettled(const RentalRow& r, std::int64_t now_ms) {
 
 Accrual customer_accrual(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms) {
   Accrual a;
-  for (const auto& r : list_for_customer(tx, customer_id)) {
-    a.unsettled += unsettled(r, now_ms);  // an ended one is settled as it ends: 0
-    if (r.running_since_ms && r.state != rental::State::ended) a.per_hour += rental::first_hour_cost(r.price, r.gpu_count);
+  // An ended rental is settled in the transaction that ends it: only live ones owe anything.
+  for (const auto& r : live_for_customer(tx, customer_id)) {
+    a.unsettled += unsettled(r, now_ms);
+    if (r.running_since_ms) a.per_hour += rental::first_hour_cost(r.price, r.gpu_count);
   }
   return a;
 }

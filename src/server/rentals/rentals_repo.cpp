@@ -108,6 +108,10 @@ std::vector<RentalRow> list_for_customer(store::Tx& tx, const std::string& custo
   return rows_where(tx, "customer_id = ? ORDER BY created_at DESC, id DESC", {customer_id});
 }
 
+std::vector<RentalRow> live_for_customer(store::Tx& tx, const std::string& customer_id) {
+  return rows_where(tx, "customer_id = ? AND state <> ? ORDER BY created_at, id", {customer_id, kEnded});
+}
+
 std::vector<RentalRow> list_for_provider(store::Tx& tx, const std::string& provider_id) {
   return rows_where(tx, "provider_id = ? ORDER BY created_at DESC, id DESC", {provider_id});
 }
@@ -141,16 +145,42 @@ std::map<std::string, std::vector<std::pair<std::string, rental::State>>> live_s
   return out;
 }
 
-std::vector<std::string> free_gpus(store::Tx& tx, const std::string& machine_id, const std::string& model) {
+namespace {
+
+const std::string& free_gpus_query() {
   static const std::string q =
-      "SELECT g.uuid FROM machine_gpus g JOIN machines m ON m.id = g.machine_id "
+      "SELECT g.machine_id, g.model, g.uuid FROM machine_gpus g JOIN machines m ON m.id = g.machine_id "
       "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
       "LEFT JOIN gpu_allocations a ON a.machine_id = g.machine_id AND a.uuid = g.uuid "
-      "WHERE g.machine_id = ? AND g.model = ? AND g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL "
+      "WHERE g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL AND g.model IS NOT NULL "
       "AND a.uuid IS NULL AND m.status = '" +
-      std::string(core::machine_status_name(core::MachineStatus::online)) + "' ORDER BY g.uuid";
+      std::string(core::machine_status_name(core::MachineStatus::online)) + "' ";
+  return q;
+}
+
+}  // namespace
+
+std::vector<std::string> free_gpus(store::Tx& tx, const std::string& machine_id, const std::string& model) {
   std::vector<std::string> out;
-  for (const auto& r : tx.query(q, {machine_id, model})) out.push_back(r.str(0));
+  for (const auto& r : tx.query(free_gpus_query() + "AND g.machine_id = ? AND g.model = ? ORDER BY g.uuid",
+                                {machine_id, model})) {
+    out.push_back(r.str(2));
+  }
+  return out;
+}
+
+std::map<std::pair<std::string, std::string>, std::vector<std::string>> free_gpus_on(
+    store::Tx& tx, const std::vector<std::string>& machine_ids) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> out;
+  if (machine_ids.empty()) return out;
+  std::string q = free_gpus_query() + "AND g.machine_id IN (";
+  std::vector<store::Value> params;
+  for (std::size_t i = 0; i < machine_ids.size(); ++i) {
+    q += i == 0 ? "?" : ", ?";
+    params.emplace_back(machine_ids[i]);
+  }
+  q += ") ORDER BY g.machine_id, g.uuid";
+  for (const auto& r : tx.query(q, std::move(params))) out[{r.str(0), r.str(1)}].push_back(r.str(2));
   return out;
 }
 

@@ -56,6 +56,8 @@ std::vector<std::string> allocated_uuids(store::Tx& tx, const std::string& machi
 std::optional<RentalRow> find(store::Tx& tx, const std::string& id);
 //! A customer's rentals, newest first.
 std::vector<RentalRow> list_for_customer(store::Tx& tx, const std::string& customer_id);
+//! A customer's rentals that are not ended, oldest first.
+std::vector<RentalRow> live_for_customer(store::Tx& tx, const std::string& customer_id);
 //! The rentals on a provider's machines, newest first.
 std::vector<RentalRow> list_for_provider(store::Tx& tx, const std::string& provider_id);
 //! A machine's rentals that are not ended, oldest first: what its agent must run or stop.
@@ -72,6 +74,9 @@ std::map<std::string, std::vector<std::pair<std::string, core::rental::State>>> 
 //! in the same statement as gpu_allocations: the one place the rentals area reads them, so that
 //! what is free is decided in the transaction that takes it.
 std::vector<std::string> free_gpus(store::Tx& tx, const std::string& machine_id, const std::string& model);
+//! The same for several machines in one statement: (machine, model) → its free GPUs in uuid order.
+std::map<std::pair<std::string, std::string>, std::vector<std::string>> free_gpus_on(
+    store::Tx& tx, const std::vector<std::string>& machine_ids);
 
 //! Moves a rental's state; when it ends, records why and gives its GPUs back.
 void set_state(store::Tx& tx, const std::string& id, core::rental::State state, std::int64_t now_ms);
