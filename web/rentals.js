@@ -145,11 +145,11 @@
       const n = Number(value('gpu_count'));
       const perHour = price * n;
       const hours = value('max_hours').trim() === '' ? null : Number(value('max_hours'));
+      const limit = hours !== null && Number.isFinite(hours) && hours > 0
+        ? [', at most ', el('strong', {}, usdc(fromMicro(perHour * hours))), ` for ${hours} hour${hours === 1 ? '' : 's'}.`]
+        : [', billed per second until you stop it.'];
       estimate.replaceChildren('Estimated cost: ', el('strong', {}, usdc(fromMicro(perHour))), ' per hour',
-        ` (${n} GPU${n === 1 ? '' : 's'} × ${usdc(offer.usdc_per_gpu_hour)})`,
-        hours !== null && Number.isFinite(hours) && hours > 0
-          ? [', at most ', el('strong', {}, usdc(fromMicro(perHour * hours))), ` for ${hours} hour${hours === 1 ? '' : 's'}.`]
-          : ', billed per second until you stop it.');
+        ` (${n} GPU${n === 1 ? '' : 's'} × ${usdc(offer.usdc_per_gpu_hour)})`, ...limit);
       if (!balance.ok) { balanceLine.textContent = 'Your balance could not be loaded.'; return; }
       const have = micro(balance.data.balance);
       if (have < perHour) {
@@ -243,9 +243,9 @@
       box.replaceChildren(el('span', { class: 'warning' }, question), ' ',
         el('button', { type: 'button', class: 'danger', onclick: async (ev) => {
           ev.target.disabled = true;
+          delete box.dataset.confirming;  // answered: a refresh may redraw it now
           const msg = await onStop();
-          if (msg) { error.textContent = msg; ev.target.disabled = false; return; }
-          delete box.dataset.confirming;
+          if (msg) { box.dataset.confirming = 'true'; error.textContent = msg; ev.target.disabled = false; }
         } }, 'Yes, stop'), ' ',
         el('button', { type: 'button', class: 'ghost', onclick: () => { delete box.dataset.confirming; idle(); } }, 'Cancel'), ' ', error);
     };
@@ -258,14 +258,13 @@
 
   function rentalRow(r) {
     return el('tr', { 'data-rental': r.id },
-      el('th', { scope: 'row' }, el('a', { href: `#/rentals/${encodeURIComponent(r.id)}` }, r.id)),
+      el('th', { scope: 'row', 'data-col': 'id' }, el('a', { href: `#/rentals/${encodeURIComponent(r.id)}` }, r.id)),
       el('td', { 'data-col': 'state' }, stateBadge(r.state)),
       el('td', { 'data-col': 'gpus' }, gpusText(r)),
-      el('td', {}, el('code', {}, r.machine_id)),
       el('td', { 'data-col': 'cost-per-hour', class: 'num' }, usdc(r.cost_per_hour)),
       el('td', { 'data-col': 'cost', class: 'num' }, usdc(r.cost_so_far)),
       el('td', { 'data-col': 'runtime' }, durationText(r.seconds_metered)),
-      el('td', {}, fmtTime(r.created_at)),
+      el('td', { 'data-col': 'created' }, fmtTime(r.created_at)),
       el('td', { 'data-col': 'end' }, r.state === 'ended' ? endText(r) : '—'));
   }
 
@@ -279,7 +278,7 @@
     return [el('p', { class: 'muted', role: 'status', id: 'rentals-summary' },
       `${items.length} rental${items.length === 1 ? '' : 's'}, ${active} active. Updated ${new Date().toLocaleTimeString('en-GB')}.`),
     scrollBox(el('table', { class: 'table rentals', 'aria-label': 'My rentals' },
-      el('thead', {}, el('tr', {}, ['Rental', 'State', 'GPUs', 'Machine', 'Per hour', 'Cost so far', 'Run time', 'Requested', 'Ended']
+      el('thead', {}, el('tr', {}, ['Rental', 'State', 'GPUs', 'Per hour', 'Cost so far', 'Run time', 'Requested', 'Ended']
         .map((h) => el('th', { scope: 'col' }, h)))),
       el('tbody', {}, items.map(rentalRow))))];
   }
@@ -375,17 +374,17 @@
 
   function rentedRow(r, refresh) {
     return el('tr', { 'data-rental': r.id },
-      el('th', { scope: 'row' }, (r.gpus || []).join(', ') || '—'),
-      el('td', {}, r.model),
-      el('td', {}, el('code', {}, r.machine_id)),
+      el('th', { scope: 'row', 'data-col': 'gpus' }, `${(r.gpus || []).length} × ${r.model}`,
+        el('div', { class: 'muted small', 'data-col': 'uuids' }, (r.gpus || []).join(', '))),
+      el('td', { 'data-col': 'machine' }, el('code', {}, r.machine_id)),
       el('td', { 'data-col': 'state' }, stateBadge(r.state)),
-      el('td', { class: 'num' }, usdc(r.usdc_per_gpu_hour)),
+      el('td', { 'data-col': 'price', class: 'num' }, usdc(r.usdc_per_gpu_hour)),
       el('td', { 'data-col': 'earnings-per-hour', class: 'num' }, usdc(r.earnings_per_hour)),
       el('td', { 'data-col': 'earned', class: 'num' }, usdc(r.earned_so_far)),
-      el('td', {}, r.running_since ? fmtTime(r.running_since) : fmtTime(r.created_at)),
+      el('td', { 'data-col': 'since' }, r.running_since ? fmtTime(r.running_since) : fmtTime(r.created_at)),
       el('td', { 'data-col': 'end' }, r.state === 'ended' ? PROVIDER_END_TEXT[r.end_reason] || r.end_reason || 'Ended' : '—'),
-      el('td', {}, live(r.state) && r.state !== 'stopping'
-        ? stopControl('Stop', 'Stop this rental? The customer\'s container is stopped; it counts as stopped by you.', async () => {
+      el('td', { 'data-col': 'action' }, live(r.state) && r.state !== 'stopping'
+        ? stopControl('Stop', 'Stop it? It counts as stopped by you.', async () => {
           const s = await api('POST', `/v1/provider/rentals/${encodeURIComponent(r.id)}/stop`);
           if (!s.ok) return s.data && s.data.error ? s.data.error.message : 'It could not be stopped; try again.';
           await refresh();
@@ -400,10 +399,10 @@
     const now = items.filter((x) => live(x.state));
     const earlier = items.filter((x) => !live(x.state));
     const gpus = now.reduce((n, x) => n + (x.gpus || []).length, 0);
-    const rate = now.filter((x) => x.state === 'running').reduce((n, x) => n + (micro(x.earnings_per_hour) || 0), 0);
+    const rate = now.filter((x) => x.state === 'running' || x.state === 'stopping').reduce((n, x) => n + (micro(x.earnings_per_hour) || 0), 0);
     const table = (rows, name) => scrollBox(el('table', { class: 'table rented', 'aria-label': name },
-      el('thead', {}, el('tr', {}, ['GPUs', 'Model', 'Machine', 'State', 'Rate per GPU-hour', 'You earn per hour', 'Earned so far',
-        'Since', 'Ended', ''].map((h) => el('th', { scope: 'col' }, h)))),
+      el('thead', {}, el('tr', {}, ['GPUs', 'Machine', 'State', 'Price per GPU-hour', 'You earn per hour', 'Earned so far',
+        'Since', 'Ended', 'Stop'].map((h) => el('th', { scope: 'col' }, h)))),
       el('tbody', {}, rows.map((x) => rentedRow(x, refresh)))));
     return [el('p', { role: 'status', id: 'rented-summary' },
       now.length ? `${gpus} GPU${gpus === 1 ? '' : 's'} rented now, earning ${usdc(fromMicro(rate))} per hour.`
