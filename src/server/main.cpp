@@ -25,6 +25,7 @@
 #include "server/billing/credit_command.hpp"
 #include "server/onboarding/gpu_catalog.hpp"
 #include "server/platform/config.hpp"
+#include "server/billing/settlement.hpp"
 #include "server/mail/mailer.hpp"
 #include "server/market/offers.hpp"
 #include "server/onboarding/providers.hpp"
@@ -108,6 +109,13 @@ class BackgroundWorkers {
     add("benchmarks", std::chrono::milliseconds(cfg.benchmark_schedule_interval_ms), [this] {
       const auto settings = server::benchmark_settings(app_.config());
       server::schedule_benchmarks(app_.store(), settings, clock_.now_ms());
+    });
+
+    // Rentals: due stops (max duration, window, balance), lost agents, and settlement at least hourly.
+    add("rentals", std::chrono::milliseconds(cfg.rentals_tick_ms), [this] {
+      server::billing::RentalsRoundSettings settings;
+      settings.settle_interval_ms = std::int64_t{cfg_.rentals_settle_interval_s} * 1000;
+      server::billing::run_rentals_round(app_.store(), settings, clock_.now_ms());
     });
 
     // Approval keys not revealed within kApiKeyRevealDays lose their kept plaintext.

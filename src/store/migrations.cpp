@@ -123,6 +123,32 @@ std::string ledger_postgres() {
   return sql;
 }
 
+// Migration 11: what running rentals need (server/rentals): why a stop was asked, the agent's
+// bound ports and log tail, the last settlement's time; and the offers' count of free GPUs, which
+// gpu_allocations now changes, so the offer cache must hear of it (migration 6's market_version).
+constexpr const char* kRentalsRunning = R"sql(
+ALTER TABLE rentals ADD COLUMN stop_reason TEXT;
+ALTER TABLE rentals ADD COLUMN ports TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE rentals ADD COLUMN logs TEXT NOT NULL DEFAULT '';
+ALTER TABLE rentals ADD COLUMN logs_at BIGINT;
+ALTER TABLE rentals ADD COLUMN last_settled_at BIGINT;
+ALTER TABLE rentals ADD COLUMN error TEXT;
+CREATE INDEX rentals_state ON rentals (state, machine_id);
+CREATE INDEX rentals_provider ON rentals (provider_id, created_at);
+)sql";
+
+std::string rentals_running_sqlite() {
+  const std::string bump = " BEGIN UPDATE market_version SET version = version + 1 WHERE id = 1; END;\n";
+  return std::string(kRentalsRunning) + "CREATE TRIGGER market_gpu_allocations_insert AFTER INSERT ON gpu_allocations" +
+         bump + "CREATE TRIGGER market_gpu_allocations_delete AFTER DELETE ON gpu_allocations" + bump;
+}
+
+std::string rentals_running_postgres() {
+  return std::string(kRentalsRunning) +
+         "CREATE CONSTRAINT TRIGGER market_gpu_allocations AFTER INSERT OR DELETE ON gpu_allocations "
+         "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION market_version_bump();\n";
+}
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -515,6 +541,8 @@ CREATE TABLE gpu_allocations (
   PRIMARY KEY (machine_id, uuid)
 );
 )sql"},
+      {11, "rentals: stop reasons, ports, log tails, settlement times; free GPUs in the market version",
+       rentals_running_sqlite(), rentals_running_postgres()},
   };
   return list;
 }

@@ -7,6 +7,7 @@
 #include "server/api/routes.hpp"
 #include "server/billing/credits.hpp"
 #include "server/billing/ledger_repo.hpp"
+#include "server/rentals/rentals.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {
@@ -20,11 +21,18 @@ Response get_balance(Ctx& ctx) {
   return respond(
       ctx,
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        const auto balance = billing::balance(tx, ledger::Account::customer(ctx.principal->user.id));
-        // Rentals will spend from here; until one runs nothing is being spent, and the hours left are unbounded.
-        const core::MicroUsdc spend_per_hour = 0;
-        const auto hours = ledger::hours_left(balance, spend_per_hour);
+        const auto& user = ctx.principal->user.id;
+        const auto now = ctx.now_ms();
+        const auto balance = billing::balance(tx, ledger::Account::customer(user));
+        // What running rentals have used since their last settlement is spent already: available is
+        // the balance less that, and it lasts hours_left at their current spend.
+        const auto accrual = rentals::customer_accrual(tx, user, now);
+        const auto available = balance - accrual.unsettled;
+        const core::MicroUsdc spend_per_hour = accrual.per_hour;
+        const auto hours = ledger::hours_left(available, spend_per_hour);
         return nlohmann::json{{"balance", core::format_usdc(balance)},
+                              {"available", core::format_usdc(available)},
+                              {"unsettled", core::format_usdc(accrual.unsettled)},
                               {"currency", "USDC"},
                               {"spend_per_hour", core::format_usdc(spend_per_hour)},
                               {"hours_left", hours < 0 ? nlohmann::json(nullptr) : nlohmann::json(hours)}};

@@ -31,5 +31,9 @@ void register_benchmarks_api(App& app);
 //! The offer search reads `offers`, built from `schedules`: both must outlive the App's requests.
 void register_market_api(App& app, OfferCache& offers, ScheduleCache& schedules);
 void register_billing_api(App& app);
+namespace rentals {
+class AgentPolls;
+}
+void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules, rentals::AgentPolls& polls);
 
 }  // namespace gpunex::server

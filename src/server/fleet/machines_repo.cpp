@@ -54,6 +54,12 @@ std::optional<std::string> MachinesRepo::owner(const std::string& id) {
   return r->str(0);
 }
 
+std::optional<std::int64_t> MachinesRepo::last_seen_ms(const std::string& id) {
+  auto r = tx_.query_one("SELECT last_seen_at FROM machines WHERE id = ?", {id});
+  if (!r) return std::nullopt;
+  return r->opt_i64(0);
+}
+
 void MachinesRepo::insert(const std::string& id, const MachineRegistration& r, std::int64_t now) {
   static const std::string kInsert =
       "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "

@@ -142,6 +142,8 @@ class MachinesRepo {
   std::optional<MachineRecord> find_by_fingerprint(const std::string& provider_id, const std::string& fingerprint);
   //! The provider that owns a machine, if the machine exists.
   std::optional<std::string> owner(const std::string& id);
+  //! When the machine's last heartbeat arrived (nullopt: never, or no such machine).
+  std::optional<std::int64_t> last_seen_ms(const std::string& id);
 
   //! A new machine: Offline, never seen, until its first heartbeat.
   void insert(const std::string& id, const MachineRegistration& r, std::int64_t now_ms);

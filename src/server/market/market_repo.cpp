@@ -148,7 +148,8 @@ std::vector<ListedGpuRow> MarketRepo::listed_gpus() {
   std::vector<ListedGpuRow> out;
   for (const auto& r : tx_.query("SELECT g.machine_id, g.model, l.perf_score FROM machine_gpus g "
                                  "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
-                                 "WHERE g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL "
+                                 "LEFT JOIN gpu_allocations a ON a.machine_id = g.machine_id AND a.uuid = g.uuid "
+                                 "WHERE a.uuid IS NULL AND g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL "
                                  "AND g.model IS NOT NULL ORDER BY g.machine_id, g.uuid")) {
     out.push_back(ListedGpuRow{r.str(0), r.str(1), r.f64(2)});
   }

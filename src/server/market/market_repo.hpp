@@ -86,7 +86,7 @@ class MarketRepo {
   //! Online machines with their provider's profile and their schedule (the tier is onboarding's:
   //! onboarding_repo::provider_tiers).
   std::vector<OfferMachineRow> online_offer_machines();
-  //! Listed GPUs in key order (machine, uuid).
+  //! Listed GPUs that no rental holds (gpu_allocations), in key order (machine, uuid).
   std::vector<ListedGpuRow> listed_gpus();
 
   //! Makes the rest of the transaction read one snapshot (PostgreSQL: REPEATABLE READ, READ ONLY; SQLite

@@ -312,6 +312,12 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::benchmark_min_quality_pct, 1, 100));
     k.push_back(int_key("benchmark_host_ram_pct", "host RAM a machine needs, in percent of its total VRAM",
                         &Config::benchmark_host_ram_pct, 0, 1000));
+    k.push_back(int_key("commission_bp", "the platform's commission on rentals, in basis points (2000 = 20%)",
+                        &Config::commission_bp, 0, 10000));
+    k.push_back(int_key("rentals_settle_interval_s", "seconds between settlements of a running rental (at most an hour)",
+                        &Config::rentals_settle_interval_s, 1, 3600));
+    k.push_back(int_key("rentals_tick_ms", "milliseconds between the rentals worker's looks for due stops",
+                        &Config::rentals_tick_ms, 50, 600000));
     k.push_back(number_key(
         "benchmark_storage_read_min_mbs", "storage sequential read a machine needs, MB/s",
         [](Config& c, double v) { c.benchmark_policy.storage_seq_read_min_mbs = v; },

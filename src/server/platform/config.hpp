@@ -53,6 +53,9 @@ struct Config {
   int benchmark_schedule_interval_ms = 60000;  // how often the scheduler looks for due runs
   int benchmark_min_quality_pct = 85;          // quality ratio below this delists
   int benchmark_host_ram_pct = 100;            // host RAM needed, as a share of the machine's total VRAM
+  int commission_bp = 2000;                     // the platform's share of rental revenue, basis points (20%)
+  int rentals_settle_interval_s = 3600;        // a running rental is settled into the ledger this often
+  int rentals_tick_ms = 5000;                  // how often the rentals worker looks for due stops and settlements
   core::bench::Policy benchmark_policy;        // machine minimums (storage, network, CPU); DESIGN §3.8
   core::RankConfig rank;                       // marketplace rank constants (DESIGN §4)
   core::RecommendationConfig recommendation;   // price recommendation constants (DESIGN §4)

@@ -1,5 +1,9 @@
 #include "server/rentals/rentals_repo.hpp"
 
+#include <algorithm>
+
+#include "core/machine_status.hpp"
+
 namespace gpunex::server::rentals {
 
 namespace {
@@ -8,7 +12,8 @@ namespace rental = core::rental;
 
 constexpr const char* kColumns =
     "id, customer_id, provider_id, machine_id, model, gpu_count, price_micro, commission_bp, state, spec, created_at, "
-    "running_since, ended_at, end_reason";
+    "running_since, ended_at, end_reason, stop_reason, exit_code, oom, error, ports, logs, logs_at, settled_charged, "
+    "settled_provider, last_settled_at";
 
 RentalRow row_of(store::Tx& tx, const store::Row& r) {
   RentalRow out;
@@ -29,6 +34,17 @@ RentalRow row_of(store::Tx& tx, const store::Row& r) {
   if (auto reason = r.opt_str(13)) {
     if (auto parsed = rental::parse_end_reason(*reason)) out.end_reason = *parsed;
   }
+  if (auto reason = r.opt_str(14)) {
+    if (auto parsed = rental::parse_end_reason(*reason)) out.stop_reason = *parsed;
+  }
+  if (auto code = r.opt_i64(15)) out.exit_code = static_cast<int>(*code);
+  out.oom = r.opt_i64(16).value_or(0) != 0;
+  out.error = r.opt_str(17);
+  out.ports = r.str(18);
+  out.logs = r.str(19);
+  out.logs_at_ms = r.opt_i64(20);
+  out.settled = core::ledger::Settled{r.i64(21), r.i64(22)};
+  out.last_settled_at_ms = r.opt_i64(23);
   for (const auto& g : tx.query("SELECT uuid FROM rental_gpus WHERE rental_id = ? ORDER BY uuid", {out.id})) {
     out.gpu_uuids.push_back(g.str(0));
   }
@@ -38,10 +54,11 @@ RentalRow row_of(store::Tx& tx, const store::Row& r) {
 }  // namespace
 
 core::Status insert_with_gpus(store::Tx& tx, const RentalRow& row) {
-  tx.exec(std::string("INSERT INTO rentals (") + kColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-          {row.id, row.customer_id, row.provider_id, row.machine_id, row.model, std::int64_t{row.gpu_count}, row.price,
-           std::int64_t{row.commission}, std::string(rental::to_string(row.state)), row.spec, row.created_at_ms,
-           nullptr, nullptr, nullptr});
+  tx.exec(
+      "INSERT INTO rentals (id, customer_id, provider_id, machine_id, model, gpu_count, price_micro, commission_bp, "
+      "state, spec, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      {row.id, row.customer_id, row.provider_id, row.machine_id, row.model, std::int64_t{row.gpu_count}, row.price,
+       std::int64_t{row.commission}, std::string(rental::to_string(row.state)), row.spec, row.created_at_ms});
   for (const auto& uuid : row.gpu_uuids) {
     // ON CONFLICT DO NOTHING, not a caught unique violation: PostgreSQL aborts the transaction on one.
     // A racing transaction that inserted the same GPU first makes this one wait for its end, then
@@ -73,13 +90,67 @@ std::optional<RentalRow> find(store::Tx& tx, const std::string& id) {
   return row_of(tx, *r);
 }
 
-std::vector<RentalRow> list_for_customer(store::Tx& tx, const std::string& customer_id) {
+namespace {
+
+std::vector<RentalRow> rows_where(store::Tx& tx, const std::string& where, std::vector<store::Value> params) {
   std::vector<RentalRow> out;
-  for (const auto& r : tx.query(
-           std::string("SELECT ") + kColumns + " FROM rentals WHERE customer_id = ? ORDER BY created_at DESC, id DESC",
-           {customer_id})) {
+  for (const auto& r : tx.query(std::string("SELECT ") + kColumns + " FROM rentals WHERE " + where, std::move(params))) {
     out.push_back(row_of(tx, r));
   }
+  return out;
+}
+
+const std::string kEnded(rental::to_string(rental::State::ended));
+
+}  // namespace
+
+std::vector<RentalRow> list_for_customer(store::Tx& tx, const std::string& customer_id) {
+  return rows_where(tx, "customer_id = ? ORDER BY created_at DESC, id DESC", {customer_id});
+}
+
+std::vector<RentalRow> list_for_provider(store::Tx& tx, const std::string& provider_id) {
+  return rows_where(tx, "provider_id = ? ORDER BY created_at DESC, id DESC", {provider_id});
+}
+
+std::vector<RentalRow> live_on_machine(store::Tx& tx, const std::string& machine_id) {
+  return rows_where(tx, "machine_id = ? AND state <> ? ORDER BY created_at, id", {machine_id, kEnded});
+}
+
+std::vector<RentalRow> all_live(store::Tx& tx) {
+  return rows_where(tx, "state <> ? ORDER BY created_at, id", {kEnded});
+}
+
+std::map<std::string, std::vector<std::pair<std::string, rental::State>>> live_states(
+    store::Tx& tx, const std::vector<std::string>& machine_ids) {
+  std::map<std::string, std::vector<std::pair<std::string, rental::State>>> out;
+  constexpr std::size_t kChunk = 200;
+  for (std::size_t from = 0; from < machine_ids.size(); from += kChunk) {
+    const std::size_t n = std::min(kChunk, machine_ids.size() - from);
+    std::string q = "SELECT machine_id, id, state FROM rentals WHERE state <> ? AND machine_id IN (";
+    std::vector<store::Value> params{kEnded};
+    for (std::size_t i = 0; i < n; ++i) {
+      q += i == 0 ? "?" : ", ?";
+      params.emplace_back(machine_ids[from + i]);
+    }
+    q += ") ORDER BY created_at, id";
+    for (const auto& r : tx.query(q, std::move(params))) {
+      auto state = rental::parse_state(r.str(2));
+      out[r.str(0)].emplace_back(r.str(1), state ? *state : rental::State::ended);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> free_gpus(store::Tx& tx, const std::string& machine_id, const std::string& model) {
+  static const std::string q =
+      "SELECT g.uuid FROM machine_gpus g JOIN machines m ON m.id = g.machine_id "
+      "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
+      "LEFT JOIN gpu_allocations a ON a.machine_id = g.machine_id AND a.uuid = g.uuid "
+      "WHERE g.machine_id = ? AND g.model = ? AND g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL "
+      "AND a.uuid IS NULL AND m.status = '" +
+      std::string(core::machine_status_name(core::MachineStatus::online)) + "' ORDER BY g.uuid";
+  std::vector<std::string> out;
+  for (const auto& r : tx.query(q, {machine_id, model})) out.push_back(r.str(0));
   return out;
 }
 
@@ -93,14 +164,38 @@ void set_state(store::Tx& tx, const std::string& id, rental::State state, std::i
 }
 
 void end(store::Tx& tx, const std::string& id, rental::EndReason reason, std::optional<int> exit_code, bool oom,
-         std::int64_t now_ms) {
+         std::int64_t now_ms, const std::optional<std::string>& error) {
   tx.exec(
-      "UPDATE rentals SET state = ?, ended_at = ?, end_reason = ?, provider_side = ?, exit_code = ?, oom = ? "
-      "WHERE id = ? AND ended_at IS NULL",
+      "UPDATE rentals SET state = ?, ended_at = ?, end_reason = ?, provider_side = ?, exit_code = ?, oom = ?, "
+      "error = ? WHERE id = ? AND ended_at IS NULL",
       {std::string(rental::to_string(rental::State::ended)), now_ms, std::string(rental::to_string(reason)),
        std::int64_t{rental::provider_side(reason) ? 1 : 0},
-       exit_code ? store::Value{std::int64_t{*exit_code}} : store::Value{nullptr}, std::int64_t{oom ? 1 : 0}, id});
+       exit_code ? store::Value{std::int64_t{*exit_code}} : store::Value{nullptr}, std::int64_t{oom ? 1 : 0},
+       error ? store::Value{*error} : store::Value{nullptr}, id});
   tx.exec("DELETE FROM gpu_allocations WHERE rental_id = ?", {id});
+}
+
+void mark_running(store::Tx& tx, const std::string& id, std::int64_t since_ms, const std::string& ports_json) {
+  tx.exec(
+      "UPDATE rentals SET state = CASE WHEN state = ? THEN state ELSE ? END, "
+      "running_since = COALESCE(running_since, ?), ports = ? WHERE id = ? AND ended_at IS NULL",
+      {std::string(rental::to_string(rental::State::stopping)), std::string(rental::to_string(rental::State::running)),
+       since_ms, ports_json, id});
+}
+
+void request_stop(store::Tx& tx, const std::string& id, rental::EndReason reason) {
+  tx.exec("UPDATE rentals SET state = ?, stop_reason = COALESCE(stop_reason, ?) WHERE id = ? AND ended_at IS NULL",
+          {std::string(rental::to_string(rental::State::stopping)), std::string(rental::to_string(reason)), id});
+}
+
+void record_settled(store::Tx& tx, const std::string& id, const core::ledger::Settled& settled, std::int64_t at_ms) {
+  tx.exec("UPDATE rentals SET settled_charged = ?, settled_provider = ?, last_settled_at = ? WHERE id = ?",
+          {settled.charged, settled.provider, at_ms, id});
+}
+
+void set_logs(store::Tx& tx, const std::string& id, const std::string& logs, std::int64_t at_ms) {
+  tx.exec("UPDATE rentals SET logs = ?, logs_at = ? WHERE id = ? AND (logs_at IS NULL OR logs_at <= ?)",
+          {logs, at_ms, id, at_ms});
 }
 
 }  // namespace gpunex::server::rentals

@@ -4,6 +4,8 @@
 // (machine, uuid) refuses a second holder: exactly one of any number of racing rentals gets it.
 
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +34,16 @@ struct RentalRow {
   std::optional<std::int64_t> ended_at_ms;
   std::optional<core::rental::EndReason> end_reason;
   std::vector<std::string> gpu_uuids;
+  // Migration 11 on: set while it runs and when it ends.
+  std::optional<core::rental::EndReason> stop_reason;  // why a stop was asked (the end reason once the agent confirms)
+  std::optional<int> exit_code;
+  bool oom = false;
+  std::optional<std::string> error;  // start_failed: the engine's words
+  std::string ports = "[]";          // JSON [{container_port, host_port}] the agent bound
+  std::string logs;                  // the tail of the container's output
+  std::optional<std::int64_t> logs_at_ms;
+  core::ledger::Settled settled;     // what settlements have posted so far
+  std::optional<std::int64_t> last_settled_at_ms;
 };
 
 //! Writes a new rental and gives it `row.gpu_uuids` on its machine. The allocation fails as a whole
@@ -44,10 +56,33 @@ std::vector<std::string> allocated_uuids(store::Tx& tx, const std::string& machi
 std::optional<RentalRow> find(store::Tx& tx, const std::string& id);
 //! A customer's rentals, newest first.
 std::vector<RentalRow> list_for_customer(store::Tx& tx, const std::string& customer_id);
+//! The rentals on a provider's machines, newest first.
+std::vector<RentalRow> list_for_provider(store::Tx& tx, const std::string& provider_id);
+//! A machine's rentals that are not ended, oldest first: what its agent must run or stop.
+std::vector<RentalRow> live_on_machine(store::Tx& tx, const std::string& machine_id);
+//! Every rental that is not ended, oldest first (the rentals worker).
+std::vector<RentalRow> all_live(store::Tx& tx);
+//! For each of `machine_ids`, its live rentals as (id, state), oldest first: what a poll's version is
+//! made of, read for many waiting agents at once.
+std::map<std::string, std::vector<std::pair<std::string, core::rental::State>>> live_states(
+    store::Tx& tx, const std::vector<std::string>& machine_ids);
+
+//! A GPU the scheduler may give on one machine: present, listed, scored, of `model`, on an online
+//! machine, and held by no rental. Reads the fleet's tables (machines, machine_gpus, gpu_listing)
+//! in the same statement as gpu_allocations: the one place the rentals area reads them, so that
+//! what is free is decided in the transaction that takes it.
+std::vector<std::string> free_gpus(store::Tx& tx, const std::string& machine_id, const std::string& model);
 
 //! Moves a rental's state; when it ends, records why and gives its GPUs back.
 void set_state(store::Tx& tx, const std::string& id, core::rental::State state, std::int64_t now_ms);
 void end(store::Tx& tx, const std::string& id, core::rental::EndReason reason, std::optional<int> exit_code, bool oom,
-         std::int64_t now_ms);
+         std::int64_t now_ms, const std::optional<std::string>& error = std::nullopt);
+//! The container runs since `since_ms` with `ports_json` bound (metering starts at the first such call).
+void mark_running(store::Tx& tx, const std::string& id, std::int64_t since_ms, const std::string& ports_json);
+//! Asks the agent to stop it: state stopping, and the first reason asked is kept.
+void request_stop(store::Tx& tx, const std::string& id, core::rental::EndReason reason);
+//! Records what the settlements have posted so far.
+void record_settled(store::Tx& tx, const std::string& id, const core::ledger::Settled& settled, std::int64_t at_ms);
+void set_logs(store::Tx& tx, const std::string& id, const std::string& logs, std::int64_t at_ms);
 
 }  // namespace gpunex::server::rentals

@@ -1,0 +1,272 @@
+// Renting GPUs (issue #16): the customer's POST /v1/rentals and their rentals, the provider's view
+// of the rentals on their machines, and the agent's side (protocol/rentals.hpp): the long poll for
+// a machine's rentals and the rental events, which settle a rental into the ledger as it ends.
+
+#include <chrono>
+
+#include "core/marketplace.hpp"
+#include "protocol/rentals.hpp"
+#include "server/api/handlers.hpp"
+#include "server/api/routes.hpp"
+#include "server/billing/settlement.hpp"
+#include "server/fleet/machines.hpp"
+#include "server/market/offers.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
+#include "server/rentals/agent_polls.hpp"
+#include "server/rentals/rentals.hpp"
+#include "util/time.hpp"
+
+namespace gpunex::server {
+
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+using http::Response;
+namespace rental = core::rental;
+
+Error rental_not_found() {
+  return Error::make(ErrorCode::not_found, "no such rental of yours", "id").with_code("rental_not_found");
+}
+
+//! The offers the request may be placed on, best first, from the marketplace's book (so a rental
+//! goes where the marketplace ranks first); the transaction then checks each one's free GPUs.
+core::Result<std::vector<rentals::Candidate>> candidates_for(Ctx& ctx, const rentals::CreateRequest& req,
+                                                             OfferCache& offers, ScheduleCache& schedules) {
+  core::OfferFilter filter;
+  filter.region = req.request.region;
+  filter.max_price = req.request.max_price;
+  filter.min_reliability = req.request.min_reliability;
+  if (req.model_text) {
+    const auto catalog = ctx.store().transact([](store::Tx& tx) { return list_models(tx); }, store::TxMode::read);
+    filter.models.emplace();
+    for (const auto& m : catalog) {
+      if (core::model_filter_matches(*req.model_text, m)) filter.models->push_back(m.id);
+    }
+    if (filter.models->empty()) {
+      return Error::make(ErrorCode::invalid_field, "no GPU model matches \"" + *req.model_text + "\"",
+                         req.request.machine_id ? "model" : "filters.model")
+          .with_code("unknown_model");
+    }
+  }
+  const core::UtcTime now{std::chrono::seconds{ctx.now_ms() / 1000}};
+  const auto book = offers.book(ctx.store(), schedules, ctx.app.config().rank, now);
+  std::vector<rentals::Candidate> out;
+  for (const auto& offer : book->search(filter).items) {
+    if (req.request.machine_id && offer.candidate.machine_id != *req.request.machine_id) continue;
+    if (offer.candidate.gpu_count_available < req.request.gpu_count) continue;
+    out.push_back({offer.candidate.machine_id, offer.candidate.model});
+  }
+  if (out.empty() && req.request.machine_id) {
+    return Error::make(ErrorCode::conflict,
+                       "machine " + *req.request.machine_id + " has no offer with " +
+                           std::to_string(req.request.gpu_count) + " free GPU(s) matching the request now",
+                       "machine_id")
+        .with_code("no_gpus_available");
+  }
+  return out;
+}
+
+Response create_rental(Ctx& ctx, OfferCache& offers, ScheduleCache& schedules, rentals::AgentPolls& polls) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  auto req = rentals::read_create_request(*body);
+  if (!req) return Response::error(req.error());
+  auto candidates = candidates_for(ctx, *req, offers, schedules);
+  if (!candidates) return Response::error(candidates.error());
+  const auto commission = static_cast<core::ledger::BasisPoints>(ctx.config().commission_bp);
+  // A GPU another rental took between the offer book and this transaction: try again, afresh.
+  for (int attempt = 0;; ++attempt) {
+    const auto now = ctx.now_ms();
+    auto row = ctx.store().transact([&](store::Tx& tx) {
+      const auto available = billing::available_balance(tx, ctx.principal->user.id, now);
+      return rentals::create(tx, ctx.principal->user.id, *req, *candidates, available, commission, now);
+    });
+    if (!row && row.error().detail_code == "gpus_taken" && attempt < 4) continue;
+    if (!row) return Response::error(row.error());
+    polls.ring(row->machine_id);
+    return Response::json(201, rentals::customer_json(*row, now));
+  }
+}
+
+//! The caller's own rental, or 404 (another customer's rental is not told apart from none).
+core::Result<rentals::RentalRow> own_rental(Ctx& ctx, store::Tx& tx) {
+  auto r = rentals::find(tx, ctx.req.param("id"));
+  if (!r || r->customer_id != ctx.principal->user.id) return rental_not_found();
+  return *r;
+}
+
+//! A rental on one of the caller's machines, or 404.
+core::Result<rentals::RentalRow> provider_rental(Ctx& ctx, store::Tx& tx) {
+  const std::string pid = caller_provider(ctx, tx);
+  if (pid.empty()) return not_a_provider();
+  auto r = rentals::find(tx, ctx.req.param("id"));
+  if (!r || r->provider_id != pid) return rental_not_found();
+  return *r;
+}
+
+template <class Find>
+Response stop_rental(Ctx& ctx, rentals::AgentPolls& polls, Find find, rental::EndReason reason,
+                     nlohmann::json (*view)(const rentals::RentalRow&, std::int64_t)) {
+  const auto now = ctx.now_ms();
+  std::string machine;
+  auto out = respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto r = find(ctx, tx);
+    if (!r) return std::move(r).error();
+    auto after = rentals::stop(tx, *r, reason, now);
+    if (after.state == rental::State::ended && r->state != rental::State::ended) billing::settle(tx, after, now);
+    machine = after.machine_id;
+    return view(*rentals::find(tx, after.id), now);
+  });
+  if (!machine.empty()) polls.ring(machine);
+  return out;
+}
+
+Response rental_logs(Ctx& ctx) {
+  return respond(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        auto r = own_rental(ctx, tx);
+        if (!r) return std::move(r).error();
+        return nlohmann::json{{"rental_id", r->id},
+                              {"logs", r->logs},
+                              {"updated_at", r->logs_at_ms ? nlohmann::json(util::rfc3339(*r->logs_at_ms))
+                                                           : nlohmann::json(nullptr)}};
+      },
+      store::TxMode::read);
+}
+
+// ---- the agent's side ----
+
+std::optional<Response> require_agent_key(Ctx& ctx) {
+  if (ctx.principal != nullptr && ctx.principal->via == Principal::Via::api_key) return std::nullopt;
+  return Response::error(
+      Error::make(ErrorCode::forbidden, "agent endpoints take a provider API key (Authorization: Bearer gpx_...)")
+          .with_code("api_key_required"));
+}
+
+core::Result<std::string> key_provider(store::Tx& tx, const std::string& key_id) {
+  std::string id = provider_id_for_api_key(tx, key_id);
+  if (id.empty()) return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
+  return id;
+}
+
+//! GET /v1/agent/rentals?machine_id=&known=&wait_s=: answered at once when the machine's rentals are
+//! not what the agent knows (or wait_s is 0), else when they change or wait_s passes.
+void agent_rentals_poll(Ctx& ctx, const http::Reply& reply, rentals::AgentPolls& polls) {
+  if (auto refused = require_agent_key(ctx)) return reply(*refused);
+  const auto machine = ctx.req.query_param("machine_id");
+  if (!machine || machine->empty() || machine->size() > 64) {
+    return reply(Response::error(Error::make(ErrorCode::missing_field, "machine_id is required", "machine_id")));
+  }
+  const std::string known = ctx.req.query_param("known").value_or("");
+  int wait_s = 25;
+  if (const auto w = ctx.req.query_param("wait_s"); w && !w->empty()) {
+    try {
+      wait_s = std::stoi(*w);
+    } catch (const std::exception&) {
+      wait_s = -1;
+    }
+    if (wait_s < 0 || wait_s > protocol::kMaxWaitS) {
+      return reply(Response::error(Error::make(ErrorCode::invalid_field,
+                                               "wait_s must be 0 to " + std::to_string(protocol::kMaxWaitS), "wait_s")));
+    }
+  }
+  store::Store& store = ctx.store();
+  auto answer = [&store, key = ctx.principal->api_key_id, machine = *machine]() -> core::Result<protocol::AgentRentals> {
+    return store.transact(
+        [&](store::Tx& tx) -> core::Result<protocol::AgentRentals> {
+          auto provider = key_provider(tx, key);
+          if (!provider) return std::move(provider).error();
+          return rentals::agent_rentals(tx, *provider, machine);
+        },
+        store::TxMode::read);
+  };
+  auto now = answer();
+  if (!now) return reply(Response::error(now.error()));
+  if (wait_s == 0 || now->version != known) return reply(Response::json(200, now->to_json()));
+  polls.wait(*machine, known, rentals::AgentPolls::Clock::now() + std::chrono::seconds(wait_s), [answer, reply] {
+    auto later = answer();
+    reply(later ? Response::json(200, later->to_json()) : Response::error(later.error()));
+  });
+}
+
+Response agent_rental_events(Ctx& ctx, rentals::AgentPolls& polls) {
+  if (auto refused = require_agent_key(ctx)) return *refused;
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  auto req = protocol::parse_rental_events(*body);
+  if (!req) return Response::error(req.error());
+  const auto now = ctx.now_ms();
+  auto out = respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    auto provider = key_provider(tx, ctx.principal->api_key_id);
+    if (!provider) return std::move(provider).error();
+    auto outcome = rentals::apply_events(tx, *provider, *req, now);
+    if (!outcome) return std::move(outcome).error();
+    // A rental that ended is settled in the same transaction: its last seconds are never lost.
+    for (const auto& id : outcome->ended) billing::settle(tx, *rentals::find(tx, id), now);
+    return nlohmann::json{{"applied", outcome->applied}, {"duplicate", outcome->duplicate}};
+  });
+  polls.ring(req->machine_id);
+  return out;
+}
+
+}  // namespace
+
+void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules, rentals::AgentPolls& polls) {
+  const auto customer = RouteOptions::signed_in();
+  app.route(http::Method::post, "/v1/rentals", customer,
+            [&](Ctx& ctx) { return create_rental(ctx, offers, schedules, polls); });
+  app.route(http::Method::get, "/v1/rentals", customer, [](Ctx& ctx) {
+    const auto now = ctx.now_ms();
+    return list_response(ctx, [&](store::Tx& tx) {
+      auto items = nlohmann::json::array();
+      for (const auto& r : rentals::list_for_customer(tx, ctx.principal->user.id)) {
+        items.push_back(rentals::customer_json(r, now));
+      }
+      return items;
+    });
+  });
+  app.route(http::Method::get, "/v1/rentals/{id}", customer, [](Ctx& ctx) {
+    const auto now = ctx.now_ms();
+    return respond(
+        ctx,
+        [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+          auto r = own_rental(ctx, tx);
+          if (!r) return std::move(r).error();
+          return rentals::customer_json(*r, now);
+        },
+        store::TxMode::read);
+  });
+  app.route(http::Method::post, "/v1/rentals/{id}/stop", customer, [&](Ctx& ctx) {
+    return stop_rental(ctx, polls, own_rental, rental::EndReason::customer_stopped, rentals::customer_json);
+  });
+  app.route(http::Method::get, "/v1/rentals/{id}/logs", customer, rental_logs);
+
+  const auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
+  app.route(http::Method::get, "/v1/provider/rentals", provider, [](Ctx& ctx) {
+    const auto now = ctx.now_ms();
+    return respond(
+        ctx,
+        [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+          const std::string pid = caller_provider(ctx, tx);
+          if (pid.empty()) return not_a_provider();
+          auto items = nlohmann::json::array();
+          for (const auto& r : rentals::list_for_provider(tx, pid)) items.push_back(rentals::provider_json(r, now));
+          return nlohmann::json{{"items", std::move(items)}};
+        },
+        store::TxMode::read);
+  });
+  app.route(http::Method::post, "/v1/provider/rentals/{id}/stop", provider, [&](Ctx& ctx) {
+    return stop_rental(ctx, polls, provider_rental, rental::EndReason::provider_stopped, rentals::provider_json);
+  });
+
+  // Sequence numbers make agent messages idempotent; Idempotency-Key replay is not needed here.
+  auto agent = RouteOptions::signed_in().no_idempotency().api_key_allowed();
+  app.route_async(http::Method::get, std::string(protocol::kAgentRentalsPath), agent,
+                  [&](Ctx& ctx, http::Reply reply) { agent_rentals_poll(ctx, reply, polls); });
+  app.route(http::Method::post, std::string(protocol::kRentalEventsPath), agent,
+            [&](Ctx& ctx) { return agent_rental_events(ctx, polls); });
+}
+
+}  // namespace gpunex::server

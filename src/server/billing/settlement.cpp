@@ -1,0 +1,107 @@
+#include "server/billing/settlement.hpp"
+
+#include <chrono>
+
+#include "core/ledger.hpp"
+#include "core/rental.hpp"
+#include "core/rental_spec.hpp"
+#include "core/schedule.hpp"
+#include "server/billing/ledger_repo.hpp"
+#include "server/fleet/machines_repo.hpp"
+#include "server/fleet/schedules.hpp"
+#include "server/rentals/rentals.hpp"
+#include "util/crypto.hpp"
+#include "util/log.hpp"
+
+namespace gpunex::server::billing {
+
+namespace {
+
+namespace ledger = core::ledger;
+namespace rental = core::rental;
+
+std::optional<std::int64_t> max_duration_ms(const rentals::RentalRow& r) {
+  auto spec = rental::spec_from_json(nlohmann::json::parse(r.spec, nullptr, false));
+  if (!spec || !spec->max_hours) return std::nullopt;
+  return static_cast<std::int64_t>(*spec->max_hours * 3'600'000.0);
+}
+
+//! The machine's availability window has ended at `now_ms` (it has a schedule and is outside it).
+bool outside_window(store::Tx& tx, const std::string& machine_id, std::int64_t now_ms) {
+  const auto schedule = load_schedule(tx, machine_id);
+  if (!schedule) return false;
+  return !core::is_available(*schedule, core::UtcTime{std::chrono::seconds{now_ms / 1000}});
+}
+
+//! One live rental's round: lost agent, due stops, hourly settlement. True for each thing done.
+void round_for(store::Tx& tx, const std::string& id, const RentalsRoundSettings& settings, std::int64_t now_ms,
+               RentalsRound& out) {
+  auto r = rentals::find(tx, id);
+  if (!r || r->state == rental::State::ended) return;
+  const auto last_seen = MachinesRepo(tx).last_seen_ms(r->machine_id);
+  const std::int64_t seen = std::max(last_seen.value_or(r->created_at_ms), r->created_at_ms);
+  if (now_ms - seen > rental::kAgentLostAfterMs) {
+    // Metered up to the machine's last sign of life, not the moment the platform gave up on it.
+    rentals::end_now(tx, *r, rental::EndReason::agent_lost, std::max(seen, r->running_since_ms.value_or(seen)));
+    settle(tx, *rentals::find(tx, id), now_ms);
+    ++out.lost;
+    return;
+  }
+  if (!r->running_since_ms) return;
+  if (r->state == rental::State::running) {
+    rental::Running run;
+    run.running_since_ms = *r->running_since_ms;
+    run.max_duration_ms = max_duration_ms(*r);
+    if (outside_window(tx, r->machine_id, now_ms)) run.window_ends_ms = now_ms;
+    run.price_per_gpu_hour = r->price;
+    run.gpus = r->gpu_count;
+    // The balance this rental may still spend: the ledger's, less what the customer's other rentals owe.
+    run.balance_at_last_settlement = available_balance(tx, r->customer_id, now_ms) + rentals::unsettled(*r, now_ms);
+    run.settled = r->settled;
+    if (auto due = rental::due_stop(run, now_ms)) {
+      rentals::request_stop(tx, r->id, *due);
+      util::log_event("info", "rental stop due", {{"rental", r->id}, {"reason", rental::to_string(*due)}});
+      ++out.stops;
+      settle(tx, *r, now_ms);
+      ++out.settled;
+      return;
+    }
+  }
+  if (now_ms - r->last_settled_at_ms.value_or(*r->running_since_ms) >= settings.settle_interval_ms) {
+    settle(tx, *r, now_ms);
+    ++out.settled;
+  }
+}
+
+}  // namespace
+
+void settle(store::Tx& tx, const rentals::RentalRow& r, std::int64_t now_ms) {
+  const std::int64_t until = rentals::metered_until(r, now_ms);
+  const auto elapsed = rental::metered_ms(r.running_since_ms, until);
+  const auto plan = ledger::plan_settlement(r.price, r.gpu_count, elapsed, r.commission, r.settled);
+  if (plan.charge == 0 && plan.provider == 0) {
+    if (r.running_since_ms) rentals::record_settled(tx, r.id, r.settled, now_ms);
+    return;
+  }
+  const auto t = ledger::settlement_transaction(util::new_id("ltx"), plan, r.customer_id, r.provider_id, r.id, until);
+  // Keyed by the running total: the same settlement twice posts once.
+  auto posted = post(tx, t, "settle:" + r.id + ":" + std::to_string(plan.after.charged));
+  if (!posted) throw store::StoreError("a settlement did not post: " + posted.error().message);
+  rentals::record_settled(tx, r.id, plan.after, now_ms);
+}
+
+core::MicroUsdc available_balance(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms) {
+  return balance(tx, ledger::Account::customer(customer_id)) -
+         rentals::customer_accrual(tx, customer_id, now_ms).unsettled;
+}
+
+RentalsRound run_rentals_round(store::Store& store, const RentalsRoundSettings& settings, std::int64_t now_ms) {
+  const auto live = store.transact([](store::Tx& tx) { return rentals::all_live(tx); }, store::TxMode::read);
+  RentalsRound out;
+  for (const auto& r : live) {
+    store.transact([&](store::Tx& tx) { round_for(tx, r.id, settings, now_ms, out); });
+  }
+  return out;
+}
+
+}  // namespace gpunex::server::billing

@@ -1,0 +1,299 @@
+#include "server/rentals/rentals.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "core/json_reader.hpp"
+#include "server/fleet/machines_repo.hpp"
+#include "server/market/market_repo.hpp"
+#include "util/crypto.hpp"
+#include "util/log.hpp"
+#include "util/time.hpp"
+
+namespace gpunex::server::rentals {
+
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+namespace rental = core::rental;
+namespace ledger = core::ledger;
+
+nlohmann::json time_or_null(const std::optional<std::int64_t>& ms) {
+  return ms ? nlohmann::json(util::rfc3339(*ms)) : nlohmann::json(nullptr);
+}
+
+rental::Spec spec_of(const RentalRow& r) {
+  auto j = nlohmann::json::parse(r.spec, nullptr, false);
+  auto s = rental::spec_from_json(j);
+  return s ? *s : rental::Spec{};
+}
+
+nlohmann::json ports_of(const RentalRow& r) {
+  auto j = nlohmann::json::parse(r.ports, nullptr, false);
+  return j.is_array() ? j : nlohmann::json::array();
+}
+
+Error machine_not_found(const std::string& id) {
+  return Error::make(ErrorCode::not_found, "machine " + id + " is not one of yours", "machine_id")
+      .with_code("machine_not_found");
+}
+
+std::int64_t clamp_ms(std::int64_t at, std::int64_t lo, std::int64_t hi) {
+  return std::max(lo, std::min(at, hi));
+}
+
+}  // namespace
+
+core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
+  core::ObjectReader r(body, "", "", {{"gpu_count", {"number of GPUs", ""}}, {"max_hours", {"max hours", "hours"}}});
+  CreateRequest out;
+  out.request.machine_id = r.optional_string("machine_id", 64);
+  out.model_text = r.optional_string("model", 100);
+  const nlohmann::json* filters = r.optional_value("filters");
+  if (filters != nullptr) {
+    if (!filters->is_object()) {
+      r.invalid("filters", "must be an object: {model, region, min_reliability, max_price}");
+    } else {
+      core::ObjectReader f(*filters, "filters", "Filters");
+      if (auto m = f.optional_string("model", 100)) {
+        if (out.model_text) {
+          f.invalid("model", "is given twice: once here and once at the top");
+        } else {
+          out.model_text = m;
+        }
+      }
+      out.request.region = f.optional_string("region", 100);
+      if (const auto* rel = f.optional_value("min_reliability"); rel != nullptr) {
+        if (!rel->is_number() || rel->get<double>() < 0 || rel->get<double>() > 100) {
+          f.invalid("min_reliability", "must be a number from 0 to 100");
+        } else {
+          out.request.min_reliability = rel->get<double>();
+        }
+      }
+      if (const auto* price = f.optional_value("max_price"); price != nullptr) {
+        auto p = price->is_string() ? core::parse_usdc(price->get<std::string>(), "Max price")
+                                    : core::Result<core::MicroUsdc>(Error::make(ErrorCode::invalid_field, ""));
+        if (!p || *p <= 0) {
+          f.invalid("max_price", "must be a decimal USDC string such as \"1.20\"", "invalid_amount");
+        } else {
+          out.request.max_price = *p;
+        }
+      }
+      if (auto st = f.finish(); !st) r.fail(std::move(st).error());
+    }
+  }
+  out.request.gpu_count = static_cast<int>(r.optional_int("gpu_count", 1, 64).value_or(1));
+  out.spec = rental::read_spec(r);
+  if (auto st = r.finish(); !st) return std::move(st).error();
+  if (out.request.machine_id && filters != nullptr) {
+    return Error::make(ErrorCode::invalid_field, "give either machine_id (one offer) or filters, not both", "filters");
+  }
+  if (!out.request.machine_id && filters == nullptr && !out.model_text) {
+    return Error::make(ErrorCode::missing_field, "give machine_id (one offer) or filters (at least a model)",
+                       "machine_id");
+  }
+  return out;
+}
+
+core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, const CreateRequest& request,
+                               const std::vector<Candidate>& candidates, core::MicroUsdc available_balance,
+                               ledger::BasisPoints commission, std::int64_t now_ms) {
+  const int count = request.request.gpu_count;
+  for (const auto& c : candidates) {
+    auto free = free_gpus(tx, c.machine_id, c.model);
+    if (static_cast<int>(free.size()) < count) continue;
+    const auto owner = MachinesRepo(tx).owner(c.machine_id);
+    if (!owner) continue;
+    const auto price = MarketRepo(tx).current_price(*owner, c.model);
+    if (!price) continue;
+    if (request.request.max_price && price->usdc_micro > *request.request.max_price) continue;
+    if (auto ok = rental::check_can_start(available_balance, price->usdc_micro, count); !ok) {
+      return std::move(ok).error();
+    }
+    RentalRow row;
+    row.id = util::new_id("rnt");
+    row.customer_id = customer_id;
+    row.provider_id = *owner;
+    row.machine_id = c.machine_id;
+    row.model = c.model;
+    row.gpu_count = count;
+    row.price = price->usdc_micro;
+    row.commission = commission;
+    row.state = rental::State::requested;
+    row.spec = rental::spec_to_json(request.spec).dump();
+    row.created_at_ms = now_ms;
+    row.gpu_uuids.assign(free.begin(), free.begin() + count);
+    if (auto st = insert_with_gpus(tx, row); !st) return std::move(st).error();
+    return row;
+  }
+  return Error::make(ErrorCode::conflict,
+                     "no offer has " + std::to_string(count) + " free GPU" + (count == 1 ? "" : "s") +
+                         " matching the request right now; widen the filters or try again later")
+      .with_code("no_gpus_available");
+}
+
+std::int64_t metered_until(const RentalRow& r, std::int64_t now_ms) {
+  return r.ended_at_ms ? *r.ended_at_ms : now_ms;
+}
+
+core::MicroUsdc cost_so_far(const RentalRow& r, std::int64_t now_ms) {
+  return ledger::usage_total(r.price, r.gpu_count, rental::metered_ms(r.running_since_ms, metered_until(r, now_ms)));
+}
+
+core::MicroUsdc unsettled(const RentalRow& r, std::int64_t now_ms) {
+  return std::max<core::MicroUsdc>(0, cost_so_far(r, now_ms) - r.settled.charged);
+}
+
+Accrual customer_accrual(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms) {
+  Accrual a;
+  for (const auto& r : list_for_customer(tx, customer_id)) {
+    a.unsettled += unsettled(r, now_ms);  // an ended one is settled as it ends: 0
+    if (r.running_since_ms && r.state != rental::State::ended) a.per_hour += rental::first_hour_cost(r.price, r.gpu_count);
+  }
+  return a;
+}
+
+RentalRow stop(store::Tx& tx, const RentalRow& r, rental::EndReason reason, std::int64_t now_ms) {
+  if (r.state == rental::State::ended) return r;
+  if (r.state == rental::State::requested) {
+    end(tx, r.id, reason, std::nullopt, false, now_ms);
+  } else {
+    request_stop(tx, r.id, reason);
+  }
+  return *find(tx, r.id);
+}
+
+void end_now(store::Tx& tx, const RentalRow& r, rental::EndReason reason, std::int64_t at_ms) {
+  end(tx, r.id, reason, std::nullopt, false, at_ms);
+}
+
+core::Result<protocol::AgentRentals> agent_rentals(store::Tx& tx, const std::string& provider_id,
+                                                   const std::string& machine_id) {
+  const auto owner = MachinesRepo(tx).owner(machine_id);
+  if (!owner || *owner != provider_id) return machine_not_found(machine_id);
+  protocol::AgentRentals out;
+  for (const auto& r : live_on_machine(tx, machine_id)) {
+    auto spec = rental::spec_from_json(nlohmann::json::parse(r.spec, nullptr, false));
+    if (!spec) {
+      util::log_event("error", "a stored rental spec does not parse", {{"rental", r.id}, {"error", spec.error().message}});
+      continue;
+    }
+    out.rentals.push_back(protocol::AssignedRental{r.id, r.state, r.gpu_uuids, std::move(*spec)});
+  }
+  out.version = protocol::rentals_version(out.rentals);
+  return out;
+}
+
+std::map<std::string, std::string> versions(store::Tx& tx, const std::vector<std::string>& machine_ids) {
+  std::map<std::string, std::string> out;
+  const auto states = live_states(tx, machine_ids);
+  for (const auto& id : machine_ids) {
+    std::vector<protocol::AssignedRental> list;
+    if (auto it = states.find(id); it != states.end()) {
+      for (const auto& [rid, state] : it->second) list.push_back(protocol::AssignedRental{rid, state, {}, {}});
+    }
+    out[id] = protocol::rentals_version(list);
+  }
+  return out;
+}
+
+core::Result<EventsOutcome> apply_events(store::Tx& tx, const std::string& provider_id,
+                                         const protocol::RentalEventsRequest& req, std::int64_t now_ms) {
+  MachinesRepo machines(tx);
+  const auto owner = machines.owner(req.machine_id);
+  if (!owner || *owner != provider_id) return machine_not_found(req.machine_id);
+  EventsOutcome out;
+  if (!machines.record_seq(req.machine_id, req.seq, now_ms)) {
+    out.duplicate = true;
+    return out;
+  }
+  for (const auto& e : req.events) {
+    auto r = find(tx, e.rental_id);
+    if (!r || r->machine_id != req.machine_id) {
+      util::log_event("warn", "an agent event names a rental not on its machine",
+                      {{"machine", req.machine_id}, {"rental", e.rental_id}});
+      continue;
+    }
+    if (r->state == rental::State::ended) continue;  // late news of a rental already ended
+    ++out.applied;
+    switch (e.type) {
+      case protocol::RentalEventType::starting:
+        if (r->state == rental::State::requested) set_state(tx, r->id, rental::State::starting, now_ms);
+        break;
+      case protocol::RentalEventType::running: {
+        auto ports = nlohmann::json::array();
+        for (const auto& p : e.ports) ports.push_back({{"container_port", p.container_port}, {"host_port", p.host_port}});
+        mark_running(tx, r->id, clamp_ms(e.at_ms, r->created_at_ms, now_ms), ports.dump());
+        break;
+      }
+      case protocol::RentalEventType::logs:
+        set_logs(tx, r->id, e.logs.value_or(""), clamp_ms(e.at_ms, r->created_at_ms, now_ms));
+        break;
+      case protocol::RentalEventType::ended: {
+        // A stop that was asked for ends for the reason it was asked; otherwise the agent says why.
+        rental::EndReason reason = e.reason.value_or(rental::EndReason::host_failure);
+        if (r->state == rental::State::stopping && r->stop_reason) reason = *r->stop_reason;
+        const std::int64_t from = r->running_since_ms.value_or(r->created_at_ms);
+        if (e.logs) set_logs(tx, r->id, *e.logs, clamp_ms(e.at_ms, r->created_at_ms, now_ms));
+        end(tx, r->id, reason, e.exit_code, e.oom, clamp_ms(e.at_ms, from, now_ms), e.error);
+        out.ended.push_back(r->id);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms) {
+  const auto spec = spec_of(r);
+  auto env_names = nlohmann::json::array();
+  for (const auto& [name, value] : rental::container_env(spec)) env_names.push_back(name);
+  const auto metered = rental::metered_ms(r.running_since_ms, metered_until(r, now_ms));
+  return {{"id", r.id},
+          {"state", rental::to_string(r.state)},
+          {"machine_id", r.machine_id},
+          {"model", r.model},
+          {"gpu_count", r.gpu_count},
+          {"gpus", r.gpu_uuids},
+          {"usdc_per_gpu_hour", core::format_usdc(r.price)},
+          {"cost_per_hour", core::format_usdc(rental::first_hour_cost(r.price, r.gpu_count))},
+          {"image", spec.image},
+          {"command", spec.command},
+          {"env_names", std::move(env_names)},
+          {"ports", ports_of(r)},
+          {"max_hours", spec.max_hours ? nlohmann::json(*spec.max_hours) : nlohmann::json(nullptr)},
+          {"created_at", util::rfc3339(r.created_at_ms)},
+          {"running_since", time_or_null(r.running_since_ms)},
+          {"ended_at", time_or_null(r.ended_at_ms)},
+          {"stop_requested", r.stop_reason ? nlohmann::json(rental::to_string(*r.stop_reason)) : nlohmann::json(nullptr)},
+          {"end_reason", r.end_reason ? nlohmann::json(rental::to_string(*r.end_reason)) : nlohmann::json(nullptr)},
+          {"end_text", r.end_reason ? nlohmann::json(rental::end_text(*r.end_reason, r.exit_code, r.oom))
+                                    : nlohmann::json(nullptr)},
+          {"exit_code", r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr)},
+          {"oom", r.oom},
+          {"error", r.error ? nlohmann::json(*r.error) : nlohmann::json(nullptr)},
+          {"seconds_metered", metered / 1000},
+          {"cost_so_far", core::format_usdc(cost_so_far(r, now_ms))},
+          {"settled", core::format_usdc(r.settled.charged)}};
+}
+
+nlohmann::json provider_json(const RentalRow& r, std::int64_t now_ms) {
+  const auto per_hour = rental::first_hour_cost(r.price, r.gpu_count);
+  const bool running = r.running_since_ms && r.state != rental::State::ended;
+  return {{"id", r.id},
+          {"machine_id", r.machine_id},
+          {"model", r.model},
+          {"gpus", r.gpu_uuids},
+          {"state", rental::to_string(r.state)},
+          {"usdc_per_gpu_hour", core::format_usdc(r.price)},
+          {"earnings_per_hour", core::format_usdc(running ? ledger::provider_share(per_hour, r.commission) : 0)},
+          {"earned_so_far", core::format_usdc(ledger::provider_share(cost_so_far(r, now_ms), r.commission))},
+          {"created_at", util::rfc3339(r.created_at_ms)},
+          {"running_since", time_or_null(r.running_since_ms)},
+          {"ended_at", time_or_null(r.ended_at_ms)},
+          {"end_reason", r.end_reason ? nlohmann::json(rental::to_string(*r.end_reason)) : nlohmann::json(nullptr)},
+          {"provider_side", r.end_reason ? nlohmann::json(rental::provider_side(*r.end_reason)) : nlohmann::json(nullptr)}};
+}
+
+}  // namespace gpunex::server::rentals

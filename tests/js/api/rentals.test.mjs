@@ -1,0 +1,231 @@
+// Renting GPUs through the API (#16), with the agent's side of the rentals protocol spoken by the
+// test over HTTP with the provider's key (the end-to-end test runs the real agent on Podman): the
+// scheduler, the price lock, the balance check, bad input naming the field, the long poll that
+// brings a start to the agent within a second, the events that move a rental, and the settlement
+// that charges exactly the seconds it ran, 80% to the provider and 20% to the platform.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { BACKEND, TestServer, until } from '../lib/server.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, customerWithCredit, listedMachine } from '../lib/rentals.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function sql(server, statement) {
+  const r = server.db.startsWith('sqlite:')
+    ? spawnSync('sqlite3', ['-separator', '|', server.db.slice(7), statement], { encoding: 'utf8' })
+    : spawnSync('psql', [server.db, '-At', '-F', '|', '-c', statement], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
+}
+
+// Micro-USDC per account from the ledger.
+function ledgerByAccount(server) {
+  return Object.fromEntries(sql(server, 'SELECT account, SUM(amount) FROM ledger_entries GROUP BY account')
+    .map(([a, s]) => [a, Number(s)]));
+}
+
+const micro = (usdc) => Math.round(Number(usdc) * 1e6);
+const RENT = { image: 'docker.io/library/busybox:1.36', command: ['sh', '-c', 'echo hello; sleep 3600'] };
+
+test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is settled 80/20 to the second`, async () => {
+  const server = await new TestServer(RENTAL_SERVER_ARGS).start();
+  let provider;
+  try {
+    provider = await listedMachine(server, 'rent-provider@example.com', { simulate: 'L4:2' });
+    const { machine } = provider;
+    const ann = await customerWithCredit(server, '100.00');
+    const bob = await customerWithCredit(server, '100.00');
+    const poor = await customerWithCredit(server, '0.10');
+    const voice = new AgentVoice(server, provider.key, machine.id);
+
+    const offers = await ann.request('GET', '/v1/marketplace/offers?model=L4');
+    assert.equal(offers.json.items.length, 1, offers.body);
+    assert.equal(offers.json.items[0].gpu_count_available, 2);
+
+    // Bad input: a 4xx naming the field, and nothing rented.
+    const bad = async (body, field, code = 400) => {
+      const r = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine.id, ...RENT, ...body } });
+      assert.equal(r.status, code, `${JSON.stringify(body)}: ${r.body}`);
+      assert.equal(r.json.error.field, field, r.body);
+    };
+    await bad({ image: 'Not An/Image::ref' }, 'image');
+    await bad({ image: '' }, 'image');
+    await bad({ max_hours: -1 }, 'max_hours');
+    await bad({ max_hours: 1e9 }, 'max_hours');
+    await bad({ env: { 'A=B': 'x' } }, 'env');
+    await bad({ env: { 'A\u0000B': 'x' } }, 'env');
+    await bad({ ports: [70000] }, 'ports');
+    await bad({ ports: [0] }, 'ports');
+    await bad({ gpu_count: 0 }, 'gpu_count');
+    await bad({ command: 'echo' }, 'command');
+    await bad({ ssh_public_key: 'not a key' }, 'ssh_public_key');
+    await bad({ filters: { model: 'L4' } }, 'filters');
+    await bad({ gpu_count: 3 }, 'machine_id', 409);
+    const nothing = await ann.request('POST', '/v1/rentals', { body: RENT });
+    assert.equal(nothing.status, 400);
+    assert.equal(nothing.json.error.field, 'machine_id');
+    assert.deepEqual((await ann.request('GET', '/v1/rentals')).json.items, []);
+
+    // Too little credit for the first hour: 402 naming the amount needed.
+    const refused = await poor.request('POST', '/v1/rentals', { body: { machine_id: machine.id, ...RENT } });
+    assert.equal(refused.status, 402, refused.body);
+    assert.equal(refused.json.error.code, 'insufficient_balance');
+    assert.match(refused.json.error.message, /0\.500000 USDC is needed/);
+
+    // The agent's long poll is waiting when the rental is made: it hears within a second.
+    const first = await voice.poll();
+    assert.equal(first.status, 200, first.body);
+    assert.deepEqual(first.json.rentals, []);
+    const t0 = Date.now();
+    const waiting = voice.poll(first.json.version, 20).then((r) => ({ r, ms: Date.now() - t0 }));
+    await sleep(300);
+    const key = { 'Idempotency-Key': `rent-${process.pid}-1` };
+    const made = await ann.request('POST', '/v1/rentals', { headers: key, body: {
+      machine_id: machine.id, ...RENT, env: { GREETING: 'hi' }, ports: [8080], max_hours: 2,
+      ssh_public_key: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ann@laptop' } });
+    const madeAt = Date.now();
+    assert.equal(made.status, 201, made.body);
+    const rental = made.json;
+    assert.equal(rental.state, 'requested');
+    assert.equal(rental.gpus.length, 1);
+    assert.equal(rental.usdc_per_gpu_hour, '0.500000');
+    assert.deepEqual(rental.env_names, ['GREETING', 'PUBLIC_KEY']);
+    const heard = await waiting;
+    assert.ok(heard.ms - (madeAt - t0) < 1000, `the agent heard after ${heard.ms - (madeAt - t0)} ms`);
+    assert.equal(heard.r.json.rentals.length, 1, heard.r.body);
+    const assigned = heard.r.json.rentals[0];
+    assert.equal(assigned.id, rental.id);
+    assert.deepEqual(assigned.gpu_uuids, rental.gpus);
+    assert.equal(assigned.spec.image, RENT.image);
+    assert.deepEqual(assigned.spec.command, RENT.command);
+    assert.deepEqual(assigned.spec.env, { GREETING: 'hi' });
+    assert.deepEqual(assigned.spec.ports, [8080]);
+    assert.match(assigned.spec.ssh_public_key, /^ssh-ed25519 /);
+
+    // A retried request with the same Idempotency-Key rents nothing more.
+    const retried = await ann.request('POST', '/v1/rentals', { headers: key, body: {
+      machine_id: machine.id, ...RENT, env: { GREETING: 'hi' }, ports: [8080], max_hours: 2,
+      ssh_public_key: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ann@laptop' } });
+    assert.equal(retried.json.id, rental.id);
+    assert.equal((await ann.request('GET', '/v1/rentals')).json.items.length, 1);
+
+    // The offer now has one free GPU; a price change does not touch the running rental.
+    await until('the offer to show one free GPU', async () => {
+      const r = await bob.request('GET', '/v1/marketplace/offers?model=L4');
+      return r.json.items.length === 1 && r.json.items[0].gpu_count_available === 1;
+    }, 10000);
+    assert.equal((await provider.client.request('PUT', '/v1/provider/prices/L4',
+      { body: { usdc_per_gpu_hour: '2.00' } })).status, 200);
+    assert.equal((await ann.request('GET', `/v1/rentals/${rental.id}`)).json.usdc_per_gpu_hour, '0.500000');
+
+    // Another customer rents the other GPU by filters, at the new price; a third finds none free.
+    const bobs = await bob.request('POST', '/v1/rentals', { body: { filters: { model: 'l4', region: 'eu-west' },
+      ...RENT } });
+    assert.equal(bobs.status, 201, bobs.body);
+    assert.equal(bobs.json.usdc_per_gpu_hour, '2.000000');
+    assert.notDeepEqual(bobs.json.gpus, rental.gpus);
+    const none = await bob.request('POST', '/v1/rentals', { body: { filters: { model: 'L4' }, ...RENT } });
+    assert.equal(none.status, 409, none.body);
+    assert.equal(none.json.error.code, 'no_gpus_available');
+
+    // Nobody reaches another customer's rental.
+    assert.equal((await bob.request('GET', `/v1/rentals/${rental.id}`)).status, 404);
+    assert.equal((await bob.request('POST', `/v1/rentals/${rental.id}/stop`)).status, 404);
+    assert.equal((await bob.request('GET', `/v1/rentals/${rental.id}/logs`)).status, 404);
+
+    // The agent's events move the rentals: Bob's image cannot be pulled (not charged)...
+    assert.equal((await voice.send([{ rental_id: bobs.json.id, type: 'starting' }])).status, 200);
+    const failed = await voice.send([{ rental_id: bobs.json.id, type: 'ended', reason: 'start_failed',
+      error: 'pull access denied' }]);
+    assert.equal(failed.status, 200, failed.body);
+    const bobEnded = (await bob.request('GET', `/v1/rentals/${bobs.json.id}`)).json;
+    assert.equal(bobEnded.state, 'ended');
+    assert.equal(bobEnded.end_reason, 'start_failed');
+    assert.equal(bobEnded.error, 'pull access denied');
+    assert.equal(bobEnded.cost_so_far, '0.000000');
+    assert.equal((await bob.request('GET', '/v1/billing/balance')).json.balance, '100.000000');
+
+    // ... and Ann's runs, shows its output, and stops when she asks.
+    await voice.send([{ rental_id: rental.id, type: 'starting' }]);
+    assert.equal((await ann.request('GET', `/v1/rentals/${rental.id}`)).json.state, 'starting');
+    const running = await voice.send([{ rental_id: rental.id, type: 'running',
+      ports: [{ container_port: 8080, host_port: 40001 }] }]);
+    assert.equal(running.json.applied, 1);
+    const shown = (await ann.request('GET', `/v1/rentals/${rental.id}`)).json;
+    assert.equal(shown.state, 'running');
+    assert.deepEqual(shown.ports, [{ container_port: 8080, host_port: 40001 }]);
+    await voice.send([{ rental_id: rental.id, type: 'logs', logs: 'hello\n' }]);
+    assert.equal((await ann.request('GET', `/v1/rentals/${rental.id}/logs`)).json.logs, 'hello\n');
+    await sleep(2500);
+    const live = (await ann.request('GET', `/v1/rentals/${rental.id}`)).json;
+    assert.ok(micro(live.cost_so_far) > 0, live.cost_so_far);
+    const balance = (await ann.request('GET', '/v1/billing/balance')).json;
+    assert.equal(balance.spend_per_hour, '0.500000');
+    assert.equal(micro(balance.available), micro(balance.balance) - micro(balance.unsettled));
+
+    // The list agrees with the detail page.
+    const listed = (await ann.request('GET', '/v1/rentals')).json.items.find((r) => r.id === rental.id);
+    for (const k of ['state', 'gpus', 'usdc_per_gpu_hour', 'running_since', 'ports', 'image']) {
+      assert.deepEqual(listed[k], live[k], k);
+    }
+
+    const stopping = await ann.request('POST', `/v1/rentals/${rental.id}/stop`);
+    assert.equal(stopping.status, 200, stopping.body);
+    assert.equal(stopping.json.state, 'stopping');
+    const told = await voice.poll();
+    assert.equal(told.json.rentals.find((r) => r.id === rental.id).state, 'stopping');
+    const endedSeq = ++voice.seq;
+    await voice.send([{ rental_id: rental.id, type: 'ended', exit_code: 143 }], endedSeq);
+    const ended = (await ann.request('GET', `/v1/rentals/${rental.id}`)).json;
+    assert.equal(ended.state, 'ended');
+    assert.equal(ended.end_reason, 'customer_stopped');
+    assert.equal(ended.end_text, 'Stopped by you');
+
+    // Charged for the seconds it ran, no more: rounding once, on the whole.
+    const ranMs = Date.parse(ended.ended_at) - Date.parse(ended.running_since);
+    const charged = Math.floor((500000 * ranMs) / 3600000);
+    assert.equal(micro(ended.cost_so_far), charged);
+    assert.equal(ended.settled, ended.cost_so_far);
+    const ledger = ledgerByAccount(server);
+    assert.equal(Object.values(ledger).reduce((a, b) => a + b, 0), 0, JSON.stringify(ledger));
+    const providerAccount = Object.keys(ledger).find((a) => a.startsWith('provider:'));
+    assert.equal(ledger[providerAccount], Math.floor(charged * 0.8));
+    assert.equal(ledger['platform:commission'], charged - Math.floor(charged * 0.8));
+    assert.equal(micro((await ann.request('GET', '/v1/billing/balance')).json.balance), 100e6 - charged);
+    const history = (await ann.request('GET', '/v1/billing/history')).json.items;
+    assert.equal(history[0].kind, 'settlement');
+    assert.equal(history[0].reference, rental.id);
+    assert.equal(micro(history[0].amount), -charged);
+
+    // A replayed event changes nothing and charges nothing twice.
+    const replay = await voice.send([{ rental_id: rental.id, type: 'ended', exit_code: 143 }], endedSeq);
+    assert.equal(replay.json.duplicate, true);
+    assert.deepEqual(ledgerByAccount(server), ledger);
+
+    // The provider sees the rentals on their machines, never who rents, and can stop one.
+    const again = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine.id, ...RENT } });
+    assert.equal(again.status, 201, again.body);
+    await voice.send([{ rental_id: again.json.id, type: 'running' }]);
+    const mine = (await provider.client.request('GET', '/v1/provider/rentals')).json.items;
+    const seen = mine.find((r) => r.id === again.json.id);
+    assert.equal(seen.state, 'running');
+    assert.equal(seen.earnings_per_hour, '1.600000');  // 2.00 × 80%
+    for (const r of mine) assert.ok(!('customer_id' in r) && !JSON.stringify(r).includes('@example.com'), JSON.stringify(r));
+    assert.equal((await bob.request('POST', `/v1/provider/rentals/${again.json.id}/stop`)).status, 403);
+    const byProvider = await provider.client.request('POST', `/v1/provider/rentals/${again.json.id}/stop`);
+    assert.equal(byProvider.status, 200, byProvider.body);
+    await voice.send([{ rental_id: again.json.id, type: 'ended', exit_code: 137 }]);
+    const providerEnded = (await ann.request('GET', `/v1/rentals/${again.json.id}`)).json;
+    assert.equal(providerEnded.end_reason, 'provider_stopped');
+    assert.equal((await provider.client.request('GET', '/v1/provider/rentals')).json.items
+      .find((r) => r.id === again.json.id).provider_side, true);
+    await until('both GPUs to be offered again', async () => {
+      const r = await bob.request('GET', '/v1/marketplace/offers?model=L4');
+      return r.json.items.length === 1 && r.json.items[0].gpu_count_available === 2;
+    }, 10000);
+  } finally {
+    if (provider) await provider.agent.stop();
+    await server.stop();
+  }
+});

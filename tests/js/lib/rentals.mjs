@@ -1,0 +1,81 @@
+// Rentals in tests: a provider whose simulated machine is benchmarked, listed and priced (so a
+// customer can rent it), a customer with credit, and the agent's side of the rentals protocol
+// spoken over HTTP (for tests of the server and the dashboard that need no container engine; the
+// end-to-end tests run the real agent on Podman instead).
+import { approvedProvider } from './provider.mjs';
+import { startAgent } from './agent.mjs';
+import { BENCH_SERVER_ARGS, Client, until } from './server.mjs';
+
+let customers = 0;
+
+// What a server that rents simulated GPUs needs: the benchmark thresholds a CI machine meets (two
+// cores host two GPUs), and a rentals worker that looks often.
+export const RENTAL_SERVER_ARGS = [...BENCH_SERVER_ARGS, '--benchmark-cpu-cores-per-gpu', '1', '--rentals-tick-ms', '200'];
+
+// A listed, priced machine. `agentArgs` are more gpunex-agent flags (--docker-host ...).
+export async function listedMachine(server, email, { simulate = 'L4:2', model = 'L4', price = '0.50',
+  agentArgs = [] } = {}) {
+  const count = Number(String(simulate).split(':')[1] || 1);
+  const { client, key } = await approvedProvider(server, email, {
+    gpus: [{ model, count, system_ram_gb: 256, download_gbps: 10, upload_gbps: 10, availability: '24/7',
+      location: { city: 'Dublin', country: 'IE', region: 'eu-west' } }],
+  });
+  const agent = startAgent(server.url, key, { simulate,
+    args: ['--bench-storage-mib', '32', '--bench-net-mib', '8', ...agentArgs] });
+  const fail = (e) => { throw new Error(`${e.message}\nagent: ${agent.logs.join('').slice(-4000)}`); };
+  const machine = await until('the machine to register', async () => {
+    const r = await client.request('GET', '/v1/provider/machines');
+    return r.status === 200 && r.json.items.length === 1 && r.json.items[0].status === 'online'
+      ? r.json.items[0] : null;
+  }).catch(fail);
+  await until('its GPUs to be benchmarked and listed', async () => {
+    const r = await client.request('GET', `/v1/provider/machines/${machine.id}`);
+    const unlisted = r.json.gpus.find((g) => g.perf_score !== null && !g.listed);
+    if (unlisted) throw new Error(`a GPU was benchmarked but not listed: ${JSON.stringify(unlisted)}`);
+    return r.status === 200 && r.json.gpus.length === count && r.json.gpus.every((g) => g.listed);
+  }, 180000).catch(fail);
+  const priced = await client.request('PUT', `/v1/provider/prices/${model}`, { body: { usdc_per_gpu_hour: price } });
+  if (priced.status !== 200) throw new Error(`price: ${priced.status} ${priced.body}`);
+  return { client, key, machine, agent };
+}
+
+// A signed-in customer credited `amount` USDC by an operator.
+export async function customerWithCredit(server, amount = '100.00') {
+  const n = ++customers;
+  const email = `customer${n}.${process.pid}@example.com`;
+  const customer = new Client(server.url);
+  await customer.signupAndLogin(email);
+  if (!server.adminClient) {
+    server.createUser(`root.${process.pid}@example.com`, 'operator-password-1', 'admin');
+    server.adminClient = new Client(server.url);
+    await server.adminClient.login(`root.${process.pid}@example.com`, 'operator-password-1');
+  }
+  if (amount !== null) {
+    const r = await server.adminClient.request('POST', '/v1/admin/credits',
+      { body: { email, amount, reference: `test credit ${n}` } });
+    if (r.status !== 201) throw new Error(`credit: ${r.status} ${r.body}`);
+  }
+  return customer;
+}
+
+// The agent's side of the rentals protocol, spoken by the test with the provider's key.
+export class AgentVoice {
+  constructor(server, key, machineId) {
+    this.agent = new Client(server.url);
+    this.agent.token = key;
+    this.machineId = machineId;
+    this.seq = 1_000_000_000;  // far above the real agent's heartbeats
+  }
+
+  async poll(known = '', waitS = 0) {
+    return this.agent.request('GET',
+      `/v1/agent/rentals?machine_id=${this.machineId}&known=${encodeURIComponent(known)}&wait_s=${waitS}`);
+  }
+
+  async send(events, seq = ++this.seq) {
+    return this.agent.request('POST', '/v1/agent/rental-events', {
+      body: { protocol_version: 1, machine_id: this.machineId, seq,
+        events: events.map((e) => ({ at: new Date().toISOString(), ...e })) },
+    });
+  }
+}
