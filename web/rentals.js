@@ -379,7 +379,7 @@
       el('td', { 'data-col': 'machine' }, el('code', {}, r.machine_id)),
       el('td', { 'data-col': 'state' }, stateBadge(r.state)),
       el('td', { 'data-col': 'price', class: 'num' }, usdc(r.usdc_per_gpu_hour)),
-      el('td', { 'data-col': 'earnings-per-hour', class: 'num' }, usdc(r.earnings_per_hour)),
+      el('td', { 'data-col': 'earnings-per-hour', class: 'num' }, live(r.state) ? usdc(r.earnings_per_hour) : '—'),
       el('td', { 'data-col': 'earned', class: 'num' }, usdc(r.earned_so_far)),
       el('td', { 'data-col': 'since' }, r.running_since ? fmtTime(r.running_since) : fmtTime(r.created_at)),
       el('td', { 'data-col': 'end' }, r.state === 'ended' ? PROVIDER_END_TEXT[r.end_reason] || r.end_reason || 'Ended' : '—'),

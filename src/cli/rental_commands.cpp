@@ -3,6 +3,7 @@
 // as JSON with --json, else as a table or summary for people.
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -49,6 +50,13 @@ std::string end_text(const nlohmann::json& r) {
                                 member(r, "oom").is_boolean() && member(r, "oom").get<bool>());
 }
 
+//! 2 as "2", 2.5 as "2.5": the fewest digits that give the number back.
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
 //! A word of the command as a shell would need it to be typed.
 std::string shell_word(const std::string& w) {
   if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@%+,") ==
@@ -80,7 +88,7 @@ std::string rental_text(const nlohmann::json& r) {
   const std::string state = format_text(member(r, "state"));
   std::string out = "Rental " + format_text(member(r, "id")) + "  " + state + "\n";
   const auto field = [&](const std::string& name, const std::string& value) {
-    out += name + std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') + value + "\n";
+    out += name + std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') + value + "\n";
   };
   std::string gpus = gpus_text(r);
   std::string uuids;
@@ -107,7 +115,8 @@ std::string rental_text(const nlohmann::json& r) {
   }
   if (!ports.empty()) field("Ports:", ports);
   const auto& max_hours = member(r, "max_hours");
-  field("Max hours:", max_hours.is_number() ? max_hours.dump() : "none (until stopped or the balance runs out)");
+  field("Max hours:",
+        max_hours.is_number() ? number_text(max_hours.get<double>()) : "none (until stopped or the balance runs out)");
   field("Created:", format_text(member(r, "created_at")));
   if (member(r, "running_since").is_string()) field("Running since:", member(r, "running_since").get<std::string>());
   if (member(r, "ended_at").is_string()) field("Ended:", member(r, "ended_at").get<std::string>());

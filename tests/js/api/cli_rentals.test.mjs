@@ -137,6 +137,7 @@ test('gpunex rent: the request it sends, and one Idempotency-Key through retries
     assert.match(r.out, /^Command: +sh -c 'echo '\\''hi'\\'''$/m);
     assert.match(r.out, /^Env: +A, B \(values not shown\)$/m);
     assert.match(r.out, /^Ports: +8888 \(bound when it runs\)$/m);
+    assert.match(r.out, /^Max hours: +2\.5$/m);
     assert.match(r.out, /gpunex rentals stop rnt_stand_in/);
 
     // One offer: machine_id with the model beside it, no filters; --idempotency-key is sent as given.
@@ -198,7 +199,7 @@ test(`${BACKEND}: gpunex rent, rentals list, show, logs, stop against the server
     // A bad field: the server's message, naming the field.
     const badPort = gpunex(home, ['rent', '--machine', machine.machineId, '--image', 'busybox', '--port', '70000']);
     assert.equal(badPort.code, 1, badPort.out);
-    assert.match(badPort.err, /\(field: ports\[0\]\)/);
+    assert.match(badPort.err, /port numbers from 1 to 65535 \(field: ports\)/);
     // More GPUs than the offer has.
     const many = gpunex(home, ['rent', '--machine', machine.machineId, '--gpus', '3', '--image', 'busybox', '--json']);
     assert.equal(many.code, 1, many.out);
@@ -262,7 +263,7 @@ test(`${BACKEND}: gpunex rent, rentals list, show, logs, stop against the server
     for (const verb of ['show', 'logs', 'stop']) {
       const r = gpunex(bob, ['rentals', verb, rental.id, '--json']);
       assert.equal(r.code, 1, `${verb}: ${r.out}`);
-      assert.equal(JSON.parse(r.out).error.code, 'not_found', verb);
+      assert.equal(JSON.parse(r.out).error.code, 'rental_not_found', verb);
     }
 
     const stop = gpunex(home, ['rentals', 'stop', rental.id]);

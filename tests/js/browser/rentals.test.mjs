@@ -1,6 +1,7 @@
-// Browser: renting (issue 16). A customer with credit finds an offer on the Marketplace, opens its
-// Rent form (the estimated cost follows the GPU count and the maximum hours, beside the balance; a
-// bad field is refused beside it), rents (a double click rents once) and lands on the rental, which
+// Browser: renting (issue 16). A customer finds an offer on the Marketplace and opens its Rent form:
+// without credit the form and the server's refusal say what the first hour needs; with credit the
+// estimated cost follows the GPU count and the maximum hours, beside the balance, and a bad field is
+// refused beside it. The customer rents (a double click rents once) and lands on the rental, which
 // follows the agent to Running with its logs (the test posts the agent's messages: no container
 // engine). My rentals lists it with the state and cost its own page shows. The provider's Rented
 // GPUs page shows the GPU rented (never by whom) and what it earns per hour, and stops it: the
@@ -38,6 +39,9 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
   const server = await new TestServer().start();
   const shot = screenshotter(`rentals-${BACKEND}`);
   const browser = await launchBrowser(shot);
+  // The provider in a browser of their own: one browser keeps one session cookie.
+  const provShot = screenshotter(`rentals-provider-${BACKEND}`);
+  const provBrowser = await launchBrowser(provShot);
   const errors = [];
   let machine;
   try {
@@ -45,10 +49,6 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     machine = await listedMachine(server, provider, { gpus: 2, price: '0.50' });
     const ann = new Client(server.url);
     await ann.signupAndLogin('ann@example.com');
-    const credit = spawnSync(path.join(BIN, 'gpunex-server'), ['admin', 'credit', '--db', server.db, '--email', 'ann@example.com',
-      '--amount', '10.00', '--reference', 'wire rentals-1'], { encoding: 'utf8' });
-    assert.equal(credit.status, 0, credit.stderr);
-
     const page = await browser.newPage();
     page.on('pageerror', (e) => errors.push(e.message));
     await logIn(page, server.url, 'ann@example.com');
@@ -60,8 +60,23 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     await page.getByRole('heading', { name: 'Rent L40S' }).waitFor();
     assert.equal(await page.evaluate(() => location.hash), `#/rent/${machine.machineId}/L40S`);
 
-    // The estimate follows the form; the balance is beside it.
+    // No credit yet: the form says so, and the server's refusal names the amount.
     const form = page.getByRole('form', { name: 'Rent GPUs' });
+    assert.equal(await page.locator('#rent-balance').textContent(),
+      'Your balance of 0.000000 USDC does not cover the first hour (0.500000 USDC). Your balance');
+    await form.getByLabel('Container image').fill('docker.io/library/busybox:latest');
+    await form.getByRole('button', { name: 'Rent' }).click();
+    await form.locator('.form-error', { hasText: 'the balance (0.000000 USDC) does not cover the first hour: 0.500000 USDC is needed' })
+      .waitFor();
+    await form.locator('.form-error').getByRole('link', { name: 'Your balance' }).waitFor();
+    await shot(page, 'rent-no-credit');
+    const credit = spawnSync(path.join(BIN, 'gpunex-server'), ['admin', 'credit', '--db', server.db, '--email', 'ann@example.com',
+      '--amount', '10.00', '--reference', 'wire rentals-1'], { encoding: 'utf8' });
+    assert.equal(credit.status, 0, credit.stderr);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Rent L40S' }).waitFor();
+
+    // The estimate follows the form; the balance is beside it.
     const estimate = page.locator('#rent-estimate');
     assert.equal(await estimate.textContent(),
       'Estimated cost: 0.500000 USDC per hour (1 GPU × 0.500000 USDC), billed per second until you stop it.');
@@ -91,7 +106,8 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     await form.getByRole('button', { name: 'Rent' }).click();
     const ports = form.getByLabel('Container ports to expose (optional)');
     await page.waitForFunction(() => document.querySelector('[data-field="ports"]').getAttribute('aria-invalid') === 'true');
-    assert.notEqual((await form.locator(`#${await ports.getAttribute('id')}-error`).textContent()).trim(), '');
+    assert.equal(await form.locator(`#${await ports.getAttribute('id')}-error`).textContent(),
+      'Ports must hold port numbers from 1 to 65535');
     await shot(page, 'rent-form-error');
     assert.equal((await ann.request('GET', '/v1/rentals')).json.items.length, 0, 'nothing rented yet');
 
@@ -140,7 +156,7 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     await shot(page, 'my-rentals-running');
 
     // The provider sees the GPU rented, not who rents it, and stops it.
-    const prov = await browser.newPage();
+    const prov = await provBrowser.newPage();
     prov.on('pageerror', (e) => errors.push(e.message));
     await logIn(prov, server.url, 'pia@example.com');
     await prov.getByRole('link', { name: 'Rented GPUs' }).click();
@@ -160,7 +176,7 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     assert.equal(await prov.locator('#rented-summary').evaluate((e) => e.firstChild.textContent),
       `1 GPU rented now, earning ${pItems[0].earnings_per_hour} USDC per hour.`);
     assert.doesNotMatch(await prov.locator('main').textContent(), /ann@example\.com|Test User/);
-    await shot(prov, 'rented-gpus');
+    await provShot(prov, 'rented-gpus');
     await rentedNow.getByRole('button', { name: 'Stop' }).click();
     await rentedNow.getByText('Stop it? It counts as stopped by you.').waitFor();
     await rentedNow.getByRole('button', { name: 'Yes, stop' }).click();
@@ -172,7 +188,7 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     assert.equal(pEnded.state, 'Ended');
     assert.equal(pEnded.end, 'Stopped by you');
     assert.equal(await prov.locator('#rented-summary').evaluate((e) => e.firstChild.textContent), 'None of your GPUs is rented now.');
-    await shot(prov, 'rented-gpus-stopped');
+    await provShot(prov, 'rented-gpus-stopped');
 
     // The customer's pages agree with each other and with the API.
     const ended = await until('the rental to end', async () => {
@@ -219,6 +235,7 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
   } finally {
     if (machine) await machine.stop();
     await browser.close();
+    await provBrowser.close();
     await server.stop();
   }
 });
