@@ -79,9 +79,10 @@ int Context::fail(const std::string& message, const nlohmann::json& detail) cons
 }
 
 core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, const std::string& path,
-                                      const std::optional<nlohmann::json>& body) {
+                                      const std::optional<nlohmann::json>& body,
+                                      const std::vector<std::pair<std::string, std::string>>& extra_headers) {
   auto client = ctx.client();
-  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::pair<std::string, std::string>> headers = extra_headers;
   if (auto t = ctx.token()) headers.emplace_back("Authorization", "Bearer " + *t);
   std::optional<std::string> text;
   if (body) text = body->dump();

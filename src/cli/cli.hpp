@@ -77,10 +77,17 @@ std::unique_ptr<Command> make_machines_list_command();
 std::unique_ptr<Command> make_machines_show_command();
 std::unique_ptr<Command> make_offers_search_command();
 std::unique_ptr<Command> make_balance_command();
+// Renting GPUs (rental_commands.cpp).
+std::unique_ptr<Command> make_rent_command();
+std::unique_ptr<Command> make_rentals_list_command();
+std::unique_ptr<Command> make_rentals_show_command();
+std::unique_ptr<Command> make_rentals_logs_command();
+std::unique_ptr<Command> make_rentals_stop_command();
 
-//! Sends a request with the stored token; returns the response or prints the failure.
+//! Sends a request with the stored token (and `headers`, e.g. Idempotency-Key); a transport failure is an error.
 core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, const std::string& path,
-                                      const std::optional<nlohmann::json>& body = std::nullopt);
+                                      const std::optional<nlohmann::json>& body = std::nullopt,
+                                      const std::vector<std::pair<std::string, std::string>>& headers = {});
 //! Turns a non-2xx response into an exit code with the server's error message printed.
 int report_http_error(const Context& ctx, const util::HttpResponse& r);
 //! GETs `path` and parses the JSON answer into `out`; on failure prints it and returns the exit code (0: ok).
