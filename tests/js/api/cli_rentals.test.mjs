@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
-import { listedMachine } from '../lib/rental_machine.mjs';
+import { postedMachine } from '../lib/rental_machine.mjs';
 
 function gpunex(home, args, input) {
   const r = spawnSync(path.join(BIN, 'gpunex'), args, {
@@ -179,7 +179,7 @@ test(`${BACKEND}: gpunex rent, rentals list, show, logs, stop against the server
   let machine;
   try {
     const provider = await approvedProvider(server, 'prov@example.com');
-    machine = await listedMachine(server, provider, { gpus: 2, price: '0.50' });
+    machine = await postedMachine(server, provider, { gpus: 2, price: '0.50' });
     const ann = new Client(server.url);
     await ann.signupAndLogin('ann@example.com');
     const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));

@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
-import { listedMachine } from '../lib/rental_machine.mjs';
+import { postedMachine } from '../lib/rental_machine.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
 async function logIn(page, url, email, password = 'correct-horse-battery') {
@@ -46,7 +46,7 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
   let machine;
   try {
     const provider = await approvedProvider(server, 'pia@example.com');
-    machine = await listedMachine(server, provider, { gpus: 2, price: '0.50' });
+    machine = await postedMachine(server, provider, { gpus: 2, price: '0.50' });
     const ann = new Client(server.url);
     await ann.signupAndLogin('ann@example.com');
     const page = await browser.newPage();

@@ -1,4 +1,5 @@
-// A listed, priced machine with no real agent or container engine: the test posts the agent's own
+// postedMachine: a listed, priced machine with no real agent or container engine (lib/rentals.mjs
+// has listedMachine, the real agent on simulated GPUs): the test posts the agent's own
 // messages with the provider's API key (register, a passing benchmark run, heartbeats every second)
 // as tests/scenarios/market_offers_model_filter.scn does, and drives rentals through their states
 // with the agent's rental messages (src/protocol/rentals.hpp): the poll for the machine's rentals,
@@ -18,7 +19,7 @@ function l40sResults() {
 
 // `provider` is approvedProvider()'s answer ({ client, key }); its application must declare at least
 // `gpus` L40S. Answers { machineId, uuids, rentals(), event(), stop() }; call stop() when done.
-export async function listedMachine(server, provider, { gpus = 1, price = '0.50', name = 'rig' } = {}) {
+export async function postedMachine(server, provider, { gpus = 1, price = '0.50', name = 'rig' } = {}) {
   const agent = new Client(server.url);
   agent.token = provider.key;
   const must = async (what, r, status = 200) => {
