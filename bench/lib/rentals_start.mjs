@@ -3,26 +3,14 @@
 // POST /v1/rentals to the rental showing "running" (polled every 10 ms), then stopped. Beside it,
 // Podman's own create + start of the same image through the same Docker API. Prints one JSON object.
 // Usage: node rentals_start.mjs STARTS IMAGE DOCKER_HOST
-import http from 'node:http';
 import { TestServer } from '../../tests/js/lib/server.mjs';
-import { RENTAL_SERVER_ARGS, customerWithCredit, listedMachine } from '../../tests/js/lib/rentals.mjs';
+import { RENTAL_SERVER_ARGS, customerWithCredit, dockerApi, listedMachine } from '../../tests/js/lib/rentals.mjs';
 
 const [startsArg, image, dockerHost] = process.argv.slice(2);
 const STARTS = Number(startsArg);
-const socketPath = dockerHost.replace(/^unix:\/\//, '');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function docker(method, path, body) {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath, path, method, headers: { 'Content-Type': 'application/json' } }, (res) => {
-      let text = '';
-      res.on('data', (d) => { text += d; });
-      res.on('end', () => resolve({ status: res.statusCode, json: text ? JSON.parse(text) : null }));
-    });
-    req.on('error', reject);
-    req.end(body ? JSON.stringify(body) : undefined);
-  });
-}
+const docker = (method, path, body) => dockerApi(dockerHost, method, path, body);
 
 const pct = (v, p) => {
   const s = [...v].sort((a, b) => a - b);

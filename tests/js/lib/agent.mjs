@@ -9,9 +9,10 @@ import { BIN } from './server.mjs';
 // `simulate` is a SPEC as --simulate takes it ('L40S:2'), or a list of GPU entries
 // ([{ model: 'L40S', count: 1, perf_factor: 0.7 }]) written as a machine description file.
 // `args` are more agent flags (e.g. smaller storage and network benchmarks).
-// stop() ends the agent with SIGTERM and answers its exit code.
-export function startAgent(serverUrl, key, { simulate = 'L40S:1', args = [] } = {}) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-agent-'));
+// stop() ends the agent with SIGTERM (or the signal given) and answers its exit code. `dir` reuses
+// an earlier agent's data folder (a restart: same machine, same spool); the answer's `dir` names it.
+export function startAgent(serverUrl, key, { simulate = 'L40S:1', args = [], dir = null } = {}) {
+  dir = dir || mkdtempSync(path.join(tmpdir(), 'gpunex-agent-'));
   let spec = simulate;
   if (Array.isArray(simulate)) {
     spec = path.join(dir, 'machine.toml');
@@ -27,6 +28,7 @@ export function startAgent(serverUrl, key, { simulate = 'L40S:1', args = [] } = 
   const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
   return {
     logs,
-    stop() { if (proc.exitCode === null) proc.kill('SIGTERM'); return exited; },
+    dir,
+    stop(signal = 'SIGTERM') { if (proc.exitCode === null) proc.kill(signal); return exited; },
   };
 }

@@ -2,6 +2,7 @@
 // customer can rent it), a customer with credit, and the agent's side of the rentals protocol
 // spoken over HTTP (for tests of the server and the dashboard that need no container engine; the
 // end-to-end tests run the real agent on Podman instead).
+import http from 'node:http';
 import { approvedProvider } from './provider.mjs';
 import { startAgent } from './agent.mjs';
 import { BENCH_SERVER_ARGS, Client, until } from './server.mjs';
@@ -78,4 +79,41 @@ export class AgentVoice {
         events: events.map((e) => ({ at: new Date().toISOString(), ...e })) },
     });
   }
+}
+
+// The Docker Engine API on a unix socket (Podman's service in the tests): { status, json }.
+export function dockerApi(dockerHost, method, apiPath, body) {
+  const socketPath = dockerHost.replace(/^unix:\/\//, '');
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath, path: apiPath, method, headers: { 'Content-Type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => { text += d; });
+        res.on('end', () => {
+          let json = null;
+          try { json = text ? JSON.parse(text) : null; } catch { json = text; }
+          resolve({ status: res.statusCode, json });
+        });
+      });
+    req.on('error', reject);
+    req.end(body ? JSON.stringify(body) : undefined);
+  });
+}
+
+// The containers (running or not) that carry a rental's label.
+export async function rentalContainers(dockerHost, rentalId) {
+  const filters = encodeURIComponent(JSON.stringify({ label: [`io.gpunex.rental=${rentalId}`] }));
+  const r = await dockerApi(dockerHost, 'GET', `/v1.41/containers/json?all=true&filters=${filters}`);
+  if (r.status !== 200) throw new Error(`containers: ${r.status} ${JSON.stringify(r.json)}`);
+  return r.json;
+}
+
+// The container engine the tests use (scripts/podman.sh; make test starts it). On CI a missing
+// engine fails the test; elsewhere the test is skipped, saying why.
+export function containerEngine(t) {
+  const host = process.env.GPUNEX_TEST_DOCKER_HOST;
+  if (host) return host;
+  if (process.env.CI) throw new Error('GPUNEX_TEST_DOCKER_HOST is not set: make test starts Podman (scripts/podman.sh)');
+  t.skip('no container engine: set GPUNEX_TEST_DOCKER_HOST (scripts/podman.sh start DIR prints it)');
+  return null;
 }

@@ -65,13 +65,14 @@ export class TestServer {
     return this;
   }
 
-  // A second start() after stop() reuses the same data folder and database (restart tests).
+  // A second start() after stop() reuses the same data folder and database (restart tests), and with
+  // keepPort set the same port, so agents pointed at it find the server again.
   async start() {
     this.prepare();
     const portFile = path.join(this.dir, 'port');
     rmSync(portFile, { force: true });
     this.proc = spawn(path.join(BIN, 'gpunex-server'), [
-      '--listen', '127.0.0.1:0', '--db', this.db, '--data-dir', this.dir,
+      '--listen', `127.0.0.1:${this.keepPort && this.port ? this.port : 0}`, '--db', this.db, '--data-dir', this.dir,
       '--port-file', portFile,
       // Quiet unless the test asks for a level (the access-log test reads the info lines).
       ...(this.extraArgs.includes('--log-level') ? [] : ['--log-level', 'warn']),
