@@ -8,6 +8,7 @@
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/machines.hpp"
 #include "server/platform/request_pipeline.hpp"
+#include "server/rentals/rentals.hpp"
 
 namespace gpunex::server {
 
@@ -80,6 +81,13 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
     }
     auto out = record_heartbeat(tx, provider, req, settings, now);
     if (!out) return out;
+    // A rented GPU that stopped answering stops its rental (gpu_failure, the provider's side). A
+    // replayed heartbeat (duplicate) stored nothing and stops nothing.
+    if (!out->value("duplicate", false)) {
+      for (const auto& e : req.events) {
+        if (e.type == protocol::kGpuLost) rentals::stop_for_lost_gpu(tx, req.machine_id, e.uuid, now);
+      }
+    }
     // The reply carries the commands: a benchmark run the server wants (server/fleet/benchmarks.hpp).
     auto cmds = benchmark_commands(tx, req.machine_id, bench, now);
     if (!cmds.empty()) (*out)["commands"] = std::move(cmds);

@@ -176,6 +176,19 @@ RentalRow stop(store::Tx& tx, const RentalRow& r, rental::EndReason reason, std:
   return *find(tx, r.id);
 }
 
+std::size_t stop_for_lost_gpu(store::Tx& tx, const std::string& machine_id, const std::string& uuid,
+                              std::int64_t now_ms) {
+  std::size_t n = 0;
+  for (const auto& r : live_on_machine(tx, machine_id)) {
+    if (std::find(r.gpu_uuids.begin(), r.gpu_uuids.end(), uuid) == r.gpu_uuids.end()) continue;
+    stop(tx, r, rental::EndReason::gpu_failure, now_ms);
+    util::log_event("warn", "a rented GPU stopped answering: the rental is stopped",
+                    {{"rental", r.id}, {"machine", machine_id}, {"uuid", uuid}});
+    ++n;
+  }
+  return n;
+}
+
 void end_now(store::Tx& tx, const RentalRow& r, rental::EndReason reason, std::int64_t at_ms) {
   end(tx, r.id, reason, std::nullopt, false, at_ms);
 }

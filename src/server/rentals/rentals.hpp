@@ -78,6 +78,11 @@ struct EventsOutcome {
 core::Result<EventsOutcome> apply_events(store::Tx& tx, const std::string& provider_id,
                                          const protocol::RentalEventsRequest& req, std::int64_t now_ms);
 
+//! A GPU of the machine stopped answering: the live rentals holding it are asked to stop with
+//! gpu_failure. Returns how many.
+std::size_t stop_for_lost_gpu(store::Tx& tx, const std::string& machine_id, const std::string& uuid,
+                              std::int64_t now_ms);
+
 //! Ends a rental on the platform's side (agent lost), at `at_ms`.
 void end_now(store::Tx& tx, const RentalRow& r, core::rental::EndReason reason, std::int64_t at_ms);
 

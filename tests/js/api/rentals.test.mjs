@@ -220,6 +220,18 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal(providerEnded.end_reason, 'provider_stopped');
     assert.equal((await provider.client.request('GET', '/v1/provider/rentals')).json.items
       .find((r) => r.id === again.json.id).provider_side, true);
+    // A rented GPU that stops answering stops its rental: gpu_failure, the provider's side.
+    const lostOne = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine.id, ...RENT } });
+    assert.equal(lostOne.status, 201, lostOne.body);
+    await voice.send([{ rental_id: lostOne.json.id, type: 'running' }]);
+    const hb = await voice.heartbeat([{ type: 'gpu_lost', uuid: lostOne.json.gpus[0], message: 'fell off the bus' }]);
+    assert.equal(hb.status, 200, hb.body);
+    assert.equal((await ann.request('GET', `/v1/rentals/${lostOne.json.id}`)).json.stop_requested, 'gpu_failure');
+    await voice.send([{ rental_id: lostOne.json.id, type: 'ended', exit_code: 137 }]);
+    const gpuEnded = (await ann.request('GET', `/v1/rentals/${lostOne.json.id}`)).json;
+    assert.equal(gpuEnded.end_reason, 'gpu_failure');
+    assert.equal(gpuEnded.end_text, 'A GPU failed');
+
     await until('both GPUs to be offered again', async () => {
       const r = await bob.request('GET', '/v1/marketplace/offers?model=L4');
       return r.json.items.length === 1 && r.json.items[0].gpu_count_available === 2;

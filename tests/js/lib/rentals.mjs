@@ -73,6 +73,14 @@ export class AgentVoice {
       `/v1/agent/rentals?machine_id=${this.machineId}&known=${encodeURIComponent(known)}&wait_s=${waitS}`);
   }
 
+  // A heartbeat carrying GPU events (gpu_lost, gpu_recovered) and no telemetry.
+  async heartbeat(events, seq = ++this.seq) {
+    return this.agent.request('POST', '/v1/agent/heartbeat', {
+      body: { protocol_version: 1, machine_id: this.machineId, seq, sent_at: new Date().toISOString(), jobs: [],
+        telemetry: [], events: events.map((e) => ({ at: new Date().toISOString(), ...e })) },
+    });
+  }
+
   async send(events, seq = ++this.seq) {
     return this.agent.request('POST', '/v1/agent/rental-events', {
       body: { protocol_version: 1, machine_id: this.machineId, seq,
