@@ -1,6 +1,8 @@
 #include "agent/agent.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -9,6 +11,7 @@
 #include "agent/bench/bench_runner.hpp"
 #include "agent/host_info.hpp"
 #include "protocol/heartbeat.hpp"
+#include "protocol/rentals.hpp"
 #include "util/http_client.hpp"
 #include "util/log.hpp"
 
@@ -22,6 +25,7 @@ std::int64_t wall_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+constexpr const char* kHeartbeatPath = "/v1/agent/heartbeat";
 constexpr const char* kKeyRefusedLine =
     "API key refused by the server (revoked or invalid): create a new key in the dashboard and restart the agent";
 
@@ -40,6 +44,29 @@ void sleep_until(Clock::time_point until, const std::atomic<bool>& stop) {
   }
 }
 
+class Runner;
+
+//! What the rentals poll thread shares with the Runner. The server holds its request for up to wait_s
+//! and it cannot be cut short, so at shutdown the thread is left to finish it alone: from then on it
+//! touches only this, and it reaches the Runner only while `runner` is set (under `mu`).
+struct PollLink {
+  std::mutex mu;
+  std::condition_variable cv;
+  Runner* runner = nullptr;
+};
+
+struct PollSettings {
+  std::string server_url;
+  std::string api_key;
+  std::string ca_file;
+  unsigned wait_s = 25;
+  milliseconds backoff_initial{1000};
+  milliseconds backoff_max{60000};
+};
+
+//! The rentals long poll: GET kAgentRentalsPath, hand the answer to the Runner, ask again.
+void poll_rentals(std::shared_ptr<PollLink> link, PollSettings settings);
+
 class Runner {
  public:
   Runner(const AgentConfig& cfg, gpu::GpuBackend& backend, AgentState& state, std::atomic<bool>& stop)
@@ -49,8 +76,24 @@ class Runner {
         stop_(stop),
         rng_(std::random_device{}()),
         client_(cfg.server_url, util::HttpClientOptions{cfg.request_timeout, cfg.ca_file, true, ""}) {}
+  ~Runner() { stop_rentals(); }
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
 
   ExitCode run();
+
+  // For the rentals poll thread.
+  std::string machine_id() {
+    std::lock_guard lock(mu_);
+    return state_.identity().machine_id;
+  }
+  void apply_rentals(const protocol::AgentRentals& rentals) {
+    if (rentals_) rentals_->apply(rentals);
+  }
+  void rentals_key_refused() {
+    key_refused_.store(true);
+    wake();
+  }
 
  private:
   enum class Outcome { delivered, retry_later, rejected, machine_unknown, key_refused };
@@ -63,6 +106,17 @@ class Runner {
   //! Acts on the commands of a heartbeat reply (run_benchmark; others are logged).
   void handle_commands(const std::vector<protocol::Command>& commands);
   void backoff(const char* what, const std::string& detail);
+  //! Sleeps until `until`, a stop, or a wake() (a rental event to send at once).
+  void wait_until(Clock::time_point until);
+  void wake();
+  std::size_t spooled();
+  //! Makes the container runtime and the RentalManager, and starts the rentals poll.
+  void start_rentals();
+  //! Cuts the rentals poll loose and stops the RentalManager (containers keep running).
+  void stop_rentals();
+  //! The RentalManager's event sink: the event goes into the spool under the next seq, and the
+  //! main loop is woken to send it.
+  void queue_rental_event(protocol::RentalEvent event, bool droppable);
 
   const AgentConfig& cfg_;
   gpu::GpuBackend& backend_;
@@ -70,7 +124,13 @@ class Runner {
   std::atomic<bool>& stop_;
   std::mt19937_64 rng_;
   util::HttpClient client_;
+  // mu_ guards spool_ and state_'s sequence and machine id: rental events come from other threads.
+  std::mutex mu_;
+  std::condition_variable wake_cv_;
+  bool woken_ = false;
+  std::atomic<bool> key_refused_{false};
   std::optional<Spool> spool_;
+  protocol::HostInfo host_;
   std::vector<protocol::GpuInfo> gpus_;
   std::mutex backend_mu_;  // the benchmark thread samples the GPUs too
   std::optional<bench::BackgroundBench> bench_;
@@ -79,6 +139,9 @@ class Runner {
   unsigned attempt_ = 0;
   Clock::time_point retry_at_{};
   std::uint64_t delivered_ = 0;
+  std::unique_ptr<runtime::ContainerRuntime> own_runtime_;
+  std::unique_ptr<RentalManager> rentals_;  // after spool_: gone before it
+  std::shared_ptr<PollLink> poll_link_;
 };
 
 Runner::Outcome Runner::post(const std::string& path, const std::string& body, nlohmann::json* reply) {
@@ -113,18 +176,35 @@ void Runner::backoff(const char* what, const std::string& detail) {
   ++attempt_;
   retry_at_ = Clock::now() + delay;
   util::log_event("warn", what,
-                  {{"detail", detail},
-                   {"retry_in_ms", delay.count()},
-                   {"attempt", attempt_},
-                   {"spooled", spool_ ? spool_->size() : 0}});
+                  {{"detail", detail}, {"retry_in_ms", delay.count()}, {"attempt", attempt_}, {"spooled", spooled()}});
+}
+
+std::size_t Runner::spooled() {
+  std::lock_guard lock(mu_);
+  return spool_ ? spool_->size() : 0;
+}
+
+void Runner::wake() {
+  {
+    std::lock_guard lock(mu_);
+    woken_ = true;
+  }
+  wake_cv_.notify_all();
+}
+
+void Runner::wait_until(Clock::time_point until) {
+  std::unique_lock lock(mu_);
+  // In short slices: a signal sets stop_ and cannot notify.
+  while (!stop_.load() && !woken_ && !key_refused_.load() && Clock::now() < until) {
+    wake_cv_.wait_for(lock, std::min<Clock::duration>(until - Clock::now(), milliseconds(200)));
+  }
+  woken_ = false;
 }
 
 ExitCode Runner::register_machine() {
   const bool same_server = state_.identity().server_url == cfg_.server_url;
-  const std::string body =
-      register_request(state_, read_host_info(state_.data_dir()), gpus_, backend_.simulated(), same_server)
-          .to_json()
-          .dump();
+  host_ = read_host_info(state_.data_dir());
+  const std::string body = register_request(state_, host_, gpus_, backend_.simulated(), same_server).to_json().dump();
   while (!stop_.load()) {
     nlohmann::json reply;
     switch (post("/v1/agent/register", body, &reply)) {
@@ -135,7 +215,11 @@ ExitCode Runner::register_machine() {
           return ExitCode::failure;
         }
         const std::string& id = registered->machine_id;
-        if (auto s = state_.set_machine_id(id, cfg_.server_url); !s) {
+        core::Status saved = [&] {
+          std::lock_guard lock(mu_);
+          return state_.set_machine_id(id, cfg_.server_url);
+        }();
+        if (auto& s = saved; !s) {
           util::log_event("error", s.error().message);
           return ExitCode::failure;
         }
@@ -191,13 +275,15 @@ core::Status Runner::take_heartbeat() {
       hb.events.push_back({std::string(protocol::kGpuLost), g.uuid, wall_ms(), s.error().message});
     }
   }
+  // The seq is taken and the message spooled in one step, so the spool holds every seq in order.
+  std::lock_guard lock(mu_);
   auto seq = state_.next_seq();
   if (!seq) return std::move(seq).error();
   hb.machine_id = state_.identity().machine_id;
   hb.seq = static_cast<std::int64_t>(*seq);
   hb.sent_at_ms = wall_ms();
   const SpoolKind kind = hb.events.empty() ? SpoolKind::telemetry : SpoolKind::event;
-  auto dropped = spool_->push(SpoolEntry{*seq, kind, "/v1/agent/heartbeat", hb.to_json().dump()});
+  auto dropped = spool_->push(SpoolEntry{*seq, kind, kHeartbeatPath, hb.to_json().dump()});
   if (!dropped) return std::move(dropped).error();
   if (*dropped > 0) {
     util::log_event("warn", "spool full: dropped the oldest telemetry",
@@ -226,22 +312,28 @@ void Runner::handle_commands(const std::vector<protocol::Command>& commands) {
 
 Runner::Outcome Runner::flush() {
   while (!stop_.load()) {
-    auto front = spool_->front();
-    if (!front) {
-      // A damaged file cannot be sent; remove it so it does not block the rest.
-      util::log_event("error", front.error().message + "; removed");
-      if (auto seq = spool_->first_seq(); seq) (void)spool_->remove(*seq);
-      continue;
+    SpoolEntry e;
+    std::string machine_id;
+    {
+      std::lock_guard lock(mu_);
+      auto front = spool_->front();
+      if (!front) {
+        // A damaged file cannot be sent; remove it so it does not block the rest.
+        util::log_event("error", front.error().message + "; removed");
+        if (auto seq = spool_->first_seq(); seq) (void)spool_->remove(*seq);
+        continue;
+      }
+      if (!front->has_value()) return Outcome::delivered;
+      e = std::move(**front);
+      machine_id = state_.identity().machine_id;
     }
-    if (!front->has_value()) return Outcome::delivered;
-    SpoolEntry e = std::move(**front);
     // The machine id is set at send time: a re-registration may have changed it since spooling.
     auto body = nlohmann::json::parse(e.body, nullptr, false);
-    if (body.is_object()) body["machine_id"] = state_.identity().machine_id;
+    if (body.is_object()) body["machine_id"] = machine_id;
     nlohmann::json reply;
     Outcome out = post(e.endpoint, body.is_object() ? body.dump() : e.body, &reply);
     if (out == Outcome::delivered || out == Outcome::rejected) {
-      if (out == Outcome::delivered) {
+      if (out == Outcome::delivered && e.endpoint == kHeartbeatPath) {
         ++delivered_;
         const protocol::HeartbeatReply answer = protocol::parse_heartbeat_reply(reply);
         if (!answer.commands.empty()) handle_commands(answer.commands);
@@ -249,7 +341,10 @@ Runner::Outcome Runner::flush() {
           interval_s_ = std::max(1u, *answer.heartbeat_interval_s);
         }
       }
-      if (auto s = spool_->remove(e.seq); !s) util::log_event("error", s.error().message);
+      {
+        std::lock_guard lock(mu_);
+        if (auto s = spool_->remove(e.seq); !s) util::log_event("error", s.error().message);
+      }
       if (cfg_.max_heartbeats > 0 && delivered_ >= cfg_.max_heartbeats) return Outcome::delivered;
       continue;
     }
@@ -280,9 +375,14 @@ ExitCode Runner::run() {
   if (spool_->size() > 0) util::log_event("info", "spooled messages from an earlier run", {{"count", spool_->size()}});
 
   if (ExitCode rc = register_machine(); rc != ExitCode::ok || stop_.load()) return rc;
+  start_rentals();
 
   Clock::time_point next_beat = Clock::now();
   while (!stop_.load()) {
+    if (key_refused_.load()) {
+      util::log_event("error", kKeyRefusedLine);
+      return ExitCode::key_refused;
+    }
     const Clock::time_point now = Clock::now();
     if (now >= next_beat) {
       if (auto s = take_heartbeat(); !s) {
@@ -292,7 +392,7 @@ ExitCode Runner::run() {
       next_beat += std::chrono::seconds(interval_s_);
       if (next_beat < now) next_beat = now + std::chrono::seconds(interval_s_);
     }
-    if (spool_->size() > 0 && Clock::now() >= retry_at_) {
+    if (spooled() > 0 && Clock::now() >= retry_at_) {
       switch (flush()) {
         case Outcome::key_refused:
           util::log_event("error", kKeyRefusedLine);
@@ -308,11 +408,135 @@ ExitCode Runner::run() {
       if (cfg_.max_heartbeats > 0 && delivered_ >= cfg_.max_heartbeats) return ExitCode::ok;
     }
     Clock::time_point wake = next_beat;
-    if (spool_->size() > 0) wake = std::min(wake, std::max(retry_at_, Clock::now() + milliseconds(10)));
-    sleep_until(wake, stop_);
+    if (spooled() > 0) wake = std::min(wake, std::max(retry_at_, Clock::now() + milliseconds(10)));
+    wait_until(wake);
   }
+  std::lock_guard lock(mu_);
   util::log_event("info", "stopping", {{"spooled", spool_->size()}, {"last_seq", state_.last_seq()}});
   return ExitCode::ok;
+}
+
+void Runner::start_rentals() {
+  RentalManagerOptions o = cfg_.rentals;
+  if (o.docker_host.empty()) o.docker_host = runtime::docker_host_from_env();
+  runtime::ContainerRuntime* engine = cfg_.container_runtime;
+  if (engine == nullptr) {
+    own_runtime_ = runtime::make_docker_runtime(o.docker_host);
+    engine = own_runtime_.get();
+  }
+  o.machine_gpus.clear();
+  for (const auto& g : gpus_) o.machine_gpus.push_back(g.uuid);
+  o.host_ram_bytes = host_.ram_mib * 1024 * 1024;
+  o.cpu_cores = static_cast<double>(host_.cpu_cores);
+  o.simulated_gpus = backend_.simulated();
+  rentals_ = std::make_unique<RentalManager>(*engine, std::move(o), [this](protocol::RentalEvent e, bool droppable) {
+    queue_rental_event(std::move(e), droppable);
+  });
+  poll_link_ = std::make_shared<PollLink>();
+  poll_link_->runner = this;
+  PollSettings settings{cfg_.server_url,     cfg_.api_key,         cfg_.ca_file,
+                        cfg_.rentals_wait_s, cfg_.backoff_initial, cfg_.backoff_max};
+  std::thread(poll_rentals, poll_link_, std::move(settings)).detach();
+}
+
+void Runner::stop_rentals() {
+  if (poll_link_) {
+    {
+      std::lock_guard lock(poll_link_->mu);
+      poll_link_->runner = nullptr;
+    }
+    poll_link_->cv.notify_all();
+    poll_link_.reset();
+  }
+  rentals_.reset();
+}
+
+void Runner::queue_rental_event(protocol::RentalEvent event, bool droppable) {
+  util::log_event("debug", "rental event",
+                  {{"rental", event.rental_id},
+                   {"type", protocol::to_string(event.type)},
+                   {"reason", event.reason ? std::string(core::rental::to_string(*event.reason)) : ""}});
+  {
+    std::lock_guard lock(mu_);
+    if (!spool_) return;
+    auto seq = state_.next_seq();
+    if (!seq) {
+      util::log_event("error", "cannot take a sequence number for a rental event: " + seq.error().message,
+                      {{"rental", event.rental_id}});
+      return;
+    }
+    protocol::RentalEventsRequest req;
+    req.machine_id = state_.identity().machine_id;
+    req.seq = static_cast<std::int64_t>(*seq);
+    req.events.push_back(std::move(event));
+    const std::string body = req.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    auto dropped = spool_->push(SpoolEntry{*seq, droppable ? SpoolKind::telemetry : SpoolKind::event,
+                                           std::string(protocol::kRentalEventsPath), body});
+    if (!dropped) {
+      util::log_event("error", "cannot spool a rental event: " + dropped.error().message);
+      return;
+    }
+    if (*dropped > 0) {
+      util::log_event("warn", "spool full: dropped the oldest telemetry and logs",
+                      {{"dropped", *dropped}, {"spooled", spool_->size()}});
+    }
+    woken_ = true;
+  }
+  wake_cv_.notify_all();
+}
+
+void poll_rentals(std::shared_ptr<PollLink> link, PollSettings s) {
+  util::HttpClient client(s.server_url,
+                          util::HttpClientOptions{std::chrono::seconds(s.wait_s + 15), s.ca_file, true, ""});
+  std::mt19937_64 rng(std::random_device{}());
+  std::string known;
+  unsigned attempt = 0;
+  bool failing = false;
+  for (;;) {
+    std::string path;
+    {
+      std::lock_guard lock(link->mu);
+      if (link->runner == nullptr) return;
+      path = std::string(protocol::kAgentRentalsPath) + "?machine_id=" + util::url_encode(link->runner->machine_id()) +
+             "&known=" + util::url_encode(known) + "&wait_s=" + std::to_string(s.wait_s);
+    }
+    const auto asked = Clock::now();
+    auto resp = client.request("GET", path, std::nullopt, {{"Authorization", "Bearer " + s.api_key}});
+    std::unique_lock lock(link->mu);
+    if (link->runner == nullptr) return;
+    std::string problem;
+    milliseconds pause{0};
+    if (!resp) {
+      problem = resp.error().message;
+    } else if (resp->status >= 200 && resp->status < 300) {
+      auto rentals = protocol::parse_agent_rentals(nlohmann::json::parse(resp->body, nullptr, false));
+      if (!rentals) {
+        problem = "the server's rentals answer is not understood: " + rentals.error().message;
+      } else {
+        if (failing) util::log_event("info", "the rentals poll is answered again");
+        failing = false;
+        attempt = 0;
+        link->runner->apply_rentals(*rentals);
+        // An answer at once with nothing new: the server did not hold the poll; do not spin.
+        if (rentals->version == known && Clock::now() - asked < std::chrono::seconds(1)) pause = milliseconds(1000);
+        known = rentals->version;
+      }
+    } else if (is_key_refused(resp->status, resp->body)) {
+      link->runner->rentals_key_refused();
+      return;
+    } else {
+      auto [code, message] = api_error(resp->body);
+      problem = (resp->status == 404 ? "the server does not know this machine (yet): " : "") + std::string("HTTP ") +
+                std::to_string(resp->status) + " " + code + " " + message;
+    }
+    if (!problem.empty()) {
+      pause = backoff_delay(attempt++, s.backoff_initial, s.backoff_max, rng);
+      util::log_event(failing ? "debug" : "warn", "the rentals poll failed; asking again",
+                      {{"detail", problem}, {"retry_in_ms", pause.count()}});
+      failing = true;
+    }
+    if (pause.count() > 0) link->cv.wait_for(lock, pause, [&] { return link->runner == nullptr; });
+  }
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 #pragma once
 // The agent's main loop: register with the provider API key, then heartbeat
 // with telemetry through the on-disk spool, backing off while the server is
-// unreachable and stopping for good when the key is refused.
+// unreachable and stopping for good when the key is refused. Beside it, a long
+// poll for the machine's rentals hands them to a RentalManager, whose events
+// go out through the same spool.
 
 #include <atomic>
 #include <chrono>
@@ -11,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/rentals.hpp"
+#include "agent/runtime/container_runtime.hpp"
 #include "agent/spool.hpp"
 #include "agent/state.hpp"
 #include "gpu/gpu_backend.hpp"
@@ -42,6 +46,11 @@ struct AgentConfig {
   std::uint64_t max_heartbeats = 0;  // stop after this many heartbeats are delivered (0: run until stopped)
   unsigned bench_storage_mib = 256;  // benchmark runs the server asks for: storage test file
   unsigned bench_net_mib = 256;      // ... and bytes per network throughput sample
+  //! Rentals: the public ports, the stop grace, the engine (docker_host; empty: found as Docker's tools
+  //! find it). The machine's facts (GPUs, RAM, cores, simulated) are filled in at start.
+  RentalManagerOptions rentals;
+  runtime::ContainerRuntime* container_runtime = nullptr;  // tests: this engine instead of docker_host's
+  unsigned rentals_wait_s = 25;  // how long the server may hold a rentals poll (at most protocol::kMaxWaitS)
 };
 
 //! Delay before retry `attempt` (0-based): exponential, capped, with "equal jitter" (half fixed, half random).

@@ -45,6 +45,8 @@ struct Options {
   std::string nvml_library = gpunex::gpu::kNvmlLibrary;
   gpunex::agent::AgentConfig run;
   unsigned heartbeat_override = 0;
+  std::string public_ports = "40000-40999";
+  unsigned stop_grace_s = 10;
   bool info_json = false;
   gpunex::agent::bench::BenchCommandOptions bench;
 };
@@ -96,6 +98,12 @@ CLI::App* add_run_command(CLI::App& app, Options& o) {
       ->envname("GPUNEX_CA_FILE");
   run->add_option("--heartbeat-interval", o.heartbeat_override, "seconds; overrides the server's value (testing)");
   run->add_option("--spool-max-entries", o.run.spool.max_entries, "messages kept while the server is unreachable");
+  run->add_option(
+      "--docker-host", o.run.rentals.docker_host,
+      "container engine for rentals, unix:///path (default: $DOCKER_HOST, else unix:///var/run/docker.sock)");
+  run->add_option("--public-ports", o.public_ports, "LO-HI: the host ports rentals' exposed ports are bound on")
+      ->envname("GPUNEX_PUBLIC_PORTS");
+  run->add_option("--stop-grace-s", o.stop_grace_s, "seconds a stopped rental gets between SIGTERM and SIGKILL");
   run->add_option("--nvml-library", o.nvml_library, "NVML library to load")->group("");
   run->add_option("--bench-storage-mib", o.run.bench_storage_mib,
                   "storage benchmark file size for server-requested runs");
@@ -219,6 +227,18 @@ int run_command(Options& o) {
     return code(ExitCode::usage);
   }
   if (o.heartbeat_override > 0) cfg.heartbeat_interval_s = o.heartbeat_override;
+  auto ports = gpunex::agent::parse_port_range(o.public_ports);
+  if (!ports) {
+    std::fprintf(stderr, "gpunex-agent: --public-ports: %s\n", ports.error().message.c_str());
+    return code(ExitCode::usage);
+  }
+  cfg.rentals.public_ports = *ports;
+  cfg.rentals.stop_grace = std::chrono::seconds(o.stop_grace_s);
+  if (!cfg.rentals.docker_host.empty() && cfg.rentals.docker_host.rfind("unix://", 0) != 0) {
+    std::fprintf(stderr, "gpunex-agent: --docker-host must be a unix:// URL (the engine's socket), not '%s'\n",
+                 cfg.rentals.docker_host.c_str());
+    return code(ExitCode::usage);
+  }
   auto state = gpunex::agent::AgentState::open(o.data_dir);
   if (!state) {
     gpunex::util::log_event("error", state.error().message);
@@ -233,7 +253,8 @@ int run_command(Options& o) {
                            {"data_dir", o.data_dir},
                            {"version", gpunex::agent::kAgentVersion},
                            {"fingerprint", state->identity().fingerprint},
-                           {"machine_id", state->identity().machine_id}});
+                           {"machine_id", state->identity().machine_id},
+                           {"public_ports", o.public_ports}});
   return code(gpunex::agent::run_agent(cfg, **backend, *state, g_stop));
 }
 

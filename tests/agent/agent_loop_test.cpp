@@ -1,5 +1,6 @@
 // The agent against a stand-in control plane (the real Beast server on loopback):
-// registration, heartbeats, an outage with replay, a restart, a refused key.
+// registration, heartbeats, an outage with replay, a restart, a refused key, and rentals: the long
+// poll, and the rental events sent through the spool at once.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -7,6 +8,7 @@
 
 #include "agent/agent.hpp"
 #include "gpu/sim/sim_backend.hpp"
+#include "rental_test_support.hpp"
 #include "server/http/http.hpp"
 #include "test_dir.hpp"
 #include "util/log.hpp"
@@ -39,8 +41,24 @@ class FakeServer {
       return http::Response::error(
           core::Error::make(core::ErrorCode::unauthenticated, "API key revoked").with_code("api_key_revoked"));
     }
+    if (r.path == protocol::kAgentRentalsPath) {
+      ++rental_polls;
+      poll_query = r.query;
+      return http::Response::json(200, rentals.to_json());
+    }
     auto body = nlohmann::json::parse(r.body, nullptr, false);
     if (body.is_discarded()) ADD_FAILURE() << "not JSON: " << r.path << " [" << r.body << "]";
+    if (r.path == protocol::kRentalEventsPath) {
+      auto req = protocol::parse_rental_events(body);
+      if (!req) {
+        ADD_FAILURE() << "not a rental events request: " << req.error().message << " " << r.body;
+        return http::Response::error(std::move(req).error());
+      }
+      event_seqs.push_back(static_cast<std::uint64_t>(req->seq));
+      EXPECT_EQ(req->machine_id, "mch_fake1");
+      for (auto& e : req->events) events.add(std::move(e), false);
+      return http::Response::json(200, {{"applied", 1}});
+    }
     if (r.path == "/v1/agent/register") {
       registers.push_back(body);
       return http::Response::json(200, {{"machine_id", "mch_fake1"}, {"heartbeat_interval_s", 1}});
@@ -63,7 +81,18 @@ class FakeServer {
     return out;
   }
 
+  //! Sets the rentals the next polls are answered with.
+  void set_rentals(std::vector<protocol::AssignedRental> list) {
+    std::lock_guard lock(mu_);
+    rentals = testing::answer(std::move(list));
+  }
+
   std::mutex mu_;
+  protocol::AgentRentals rentals = testing::answer({});
+  int rental_polls = 0;
+  std::map<std::string, std::string, std::less<>> poll_query;
+  std::vector<std::uint64_t> event_seqs;
+  testing::EventLog events;
   std::vector<nlohmann::json> registers;
   std::vector<nlohmann::json> heartbeats;
   int heartbeat_attempts = 0;
@@ -83,15 +112,13 @@ AgentConfig config(const std::string& url, std::uint64_t max_heartbeats) {
   c.backoff_max = 200ms;
   c.request_timeout = 2000ms;
   c.max_heartbeats = max_heartbeats;
+  c.rentals.docker_host = "unix:///nonexistent/gpunex-agent-test/docker.sock";  // never a real engine by accident
   return c;
 }
 
 class AgentLoop : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    static bool logging = util::init_logging("error");
-    (void)logging;
-  }
+  static void SetUpTestSuite() { testing::quiet_logging(); }
 };
 
 TEST_F(AgentLoop, RegistersThenHeartbeatsWithIncreasingSeq) {
@@ -212,6 +239,105 @@ TEST_F(AgentLoop, LostGpuIsReportedAsAnEvent) {
   EXPECT_EQ(srv.heartbeats[1]["events"][0]["type"], "gpu_lost");
   EXPECT_TRUE(srv.heartbeats[1]["telemetry"][1].contains("error"));
   EXPECT_FALSE(srv.heartbeats[2].contains("events"));  // reported once
+}
+
+// ---- rentals ----
+
+using core::rental::State;
+using protocol::RentalEventType;
+
+TEST_F(AgentLoop, WithNoContainerEngineRentalsEndStartFailedAtOnceAndHeartbeatsGoOn) {
+  FakeServer srv;
+  srv.set_rentals({testing::rental("rnt_1", State::requested, {"true"})});
+  TempDir dir;
+  auto st = AgentState::open(dir.str());
+  ASSERT_TRUE(st);
+  gpu::sim::SimBackend backend(*gpu::sim::parse_spec("L4:1"), st->identity().fingerprint);
+  auto cfg = config(srv.url(), 0);
+  cfg.heartbeat_interval_s = 30;  // the event must not wait for the next heartbeat
+  std::atomic<bool> stop{false};
+  ExitCode rc = ExitCode::failure;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread agent([&] { rc = run_agent(cfg, backend, *st, stop); });
+  auto ended = srv.events.wait_for("rnt_1", RentalEventType::ended, 10s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  stop = true;
+  agent.join();
+  EXPECT_EQ(rc, ExitCode::ok);
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_LT(took, 5s);
+  EXPECT_EQ(ended->reason, core::rental::EndReason::start_failed);
+  ASSERT_TRUE(ended->error.has_value());
+  EXPECT_NE(ended->error->find("no container engine on this machine (DOCKER_HOST=unix:///nonexistent/"),
+            std::string::npos)
+      << *ended->error;
+  std::vector<std::uint64_t> all = srv.seqs();
+  std::lock_guard lock(srv.mu_);
+  EXPECT_EQ(srv.events.types("rnt_1"), "ended");
+  EXPECT_GE(srv.heartbeats.size(), 1u) << "the agent heartbeats without an engine";
+  EXPECT_EQ(srv.poll_query["machine_id"], "mch_fake1");
+  EXPECT_EQ(srv.poll_query["wait_s"], "25");
+  EXPECT_EQ(srv.poll_query["known"], srv.rentals.version) << "the version of the last answer is sent back";
+  // One sequence for heartbeats and rental events: every seq once.
+  all.insert(all.end(), srv.event_seqs.begin(), srv.event_seqs.end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+}
+
+TEST_F(AgentLoop, ARentalStartsThroughThePollAndStopsWhenTheServerSaysSo) {
+  const std::string host = testing::test_docker_host();
+  if (host.empty()) {
+    if (std::getenv("CI") != nullptr) FAIL() << "GPUNEX_TEST_DOCKER_HOST not set on CI: make test starts Podman";
+    GTEST_SKIP() << "GPUNEX_TEST_DOCKER_HOST not set (make test starts Podman's service and sets it)";
+  }
+  auto real = runtime::make_docker_runtime(host);
+  const std::string prefix = testing::test_prefix() + "loop_";
+  testing::PrefixedRuntime engine(*real, prefix);
+  const std::string id = prefix + "r1";
+  const std::vector<std::string> cmd = {"sh", "-c", "echo from-the-rental; exec sleep 300"};
+
+  TempDir dir;
+  auto st = AgentState::open(dir.str());
+  ASSERT_TRUE(st);
+  gpu::sim::SimBackend backend(*gpu::sim::parse_spec("L4:1"), st->identity().fingerprint);
+  auto gpus = backend.list_gpus();
+  ASSERT_TRUE(gpus);
+  auto r = testing::rental(id, State::requested, cmd, {8080});
+  r.gpu_uuids = {(*gpus)[0].uuid};
+  FakeServer srv;
+  srv.set_rentals({r});
+  auto cfg = config(srv.url(), 0);
+  cfg.heartbeat_interval_s = 30;
+  cfg.container_runtime = &engine;
+  cfg.rentals.public_ports = {41200, 41219};
+  cfg.rentals.stop_grace = std::chrono::seconds(1);
+  cfg.rentals.watch_interval = 200ms;
+  cfg.rentals.logs_interval = 300ms;
+  std::atomic<bool> stop{false};
+  std::thread agent([&] { (void)run_agent(cfg, backend, *st, stop); });
+
+  auto running = srv.events.wait_for(id, RentalEventType::running, 20s);
+  EXPECT_TRUE(running.has_value()) << srv.events.types(id);
+  if (running) {
+    ASSERT_EQ(running->ports.size(), 1u);
+    EXPECT_EQ(running->ports[0].container_port, 8080);
+    EXPECT_GE(running->ports[0].host_port, 41200);
+    auto logs = srv.events.wait_for(id, RentalEventType::logs, 10s);
+    ASSERT_TRUE(logs.has_value());
+    EXPECT_NE(logs->logs->find("from-the-rental"), std::string::npos);
+  }
+  r.state = State::stopping;
+  srv.set_rentals({r});
+  auto ended = srv.events.wait_for(id, RentalEventType::ended, 20s);
+  stop = true;
+  agent.join();
+  ASSERT_TRUE(ended.has_value()) << srv.events.types(id);
+  EXPECT_EQ(ended->reason, std::nullopt);
+  EXPECT_EQ(srv.events.types(id), "starting running ended");
+  auto left = engine.list_rental_containers();
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty()) << "stopped and removed";
+  for (const auto& c : *left) (void)real->stop_and_remove(c.id, std::chrono::seconds(0));
 }
 
 }  // namespace

@@ -114,6 +114,30 @@ TEST(DockerApi, ImageReferencesVersionsLogFramesAndPullErrors) {
   EXPECT_NE(denied.error().message.find("manifest unknown"), std::string::npos);
 }
 
+TEST(DockerApi, InspectAndListReadTheBoundPortsAndTimes) {
+  const auto inspected = docker::parse_inspect(nlohmann::json::parse(R"({
+    "Id": "c1", "Config": {"Labels": {"io.gpunex.rental": "rnt_1"}},
+    "State": {"Status": "exited", "ExitCode": 0, "StartedAt": "2026-12-04T11:26:13.278015969Z",
+              "FinishedAt": "0001-01-01T00:00:00Z"},
+    "HostConfig": {"PortBindings": {"8888/tcp": [{"HostIp": "", "HostPort": "40001"}], "22": [{"HostPort": "40002"}],
+                                    "bad/tcp": [{"HostPort": "1"}]}}})"));
+  ASSERT_EQ(inspected.ports.size(), 2u);
+  EXPECT_EQ(inspected.ports[0].container_port, 22);
+  EXPECT_EQ(inspected.ports[0].host_port, 40002);
+  EXPECT_EQ(inspected.ports[1].container_port, 8888);
+  EXPECT_EQ(inspected.ports[1].host_port, 40001);
+  EXPECT_EQ(inspected.ports[1].protocol, "tcp");
+  EXPECT_EQ(inspected.started_at_ms, 1'796'383'573'278);
+  EXPECT_FALSE(inspected.finished_at_ms.has_value()) << "the engine's zero time is no time";
+
+  const auto listed = docker::parse_list_item(nlohmann::json::parse(R"({
+    "Id": "c2", "State": "running", "Labels": {"io.gpunex.rental": "rnt_2"},
+    "Ports": [{"PrivatePort": 8888, "PublicPort": 40003, "Type": "tcp"}, {"PrivatePort": 9000, "Type": "tcp"}]})"));
+  ASSERT_EQ(listed.ports.size(), 1u) << "an exposed port that is not published binds nothing";
+  EXPECT_EQ(listed.ports[0].container_port, 8888);
+  EXPECT_EQ(listed.ports[0].host_port, 40003);
+}
+
 // ---- against a real engine ----
 
 class RealEngine : public ::testing::Test {
@@ -250,6 +274,36 @@ TEST_F(RealEngine, RentalContainersAreListedByLabelAndStopRemovesThem) {
   auto after = rt_->list_rental_containers();
   ASSERT_TRUE(after.ok());
   for (const auto& c : *after) EXPECT_NE(c.id, id);
+}
+
+TEST_F(RealEngine, StopLeavesTheContainerToReadItsExitCodeAndLogs) {
+  auto s = spec_for(prefix_ + "stop",
+                    {"sh", "-c", "trap 'echo got-term; exit 7' TERM; echo up; while true; do sleep 1; done"});
+  s.ports = {{8080, 40990, "tcp"}};
+  const auto id = run(s);
+  std::this_thread::sleep_for(300ms);
+  auto listed = rt_->list_rental_containers();
+  ASSERT_TRUE(listed.ok()) << listed.error().message;
+  for (const auto& c : *listed) {
+    if (c.id != id) continue;
+    ASSERT_EQ(c.ports.size(), 1u);
+    EXPECT_EQ(c.ports[0].host_port, 40990);
+  }
+  ASSERT_TRUE(rt_->stop(id, 10s).ok());
+  auto stopped = rt_->inspect(id);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->status, ContainerState::Status::exited);
+  EXPECT_EQ(stopped->exit_code, 7);
+  ASSERT_EQ(stopped->ports.size(), 1u);
+  EXPECT_EQ(stopped->ports[0].host_port, 40990);
+  EXPECT_TRUE(stopped->started_at_ms.has_value());
+  EXPECT_TRUE(stopped->finished_at_ms.has_value());
+  auto logs = rt_->logs(id, 10);
+  ASSERT_TRUE(logs.ok());
+  EXPECT_NE(logs->find("got-term"), std::string::npos) << *logs;
+  ASSERT_TRUE(rt_->stop_and_remove(id, 0s).ok());
+  EXPECT_TRUE(rt_->stop(id, 1s).ok()) << "stopping a container already gone is not an error";
+  EXPECT_TRUE(rt_->remove_network(prefix_ + "stop").ok()) << "a network already gone is not an error";
 }
 
 TEST_F(RealEngine, AMissingImageIsAClearError) {

@@ -53,6 +53,9 @@ struct ContainerState {
   bool oom_killed = false;
   bool oom_inferred = false;  // the engine did not say; see docker::parse_inspect
   std::string error;  // the engine's error text, when it gave one
+  std::vector<PortBinding> ports;  // the host ports bound for it (what an agent restart must not hand out again)
+  std::optional<std::int64_t> started_at_ms;   // inspect only: when it last started (Unix ms)
+  std::optional<std::int64_t> finished_at_ms;  // inspect only: when it exited
 };
 
 struct PullProgress {
@@ -62,6 +65,8 @@ struct PullProgress {
   std::int64_t total = 0;
 };
 
+//! Safe to call from several threads at once: a long pull or a stop's grace period holds up no
+//! other call.
 class ContainerRuntime {
  public:
   virtual ~ContainerRuntime() = default;
@@ -78,6 +83,12 @@ class ContainerRuntime {
   //! SIGTERM, then SIGKILL after `grace`; then removes the container and its network. A container
   //! already gone is not an error.
   virtual core::Status stop_and_remove(const std::string& id, std::chrono::seconds grace) = 0;
+  //! SIGTERM, then SIGKILL after `grace`, leaving the container in place so its exit code and logs
+  //! can still be read. A container already stopped or gone is not an error.
+  virtual core::Status stop(const std::string& id, std::chrono::seconds grace) = 0;
+  //! Removes a rental's network when no container was made in it (a create that failed half way).
+  //! A network already gone is not an error.
+  virtual core::Status remove_network(const std::string& rental_id) = 0;
   //! Every container that carries the rental label (running or not): what an agent restart adopts
   //! or removes.
   virtual core::Result<std::vector<ContainerState>> list_rental_containers() = 0;

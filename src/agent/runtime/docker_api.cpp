@@ -3,6 +3,8 @@
 #include <charconv>
 #include <sstream>
 
+#include "core/rfc3339.hpp"
+
 namespace gpunex::agent::runtime::docker {
 
 namespace {
@@ -24,6 +26,45 @@ std::optional<std::pair<int, int>> parse_version(std::string_view v) {
 }
 
 std::string port_key(const PortBinding& p) { return std::to_string(p.container_port) + "/" + p.protocol; }
+
+// "8888/tcp" → {8888, "tcp"}; a key without a protocol is tcp.
+std::optional<std::pair<int, std::string>> parse_port_key(std::string_view key) {
+  const auto slash = key.find('/');
+  const std::string_view number = key.substr(0, slash);
+  int port = 0;
+  auto r = std::from_chars(number.data(), number.data() + number.size(), port);
+  if (r.ec != std::errc{} || r.ptr != number.data() + number.size() || port < 1 || port > 65535) return std::nullopt;
+  return std::make_pair(port,
+                        slash == std::string_view::npos ? std::string("tcp") : std::string(key.substr(slash + 1)));
+}
+
+// HostConfig.PortBindings of an inspect answer: {"8888/tcp": [{"HostIp": "", "HostPort": "40001"}]}.
+std::vector<PortBinding> parse_port_bindings(const nlohmann::json& bindings) {
+  std::vector<PortBinding> out;
+  if (!bindings.is_object()) return out;
+  for (const auto& [key, hosts] : bindings.items()) {
+    const auto container = parse_port_key(key);
+    if (!container || !hosts.is_array()) continue;
+    for (const auto& h : hosts) {
+      if (!h.is_object()) continue;
+      const std::string text = h.value("HostPort", "");
+      int host = 0;
+      auto r = std::from_chars(text.data(), text.data() + text.size(), host);
+      if (r.ec != std::errc{} || host < 1 || host > 65535) continue;
+      out.push_back({container->first, host, container->second});
+    }
+  }
+  return out;
+}
+
+// An engine's time ("2026-12-04T11:26:13.278015969Z"); its zero time ("0001-01-01T00:00:00Z") is none.
+std::optional<std::int64_t> engine_time(const nlohmann::json& state, const char* key) {
+  auto it = state.find(key);
+  if (it == state.end() || !it->is_string()) return std::nullopt;
+  auto ms = core::parse_rfc3339_ms(it->get<std::string>());
+  if (!ms || *ms <= 0) return std::nullopt;
+  return ms;
+}
 
 }  // namespace
 
@@ -130,6 +171,11 @@ ContainerState parse_inspect(const nlohmann::json& j) {
   s.exit_code = state.value("ExitCode", 0);
   s.oom_killed = state.value("OOMKilled", false);
   s.error = state.value("Error", "");
+  s.started_at_ms = engine_time(state, "StartedAt");
+  s.finished_at_ms = engine_time(state, "FinishedAt");
+  if (auto host = j.find("HostConfig"); host != j.end() && host->is_object()) {
+    if (auto b = host->find("PortBindings"); b != host->end()) s.ports = parse_port_bindings(*b);
+  }
   // Some engines do not report OOMKilled (Podman on a cgroup v1 host: its conmon misses the event).
   // A container with a memory limit that ended by SIGKILL (137) which the agent did not send (the
   // agent's own stop removes the container, so it is never seen exited) was killed by the kernel's
@@ -155,6 +201,12 @@ ContainerState parse_list_item(const nlohmann::json& j) {
   s.status = state == "running" ? ContainerState::Status::running
              : state == "created" ? ContainerState::Status::created
                                   : ContainerState::Status::exited;
+  if (auto ports = j.find("Ports"); ports != j.end() && ports->is_array()) {
+    for (const auto& p : *ports) {
+      if (!p.is_object() || !p.contains("PublicPort")) continue;  // exposed but not published
+      s.ports.push_back({p.value("PrivatePort", 0), p.value("PublicPort", 0), p.value("Type", std::string("tcp"))});
+    }
+  }
   return s;
 }
 

@@ -2,7 +2,9 @@
 // service), with libcurl through util::HttpClient. The messages are built and read in docker_api.cpp.
 
 #include <cstdlib>
+#include <memory>
 #include <mutex>
+#include <vector>
 
 #include "agent/runtime/container_runtime.hpp"
 #include "agent/runtime/docker_api.hpp"
@@ -27,10 +29,7 @@ std::string engine_message(const util::HttpResponse& r) {
 
 class DockerRuntime final : public ContainerRuntime {
  public:
-  explicit DockerRuntime(std::string socket)
-      : socket_(std::move(socket)),
-        quick_("http://docker", {std::chrono::seconds(30), "", true, socket_}),
-        slow_("http://docker", {std::chrono::hours(1), "", true, socket_}) {}
+  explicit DockerRuntime(std::string socket) : socket_(std::move(socket)) {}
 
   std::string describe() const override {
     std::lock_guard lock(mu_);
@@ -39,14 +38,13 @@ class DockerRuntime final : public ContainerRuntime {
 
   core::Status ensure_image(const std::string& image,
                             const std::function<void(const PullProgress&)>& progress) override {
-    std::lock_guard lock(mu_);
-    auto present = call(quick_, "GET", "/images/" + url_encode(image) + "/json");
+    auto present = call(Speed::quick, "GET", "/images/" + url_encode(image) + "/json");
     if (!present) return std::move(present).error();
     if (present->status == 200) return core::ok_status();
     const auto [from, tag] = docker::split_image(image);
     std::string path = "/images/create?fromImage=" + url_encode(from);
     if (!tag.empty()) path += "&tag=" + url_encode(tag);
-    auto pulled = call(slow_, "POST", path);
+    auto pulled = call(Speed::slow, "POST", path);
     if (!pulled) return std::move(pulled).error();
     if (pulled->status != 200) {
       return Error::make(ErrorCode::unavailable, "pulling " + image + " failed: " + engine_message(*pulled));
@@ -57,22 +55,22 @@ class DockerRuntime final : public ContainerRuntime {
       for (const auto& p : *steps) progress(p);
     }
     // An engine may answer 200 and still not have the image (a pull that found nothing to pull).
-    auto after = call(quick_, "GET", "/images/" + url_encode(image) + "/json");
+    auto after = call(Speed::quick, "GET", "/images/" + url_encode(image) + "/json");
     if (!after) return std::move(after).error();
     if (after->status != 200) return Error::make(ErrorCode::unavailable, "image " + image + " is not available");
     return core::ok_status();
   }
 
   core::Result<std::string> create(const ContainerSpec& spec) override {
-    std::lock_guard lock(mu_);
     const auto network = docker::network_name(spec.rental_id);
-    auto net = call(quick_, "POST", "/networks/create", docker::network_body(spec.rental_id).dump());
+    auto net = call(Speed::quick, "POST", "/networks/create", docker::network_body(spec.rental_id).dump());
     if (!net) return std::move(net).error();
     if (net->status != 201 && net->status != 200 && net->status != 409) {
       return Error::make(ErrorCode::unavailable, "creating network " + network + ": " + engine_message(*net));
     }
-    auto made = call(quick_, "POST", "/containers/create?name=" + url_encode(docker::container_name(spec.rental_id)),
-                     docker::create_body(spec).dump());
+    auto made =
+        call(Speed::quick, "POST", "/containers/create?name=" + url_encode(docker::container_name(spec.rental_id)),
+             docker::create_body(spec).dump());
     if (!made) return std::move(made).error();
     if (made->status != 201) {
       return Error::make(ErrorCode::unavailable, "creating the container: " + engine_message(*made));
@@ -85,8 +83,7 @@ class DockerRuntime final : public ContainerRuntime {
   }
 
   core::Status start(const std::string& id) override {
-    std::lock_guard lock(mu_);
-    auto r = call(quick_, "POST", "/containers/" + id + "/start");
+    auto r = call(Speed::quick, "POST", "/containers/" + id + "/start");
     if (!r) return std::move(r).error();
     if (r->status != 204 && r->status != 304) {
       return Error::make(ErrorCode::unavailable, "starting the container: " + engine_message(*r));
@@ -95,10 +92,14 @@ class DockerRuntime final : public ContainerRuntime {
   }
 
   core::Result<ContainerState> inspect(const std::string& id) override {
-    std::lock_guard lock(mu_);
-    auto r = call(quick_, "GET", "/containers/" + id + "/json");
+    auto r = call(Speed::quick, "GET", "/containers/" + id + "/json");
     if (!r) return std::move(r).error();
-    if (r->status == 404) return ContainerState{id, "", ContainerState::Status::missing, 0, false, false, ""};
+    if (r->status == 404) {
+      ContainerState gone;
+      gone.id = id;
+      gone.status = ContainerState::Status::missing;
+      return gone;
+    }
     if (r->status != 200) return Error::make(ErrorCode::unavailable, "inspecting the container: " + engine_message(*r));
     auto j = nlohmann::json::parse(r->body, nullptr, false);
     if (!j.is_object()) return Error::make(ErrorCode::unavailable, "inspecting the container: not JSON");
@@ -106,8 +107,7 @@ class DockerRuntime final : public ContainerRuntime {
   }
 
   core::Result<std::string> logs(const std::string& id, int tail_lines) override {
-    std::lock_guard lock(mu_);
-    auto r = call(quick_, "GET",
+    auto r = call(Speed::quick, "GET",
                   "/containers/" + id + "/logs?stdout=1&stderr=1&tail=" + std::to_string(std::max(tail_lines, 1)));
     if (!r) return std::move(r).error();
     if (r->status != 200) return Error::make(ErrorCode::unavailable, "reading the logs: " + engine_message(*r));
@@ -115,34 +115,43 @@ class DockerRuntime final : public ContainerRuntime {
   }
 
   core::Status stop_and_remove(const std::string& id, std::chrono::seconds grace) override {
-    std::lock_guard lock(mu_);
     std::string rental;
-    if (auto seen = call(quick_, "GET", "/containers/" + id + "/json"); seen && seen->status == 200) {
+    if (auto seen = call(Speed::quick, "GET", "/containers/" + id + "/json"); seen && seen->status == 200) {
       auto j = nlohmann::json::parse(seen->body, nullptr, false);
       if (j.is_object()) rental = docker::parse_inspect(j).rental_id;
     }
-    // The engine sends SIGTERM, waits `t` seconds, then SIGKILL.
-    auto stopped = call(slow_, "POST", "/containers/" + id + "/stop?t=" + std::to_string(grace.count()));
-    if (!stopped) return std::move(stopped).error();
-    if (stopped->status != 204 && stopped->status != 304 && stopped->status != 404) {
-      return Error::make(ErrorCode::unavailable, "stopping the container: " + engine_message(*stopped));
-    }
-    auto removed = call(quick_, "DELETE", "/containers/" + id + "?force=1&v=1");
+    if (auto stopped = stop(id, grace); !stopped) return stopped;
+    auto removed = call(Speed::quick, "DELETE", "/containers/" + id + "?force=1&v=1");
     if (!removed) return std::move(removed).error();
     if (removed->status != 204 && removed->status != 200 && removed->status != 404) {
       return Error::make(ErrorCode::unavailable, "removing the container: " + engine_message(*removed));
     }
-    if (!rental.empty()) {
-      auto net = call(quick_, "DELETE", "/networks/" + url_encode(docker::network_name(rental)));
-      if (!net) return std::move(net).error();
+    if (!rental.empty()) return remove_network(rental);
+    return core::ok_status();
+  }
+
+  core::Status stop(const std::string& id, std::chrono::seconds grace) override {
+    // The engine sends SIGTERM, waits `t` seconds, then SIGKILL.
+    auto stopped = call(Speed::slow, "POST", "/containers/" + id + "/stop?t=" + std::to_string(grace.count()));
+    if (!stopped) return std::move(stopped).error();
+    if (stopped->status != 204 && stopped->status != 304 && stopped->status != 404) {
+      return Error::make(ErrorCode::unavailable, "stopping the container: " + engine_message(*stopped));
+    }
+    return core::ok_status();
+  }
+
+  core::Status remove_network(const std::string& rental_id) override {
+    auto net = call(Speed::quick, "DELETE", "/networks/" + url_encode(docker::network_name(rental_id)));
+    if (!net) return std::move(net).error();
+    if (net->status != 204 && net->status != 200 && net->status != 404) {
+      return Error::make(ErrorCode::unavailable, "removing the network: " + engine_message(*net));
     }
     return core::ok_status();
   }
 
   core::Result<std::vector<ContainerState>> list_rental_containers() override {
-    std::lock_guard lock(mu_);
     const std::string filters = nlohmann::json{{"label", {std::string(kRentalLabel)}}}.dump();
-    auto r = call(quick_, "GET", "/containers/json?all=1&filters=" + url_encode(filters));
+    auto r = call(Speed::quick, "GET", "/containers/json?all=1&filters=" + url_encode(filters));
     if (!r) return std::move(r).error();
     if (r->status != 200) return Error::make(ErrorCode::unavailable, "listing containers: " + engine_message(*r));
     auto j = nlohmann::json::parse(r->body, nullptr, false);
@@ -156,30 +165,67 @@ class DockerRuntime final : public ContainerRuntime {
   }
 
  private:
-  // Sends a request under the negotiated version (asking the engine first, once). mu_ is held.
-  core::Result<util::HttpResponse> call(util::HttpClient& client, const std::string& method, const std::string& path,
+  enum class Speed { quick, slow };  // an answer in seconds, or a pull or a stop's grace period
+
+  // Sends a request under the negotiated version (asking the engine first, once), on a client of
+  // its own: a curl handle serves one request at a time, so each call borrows an idle one.
+  core::Result<util::HttpResponse> call(Speed speed, const std::string& method, const std::string& path,
                                         const std::optional<std::string>& body = std::nullopt) {
-    if (version_.empty()) {
-      auto v = quick_.request("GET", "/version");
-      if (!v) {
-        return Error::make(ErrorCode::unavailable,
-                           "no container engine answers at unix://" + socket_ + " (" + v.error().message + ")");
-      }
-      auto j = nlohmann::json::parse(v->body, nullptr, false);
-      if (v->status != 200 || !j.is_object() || !j.contains("ApiVersion") || !j["ApiVersion"].is_string()) {
-        return Error::make(ErrorCode::unavailable, "unix://" + socket_ + " does not answer as a Docker Engine API");
-      }
-      auto agreed = docker::negotiate_version(j["ApiVersion"].get<std::string>());
-      if (!agreed) return std::move(agreed).error();
-      version_ = *agreed;
-    }
-    return client.request(method, "/v" + version_ + path, body);
+    auto version = negotiated_version();
+    if (!version) return std::move(version).error();
+    auto client = borrow(speed);
+    auto r = client->request(method, "/v" + *version + path, body);
+    give_back(speed, std::move(client));
+    return r;
   }
 
+  core::Result<std::string> negotiated_version() {
+    std::lock_guard lock(mu_);
+    if (!version_.empty()) return version_;
+    util::HttpClient probe("http://docker", options(Speed::quick));
+    auto v = probe.request("GET", "/version");
+    if (!v) {
+      return Error::make(ErrorCode::unavailable,
+                         "no container engine answers at unix://" + socket_ + " (" + v.error().message + ")");
+    }
+    auto j = nlohmann::json::parse(v->body, nullptr, false);
+    if (v->status != 200 || !j.is_object() || !j.contains("ApiVersion") || !j["ApiVersion"].is_string()) {
+      return Error::make(ErrorCode::unavailable, "unix://" + socket_ + " does not answer as a Docker Engine API");
+    }
+    auto agreed = docker::negotiate_version(j["ApiVersion"].get<std::string>());
+    if (!agreed) return std::move(agreed).error();
+    version_ = *agreed;
+    return version_;
+  }
+
+  util::HttpClientOptions options(Speed speed) const {
+    return {speed == Speed::quick ? std::chrono::milliseconds(30'000) : std::chrono::milliseconds(3'600'000), "", true,
+            socket_};
+  }
+
+  std::unique_ptr<util::HttpClient> borrow(Speed speed) {
+    {
+      std::lock_guard lock(mu_);
+      auto& idle = idle_[static_cast<int>(speed)];
+      if (!idle.empty()) {
+        auto c = std::move(idle.back());
+        idle.pop_back();
+        return c;
+      }
+    }
+    return std::make_unique<util::HttpClient>("http://docker", options(speed));
+  }
+
+  void give_back(Speed speed, std::unique_ptr<util::HttpClient> client) {
+    std::lock_guard lock(mu_);
+    auto& idle = idle_[static_cast<int>(speed)];
+    if (idle.size() < kMaxIdleClients) idle.push_back(std::move(client));
+  }
+
+  static constexpr std::size_t kMaxIdleClients = 4;
   std::string socket_;
-  mutable std::mutex mu_;
-  util::HttpClient quick_;
-  util::HttpClient slow_;
+  mutable std::mutex mu_;  // guards version_ and idle_
+  std::vector<std::unique_ptr<util::HttpClient>> idle_[2];
   std::string version_;
 };
 
