@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 mkdir -p build-asan
 flock build-asan/.build-lock bash -c '
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGPUNEX_SANITIZE=ON >/dev/null
-  ninja -C build-asan unit_tests store_tests agent_tests server_agent_tests protocol_tests container_tests \
+  ninja -C build-asan unit_tests store_tests agent_tests server_agent_tests protocol_tests container_tests rental_tests \
     gpunex-server gpunex-agent gpunex'
 [[ ${1:-} == --build-only ]] && exit 0
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -21,8 +21,13 @@ build-asan/bin/server_agent_tests --gtest_brief=1
 build-asan/bin/protocol_tests --gtest_brief=1
 # The container runtime against the engine make test started (GPUNEX_TEST_DOCKER_HOST).
 build-asan/bin/container_tests --gtest_brief=1
+build-asan/bin/rental_tests --gtest_brief=1
 # make_run.test.mjs drives scripts/run.sh end to end (about 80 s, 3-4 min sanitized): the server and
 # agent code it reaches is what agent.test.mjs and benchmarks.test.mjs run here too, so the sanitized
 # pass leaves it to api_sqlite and api_postgres and keeps `make test` within its 30 minutes.
 GPUNEX_TEST_EXCLUDE="make_run.test.mjs" \
   GPUNEX_BIN_DIR=$PWD/build-asan/bin GPUNEX_TEST_DB=sqlite tests/js/run-tests.sh tests/js/api --test-reporter=dot
+# Rentals: the API and the settlement crash, sanitized; the clock-driven and end-to-end files reach
+# the same server code (and the agent's is in rental_tests above) and are left to rentals_sqlite.
+GPUNEX_TEST_EXCLUDE="rentals_clock.test.mjs rentals_e2e.test.mjs" \
+  GPUNEX_BIN_DIR=$PWD/build-asan/bin GPUNEX_TEST_DB=sqlite tests/js/run-tests.sh tests/js/rentals --test-reporter=dot
