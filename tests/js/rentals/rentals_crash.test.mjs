@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { BACKEND, TestServer } from '../lib/server.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, customerWithCredit, listedMachine } from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit } from '../lib/rentals.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const micro = (usdc) => Math.round(Number(usdc) * 1e6);
@@ -23,7 +23,7 @@ test(`${BACKEND}: killing the server during settlements neither double-charges n
     && all[i - 1] !== '--rentals-tick-ms'), '--rentals-settle-interval-s', '1', '--rentals-tick-ms', '100', '--worker-lease-s', '1']).start();
   let provider;
   try {
-    provider = await listedMachine(server, 'crash-provider@example.com', { simulate: 'L4:1', price: '3.60' });
+    provider = await agentlessMachine(server, 'crash-provider@example.com', { gpus: 1, price: '3.60' });
     const ann = await customerWithCredit(server, '100.00');
     const voice = new AgentVoice(server, provider.key, provider.machine.id);
     const made = await ann.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id,
