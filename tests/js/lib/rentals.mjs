@@ -2,6 +2,7 @@
 // customer can rent it), a customer with credit, and the agent's side of the rentals protocol
 // spoken over HTTP (for tests of the server and the dashboard that need no container engine; the
 // end-to-end tests run the real agent on Podman instead).
+import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { approvedProvider } from './provider.mjs';
 import { startAgent } from './agent.mjs';
@@ -137,4 +138,13 @@ export function containerEngine(t) {
   if (process.env.CI) throw new Error('GPUNEX_TEST_DOCKER_HOST is not set: make test starts Podman (scripts/podman.sh)');
   t.skip('no container engine: set GPUNEX_TEST_DOCKER_HOST (scripts/podman.sh start DIR prints it)');
   return null;
+}
+
+// The rows of a query on the server's store (sqlite3 or psql), each an array of text fields.
+export function storeRows(server, statement) {
+  const r = server.db.startsWith('sqlite:')
+    ? spawnSync('sqlite3', ['-separator', '|', server.db.slice(7), statement], { encoding: 'utf8' })
+    : spawnSync('psql', [server.db, '-At', '-F', '|', '-c', statement], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
 }

@@ -5,23 +5,14 @@
 // that charges exactly the seconds it ran, 80% to the provider and 20% to the platform.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit } from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function sql(server, statement) {
-  const r = server.db.startsWith('sqlite:')
-    ? spawnSync('sqlite3', ['-separator', '|', server.db.slice(7), statement], { encoding: 'utf8' })
-    : spawnSync('psql', [server.db, '-At', '-F', '|', '-c', statement], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(r.stderr);
-  return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
-}
-
 // Micro-USDC per account from the ledger.
 function ledgerByAccount(server) {
-  return Object.fromEntries(sql(server, 'SELECT account, SUM(amount) FROM ledger_entries GROUP BY account')
+  return Object.fromEntries(storeRows(server, 'SELECT account, SUM(amount) FROM ledger_entries GROUP BY account')
     .map(([a, s]) => [a, Number(s)]));
 }
 
