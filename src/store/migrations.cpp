@@ -543,6 +543,22 @@ CREATE TABLE gpu_allocations (
 )sql"},
       {11, "rentals: stop reasons, ports, log tails, settlement times; free GPUs in the market version",
        rentals_running_sqlite(), rentals_running_postgres()},
+      // Payout settings (server/payouts): every change kept, each taking effect at its effective_at
+      // (a new destination after the cool-down); the settings in force are the latest in effect.
+      {12, "payouts: payout settings and their history",
+       R"sql(
+CREATE TABLE payout_settings_changes (
+  id TEXT PRIMARY KEY,
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  method TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  schedule TEXT NOT NULL,
+  changed_by TEXT NOT NULL,
+  changed_at BIGINT NOT NULL,
+  effective_at BIGINT NOT NULL
+);
+CREATE INDEX payout_settings_changes_provider ON payout_settings_changes (provider_id, changed_at);
+)sql"},
   };
   return list;
 }
