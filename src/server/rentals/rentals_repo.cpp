@@ -160,15 +160,6 @@ const std::string& free_gpus_query() {
 
 }  // namespace
 
-std::vector<std::string> free_gpus(store::Tx& tx, const std::string& machine_id, const std::string& model) {
-  std::vector<std::string> out;
-  for (const auto& r : tx.query(free_gpus_query() + "AND g.machine_id = ? AND g.model = ? ORDER BY g.uuid",
-                                {machine_id, model})) {
-    out.push_back(r.str(2));
-  }
-  return out;
-}
-
 std::map<std::pair<std::string, std::string>, std::vector<std::string>> free_gpus_on(
     store::Tx& tx, const std::vector<std::string>& machine_ids) {
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> out;

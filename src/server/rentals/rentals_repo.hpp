@@ -69,12 +69,10 @@ std::vector<RentalRow> all_live(store::Tx& tx);
 std::map<std::string, std::vector<std::pair<std::string, core::rental::State>>> live_states(
     store::Tx& tx, const std::vector<std::string>& machine_ids);
 
-//! A GPU the scheduler may give on one machine: present, listed, scored, of `model`, on an online
-//! machine, and held by no rental. Reads the fleet's tables (machines, machine_gpus, gpu_listing)
-//! in the same statement as gpu_allocations: the one place the rentals area reads them, so that
-//! what is free is decided in the transaction that takes it.
-std::vector<std::string> free_gpus(store::Tx& tx, const std::string& machine_id, const std::string& model);
-//! The same for several machines in one statement: (machine, model) → its free GPUs in uuid order.
+//! The GPUs the scheduler may give on each of `machine_ids`, by (machine, model), in uuid order:
+//! present, listed, scored, on an online machine, and held by no rental. Reads the fleet's tables
+//! (machines, machine_gpus, gpu_listing) in the same statement as gpu_allocations: the one place the
+//! rentals area reads them, so that what is free is decided in the transaction that takes it.
 std::map<std::pair<std::string, std::string>, std::vector<std::string>> free_gpus_on(
     store::Tx& tx, const std::vector<std::string>& machine_ids);
 
