@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/clock_events.hpp"
+
 namespace gpunex::core::reliability {
 
 namespace {
@@ -151,6 +153,24 @@ MinuteBits minutes_of_day(const std::vector<std::int64_t>& minutes_ms, std::int6
 }
 
 // ---- benchmark runs ----
+
+void set_throttle_shares(GpuRun& g, const std::vector<std::uint64_t>& sample_bits) {
+  constexpr std::uint64_t thermal =
+      clock_event::sw_thermal_slowdown | clock_event::hw_thermal_slowdown | clock_event::hw_slowdown;
+  constexpr std::uint64_t power = clock_event::sw_power_cap | clock_event::hw_power_brake_slowdown;
+  g.thermal_share = g.power_share = g.throttled_share = 0;
+  if (sample_bits.empty()) return;
+  std::size_t t = 0, p = 0, any = 0;
+  for (const auto bits : sample_bits) {
+    t += (bits & thermal) != 0;
+    p += (bits & power) != 0;
+    any += (bits & (thermal | power)) != 0;
+  }
+  const auto n = static_cast<double>(sample_bits.size());
+  g.thermal_share = static_cast<double>(t) / n;
+  g.power_share = static_cast<double>(p) / n;
+  g.throttled_share = static_cast<double>(any) / n;
+}
 
 double gpu_run_stability(const GpuRun& g, const Config& c) {
   const double ratio = g.baseline > 0 ? std::min(1.0, g.score / g.baseline) : 1.0;
@@ -334,7 +354,7 @@ Score score_as_of(const std::vector<Day>& days, std::int64_t as_of_ms, const Con
     s.w_runs += w * static_cast<double>(d.runs);
     s.w_run_sum += w * d.run_sum;
     s.runs += d.runs;
-    if (d.full && d.complete && d.counted_min > 0 && d.day_ms + kDayMs <= as_of_ms) history = true;
+    if (d.full && d.complete && d.counted_min > 0) history = true;
   }
   s.uptime = s.w_counted > 0 ? s.w_present / s.w_counted : 1.0;
   const double prior_jobs = std::max(0.0, c.job_prior_count);

@@ -115,6 +115,10 @@ struct BenchRun {
   std::vector<GpuRun> gpus;
 };
 
+//! Sets g's thermal, power and throttled shares from the clocks-event bits of its samples in a run
+//! (core/clock_events.hpp: thermal slowdowns and HW slowdown are thermal; the power cap and brake
+//! are power). No samples: no throttling known.
+void set_throttle_shares(GpuRun& g, const std::vector<std::uint64_t>& sample_bits);
 //! min(1, score / baseline) · (1 − throttle_penalty · throttled_share), within [0, 1].
 double gpu_run_stability(const GpuRun& g, const Config& c);
 //! The mean over the run's GPUs; nullopt for a run with none.
@@ -180,7 +184,8 @@ struct Score {
   double formula = 0;  // the formula's value, also for a new machine
 };
 
-//! The score at `as_of_ms` from judged days (any order; days outside the window are left out).
+//! The score at `as_of_ms` from judged days (any order; days outside the window are left out). The
+//! score at the end of day d is score_as_of(days, d + kDayMs - 1): d at age 0, judged whole.
 Score score_as_of(const std::vector<Day>& days, std::int64_t as_of_ms, const Config& c);
 
 //! The points `e` (of `day`) takes off the score `s` at `as_of_ms`: its share of the part it lowers.
