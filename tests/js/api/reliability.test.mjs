@@ -7,6 +7,8 @@
 // here from the formula (minutes from the browser's own time-zone rules, Intl), not from the server's
 // C++: each day's score, today's live score, the parts, the recovery time, and the offers' reliability.
 import { test } from 'node:test';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer, Client, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
@@ -119,7 +121,8 @@ const dayText = (d) => new Date(d).toISOString().slice(0, 10);
 test(`${BACKEND}: reliability over 30 simulated days: DST schedule, two days down, maintenance notice, throttled benchmark`,
   { timeout: 600_000 }, async () => {
     const server = await new TestServer(['--test-clock', new Date(START).toISOString(), '--enable-test-clock', 'true',
-      '--reliability-interval-s', '1', '--session-ttl-hours', '8760']).start();
+      '--reliability-interval-s', '1', '--session-ttl-hours', '8760', '--reliability-alert-below', '90',
+      '--mail-poll-interval-ms', '100']).start();
     try {
       server.createUser('root@example.com', 'operator-password-1', 'admin');
       const admin = new Client(server.url);
@@ -241,6 +244,23 @@ test(`${BACKEND}: reliability over 30 simulated days: DST schedule, two days dow
         assert.equal(point.counted_minutes, ended.perDay.get(d).counted, `counted minutes of ${dayText(d)}`);
         assert.equal(point.present_minutes, ended.perDay.get(d).present, `present minutes of ${dayText(d)}`);
         live.push({ day: d, score: r.score, history: point.score });
+        if (dayText(d) === '2026-03-18') {
+          // Below the alert level (90 here): the provider is told by notification and mail, once.
+          assert.ok(r.score < 90);
+          const note = await until('the reliability notification', async () => {
+            const n = await must('notifications', provider.client.request('GET', '/v1/notifications'));
+            return n.items.find((x) => x.kind === 'reliability_low');
+          }, 20000, 200);
+          assert.match(note.title, new RegExp(`^Reliability of rel-rig \\(${machine}\\) fell to 8\\d\\.\\d$`));
+          assert.match(note.body, /^Offline 12:00–12:30 \(30 min\) during scheduled hours: uptime 0\.0% that day\.$/);
+          assert.ok(note.link.endsWith(`/#/machines/${machine}/performance`));
+          const dir = path.join(server.dir, 'mail');
+          const mail = await until('the reliability mail', () => existsSync(dir) && readdirSync(dir)
+            .map((f) => readFileSync(path.join(dir, f), 'utf8')).find((t) => /^Subject: GPUnex: Reliability of rel-rig/m.test(t)),
+          20000, 100);
+          assert.match(mail, /What to do: Keep the machine and its agent running during your scheduled hours/);
+          assert.match(mail, /the score recovers in about \d+ days/);
+        }
       }
 
       // The DST day in UTC buckets: Sunday 29 March's window is one hour (00:30-01:30 UTC); after the
@@ -258,6 +278,8 @@ test(`${BACKEND}: reliability over 30 simulated days: DST schedule, two days dow
       assert.equal(byDay('2026-04-01').present_minutes, 0);
       assert.equal(final.history.length, DAYS);
       assert.equal(offersChecked, 2);
+      const notes = await must('notifications', provider.client.request('GET', '/v1/notifications'));
+      assert.ok(notes.items.filter((x) => x.kind === 'reliability_low').length >= 1);
 
       // Down two scheduled days: the score drops, then climbs back every day along the formula's curve.
       const at = (s) => live.find((x) => dayText(x.day) === s).history;
