@@ -143,7 +143,7 @@ std::optional<MinuteBits> from_hex(std::string_view hex) {
   return out;
 }
 
-MinuteBits minutes_of_day(const std::vector<std::int64_t>& minutes_ms, std::int64_t day_ms) {
+MinuteBits minutes_of_day(std::span<const std::int64_t> minutes_ms, std::int64_t day_ms) {
   MinuteBits out;
   for (const std::int64_t m : minutes_ms) {
     if (m < day_ms || m >= day_ms + kDayMs) continue;

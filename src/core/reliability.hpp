@@ -19,6 +19,7 @@
 #include <bitset>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,7 +86,7 @@ DayPlan merge_plans(const DayPlan& judged, std::int64_t judged_until_ms, const D
 std::string to_hex(const MinuteBits& bits);
 std::optional<MinuteBits> from_hex(std::string_view hex);
 //! The minutes of the day starting at `day_ms` holding one of `minutes_ms` (minute starts, any order).
-MinuteBits minutes_of_day(const std::vector<std::int64_t>& minutes_ms, std::int64_t day_ms);
+MinuteBits minutes_of_day(std::span<const std::int64_t> minutes_ms, std::int64_t day_ms);
 
 // ---- the inputs besides presence ----
 

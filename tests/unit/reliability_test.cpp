@@ -207,8 +207,8 @@ TEST(ReliabilityDay, MinutesSurviveTheirTextForm) {
   EXPECT_EQ(hex.size(), 360u);
   EXPECT_EQ(from_hex(hex), b);
   EXPECT_FALSE(from_hex("xyz").has_value());
-  EXPECT_EQ(minutes_of_day({ms("2026-05-01T00:05:00Z"), ms("2026-04-30T23:59:00Z")}, ms("2026-05-01T00:00:00Z")).count(),
-            1u);
+  const std::vector<std::int64_t> minutes = {ms("2026-05-01T00:05:00Z"), ms("2026-04-30T23:59:00Z")};
+  EXPECT_EQ(minutes_of_day(minutes, ms("2026-05-01T00:00:00Z")).count(), 1u);
 }
 
 // ---- job completion ----
