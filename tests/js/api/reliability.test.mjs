@@ -141,7 +141,7 @@ test(`${BACKEND}: reliability over 30 simulated days: DST schedule, two days dow
       };
       const uuid = 'GPU-rel-0';
       const reg = await must('register', agent.request('POST', '/v1/agent/register', { body: {
-        protocol_version: 1, agent_version: '0.1.0', machine_fingerprint: `rel-${process.pid}`, simulated: true,
+        protocol_version: 1, agent_version: '0.1.0', machine_fingerprint: `fingerprint-rel-${process.pid}`, simulated: true,
         host: { hostname: 'rel-rig', cpu_model: 'EPYC', cpu_cores: 32, ram_mib: 262144, disk_free_mib: 900000,
           os: 'Debian GNU/Linux 12 (bookworm)', kernel: '6.1.0' },
         gpus: [{ index: 0, uuid, name: 'NVIDIA L40S', model: 'L40S', memory_mib: 46068, driver_version: '550.54.15',

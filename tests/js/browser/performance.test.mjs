@@ -35,7 +35,7 @@ test(`${BACKEND}: Performance tab: score, parts, chart points and events agree w
       return r.json;
     };
     const reg = await must('register', agent.request('POST', '/v1/agent/register', { body: {
-      protocol_version: 1, agent_version: '0.1.0', machine_fingerprint: `perf-${process.pid}`, simulated: true,
+      protocol_version: 1, agent_version: '0.1.0', machine_fingerprint: `fingerprint-perf-${process.pid}`, simulated: true,
       host: { hostname: 'perf-rig', cpu_model: 'EPYC', cpu_cores: 32, ram_mib: 262144, disk_free_mib: 900000,
         os: 'Debian GNU/Linux 12 (bookworm)', kernel: '6.1.0' },
       gpus: [{ index: 0, uuid: 'GPU-perf-0', name: 'NVIDIA L40S', model: 'L40S', memory_mib: 46068,
