@@ -8,10 +8,15 @@
 # (recovery, events in words). Printed: per machine p50/p99/max (thread CPU time), the whole fleet on
 # 1 and on 2 threads, and peak memory. Targets: a full recompute under a minute on 2 cores, one
 # machine under 5 ms.
-# Usage: bench/reliability.sh [MACHINES]   (default 20000; GPUNEX_BIN_DIR: default build/bin)
+# Then the worker's rounds on a real store (SQLite file; GPUNEX_BENCH_DB=postgresql://... for PostgreSQL,
+# an empty database): STORE_MACHINES machines with 30 days of presence rows, the first round (every
+# day judged from presence_minute) and the next (a minute later: only today's new minutes).
+# Usage: bench/reliability.sh [MACHINES] [STORE_MACHINES]   (defaults 20000 and 50; 0 skips the store;
+#   GPUNEX_BIN_DIR: default build/bin)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MACHINES=${1:-20000}
+STORE_MACHINES=${2:-50}
 BIN=${GPUNEX_BIN_DIR:-build/bin}
 if [ ! -x "$BIN/gpunex-reliability-bench" ]; then
   [ -d build ] || { echo "$BIN/gpunex-reliability-bench is missing: build first (make build)" >&2; exit 1; }
@@ -25,4 +30,8 @@ for threads in 1 2; do
   echo
 done
 echo "JSON: $OUT/reliability-1.json, $OUT/reliability-2.json"
+if [ "$STORE_MACHINES" -gt 0 ]; then
+  echo
+  "$BIN/gpunex-reliability-bench" --store "$STORE_MACHINES" ${GPUNEX_BENCH_DB:+--db "$GPUNEX_BENCH_DB"} || status=1
+fi
 exit $status

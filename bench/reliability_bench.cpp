@@ -8,9 +8,14 @@
 // and the peak memory; with --json, the same as JSON.
 //
 //   gpunex-reliability-bench [--machines 20000] [--threads 2] [--json FILE]
+//
+// With --store N: the worker's rounds on a real store instead (--db URL, default a SQLite file under
+// /tmp): N machines, each with 30 days of presence rows, then the first round (every day judged
+// from presence_minute and stored) and a second one a minute later (today's new minutes only).
 
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -29,6 +34,8 @@
 #include "core/reliability.hpp"
 #include "core/rfc3339.hpp"
 #include "core/schedule.hpp"
+#include "server/reliability/reliability.hpp"
+#include "store/store.hpp"
 
 namespace cr = gpunex::core::reliability;
 using gpunex::core::Schedule;
@@ -203,22 +210,89 @@ long peak_rss_kib() {
   return u.ru_maxrss;
 }
 
+//! The worker's rounds against a store of `n` machines with 30 days of presence each.
+int store_rounds(std::size_t n, std::string db) {
+  const bool temp = db.empty();
+  if (temp) db = "sqlite:/tmp/gpunex-reliability-bench-" + std::to_string(::getpid()) + ".db";
+  auto st = gpunex::store::open_store(db);
+  gpunex::store::migrate(*st);
+  const std::int64_t first_day = cr::day_of(kNow) - (kDays - 1) * cr::kDayMs;
+  const auto fill_start = std::chrono::steady_clock::now();
+  st->transact([&](gpunex::store::Tx& tx) {
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
+    tx.exec("INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES ('a1', 'u1', "
+            "'approved', '{}', 0, 0)");
+    tx.exec("INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'u1', 'a1', "
+            "'community', 0)");
+  });
+  for (std::size_t i = 0; i < n; ++i) {
+    st->transact([&](gpunex::store::Tx& tx) {
+      const std::string id = "m" + std::to_string(100000 + i);
+      tx.exec("INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+              "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
+              "last_seq) VALUES (?, 'p1', ?, 'h', '{}', 1, '0.1.0', 1, 'online', '550', '12.4', ?, ?, 0, 0)",
+              {id, id, first_day - cr::kDayMs, first_day - cr::kDayMs});
+      // Every minute up to now, but an outage of a few hours on one day in ten.
+      const std::int64_t out_from = first_day + static_cast<std::int64_t>(i % 10) * 3 * cr::kDayMs + 7 * 3'600'000;
+      tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) WITH RECURSIVE t(m) AS (SELECT ? UNION ALL "
+              "SELECT m + 60000 FROM t WHERE m + 60000 < ?) SELECT ?, m, 1 FROM t WHERE m < ? OR m >= ?",
+              {first_day, kNow - cr::kMinuteMs, id, out_from, out_from + 3 * 3'600'000});
+    });
+  }
+  const double fill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fill_start).count();
+  const gpunex::server::reliability::JobSource no_rentals = [](gpunex::store::Tx&, const std::string&, std::int64_t) {
+    return std::vector<cr::Job>{};
+  };
+  gpunex::server::reliability::Settings settings;
+  const auto round = [&](std::int64_t now) {
+    const auto a = std::chrono::steady_clock::now();
+    gpunex::server::reliability::run_round(*st, no_rentals, settings, now);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+  };
+  const double first = round(kNow);
+  const double next = round(kNow + cr::kMinuteMs);
+  std::printf("reliability worker on %s: %zu machines with 30 days of presence rows (filled in %.1f s)\n",
+              st->describe().c_str(), n, fill_s);
+  std::printf("  first round (30 days judged from presence, stored): %.2f s, %.2f ms a machine\n", first,
+              first * 1000 / static_cast<double>(n));
+  std::printf("  next round (a minute later: today's new minutes):   %.2f s, %.2f ms a machine\n", next,
+              next * 1000 / static_cast<double>(n));
+  std::printf("  peak memory %.1f MiB\n", static_cast<double>(peak_rss_kib()) / 1024.0);
+  st.reset();
+  if (temp) {
+    const std::string path = db.substr(7);
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::size_t machines = 20000;
   unsigned threads = 2;
   std::string json_path;
+  std::size_t store_machines = 0;
+  std::string db;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--store" && i + 1 < argc) {
+      store_machines = std::stoul(argv[++i]);
+      continue;
+    }
+    if (a == "--db" && i + 1 < argc) {
+      db = argv[++i];
+      continue;
+    }
     if (a == "--machines" && i + 1 < argc) machines = std::stoul(argv[++i]);
     else if (a == "--threads" && i + 1 < argc) threads = static_cast<unsigned>(std::stoul(argv[++i]));
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--machines N] [--threads T] [--json FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--machines N] [--threads T] [--json FILE] | --store N [--db URL]\n", argv[0]);
       return 2;
     }
   }
+  if (store_machines > 0) return store_rounds(store_machines, db);
   const auto ks = kinds();
   const cr::Config c;
   std::vector<Timing> timings(machines);
