@@ -112,7 +112,7 @@ import json, sys
 t = json.load(open(sys.argv[1]))
 print(f"Start latency over {t['starts']} rentals (image present), ms    p50      p95")
 print(f"  gpunex: POST /v1/rentals -> running            {t['gpunex_p50_ms']:8.0f} {t['gpunex_p95_ms']:8.0f}")
-print(f"  podman: create + start (Docker API, curl)      {t['podman_p50_ms']:8.0f} {t['podman_p95_ms']:8.0f}")
+print(f"  podman: create + start (Docker API)            {t['podman_p50_ms']:8.0f} {t['podman_p95_ms']:8.0f}")
 ok = t['gpunex_p50_ms'] <= t['podman_p50_ms'] + 1000
 print(f"  target: p50 at most podman's + 1000 ms -> {'PASS' if ok else 'MISS'}")
 PY

@@ -128,6 +128,18 @@ std::vector<protocol::BoundPort> bound_ports(const std::vector<runtime::PortBind
   return out;
 }
 
+//! A container's output once it has exited. The engine writes the log file after the process (Podman's
+//! conmon does it asynchronously), so an exit can be seen before its last lines: an empty answer is
+//! asked again for up to a second.
+core::Result<std::string> final_logs(runtime::ContainerRuntime& runtime, const std::string& container_id, int lines) {
+  auto text = runtime.logs(container_id, lines);
+  for (int i = 0; i < 5 && text && text->empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    text = runtime.logs(container_id, lines);
+  }
+  return text;
+}
+
 std::size_t text_hash(const std::string& s) {
   return std::hash<std::string>{}(s);
 }
@@ -365,7 +377,7 @@ void RentalManager::watch(const Present& present) {
       send_ended(l.id, std::move(e));
       continue;
     }
-    auto text = runtime_.logs(l.container_id, opt_.log_tail_lines);
+    auto text = final_logs(runtime_, l.container_id, opt_.log_tail_lines);
     {
       std::lock_guard lock(mu_);
       auto w = watched_.find(l.id);
@@ -644,7 +656,7 @@ void RentalManager::stop_worker(const std::string& id, const std::string& contai
     if (auto s = runtime_.inspect(container_id); s && s->status == ContainerState::Status::exited) {
       if (s->exit_code >= -1 && s->exit_code <= 255) exit_code = s->exit_code;
     }
-    if (auto text = runtime_.logs(container_id, opt_.log_tail_lines); text) {
+    if (auto text = final_logs(runtime_, container_id, opt_.log_tail_lines); text) {
       tail = log_tail(*text, protocol::kMaxLogBytes);
     }
   }

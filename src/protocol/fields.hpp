@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/json_reader.hpp"
 
@@ -21,5 +22,20 @@ std::optional<std::int64_t> time_field(core::ObjectReader& r, std::string_view k
 int protocol_version(core::ObjectReader& r);
 //! "gpus[3]".
 std::string item_path(const std::string& list, std::size_t i);
+
+//! Parses every item of the array `list`, found at `key`, with parse(item, "key[i]", T&) into `out`;
+//! each bad item's error is recorded in `r` (and the item left out).
+template <class T, class Parse>
+void parse_items(core::ObjectReader& r, const nlohmann::json& list, const std::string& key, std::vector<T>& out,
+                 Parse parse) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    T item;
+    if (auto st = parse(list[i], item_path(key, i), item); !st) {
+      r.fail(std::move(st).error());
+      continue;
+    }
+    out.push_back(std::move(item));
+  }
+}
 
 }  // namespace gpunex::protocol::detail

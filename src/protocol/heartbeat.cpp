@@ -12,7 +12,6 @@ namespace gpunex::protocol {
 using core::Error;
 using core::ErrorCode;
 using core::ObjectReader;
-using detail::item_path;
 using detail::kBig;
 
 namespace {
@@ -195,28 +194,14 @@ core::Result<HeartbeatRequest> parse_heartbeat_request(const nlohmann::json& bod
   req.seq = r.required_int("seq", 1, 1LL << 53);
   req.sent_at_ms = detail::time_field(r, "sent_at", false);
   if (const auto* t = r.required_array("telemetry", 0, kMaxGpusPerMachine); t != nullptr && !r.failed()) {
-    for (std::size_t i = 0; i < t->size(); ++i) {
-      TelemetrySample s;
-      if (auto st = parse_sample((*t)[i], item_path("telemetry", i), s); !st) {
-        r.fail(std::move(st).error());
-        break;
-      }
-      req.telemetry.push_back(std::move(s));
-    }
+    detail::parse_items(r, *t, "telemetry", req.telemetry, parse_sample);
   }
   if (const auto* jobs = r.required_array("jobs", 0, 1024); jobs != nullptr) req.jobs = *jobs;
   if (const auto* ev = r.optional_value("events"); ev != nullptr && !r.failed()) {
     if (!ev->is_array() || ev->size() > 256) {
       r.fail(Error::make(ErrorCode::invalid_field, "must be an array of at most 256 events", std::string("events")));
     } else {
-      for (std::size_t i = 0; i < ev->size(); ++i) {
-        GpuEvent e;
-        if (auto st = parse_event((*ev)[i], item_path("events", i), e); !st) {
-          r.fail(std::move(st).error());
-          break;
-        }
-        req.events.push_back(std::move(e));
-      }
+      detail::parse_items(r, *ev, "events", req.events, parse_event);
     }
   }
   if (auto s = r.finish(); !s) return std::move(s).error();

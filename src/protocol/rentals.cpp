@@ -10,7 +10,6 @@ namespace gpunex::protocol {
 using core::Error;
 using core::ErrorCode;
 using core::ObjectReader;
-using detail::item_path;
 using detail::kBig;
 
 namespace {
@@ -145,14 +144,7 @@ core::Result<AgentRentals> parse_agent_rentals(const nlohmann::json& body) {
   AgentRentals out;
   out.version = r.required_string("version", 1, 64);
   if (const auto* list = r.required_array("rentals", 0, kMaxGpusPerMachine); list != nullptr) {
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      AssignedRental a;
-      if (auto st = parse_assigned((*list)[i], item_path("rentals", i), a); !st) {
-        r.fail(std::move(st).error());
-        continue;
-      }
-      out.rentals.push_back(std::move(a));
-    }
+    detail::parse_items(r, *list, "rentals", out.rentals, parse_assigned);
   }
   if (auto st = r.finish(); !st) return std::move(st).error();
   return out;
@@ -186,14 +178,7 @@ core::Result<RentalEventsRequest> parse_rental_events(const nlohmann::json& body
   out.machine_id = r.required_string("machine_id", 1, 64);
   out.seq = r.required_int("seq", 1, kBig);
   if (const auto* list = r.required_array("events", 1, 256); list != nullptr) {
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      RentalEvent e;
-      if (auto st = parse_event((*list)[i], item_path("events", i), e); !st) {
-        r.fail(std::move(st).error());
-        continue;
-      }
-      out.events.push_back(std::move(e));
-    }
+    detail::parse_items(r, *list, "events", out.events, parse_event);
   }
   if (auto st = r.finish(); !st) return std::move(st).error();
   return out;

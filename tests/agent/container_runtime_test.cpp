@@ -172,6 +172,17 @@ class RealEngine : public ::testing::Test {
     return *id;
   }
 
+  //! An exited container's output: the engine may write the log file a moment after the exit
+  //! (Podman's conmon does it asynchronously), so an empty answer is asked again for up to 2 s.
+  gpunex::core::Result<std::string> logs_after_exit(const std::string& id, int lines) {
+    auto logs = rt_->logs(id, lines);
+    for (int i = 0; i < 20 && logs.ok() && logs->empty(); ++i) {
+      std::this_thread::sleep_for(100ms);
+      logs = rt_->logs(id, lines);
+    }
+    return logs;
+  }
+
   ContainerState wait_exit(const std::string& id) {
     const auto end = std::chrono::steady_clock::now() + 30s;
     for (;;) {
@@ -195,7 +206,7 @@ TEST_F(RealEngine, AContainerRunsWithNoCapabilitiesAndNoNewPrivilegesAndItsOutpu
   EXPECT_EQ(done.exit_code, 3);
   EXPECT_FALSE(done.oom_killed);
   EXPECT_EQ(done.rental_id, prefix_ + "caps");
-  auto logs = rt_->logs(id, 100);
+  auto logs = logs_after_exit(id, 100);
   ASSERT_TRUE(logs.ok()) << logs.error().message;
   EXPECT_NE(logs->find("hello-from-the-rental\n"), std::string::npos) << *logs;
   EXPECT_NE(logs->find("CapEff:\t0000000000000000"), std::string::npos) << *logs;
@@ -209,7 +220,7 @@ TEST_F(RealEngine, AFileOnTheHostIsNotVisibleInside) {
   { std::ofstream(secret) << "host only\n"; }
   const auto id = run(spec_for(prefix_ + "host", {"sh", "-c", "cat " + secret + " && echo READ-THE-HOST-FILE; ls /tmp"}));
   wait_exit(id);
-  auto logs = rt_->logs(id, 100);
+  auto logs = logs_after_exit(id, 100);
   ASSERT_TRUE(logs.ok());
   EXPECT_EQ(logs->find("READ-THE-HOST-FILE"), std::string::npos) << *logs;
   EXPECT_EQ(logs->find("host only"), std::string::npos) << *logs;
@@ -224,7 +235,7 @@ TEST_F(RealEngine, AForkBombStopsAtThePidsLimit) {
   // would start all 200 and say "survived". Either way it ends.
   const auto done = wait_exit(id);
   EXPECT_NE(done.exit_code, 0) << "the shell gave up at the limit";
-  auto logs = rt_->logs(id, 300);
+  auto logs = logs_after_exit(id, 300);
   ASSERT_TRUE(logs.ok()) << logs.error().message;
   const std::string text = *logs;
   EXPECT_EQ(text.find("survived"), std::string::npos) << text;
@@ -246,7 +257,7 @@ TEST_F(RealEngine, AnotherCustomersContainerSeesNoProcessOrFileOfThisOne) {
   std::this_thread::sleep_for(500ms);
   const auto second = run(spec_for(prefix_ + "b", {"sh", "-c", "ps; ls /tmp; cat /tmp/file-of-a; echo end-of-b"}));
   wait_exit(second);
-  auto logs = rt_->logs(second, 200);
+  auto logs = logs_after_exit(second, 200);
   ASSERT_TRUE(logs.ok());
   EXPECT_NE(logs->find("end-of-b"), std::string::npos) << *logs;
   EXPECT_EQ(logs->find("sleep 300"), std::string::npos) << *logs;
@@ -298,7 +309,7 @@ TEST_F(RealEngine, StopLeavesTheContainerToReadItsExitCodeAndLogs) {
   EXPECT_EQ(stopped->ports[0].host_port, 40990);
   EXPECT_TRUE(stopped->started_at_ms.has_value());
   EXPECT_TRUE(stopped->finished_at_ms.has_value());
-  auto logs = rt_->logs(id, 10);
+  auto logs = logs_after_exit(id, 10);
   ASSERT_TRUE(logs.ok());
   EXPECT_NE(logs->find("got-term"), std::string::npos) << *logs;
   ASSERT_TRUE(rt_->stop_and_remove(id, 0s).ok());

@@ -316,6 +316,10 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::commission_bp, 0, 10000));
     k.push_back(int_key("rentals_settle_interval_s", "seconds between settlements of a running rental (at most an hour)",
                         &Config::rentals_settle_interval_s, 1, 3600));
+    k.push_back(int_key("payout_min_weekly_micro", "the least a weekly payout pays, in micro-USDC (20 USDC)",
+                        &Config::payout_min_weekly_micro, 0, 1'000'000'000'000));
+    k.push_back(int_key("payout_min_monthly_micro", "the least a monthly payout pays, in micro-USDC (1 USDC)",
+                        &Config::payout_min_monthly_micro, 0, 1'000'000'000'000));
     k.push_back(int_key("worker_lease_s",
                         "seconds a background worker's lease outlives a replica that died (another takes over then)",
                         &Config::worker_lease_s, 1, 3600));

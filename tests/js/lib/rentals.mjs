@@ -2,9 +2,11 @@
 // customer can rent it), a customer with credit, and the agent's side of the rentals protocol
 // spoken over HTTP (for tests of the server and the dashboard that need no container engine; the
 // end-to-end tests run the real agent on Podman instead).
+import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { approvedProvider } from './provider.mjs';
 import { startAgent } from './agent.mjs';
+import { postedMachine } from './rental_machine.mjs';
 import { BENCH_SERVER_ARGS, Client, until } from './server.mjs';
 
 let customers = 0;
@@ -38,6 +40,18 @@ export async function listedMachine(server, email, { simulate = 'L4:2', model = 
   const priced = await client.request('PUT', `/v1/provider/prices/${model}`, { body: { usdc_per_gpu_hour: price } });
   if (priced.status !== 200) throw new Error(`price: ${priced.status} ${priced.body}`);
   return { client, key, machine, agent };
+}
+
+// A listed, priced machine of `gpus` L40S with no agent at all: the test speaks for the agent
+// (postedMachine's heartbeats every second, and AgentVoice's rental events), so no real agent races
+// it to answer the rentals. The same shape as listedMachine's answer.
+export async function agentlessMachine(server, email, { gpus = 2, price = '0.50' } = {}) {
+  const provider = await approvedProvider(server, email, {
+    gpus: [{ model: 'L40S', count: gpus, system_ram_gb: 256, download_gbps: 10, upload_gbps: 10,
+      availability: '24/7', location: { city: 'Dublin', country: 'IE', region: 'eu-west' } }],
+  });
+  const posted = await postedMachine(server, provider, { gpus, price, name: email.split('@')[0] });
+  return { ...provider, machine: { id: posted.machineId }, agent: { stop: () => posted.stop() } };
 }
 
 // A signed-in customer credited `amount` USDC by an operator.
@@ -124,4 +138,13 @@ export function containerEngine(t) {
   if (process.env.CI) throw new Error('GPUNEX_TEST_DOCKER_HOST is not set: make test starts Podman (scripts/podman.sh)');
   t.skip('no container engine: set GPUNEX_TEST_DOCKER_HOST (scripts/podman.sh start DIR prints it)');
   return null;
+}
+
+// The rows of a query on the server's store (sqlite3 or psql), each an array of text fields.
+export function storeRows(server, statement) {
+  const r = server.db.startsWith('sqlite:')
+    ? spawnSync('sqlite3', ['-separator', '|', server.db.slice(7), statement], { encoding: 'utf8' })
+    : spawnSync('psql', [server.db, '-At', '-F', '|', '-c', statement], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
 }

@@ -5,23 +5,14 @@
 // that charges exactly the seconds it ran, 80% to the provider and 20% to the platform.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, customerWithCredit, listedMachine } from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function sql(server, statement) {
-  const r = server.db.startsWith('sqlite:')
-    ? spawnSync('sqlite3', ['-separator', '|', server.db.slice(7), statement], { encoding: 'utf8' })
-    : spawnSync('psql', [server.db, '-At', '-F', '|', '-c', statement], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(r.stderr);
-  return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
-}
-
 // Micro-USDC per account from the ledger.
 function ledgerByAccount(server) {
-  return Object.fromEntries(sql(server, 'SELECT account, SUM(amount) FROM ledger_entries GROUP BY account')
+  return Object.fromEntries(storeRows(server, 'SELECT account, SUM(amount) FROM ledger_entries GROUP BY account')
     .map(([a, s]) => [a, Number(s)]));
 }
 
@@ -32,14 +23,14 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
   const server = await new TestServer(RENTAL_SERVER_ARGS).start();
   let provider;
   try {
-    provider = await listedMachine(server, 'rent-provider@example.com', { simulate: 'L4:2' });
+    provider = await agentlessMachine(server, 'rent-provider@example.com', { gpus: 2 });
     const { machine } = provider;
     const ann = await customerWithCredit(server, '100.00');
     const bob = await customerWithCredit(server, '100.00');
     const poor = await customerWithCredit(server, '0.10');
     const voice = new AgentVoice(server, provider.key, machine.id);
 
-    const offers = await ann.request('GET', '/v1/marketplace/offers?model=L4');
+    const offers = await ann.request('GET', '/v1/marketplace/offers?model=L40S');
     assert.equal(offers.json.items.length, 1, offers.body);
     assert.equal(offers.json.items[0].gpu_count_available, 2);
 
@@ -60,7 +51,7 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     await bad({ gpu_count: 0 }, 'gpu_count');
     await bad({ command: 'echo' }, 'command');
     await bad({ ssh_public_key: 'not a key' }, 'ssh_public_key');
-    await bad({ filters: { model: 'L4' } }, 'filters');
+    await bad({ filters: { model: 'L40S' } }, 'filters');
     await bad({ gpu_count: 3 }, 'machine_id', 409);
     const nothing = await ann.request('POST', '/v1/rentals', { body: RENT });
     assert.equal(nothing.status, 400);
@@ -112,20 +103,20 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
 
     // The offer now has one free GPU; a price change does not touch the running rental.
     await until('the offer to show one free GPU', async () => {
-      const r = await bob.request('GET', '/v1/marketplace/offers?model=L4');
+      const r = await bob.request('GET', '/v1/marketplace/offers?model=L40S');
       return r.json.items.length === 1 && r.json.items[0].gpu_count_available === 1;
     }, 10000);
-    assert.equal((await provider.client.request('PUT', '/v1/provider/prices/L4',
+    assert.equal((await provider.client.request('PUT', '/v1/provider/prices/L40S',
       { body: { usdc_per_gpu_hour: '2.00' } })).status, 200);
     assert.equal((await ann.request('GET', `/v1/rentals/${rental.id}`)).json.usdc_per_gpu_hour, '0.500000');
 
     // Another customer rents the other GPU by filters, at the new price; a third finds none free.
-    const bobs = await bob.request('POST', '/v1/rentals', { body: { filters: { model: 'l4', region: 'eu-west' },
+    const bobs = await bob.request('POST', '/v1/rentals', { body: { filters: { model: 'l40s', region: 'eu-west' },
       ...RENT } });
     assert.equal(bobs.status, 201, bobs.body);
     assert.equal(bobs.json.usdc_per_gpu_hour, '2.000000');
     assert.notDeepEqual(bobs.json.gpus, rental.gpus);
-    const none = await bob.request('POST', '/v1/rentals', { body: { filters: { model: 'L4' }, ...RENT } });
+    const none = await bob.request('POST', '/v1/rentals', { body: { filters: { model: 'L40S' }, ...RENT } });
     assert.equal(none.status, 409, none.body);
     assert.equal(none.json.error.code, 'no_gpus_available');
 
@@ -233,7 +224,7 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal(gpuEnded.end_text, 'A GPU failed');
 
     await until('both GPUs to be offered again', async () => {
-      const r = await bob.request('GET', '/v1/marketplace/offers?model=L4');
+      const r = await bob.request('GET', '/v1/marketplace/offers?model=L40S');
       return r.json.items.length === 1 && r.json.items[0].gpu_count_available === 2;
     }, 10000);
   } finally {

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, customerWithCredit, listedMachine } from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit } from '../lib/rentals.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const micro = (usdc) => Math.round(Number(usdc) * 1e6);
@@ -18,7 +18,7 @@ test(`${BACKEND}: rentals stop at max duration, when the balance runs out, and w
     '--rentals-settle-interval-s', '300']).start();
   let provider;
   try {
-    provider = await listedMachine(server, 'clock-provider@example.com', { simulate: 'L4:2' });
+    provider = await agentlessMachine(server, 'clock-provider@example.com', { gpus: 2 });
     const voice = new AgentVoice(server, provider.key, provider.machine.id);
     const ann = await customerWithCredit(server, '0.60');
     const bob = await customerWithCredit(server, '100.00');

@@ -3,27 +3,18 @@
 // second of use. The ledger afterwards holds exactly what the rental's metered time costs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { BACKEND, TestServer } from '../lib/server.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, customerWithCredit, listedMachine } from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const micro = (usdc) => Math.round(Number(usdc) * 1e6);
-
-function sql(server, statement) {
-  const r = server.db.startsWith('sqlite:')
-    ? spawnSync('sqlite3', ['-separator', '|', server.db.slice(7), statement], { encoding: 'utf8' })
-    : spawnSync('psql', [server.db, '-At', '-F', '|', '-c', statement], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(r.stderr);
-  return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
-}
 
 test(`${BACKEND}: killing the server during settlements neither double-charges nor loses usage`, async () => {
   const server = await new TestServer([...RENTAL_SERVER_ARGS.filter((a, i, all) => a !== '--rentals-tick-ms'
     && all[i - 1] !== '--rentals-tick-ms'), '--rentals-settle-interval-s', '1', '--rentals-tick-ms', '100', '--worker-lease-s', '1']).start();
   let provider;
   try {
-    provider = await listedMachine(server, 'crash-provider@example.com', { simulate: 'L4:1', price: '3.60' });
+    provider = await agentlessMachine(server, 'crash-provider@example.com', { gpus: 1, price: '3.60' });
     const ann = await customerWithCredit(server, '100.00');
     const voice = new AgentVoice(server, provider.key, provider.machine.id);
     const made = await ann.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id,
@@ -42,7 +33,7 @@ test(`${BACKEND}: killing the server during settlements neither double-charges n
       for (const c of [ann, voice.agent]) c.baseUrl = server.url;
     }
     await sleep(1500);
-    const settledBefore = sql(server, `SELECT COUNT(*) FROM ledger_transactions WHERE reference = '${id}'`)[0][0];
+    const settledBefore = storeRows(server, `SELECT COUNT(*) FROM ledger_transactions WHERE reference = '${id}'`)[0][0];
     assert.ok(Number(settledBefore) >= 3, `settled ${settledBefore} times while running`);
     assert.equal((await ann.request('POST', `/v1/rentals/${id}/stop`)).status, 200);
     assert.equal((await voice.send([{ rental_id: id, type: 'ended', exit_code: 143 }])).status, 200);
@@ -52,13 +43,13 @@ test(`${BACKEND}: killing the server during settlements neither double-charges n
     const ranMs = Date.parse(ended.ended_at) - Date.parse(ended.running_since);
     const owed = Math.floor((3600000 * ranMs) / 3600000);  // 3.60 USDC an hour: 1 micro-USDC a millisecond
     assert.equal(micro(ended.cost_so_far), owed);
-    const [[customer]] = sql(server, `SELECT customer_id FROM rentals WHERE id = '${id}'`);
-    const [[charged]] = sql(server, `SELECT -SUM(amount) FROM ledger_entries WHERE account = 'customer:${customer}'
+    const [[customer]] = storeRows(server, `SELECT customer_id FROM rentals WHERE id = '${id}'`);
+    const [[charged]] = storeRows(server, `SELECT -SUM(amount) FROM ledger_entries WHERE account = 'customer:${customer}'
       AND tx_id IN (SELECT id FROM ledger_transactions WHERE reference = '${id}')`);
     assert.equal(Number(charged), owed, 'the settlements add up to the metered time, once');
-    const [[total]] = sql(server, 'SELECT SUM(amount) FROM ledger_entries');
+    const [[total]] = storeRows(server, 'SELECT SUM(amount) FROM ledger_entries');
     assert.equal(Number(total), 0);
-    const [[keys, distinct]] = sql(server, `SELECT COUNT(dedupe_key), COUNT(DISTINCT dedupe_key) FROM ledger_transactions
+    const [[keys, distinct]] = storeRows(server, `SELECT COUNT(dedupe_key), COUNT(DISTINCT dedupe_key) FROM ledger_transactions
       WHERE reference = '${id}'`);
     assert.equal(keys, distinct);
   } finally {

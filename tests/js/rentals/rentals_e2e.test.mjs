@@ -8,25 +8,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync, rmSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
 import { startAgent } from '../lib/agent.mjs';
 import { RENTAL_SERVER_ARGS, containerEngine, customerWithCredit, dockerApi, listedMachine,
-  rentalContainers } from '../lib/rentals.mjs';
+  rentalContainers, storeRows } from '../lib/rentals.mjs';
 
 const IMAGE = 'localhost/gpunex-test:1';
 const micro = (usdc) => Math.round(Number(usdc) * 1e6);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // Exits at once on SIGTERM (as PID 1 a shell ignores it otherwise), and runs until then.
 const LOOP = "trap 'exit 0' TERM; while true; do sleep 0.2; done";
-
-function sql(server, statement) {
-  const r = server.db.startsWith('sqlite:')
-    ? spawnSync('sqlite3', ['-separator', '|', server.db.slice(7), statement], { encoding: 'utf8' })
-    : spawnSync('psql', [server.db, '-At', '-F', '|', '-c', statement], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(r.stderr);
-  return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
-}
 
 async function rent(customer, machineId, command, extra = {}) {
   const r = await customer.request('POST', '/v1/rentals', { body: { machine_id: machineId, image: IMAGE,
@@ -109,15 +100,15 @@ test(`${BACKEND}: a customer rents a simulated L4, sees its output, stops it, an
     const ranMs = Date.parse(ended.ended_at) - Date.parse(ended.running_since);
     const charged = Math.floor((500000 * ranMs) / 3600000);
     assert.equal(micro(ended.cost_so_far), charged);
-    const [[customer]] = sql(server, `SELECT customer_id FROM rentals WHERE id = '${anns}'`);
-    const byAccount = Object.fromEntries(sql(server, `SELECT account, SUM(amount) FROM ledger_entries
+    const [[customer]] = storeRows(server, `SELECT customer_id FROM rentals WHERE id = '${anns}'`);
+    const byAccount = Object.fromEntries(storeRows(server, `SELECT account, SUM(amount) FROM ledger_entries
       WHERE tx_id IN (SELECT id FROM ledger_transactions WHERE reference = '${anns}') GROUP BY account`)
       .map(([a, s]) => [a, Number(s)]));
     assert.equal(byAccount[`customer:${customer}`], -charged);
     const providerAccount = Object.keys(byAccount).find((a) => a.startsWith('provider:'));
     assert.equal(byAccount[providerAccount], Math.floor(charged * 0.8));
     assert.equal(byAccount['platform:commission'], charged - Math.floor(charged * 0.8));
-    assert.equal(Number(sql(server, 'SELECT SUM(amount) FROM ledger_entries')[0][0]), 0);
+    assert.equal(Number(storeRows(server, 'SELECT SUM(amount) FROM ledger_entries')[0][0]), 0);
 
     assert.equal((await bob.request('POST', `/v1/rentals/${bobs}/stop`)).status, 200);
     await state(bob, bobs, 'ended', provider.agent);
