@@ -117,14 +117,15 @@ Machine make_machine(std::size_t i, const std::vector<Kind>& ks) {
     }
     for (int j = 0, n = static_cast<int>(u(rng) * 2); j < n; ++j) {
       const bool failed = u(rng) < 0.05;
-      m.jobs.push_back({"r_" + std::to_string(i) + "_" + std::to_string(m.jobs.size()),
-                        d + static_cast<std::int64_t>(u(rng) * cr::kDayMs),
-                        failed ? gpunex::core::rental::EndReason::gpu_failure
-                               : gpunex::core::rental::EndReason::customer_stopped,
-                        failed});
+      m.jobs.push_back(
+          {"r_" + std::to_string(i) + "_" + std::to_string(m.jobs.size()),
+           d + static_cast<std::int64_t>(u(rng) * cr::kDayMs),
+           failed ? gpunex::core::rental::EndReason::gpu_failure : gpunex::core::rental::EndReason::customer_stopped,
+           failed});
     }
   }
-  for (std::int64_t at = first_day + static_cast<std::int64_t>(u(rng) * 7 * cr::kDayMs); at < kNow; at += 7 * cr::kDayMs) {
+  for (std::int64_t at = first_day + static_cast<std::int64_t>(u(rng) * 7 * cr::kDayMs); at < kNow;
+       at += 7 * cr::kDayMs) {
     cr::BenchRun r;
     r.run_id = "bench_" + std::to_string(i) + "_" + std::to_string(m.runs.size());
     r.at_ms = at;
@@ -170,10 +171,10 @@ Timing score_machine(const Machine& m, const cr::Config& c) {
     const auto plan = cr::plan_day(m.kind->schedule, m.kind->declared, d, c);
     const auto lo = std::lower_bound(m.presence.begin(), m.presence.end(), d);
     const auto hi = std::lower_bound(lo, m.presence.end(), d + cr::kDayMs);
-    const auto present = cr::minutes_of_day(std::span<const std::int64_t>(m.presence)
-                                                .subspan(static_cast<std::size_t>(lo - m.presence.begin()),
-                                                         static_cast<std::size_t>(hi - lo)),
-                                            d);
+    const auto present = cr::minutes_of_day(
+        std::span<const std::int64_t>(m.presence)
+            .subspan(static_cast<std::size_t>(lo - m.presence.begin()), static_cast<std::size_t>(hi - lo)),
+        d);
     days.push_back(cr::judge_day(plan, present, m.registered_ms, kNow, m.jobs, m.runs, c));
   }
   double check = 0;
@@ -188,7 +189,8 @@ Timing score_machine(const Machine& m, const cr::Config& c) {
   const auto rec = cr::recovery(days, kNow, future, c);
   std::size_t words = 0;
   for (const auto& d : days)
-    for (const auto& e : d.events) words += cr::describe(e, *m.kind->schedule.zone, d.uptime(), c).size() + cr::advice(e).size();
+    for (const auto& e : d.events)
+      words += cr::describe(e, *m.kind->schedule.zone, d.uptime(), c).size() + cr::advice(e).size();
   const auto t2 = clock::now();
   Timing t;
   t.recompute_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
@@ -200,7 +202,8 @@ Timing score_machine(const Machine& m, const cr::Config& c) {
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(std::min<double>(static_cast<double>(v.size() - 1), p / 100.0 * static_cast<double>(v.size())));
+  const auto i = static_cast<std::size_t>(
+      std::min<double>(static_cast<double>(v.size() - 1), p / 100.0 * static_cast<double>(v.size())));
   return v[i];
 }
 
@@ -220,23 +223,27 @@ int store_rounds(std::size_t n, std::string db) {
   const auto fill_start = std::chrono::steady_clock::now();
   st->transact([&](gpunex::store::Tx& tx) {
     tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
-    tx.exec("INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES ('a1', 'u1', "
-            "'approved', '{}', 0, 0)");
-    tx.exec("INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'u1', 'a1', "
-            "'community', 0)");
+    tx.exec(
+        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES ('a1', 'u1', "
+        "'approved', '{}', 0, 0)");
+    tx.exec(
+        "INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'u1', 'a1', "
+        "'community', 0)");
   });
   for (std::size_t i = 0; i < n; ++i) {
     st->transact([&](gpunex::store::Tx& tx) {
       const std::string id = "m" + std::to_string(100000 + i);
-      tx.exec("INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
-              "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
-              "last_seq) VALUES (?, 'p1', ?, 'h', '{}', 1, '0.1.0', 1, 'online', '550', '12.4', ?, ?, 0, 0)",
-              {id, id, first_day - cr::kDayMs, first_day - cr::kDayMs});
+      tx.exec(
+          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
+          "last_seq) VALUES (?, 'p1', ?, 'h', '{}', 1, '0.1.0', 1, 'online', '550', '12.4', ?, ?, 0, 0)",
+          {id, id, first_day - cr::kDayMs, first_day - cr::kDayMs});
       // Every minute up to now, but an outage of a few hours on one day in ten.
       const std::int64_t out_from = first_day + static_cast<std::int64_t>(i % 10) * 3 * cr::kDayMs + 7 * 3'600'000;
-      tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) WITH RECURSIVE t(m) AS (SELECT ? UNION ALL "
-              "SELECT m + 60000 FROM t WHERE m + 60000 < ?) SELECT ?, m, 1 FROM t WHERE m < ? OR m >= ?",
-              {first_day, kNow - cr::kMinuteMs, id, out_from, out_from + 3 * 3'600'000});
+      tx.exec(
+          "INSERT INTO presence_minute (machine_id, minute, beats) WITH RECURSIVE t(m) AS (SELECT ? UNION ALL "
+          "SELECT m + 60000 FROM t WHERE m + 60000 < ?) SELECT ?, m, 1 FROM t WHERE m < ? OR m >= ?",
+          {first_day, kNow - cr::kMinuteMs, id, out_from, out_from + 3 * 3'600'000});
     });
   }
   const double fill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - fill_start).count();
@@ -284,9 +291,12 @@ int main(int argc, char** argv) {
       db = argv[++i];
       continue;
     }
-    if (a == "--machines" && i + 1 < argc) machines = std::stoul(argv[++i]);
-    else if (a == "--threads" && i + 1 < argc) threads = static_cast<unsigned>(std::stoul(argv[++i]));
-    else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    if (a == "--machines" && i + 1 < argc)
+      machines = std::stoul(argv[++i]);
+    else if (a == "--threads" && i + 1 < argc)
+      threads = static_cast<unsigned>(std::stoul(argv[++i]));
+    else if (a == "--json" && i + 1 < argc)
+      json_path = argv[++i];
     else {
       std::fprintf(stderr, "usage: %s [--machines N] [--threads T] [--json FILE] | --store N [--db URL]\n", argv[0]);
       return 2;
@@ -335,24 +345,28 @@ int main(int argc, char** argv) {
               percentile(endpoint, 99), percentile(endpoint, 100));
   std::printf("  %-44s %10.0f %10.0f %10.0f\n", "one machine, all of it", percentile(both, 50), percentile(both, 99),
               percentile(both, 100));
-  std::printf("  scoring time, all machines: %.2f s CPU per thread on %u thread(s) (wall %.2f s with making the "
-              "inputs); peak memory %.1f MiB; mean score %.2f\n",
-              scoring_s, threads, wall_s, static_cast<double>(peak_rss_kib()) / 1024.0,
-              score_sum / static_cast<double>(machines));
+  std::printf(
+      "  scoring time, all machines: %.2f s CPU per thread on %u thread(s) (wall %.2f s with making the "
+      "inputs); peak memory %.1f MiB; mean score %.2f\n",
+      scoring_s, threads, wall_s, static_cast<double>(peak_rss_kib()) / 1024.0,
+      score_sum / static_cast<double>(machines));
   const bool ok = scoring_s < 60 && percentile(both, 99) < 5000;
   std::printf("  targets: full recompute under 60 s on 2 cores, one machine under 5 ms: %s\n", ok ? "met" : "MISSED");
   if (!json_path.empty()) {
-    nlohmann::json j = {{"machines", machines},
-                        {"days", kDays},
-                        {"threads", threads},
-                        {"present_minutes", present_minutes.load()},
-                        {"recompute_us", {{"p50", percentile(recompute, 50)}, {"p99", percentile(recompute, 99)}, {"max", percentile(recompute, 100)}}},
-                        {"endpoint_us", {{"p50", percentile(endpoint, 50)}, {"p99", percentile(endpoint, 99)}, {"max", percentile(endpoint, 100)}}},
-                        {"machine_us", {{"p50", percentile(both, 50)}, {"p99", percentile(both, 99)}, {"max", percentile(both, 100)}}},
-                        {"scoring_s", scoring_s},
-                        {"wall_s", wall_s},
-                        {"peak_rss_mib", static_cast<double>(peak_rss_kib()) / 1024.0},
-                        {"targets_met", ok}};
+    nlohmann::json j = {
+        {"machines", machines},
+        {"days", kDays},
+        {"threads", threads},
+        {"present_minutes", present_minutes.load()},
+        {"recompute_us",
+         {{"p50", percentile(recompute, 50)}, {"p99", percentile(recompute, 99)}, {"max", percentile(recompute, 100)}}},
+        {"endpoint_us",
+         {{"p50", percentile(endpoint, 50)}, {"p99", percentile(endpoint, 99)}, {"max", percentile(endpoint, 100)}}},
+        {"machine_us", {{"p50", percentile(both, 50)}, {"p99", percentile(both, 99)}, {"max", percentile(both, 100)}}},
+        {"scoring_s", scoring_s},
+        {"wall_s", wall_s},
+        {"peak_rss_mib", static_cast<double>(peak_rss_kib()) / 1024.0},
+        {"targets_met", ok}};
     std::ofstream(json_path) << j.dump(2) << "\n";
   }
   return ok ? 0 : 1;

@@ -19,9 +19,13 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return -floor_div(-a, b); }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return -floor_div(-a, b);
+}
 
-std::int64_t ms_of(UtcTime t) { return t.time_since_epoch().count() * 1000; }
+std::int64_t ms_of(UtcTime t) {
+  return t.time_since_epoch().count() * 1000;
+}
 
 //! The minutes [first, last) of a day; both clamped to the day.
 MinuteBits span(std::int64_t first, std::int64_t last) {
@@ -40,7 +44,9 @@ MinuteBits minutes_in(std::int64_t day_ms, std::int64_t start_ms, std::int64_t e
   return span(ceil_div(start_ms - day_ms, kMinuteMs), ceil_div(end_ms - day_ms, kMinuteMs));
 }
 
-double weight_sum(const Config& c) { return c.weight_uptime + c.weight_jobs + c.weight_stability; }
+double weight_sum(const Config& c) {
+  return c.weight_uptime + c.weight_jobs + c.weight_stability;
+}
 
 std::string percent(double share, int decimals) {
   char buf[32];
@@ -57,17 +63,24 @@ std::string duration_text(std::int64_t minutes) {
 
 std::string reason_words(rental::EndReason r) {
   switch (r) {
-    case rental::EndReason::gpu_failure: return "ended by GPU failure";
-    case rental::EndReason::host_failure: return "ended by host failure";
-    case rental::EndReason::agent_lost: return "ended because the machine was offline over 5 minutes (agent lost)";
-    case rental::EndReason::provider_stopped: return "stopped by you, the provider";
-    default: return "ended: " + std::string(rental::to_string(r));
+    case rental::EndReason::gpu_failure:
+      return "ended by GPU failure";
+    case rental::EndReason::host_failure:
+      return "ended by host failure";
+    case rental::EndReason::agent_lost:
+      return "ended because the machine was offline over 5 minutes (agent lost)";
+    case rental::EndReason::provider_stopped:
+      return "stopped by you, the provider";
+    default:
+      return "ended: " + std::string(rental::to_string(r));
   }
 }
 
 }  // namespace
 
-std::int64_t day_of(std::int64_t ms) { return floor_div(ms, kDayMs) * kDayMs; }
+std::int64_t day_of(std::int64_t ms) {
+  return floor_div(ms, kDayMs) * kDayMs;
+}
 
 double day_weight(std::int64_t age_days, const Config& c) {
   if (c.half_life_days <= 0) return age_days == 0 ? 1.0 : 0.0;
@@ -109,8 +122,8 @@ DayPlan merge_plans(const DayPlan& judged, std::int64_t judged_until_ms, const D
   p.excused = (judged.excused & before) | (fresh.excused & ~before);
   p.late = fresh.late;
   for (const auto& l : judged.late) {
-    const bool known = std::any_of(p.late.begin(), p.late.end(),
-                                   [&](const LateMaintenance& x) { return x.start_ms == l.start_ms; });
+    const bool known =
+        std::any_of(p.late.begin(), p.late.end(), [&](const LateMaintenance& x) { return x.start_ms == l.start_ms; });
     if (!known && l.start_ms < judged_until_ms) p.late.push_back(l);
   }
   return p;
@@ -134,9 +147,12 @@ std::optional<MinuteBits> from_hex(std::string_view hex) {
   for (int i = 0; i < kMinutesPerDay / 4; ++i) {
     const char ch = hex[static_cast<std::size_t>(i)];
     unsigned v = 0;
-    if (ch >= '0' && ch <= '9') v = static_cast<unsigned>(ch - '0');
-    else if (ch >= 'a' && ch <= 'f') v = static_cast<unsigned>(ch - 'a' + 10);
-    else return std::nullopt;
+    if (ch >= '0' && ch <= '9')
+      v = static_cast<unsigned>(ch - '0');
+    else if (ch >= 'a' && ch <= 'f')
+      v = static_cast<unsigned>(ch - 'a' + 10);
+    else
+      return std::nullopt;
     for (int b = 0; b < 4; ++b)
       if (v & (1u << b)) out.set(static_cast<std::size_t>(4 * i + b));
   }
@@ -189,9 +205,12 @@ std::optional<double> run_stability(const BenchRun& r, const Config& c) {
 
 std::string_view to_string(EventKind k) {
   switch (k) {
-    case EventKind::offline: return "offline";
-    case EventKind::job_failed: return "job_failed";
-    case EventKind::benchmark_low: return "benchmark_low";
+    case EventKind::offline:
+      return "offline";
+    case EventKind::job_failed:
+      return "job_failed";
+    case EventKind::benchmark_low:
+      return "benchmark_low";
   }
   return "offline";
 }
@@ -358,16 +377,16 @@ Score score_as_of(const std::vector<Day>& days, std::int64_t as_of_ms, const Con
   }
   s.uptime = s.w_counted > 0 ? s.w_present / s.w_counted : 1.0;
   const double prior_jobs = std::max(0.0, c.job_prior_count);
-  s.job_completion =
-      s.w_jobs + prior_jobs > 0 ? (s.w_jobs_ok + prior_jobs * c.job_prior_rate) / (s.w_jobs + prior_jobs) : c.job_prior_rate;
+  s.job_completion = s.w_jobs + prior_jobs > 0 ? (s.w_jobs_ok + prior_jobs * c.job_prior_rate) / (s.w_jobs + prior_jobs)
+                                               : c.job_prior_rate;
   s.stability_is_prior = !(s.w_runs > 0);
   s.stability = s.stability_is_prior ? c.stability_prior : s.w_run_sum / s.w_runs;
   const double total = weight_sum(c);
-  s.formula = total > 0 ? 100.0 *
-                              (c.weight_uptime * s.uptime + c.weight_jobs * s.job_completion +
-                               c.weight_stability * s.stability) /
-                              total
-                        : 100.0 * s.uptime;
+  s.formula =
+      total > 0
+          ? 100.0 * (c.weight_uptime * s.uptime + c.weight_jobs * s.job_completion + c.weight_stability * s.stability) /
+                total
+          : 100.0 * s.uptime;
   s.formula = std::clamp(s.formula, 0.0, 100.0);
   s.is_new = !history;
   s.score = s.is_new ? std::clamp(c.prior_score, 0.0, 100.0) : s.formula;
@@ -410,7 +429,8 @@ Recovery recovery(const std::vector<Day>& days, std::int64_t as_of_ms, const std
       future.day_ms = today + k * kDayMs;
       future.full = future.complete = true;
       if (!future_counted.empty())
-        future.counted_min = future_counted[std::min<std::size_t>(static_cast<std::size_t>(k - 1), future_counted.size() - 1)];
+        future.counted_min =
+            future_counted[std::min<std::size_t>(static_cast<std::size_t>(k - 1), future_counted.size() - 1)];
       future.present_min = future.counted_min;
       actual.push_back(future);
       clean.push_back(future);
@@ -432,18 +452,22 @@ Recovery recovery(const std::vector<Day>& days, std::int64_t as_of_ms, const std
 namespace {
 
 std::string local_hhmm(const date::time_zone& zone, std::int64_t ms) {
-  return date::format("%H:%M", date::floor<std::chrono::minutes>(zone.to_local(date::sys_time<milliseconds>{milliseconds{ms}})));
+  return date::format("%H:%M",
+                      date::floor<std::chrono::minutes>(zone.to_local(date::sys_time<milliseconds>{milliseconds{ms}})));
 }
 
 std::string local_day(const date::time_zone& zone, std::int64_t ms) {
-  return date::format("%a %d %b", date::floor<std::chrono::minutes>(zone.to_local(date::sys_time<milliseconds>{milliseconds{ms}})));
+  return date::format("%a %d %b",
+                      date::floor<std::chrono::minutes>(zone.to_local(date::sys_time<milliseconds>{milliseconds{ms}})));
 }
 
 std::string hours_text(std::int64_t ms) {
   const double h = static_cast<double>(ms) / 3'600'000.0;
   char buf[32];
-  if (h < 1) std::snprintf(buf, sizeof buf, "%.0f min", h * 60);
-  else std::snprintf(buf, sizeof buf, h < 10 ? "%.1f h" : "%.0f h", h);
+  if (h < 1)
+    std::snprintf(buf, sizeof buf, "%.0f min", h * 60);
+  else
+    std::snprintf(buf, sizeof buf, h < 10 ? "%.1f h" : "%.0f h", h);
   return buf;
 }
 
@@ -458,8 +482,9 @@ std::string describe(const Event& e, const date::time_zone& zone, double day_upt
                                               local_day(zone, e.end_ms) + " " + local_hhmm(zone, e.end_ms);
       std::string text = "Offline " + when + " (" + duration_text(e.minutes) + ") during scheduled hours";
       if (e.late_declared_ms) {
-        text += ", in maintenance declared only " + hours_text(std::max<std::int64_t>(0, e.at_ms - *e.late_declared_ms)) +
-                " ahead (" + hours_text(c.maintenance_notice_ms) + " notice needed)";
+        text += ", in maintenance declared only " +
+                hours_text(std::max<std::int64_t>(0, e.at_ms - *e.late_declared_ms)) + " ahead (" +
+                hours_text(c.maintenance_notice_ms) + " notice needed)";
       }
       return text + ": uptime " + percent(day_uptime, 1) + " that day";
     }

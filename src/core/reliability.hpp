@@ -45,13 +45,13 @@ struct Config {
   double weight_uptime = 0.5;
   double weight_jobs = 0.3;
   double weight_stability = 0.2;
-  double job_prior_count = 5;    // pseudo-jobs ...
-  double job_prior_rate = 0.95;  // ... completed at this rate
+  double job_prior_count = 5;                             // pseudo-jobs ...
+  double job_prior_rate = 0.95;                           // ... completed at this rate
   std::int64_t maintenance_notice_ms = 24 * 3'600'000LL;  // maintenance declared this far ahead is excused
-  double throttle_penalty = 1.0;  // a run fully throttled loses this share of its stability
-  double stability_prior = 0.95;  // S when no benchmark run falls in the window
-  double prior_score = 90;        // what a new machine shows (the rank's reliability prior)
-  double recovered_points = 1.0;  // recovered: the events of the window cost less than this
+  double throttle_penalty = 1.0;                          // a run fully throttled loses this share of its stability
+  double stability_prior = 0.95;                          // S when no benchmark run falls in the window
+  double prior_score = 90;                                // what a new machine shows (the rank's reliability prior)
+  double recovered_points = 1.0;                          // recovered: the events of the window cost less than this
 };
 
 //! The UTC midnight (ms) of the day holding `ms`.
@@ -69,15 +69,14 @@ struct LateMaintenance {
 //! What the schedule makes of one UTC day.
 struct DayPlan {
   std::int64_t day_ms = 0;
-  MinuteBits scheduled;  // in an availability window
-  MinuteBits excused;    // scheduled, but in maintenance declared at least maintenance_notice ahead
+  MinuteBits scheduled;               // in an availability window
+  MinuteBits excused;                 // scheduled, but in maintenance declared at least maintenance_notice ahead
   std::vector<LateMaintenance> late;  // maintenance over scheduled minutes declared later than that
 };
 
 //! The plan of the day starting at `day_ms` (a UTC midnight). `declared_ms[i]` is when
 //! s.maintenance[i] was declared; one missing counts as declared too late.
-DayPlan plan_day(const Schedule& s, const std::vector<std::int64_t>& declared_ms, std::int64_t day_ms,
-                 const Config& c);
+DayPlan plan_day(const Schedule& s, const std::vector<std::int64_t>& declared_ms, std::int64_t day_ms, const Config& c);
 //! `judged`'s minutes before `judged_until_ms` and `fresh`'s after: a minute once judged keeps its
 //! judgement, so changing a schedule never re-judges time already past.
 DayPlan merge_plans(const DayPlan& judged, std::int64_t judged_until_ms, const DayPlan& fresh);
@@ -102,8 +101,8 @@ struct Job {
 struct GpuRun {
   std::string uuid;
   std::int64_t index = 0;
-  double score = 0;     // the run's performance score
-  double baseline = 0;  // the GPU's baseline: its first scored run
+  double score = 0;            // the run's performance score
+  double baseline = 0;         // the GPU's baseline: its first scored run
   double thermal_share = 0;    // share of the run's samples thermally throttled
   double power_share = 0;      // ... power capped or braked
   double throttled_share = 0;  // ... either
@@ -134,14 +133,14 @@ std::string_view to_string(EventKind k);
 struct Event {
   EventKind kind = EventKind::offline;
   std::int64_t at_ms = 0;
-  std::int64_t end_ms = 0;  // offline: the end of the last minute missed
-  std::int64_t minutes = 0;  // offline: minutes missed
+  std::int64_t end_ms = 0;                       // offline: the end of the last minute missed
+  std::int64_t minutes = 0;                      // offline: minutes missed
   std::optional<std::int64_t> late_declared_ms;  // offline inside maintenance declared too late
-  std::string ref;  // the rental's or the run's id
-  std::optional<rental::EndReason> reason;  // job_failed
-  double ratio = 1;       // benchmark_low: the worst GPU's min(1, score / baseline)
-  double thermal_share = 0, power_share = 0;  // benchmark_low: the worst GPU's
-  double stability = 1;   // benchmark_low: the run's
+  std::string ref;                               // the rental's or the run's id
+  std::optional<rental::EndReason> reason;       // job_failed
+  double ratio = 1;                              // benchmark_low: the worst GPU's min(1, score / baseline)
+  double thermal_share = 0, power_share = 0;     // benchmark_low: the worst GPU's
+  double stability = 1;                          // benchmark_low: the run's
 };
 nlohmann::json to_json(const Event& e);
 std::optional<Event> event_from_json(const nlohmann::json& j);
@@ -149,8 +148,8 @@ std::optional<Event> event_from_json(const nlohmann::json& j);
 //! One UTC day, judged up to some time.
 struct Day {
   std::int64_t day_ms = 0;
-  bool full = false;      // the machine existed from the day's start
-  bool complete = false;  // judged up to the day's end
+  bool full = false;             // the machine existed from the day's start
+  bool complete = false;         // judged up to the day's end
   std::int64_t counted_min = 0;  // scheduled, not excused, machine registered, minute ended
   std::int64_t present_min = 0;  // of those, with a heartbeat
   std::int64_t excused_min = 0;

@@ -9,9 +9,9 @@
 #include <cmath>
 
 #include "core/rfc3339.hpp"
+#include "provider_store.hpp"
 #include "server/fleet/schedules.hpp"
 #include "server/market/offer_candidates.hpp"
-#include "provider_store.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 namespace cr = core::reliability;
@@ -27,10 +27,11 @@ class ReliabilityStore : public ::testing::Test {
   void SetUp() override {
     store_ = test_support::store_with_provider();
     store_->transact([&](store::Tx& tx) {
-      tx.exec("INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
-              "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
-              "last_seq) VALUES ('m1', 'p1', 'f1', 'rig', '{}', 1, '0.1.0', 1, 'online', '550', '12.4', ?, ?, 0, 0)",
-              {kDay0, kDay0});
+      tx.exec(
+          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
+          "last_seq) VALUES ('m1', 'p1', 'f1', 'rig', '{}', 1, '0.1.0', 1, 'online', '550', '12.4', ?, ?, 0, 0)",
+          {kDay0, kDay0});
     });
     settings_.alert_below = 80;
   }
@@ -89,7 +90,8 @@ TEST_F(ReliabilityStore, DaysAreKeptAndTheShownScoreMovesTheMarket) {
   EXPECT_EQ(count("SELECT version FROM market_version"), after);
 
   // A final day is not judged again, even once its presence minutes are gone (retention).
-  store_->transact([](store::Tx& tx) { tx.exec("DELETE FROM presence_minute WHERE minute < ?", {kDay0 + cr::kDayMs}); });
+  store_->transact(
+      [](store::Tx& tx) { tx.exec("DELETE FROM presence_minute WHERE minute < ?", {kDay0 + cr::kDayMs}); });
   const auto j = view(kDay0 + cr::kDayMs + 20 * cr::kMinuteMs);
   EXPECT_EQ(j["history"][0]["present_minutes"], 1380);
   EXPECT_EQ(j["state"], "scored");

@@ -190,7 +190,8 @@ TEST(ReliabilityDay, JudgedMinutesKeepTheirJudgementWhenTheScheduleChanges) {
   const std::int64_t d = ms("2026-05-01T00:00:00Z");
   const auto before = plan_day(always_available(), {}, d, kDefaults);
   const auto narrowed = plan_day(parse(R"({"timezone": "UTC", "always": false,
-    "windows": [{"days": ["fri"], "start": "18:00", "end": "20:00"}]})"), {}, d, kDefaults);
+    "windows": [{"days": ["fri"], "start": "18:00", "end": "20:00"}]})"),
+                                 {}, d, kDefaults);
   // Judged up to noon on the 24/7 schedule; then the provider narrows it to 18:00-20:00.
   const auto merged = merge_plans(before, ms("2026-05-01T12:00:00Z"), narrowed);
   EXPECT_EQ(merged.scheduled.count(), 720u + 120u);
@@ -234,8 +235,8 @@ TEST(ReliabilityJobs, ProviderSideEndsAreFailuresWithTheirReason) {
   std::vector<Job> jobs = {{"r_ok", d + 1000, rental::EndReason::customer_stopped, false},
                            {"r_gpu", d + 2000, rental::EndReason::gpu_failure, true},
                            {"r_yesterday", d - 1000, rental::EndReason::gpu_failure, true}};
-  const Day day = judge_day(plan_day(always_available(), {}, d, kDefaults), MinuteBits{}.set(), 0, d + kDayMs, jobs,
-                            {}, kDefaults);
+  const Day day =
+      judge_day(plan_day(always_available(), {}, d, kDefaults), MinuteBits{}.set(), 0, d + kDayMs, jobs, {}, kDefaults);
   EXPECT_EQ(day.jobs, 2);
   EXPECT_EQ(day.jobs_ok, 1);
   ASSERT_EQ(day.events.size(), 1u);
@@ -317,7 +318,8 @@ TEST(ReliabilityScore, RecentDaysWeighMoreAndTheWindowEnds) {
   const std::int64_t today = ms("2026-05-31T00:00:00Z");
   const std::int64_t now = today + 6 * 3'600'000;
   std::vector<Day> days;
-  for (int age = 0; age < 35; ++age) days.push_back(day(today - age * kDayMs, age == 0 ? 360 : 1440, age == 3 ? 1440 : 0));
+  for (int age = 0; age < 35; ++age)
+    days.push_back(day(today - age * kDayMs, age == 0 ? 360 : 1440, age == 3 ? 1440 : 0));
   const auto s = score_as_of(days, now, kDefaults);
   double wp = 0, wc = 0;
   for (int age = 0; age < 30; ++age) {

@@ -25,14 +25,16 @@ namespace {
 //! Heartbeats of a minute may commit a little after the time a round judged it: read them again.
 constexpr std::int64_t kPresenceOverlapMs = 2 * cr::kMinuteMs;
 
-double round_to(double v, double unit) { return std::round(v / unit) * unit; }
+double round_to(double v, double unit) {
+  return std::round(v / unit) * unit;
+}
 
 //! A machine's days as judged now: the stored ones of the last two windows (the history's scores
 //! need a window behind each day), with every day of this window that is not final judged again.
 struct Judged {
-  std::vector<DayRow> rows;           // oldest first
-  std::vector<cr::Day> days;          // the same days, as the score reads them
-  std::vector<bool> changed;          // judged now
+  std::vector<DayRow> rows;   // oldest first
+  std::vector<cr::Day> days;  // the same days, as the score reads them
+  std::vector<bool> changed;  // judged now
   core::Schedule schedule;
   std::vector<std::int64_t> declared;
 };
@@ -165,7 +167,8 @@ std::vector<RankedEvent> ranked_events(const Judged& j, const cr::Score& score, 
       out.push_back(RankedEvent{&e, &d, p});
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const RankedEvent& a, const RankedEvent& b) { return a.points > b.points; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RankedEvent& a, const RankedEvent& b) { return a.points > b.points; });
   return out;
 }
 
@@ -179,7 +182,9 @@ cr::Recovery recovery_of(const Judged& j, std::int64_t now, const cr::Config& c)
   return cr::recovery(j.days, now, future, c);
 }
 
-std::string day_text(std::int64_t day_ms) { return util::rfc3339(day_ms).substr(0, 10); }
+std::string day_text(std::int64_t day_ms) {
+  return util::rfc3339(day_ms).substr(0, 10);
+}
 
 }  // namespace
 
@@ -273,33 +278,32 @@ core::Result<nlohmann::json> machine_reliability(Tx& tx, const std::string& prov
   const double total = c.weight_uptime + c.weight_jobs + c.weight_stability;
   const std::int64_t today = cr::day_of(now);
 
-  nlohmann::json parts = {
-      {"uptime",
-       {{"value", r5(score.uptime)},
-        {"weight", c.weight_uptime / total},
-        {"present_minutes", score.present_min},
-        {"counted_minutes", score.counted_min},
-        {"excused_minutes", score.excused_min},
-        {"weighted_present_minutes", r5(score.w_present)},
-        {"weighted_counted_minutes", r5(score.w_counted)}}},
-      {"job_completion",
-       {{"value", r5(score.job_completion)},
-        {"weight", c.weight_jobs / total},
-        {"jobs", score.jobs},
-        {"completed", score.jobs_ok},
-        {"provider_side", score.jobs - score.jobs_ok},
-        {"weighted_jobs", r5(score.w_jobs)},
-        {"weighted_completed", r5(score.w_jobs_ok)},
-        {"prior_jobs", c.job_prior_count},
-        {"prior_rate", c.job_prior_rate}}},
-      {"stability",
-       {{"value", r5(score.stability)},
-        {"weight", c.weight_stability / total},
-        {"runs", score.runs},
-        {"weighted_runs", r5(score.w_runs)},
-        {"weighted_sum", r5(score.w_run_sum)},
-        {"is_prior", score.stability_is_prior},
-        {"prior", c.stability_prior}}}};
+  nlohmann::json parts = {{"uptime",
+                           {{"value", r5(score.uptime)},
+                            {"weight", c.weight_uptime / total},
+                            {"present_minutes", score.present_min},
+                            {"counted_minutes", score.counted_min},
+                            {"excused_minutes", score.excused_min},
+                            {"weighted_present_minutes", r5(score.w_present)},
+                            {"weighted_counted_minutes", r5(score.w_counted)}}},
+                          {"job_completion",
+                           {{"value", r5(score.job_completion)},
+                            {"weight", c.weight_jobs / total},
+                            {"jobs", score.jobs},
+                            {"completed", score.jobs_ok},
+                            {"provider_side", score.jobs - score.jobs_ok},
+                            {"weighted_jobs", r5(score.w_jobs)},
+                            {"weighted_completed", r5(score.w_jobs_ok)},
+                            {"prior_jobs", c.job_prior_count},
+                            {"prior_rate", c.job_prior_rate}}},
+                          {"stability",
+                           {{"value", r5(score.stability)},
+                            {"weight", c.weight_stability / total},
+                            {"runs", score.runs},
+                            {"weighted_runs", r5(score.w_runs)},
+                            {"weighted_sum", r5(score.w_run_sum)},
+                            {"is_prior", score.stability_is_prior},
+                            {"prior", c.stability_prior}}}};
 
   auto history = nlohmann::json::array();
   for (std::size_t i = 0; i < j.rows.size(); ++i) {
@@ -330,12 +334,9 @@ core::Result<nlohmann::json> machine_reliability(Tx& tx, const std::string& prov
   for (const auto& re : ranked) {
     if (events.size() >= 200) break;
     const auto& e = *re.event;
-    nlohmann::json ej = {{"kind", cr::to_string(e.kind)},
-                         {"at", util::rfc3339(e.at_ms)},
-                         {"day", day_text(re.day->day_ms)},
-                         {"text", cr::describe(e, zone, re.day->uptime(), c)},
-                         {"what_to_do", cr::advice(e)},
-                         {"points", r2(re.points)}};
+    nlohmann::json ej = {{"kind", cr::to_string(e.kind)},   {"at", util::rfc3339(e.at_ms)},
+                         {"day", day_text(re.day->day_ms)}, {"text", cr::describe(e, zone, re.day->uptime(), c)},
+                         {"what_to_do", cr::advice(e)},     {"points", r2(re.points)}};
     switch (e.kind) {
       case cr::EventKind::offline:
         ej["end"] = util::rfc3339(e.end_ms);
@@ -383,6 +384,8 @@ core::Result<nlohmann::json> machine_reliability(Tx& tx, const std::string& prov
         {"by", rec.days > 0 ? nlohmann::json(day_text(today + rec.days * cr::kDayMs)) : nlohmann::json(nullptr)}}}};
 }
 
-std::unordered_map<std::string, double> published_scores(Tx& tx) { return ReliabilityRepo(tx).all_scored(); }
+std::unordered_map<std::string, double> published_scores(Tx& tx) {
+  return ReliabilityRepo(tx).all_scored();
+}
 
 }  // namespace gpunex::server::reliability

@@ -36,8 +36,8 @@ struct Settings {
 Settings settings_of(const Config& c);
 
 //! The rentals on a machine that ended at or after `since_ms` (rentals::reliability_jobs).
-using JobSource =
-    std::function<std::vector<core::reliability::Job>(store::Tx&, const std::string& machine_id, std::int64_t since_ms)>;
+using JobSource = std::function<std::vector<core::reliability::Job>(store::Tx&, const std::string& machine_id,
+                                                                    std::int64_t since_ms)>;
 
 //! Brings the machine's days up to `now_ms` and stores them, updates the score the marketplace shows
 //! (rounded to 0.1) and tells the provider when it falls below the alert level. Returns the score.

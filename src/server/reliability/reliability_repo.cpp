@@ -8,7 +8,9 @@ constexpr const char* kDayColumns =
     "day, judged_until, final, full_day, scheduled, excused, present, counted_min, present_min, excused_min, jobs, "
     "jobs_ok, runs, run_sum, events, score, uptime, job_completion, stability, is_new";
 
-std::int64_t flag(bool b) { return b ? 1 : 0; }
+std::int64_t flag(bool b) {
+  return b ? 1 : 0;
+}
 
 }  // namespace
 
@@ -53,16 +55,18 @@ void ReliabilityRepo::upsert_day(const std::string& machine_id, const DayRow& d)
                "jobs_ok = excluded.jobs_ok, runs = excluded.runs, run_sum = excluded.run_sum, "
                "events = excluded.events, score = excluded.score, uptime = excluded.uptime, "
                "job_completion = excluded.job_completion, stability = excluded.stability, is_new = excluded.is_new",
-           {machine_id, d.day_ms, d.judged_until_ms, flag(d.final), flag(d.full), d.scheduled_hex, d.excused_hex,
-            d.present_hex, d.counted_min, d.present_min, d.excused_min, d.jobs, d.jobs_ok, d.runs, d.run_sum,
-            d.events_json, d.score, d.uptime, d.job_completion, d.stability, flag(d.is_new)});
+           {machine_id,       d.day_ms,      d.judged_until_ms, flag(d.final), flag(d.full),  d.scheduled_hex,
+            d.excused_hex,    d.present_hex, d.counted_min,     d.present_min, d.excused_min, d.jobs,
+            d.jobs_ok,        d.runs,        d.run_sum,         d.events_json, d.score,       d.uptime,
+            d.job_completion, d.stability,   flag(d.is_new)});
 }
 
 std::int64_t ReliabilityRepo::prune_days_before(std::int64_t before_day_ms, std::int64_t limit) {
-  return tx_.exec("DELETE FROM reliability_days WHERE (machine_id, day) IN (SELECT machine_id, day FROM "
-                  "reliability_days WHERE day < ? LIMIT " +
-                      std::to_string(limit) + ")",
-                  {before_day_ms});
+  return tx_.exec(
+      "DELETE FROM reliability_days WHERE (machine_id, day) IN (SELECT machine_id, day FROM "
+      "reliability_days WHERE day < ? LIMIT " +
+          std::to_string(limit) + ")",
+      {before_day_ms});
 }
 
 std::optional<PublishedRow> ReliabilityRepo::published(const std::string& machine_id) {
@@ -73,10 +77,11 @@ std::optional<PublishedRow> ReliabilityRepo::published(const std::string& machin
 }
 
 void ReliabilityRepo::upsert_published(const std::string& machine_id, const PublishedRow& p) {
-  tx_.exec("INSERT INTO reliability_scores (machine_id, score, is_new, computed_at, alerted) VALUES (?, ?, ?, ?, ?) "
-           "ON CONFLICT (machine_id) DO UPDATE SET score = excluded.score, is_new = excluded.is_new, "
-           "computed_at = excluded.computed_at, alerted = excluded.alerted",
-           {machine_id, p.score, flag(p.is_new), p.computed_ms, flag(p.alerted)});
+  tx_.exec(
+      "INSERT INTO reliability_scores (machine_id, score, is_new, computed_at, alerted) VALUES (?, ?, ?, ?, ?) "
+      "ON CONFLICT (machine_id) DO UPDATE SET score = excluded.score, is_new = excluded.is_new, "
+      "computed_at = excluded.computed_at, alerted = excluded.alerted",
+      {machine_id, p.score, flag(p.is_new), p.computed_ms, flag(p.alerted)});
 }
 
 std::unordered_map<std::string, double> ReliabilityRepo::all_scored() {
