@@ -149,7 +149,7 @@ std::string rentals_running_postgres() {
          "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION market_version_bump();\n";
 }
 
-// Migration 13: the reliability score (server/reliability/reliability_repo.hpp). reliability_days keeps
+// Migration 12: the reliability score (server/reliability/reliability_repo.hpp). reliability_days keeps
 // each machine's UTC days as judged: the minutes scheduled, excused and present (360 hex digits each),
 // the day's counts and events, and the score as of the time judged; a day is final once judged past
 // its end. reliability_scores holds the score the marketplace shows, so the offer cache hears of a
@@ -604,8 +604,7 @@ CREATE TABLE gpu_allocations (
 )sql"},
       {11, "rentals: stop reasons, ports, log tails, settlement times; free GPUs in the market version",
        rentals_running_sqlite(), rentals_running_postgres()},
-      // 13, not 12: the payouts area (issue 18) has 12 in progress.
-      {13, "reliability: machines' judged days and the scores the marketplace shows", reliability_sqlite(),
+      {12, "reliability: machines' judged days and the scores the marketplace shows", reliability_sqlite(),
        reliability_postgres()},
   };
   return list;
