@@ -149,7 +149,7 @@ std::string rentals_running_postgres() {
          "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION market_version_bump();\n";
 }
 
-// Migration 12: the reliability score (server/reliability/reliability_repo.hpp). reliability_days keeps
+// Migration 13: the reliability score (server/reliability/reliability_repo.hpp). reliability_days keeps
 // each machine's UTC days as judged: the minutes scheduled, excused and present (360 hex digits each),
 // the day's counts and events, and the score as of the time judged; a day is final once judged past
 // its end. reliability_scores holds the score the marketplace shows, so the offer cache hears of a
@@ -604,7 +604,23 @@ CREATE TABLE gpu_allocations (
 )sql"},
       {11, "rentals: stop reasons, ports, log tails, settlement times; free GPUs in the market version",
        rentals_running_sqlite(), rentals_running_postgres()},
-      {12, "reliability: machines' judged days and the scores the marketplace shows", reliability_sqlite(),
+      // Payout settings (server/payouts): every change kept, each taking effect at its effective_at
+      // (a new destination after the cool-down); the settings in force are the latest in effect.
+      {12, "payouts: payout settings and their history",
+       R"sql(
+CREATE TABLE payout_settings_changes (
+  id TEXT PRIMARY KEY,
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  method TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  schedule TEXT NOT NULL,
+  changed_by TEXT NOT NULL,
+  changed_at BIGINT NOT NULL,
+  effective_at BIGINT NOT NULL
+);
+CREATE INDEX payout_settings_changes_provider ON payout_settings_changes (provider_id, changed_at);
+)sql"},
+      {13, "reliability: machines' judged days and the scores the marketplace shows", reliability_sqlite(),
        reliability_postgres()},
   };
   return list;

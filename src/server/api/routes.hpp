@@ -32,6 +32,7 @@ void register_benchmarks_api(App& app);
 void register_market_api(App& app, OfferCache& offers, ScheduleCache& schedules);
 void register_billing_api(App& app);
 void register_reliability_api(App& app);
+void register_payouts_api(App& app);
 namespace rentals {
 class AgentPolls;
 }

@@ -320,6 +320,9 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::payout_min_weekly_micro, 0, 1'000'000'000'000));
     k.push_back(int_key("payout_min_monthly_micro", "the least a monthly payout pays, in micro-USDC (1 USDC)",
                         &Config::payout_min_monthly_micro, 0, 1'000'000'000'000));
+    k.push_back(int_key("payout_destination_cooldown_hours",
+                        "hours before a new payout destination takes effect (against account takeover)",
+                        &Config::payout_destination_cooldown_hours, 0, 24 * 30));
     k.push_back(int_key("worker_lease_s",
                         "seconds a background worker's lease outlives a replica that died (another takes over then)",
                         &Config::worker_lease_s, 1, 3600));

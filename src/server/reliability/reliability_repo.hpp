@@ -1,6 +1,6 @@
 #pragma once
 // The reliability area's tables, and every SQL statement on them: reliability_days (each machine's
-// UTC days as judged) and reliability_scores (the score the marketplace shows), migration 12. Typed
+// UTC days as judged) and reliability_scores (the score the marketplace shows), migration 13. Typed
 // rows in and out. Works inside the caller's transaction.
 
 #include <cstdint>
