@@ -132,4 +132,23 @@ Announcement payout_destination_changed(const std::string& method_text, const st
   return a;
 }
 
+Announcement reliability_low(const ReliabilityFacts& f) {
+  char score[32], level[32];
+  std::snprintf(score, sizeof score, "%.1f", f.score);
+  std::snprintf(level, sizeof level, "%.0f", f.alert_below);
+  const std::string title = "Reliability of " + f.machine + " fell to " + score;
+  std::string body = "The reliability score of " + f.machine + " is " + score + ", below " + level +
+                     ". The marketplace ranks its offers lower, and customers filtering on reliability may not see "
+                     "them.\n";
+  if (!f.reasons.empty()) body += "\nWhat lowered it:\n";
+  for (const auto& r : f.reasons) body += "\n- " + r.text + ".\n  What to do: " + r.advice;
+  body += "\n\nIf nothing else goes wrong, the score recovers in about " + std::to_string(f.recovers_in_days) +
+          (f.recovers_in_days == 1 ? " day" : " days") + ": recent days weigh most, so every good day helps.";
+  MailText mail{"reliability_low", "GPUnex: " + title, body + "\n\n" + f.link + "\n" + kSignature};
+  NoticeText notice{"reliability_low", title,
+                    f.reasons.empty() ? "See the Performance tab for what lowered it." : f.reasons.front().text + ".",
+                    f.link};
+  return {std::move(mail), std::move(notice)};
+}
+
 }  // namespace gpunex::server::mail

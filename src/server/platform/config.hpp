@@ -13,6 +13,7 @@
 #include "core/benchmark.hpp"
 #include "core/price_recommendation.hpp"
 #include "core/rank.hpp"
+#include "core/reliability.hpp"
 #include "core/result.hpp"
 
 namespace gpunex::server {
@@ -63,6 +64,11 @@ struct Config {
   core::bench::Policy benchmark_policy;        // machine minimums (storage, network, CPU); DESIGN §3.8
   core::RankConfig rank;                       // marketplace rank constants (DESIGN §4)
   core::RecommendationConfig recommendation;   // price recommendation constants (DESIGN §4)
+  //! Reliability score constants (DESIGN §4); its prior_score is rank.reliability_prior (reliability_settings()).
+  core::reliability::Config reliability;
+  int reliability_interval_s = 60;             // how often the reliability worker brings every machine's score up to date
+  double reliability_alert_below = 80;         // a provider is told when a machine's score falls below this
+  double reliability_alert_rearm_points = 2;   // ... and again only after it rose this far above it
   //! Tests only: the server runs on a settable clock starting here, moved by POST /v1/test/clock.
   //! Refused at start unless enable_test_clock is also set, so no production config turns it on by a typo.
   std::optional<std::int64_t> test_clock_start_ms;

@@ -76,6 +76,16 @@ std::map<std::string, std::vector<std::pair<std::string, core::rental::State>>> 
 std::map<std::pair<std::string, std::string>, std::vector<std::string>> free_gpus_on(
     store::Tx& tx, const std::vector<std::string>& machine_ids);
 
+//! A rental that ended: its id, when, why and whether on the provider's side (as recorded).
+struct EndedRow {
+  std::string id;
+  std::int64_t ended_at_ms = 0;
+  core::rental::EndReason reason = core::rental::EndReason::customer_stopped;
+  bool provider_side = false;
+};
+//! The rentals on `machine_id` that ended at or after `since_ms`, oldest first (the reliability score).
+std::vector<EndedRow> ended_on_machine(store::Tx& tx, const std::string& machine_id, std::int64_t since_ms);
+
 //! Moves a rental's state; when it ends, records why and gives its GPUs back.
 void set_state(store::Tx& tx, const std::string& id, core::rental::State state, std::int64_t now_ms);
 void end(store::Tx& tx, const std::string& id, core::rental::EndReason reason, std::optional<int> exit_code, bool oom,
