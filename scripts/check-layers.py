@@ -59,7 +59,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "server/fleet": (["server/fleet"],
                      ["core", "util", "store", "http", "protocol", "server/mail", "server/platform",
                       "server/onboarding"]),
-    "server/reliability": (["server/reliability"],  # planned
+    "server/reliability": (["server/reliability"],
                            ["core", "util", "store", "http", "server/mail", "server/platform", "server/onboarding",
                             "server/fleet"]),
     "server/market": (["server/market"],
@@ -71,7 +71,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "server/billing": (["server/billing"],
                        ["core", "util", "store", "http", "server/mail", "server/platform", "server/onboarding",
                         "server/fleet", "server/reliability", "server/market", "server/rentals"]),
-    "server/payouts": (["server/payouts"],  # planned
+    "server/payouts": (["server/payouts"],
                        ["core", "util", "store", "http", "server/mail", "server/platform", "server/onboarding",
                         "server/fleet", "server/reliability", "server/market", "server/rentals",
                         "server/billing"]),

@@ -23,6 +23,9 @@ PACKAGES=(
 command -v node >/dev/null || PACKAGES+=(nodejs)
 command -v npm >/dev/null || PACKAGES+=(npm)
 
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -32,8 +35,6 @@ done
 
 if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
@@ -42,5 +43,18 @@ fi
 if [ ! -d tests/js/node_modules ] || [ tests/js/package-lock.json -nt tests/js/node_modules/.package-lock.json ]; then
   echo "deps: npm ci (tests/js)"
   (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+fi
+# The official SEPA pain.001.001.03 schema, which the payout tests validate files against with
+# xmllint: Debian ships it inside a Tryton module; only that file is taken, nothing is installed.
+XSD=.deps/xsd/pain.001.001.03.xsd
+if [ ! -s "$XSD" ]; then
+  echo "deps: the pain.001.001.03 schema (tryton-modules-account-payment-sepa)"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download -qq tryton-modules-account-payment-sepa 2>/dev/null ||
+    { $SUDO apt-get update -qq && apt-get download -qq tryton-modules-account-payment-sepa; })
+  dpkg-deb -x "$tmp"/tryton-modules-account-payment-sepa_*.deb "$tmp/x"
+  mkdir -p "$(dirname "$XSD")"
+  cp "$(find "$tmp/x" -name pain.001.001.03.xsd | head -1)" "$XSD"
+  rm -rf "$tmp"
 fi
 echo "deps: ok"

@@ -1,5 +1,6 @@
 // gpunex balance: the signed-in account's prepaid USDC, how long it lasts at the current spend,
-// and (--history) the ledger lines behind it.
+// and (--history) the ledger lines behind it. gpunex payouts: a provider's payouts, where they go,
+// and the next one.
 
 #include "cli/cli.hpp"
 
@@ -61,7 +62,65 @@ class BalanceCommand : public Command {
   std::string limit_, cursor_;
 };
 
+std::string payouts_text(const nlohmann::json& settings, const nlohmann::json& earnings, const nlohmann::json& list) {
+  std::string out;
+  const auto& current = member(settings, "current");
+  if (current.is_object()) {
+    out += "paid " + format_text(member(current, "schedule")) + " to " + format_text(member(current, "destination_text")) +
+           " (" + format_text(member(current, "method")) + ")\n";
+  } else {
+    out += "no payout destination yet: set one on the dashboard's Earnings page\n";
+  }
+  const auto& pending = member(settings, "pending");
+  if (pending.is_object()) {
+    out += "changing to " + format_text(member(pending, "destination_text")) + " from " +
+           format_text(member(pending, "effective_at")) + "\n";
+  }
+  const auto& next = member(earnings, "pending_payout");
+  if (next.is_object()) {
+    out += "next payout " + format_text(member(next, "next_date")) + ": " + format_text(member(next, "amount")) +
+           " USDC so far, minimum " + format_text(member(next, "minimum")) +
+           (member(next, "above_minimum") == true ? "" : " (not reached yet)") + "\n";
+  }
+  const auto& items = member(list, "items");
+  if (items.empty()) return out + "no payouts yet";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : items) {
+    const auto& sepa = member(p, "sepa");
+    const std::string reference = sepa.is_object() ? format_text(member(sepa, "end_to_end_id")) + " (" +
+                                                         format_text(member(sepa, "eur_amount")) + " EUR)"
+                                                   : "";
+    const auto& reason = member(p, "failure_reason");
+    rows.push_back({format_text(member(p, "payout_day")), format_text(member(p, "amount")),
+                    format_text(member(p, "method")), format_text(member(p, "status")), reference,
+                    reason.is_string() ? reason.get<std::string>() : "", format_text(member(p, "id"))});
+  }
+  return out + format_table({"DAY", "USDC", "METHOD", "STATUS", "BANK REFERENCE", "WHY", "PAYOUT"}, rows);
+}
+
+class PayoutsCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    return parent.add_subcommand("payouts",
+                                 "your payouts as a provider, where they go and the next one (GET /v1/provider/payouts)");
+  }
+  int run(Context& ctx) override {
+    nlohmann::json settings, earnings, list;
+    if (int rc = get_json(ctx, "/v1/provider/payout-settings", settings)) return rc;
+    if (int rc = get_json(ctx, "/v1/provider/earnings", earnings)) return rc;
+    if (int rc = get_json(ctx, "/v1/provider/payouts", list)) return rc;
+    if (!member(list, "items").is_array()) return ctx.fail("the server's list of payouts has no items");
+    nlohmann::json all = list;
+    all["settings"] = settings;
+    all["pending_payout"] = member(earnings, "pending_payout");
+    ctx.print(all, payouts_text(settings, earnings, list));
+    return 0;
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<Command> make_payouts_command() { return std::make_unique<PayoutsCommand>(); }
 
 std::unique_ptr<Command> make_balance_command() { return std::make_unique<BalanceCommand>(); }
 

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
         cli::make_schedule_show_command, cli::make_machines_list_command, cli::make_machines_show_command,
         cli::make_offers_search_command, cli::make_balance_command, cli::make_rent_command,
         cli::make_rentals_list_command, cli::make_rentals_show_command, cli::make_rentals_logs_command,
-        cli::make_rentals_stop_command}) {
+        cli::make_rentals_stop_command, cli::make_payouts_command}) {
     auto cmd = make();
     CLI::App* sub = cmd->add_to(app);
     sub->add_flag("--json", json, "print JSON instead of text");

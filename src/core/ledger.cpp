@@ -33,6 +33,8 @@ std::string account_name(const Account& a) {
       return "platform:money_in";
     case AccountKind::money_out:
       return "platform:money_out";
+    case AccountKind::payouts_in_flight:
+      return "platform:payouts_in_flight";
   }
   return "platform:unknown";
 }
@@ -41,6 +43,7 @@ Result<Account> parse_account(std::string_view name) {
   if (name == "platform:commission") return Account::commission();
   if (name == "platform:money_in") return Account::incoming();
   if (name == "platform:money_out") return Account::outgoing();
+  if (name == "platform:payouts_in_flight") return Account::in_flight();
   auto owned = [&](std::string_view prefix, AccountKind kind) -> std::optional<Account> {
     if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) return std::nullopt;
     return Account{kind, std::string(name.substr(prefix.size()))};
@@ -58,6 +61,8 @@ std::string_view to_string(TxKind k) {
       return "settlement";
     case TxKind::payout:
       return "payout";
+    case TxKind::payout_return:
+      return "payout_return";
     case TxKind::correction:
       return "correction";
   }
@@ -65,7 +70,7 @@ std::string_view to_string(TxKind k) {
 }
 
 Result<TxKind> parse_tx_kind(std::string_view s) {
-  for (auto k : {TxKind::credit, TxKind::settlement, TxKind::payout, TxKind::correction}) {
+  for (auto k : {TxKind::credit, TxKind::settlement, TxKind::payout, TxKind::payout_return, TxKind::correction}) {
     if (to_string(k) == s) return k;
   }
   return invalid("unknown ledger transaction kind '" + std::string(s) + "'");
@@ -97,6 +102,37 @@ Result<Transaction> credit(std::string id, const std::string& customer_id, Micro
                  at_ms,
                  {{Account::incoming(), -amount}, {Account::customer(customer_id), amount}}};
   return tx;
+}
+
+namespace {
+
+Result<Transaction> moved(std::string id, TxKind kind, std::string reason, const std::string& payout_id,
+                          std::int64_t at_ms, Account from, Account to, MicroUsdc amount) {
+  if (amount <= 0) return Error::make(ErrorCode::invalid_field, "a payout's amount must be above zero", "amount");
+  if (payout_id.empty()) return invalid("a payout transaction needs the payout's id");
+  Transaction tx{std::move(id), kind,  "system:payouts", std::move(reason), payout_id, at_ms,
+                 {{std::move(from), -amount}, {std::move(to), amount}}};
+  if (auto st = check_balanced(tx); !st) return std::move(st).error();
+  return tx;
+}
+
+}  // namespace
+
+Result<Transaction> payout_started(std::string id, const std::string& provider_id, MicroUsdc amount,
+                                   const std::string& payout_id, std::int64_t at_ms) {
+  return moved(std::move(id), TxKind::payout, "payout " + payout_id + " on its way", payout_id, at_ms,
+               Account::provider(provider_id), Account::in_flight(), amount);
+}
+
+Result<Transaction> payout_paid(std::string id, MicroUsdc amount, const std::string& payout_id, std::int64_t at_ms) {
+  return moved(std::move(id), TxKind::payout, "payout " + payout_id + " paid", payout_id, at_ms, Account::in_flight(),
+               Account::outgoing(), amount);
+}
+
+Result<Transaction> payout_returned(std::string id, const std::string& provider_id, MicroUsdc amount,
+                                    const std::string& payout_id, std::string reason, std::int64_t at_ms) {
+  return moved(std::move(id), TxKind::payout_return, "payout " + payout_id + " returned: " + reason, payout_id, at_ms,
+               Account::in_flight(), Account::provider(provider_id), amount);
 }
 
 MicroUsdc usage_total(MicroUsdc rate_per_gpu_hour, int gpus, std::int64_t elapsed_ms) {

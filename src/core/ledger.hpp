@@ -26,6 +26,7 @@ enum class AccountKind {
   platform_commission,  // no owner
   money_in,             // no owner: every credit, deposit or top-up comes from here
   money_out,            // no owner: every payout goes here
+  payouts_in_flight,    // no owner: payouts created and not yet confirmed paid (or returned)
 };
 
 struct Account {
@@ -37,13 +38,14 @@ struct Account {
   static Account commission() { return {AccountKind::platform_commission, {}}; }
   static Account incoming() { return {AccountKind::money_in, {}}; }
   static Account outgoing() { return {AccountKind::money_out, {}}; }
+  static Account in_flight() { return {AccountKind::payouts_in_flight, {}}; }
 
   friend bool operator==(const Account&, const Account&) = default;
   friend auto operator<=>(const Account&, const Account&) = default;
 };
 
-//! "customer:usr_1", "provider:prv_1", "platform:commission", "platform:money_in", "platform:money_out":
-//! the account's name in the store and the API.
+//! "customer:usr_1", "provider:prv_1", "platform:commission", "platform:money_in", "platform:money_out",
+//! "platform:payouts_in_flight": the account's name in the store and the API.
 std::string account_name(const Account& a);
 Result<Account> parse_account(std::string_view name);
 
@@ -51,8 +53,9 @@ Result<Account> parse_account(std::string_view name);
 enum class TxKind {
   credit,      // an operator adds customer credit (money_in → customer)
   settlement,  // usage of a rental (customer → provider + commission)
-  payout,      // provider earnings leave (provider → money_out)
-  correction,  // an operator's correction of an earlier transaction
+  payout,         // a payout: provider earnings → in flight, then in flight → money_out once paid
+  payout_return,  // a payout that failed or came back: in flight → the provider's earnings again
+  correction,     // an operator's correction of an earlier transaction
 };
 std::string_view to_string(TxKind k);
 Result<TxKind> parse_tx_kind(std::string_view s);
@@ -124,6 +127,17 @@ Transaction settlement_transaction(std::string id, const SettlementPlan& plan, c
 //! How many whole hours `balance` lasts at `spend_per_hour` (for "about N hours left"); -1 when
 //! nothing is being spent.
 std::int64_t hours_left(MicroUsdc balance, MicroUsdc spend_per_hour);
+
+// ---- payouts (DESIGN §3.11): earnings → in flight → paid out, or back to the provider ----
+
+//! A payout created by a run: `amount` leaves the provider's earnings for payouts_in_flight.
+Result<Transaction> payout_started(std::string id, const std::string& provider_id, MicroUsdc amount,
+                                   const std::string& payout_id, std::int64_t at_ms);
+//! The payout confirmed (on chain, or by the bank): in flight → money_out.
+Result<Transaction> payout_paid(std::string id, MicroUsdc amount, const std::string& payout_id, std::int64_t at_ms);
+//! The payout failed for good or was returned: in flight → the provider's earnings, with why.
+Result<Transaction> payout_returned(std::string id, const std::string& provider_id, MicroUsdc amount,
+                                    const std::string& payout_id, std::string reason, std::int64_t at_ms);
 
 // ---- an in-memory ledger: the rules applied to a sequence of transactions ----
 

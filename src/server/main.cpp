@@ -31,6 +31,7 @@
 #include "server/onboarding/providers.hpp"
 #include "server/reliability/reliability.hpp"
 #include "server/rentals/rentals.hpp"
+#include "server/payouts/payout_runs.hpp"
 #include "server/workers/machines_worker.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/workers/mail_worker.hpp"
@@ -125,6 +126,18 @@ class BackgroundWorkers {
     add("reliability", std::chrono::seconds(cfg.reliability_interval_s), [this] {
       server::reliability::run_round(app_.store(), server::rentals::reliability_jobs,
                                      server::reliability::settings_of(cfg_), clock_.now_ms());
+    });
+
+    // Payouts: on each payout day, one payout per provider whose schedule falls due and whose settled
+    // earnings reach the minimum (server/payouts/payout_runs).
+    add("payouts", std::chrono::seconds(cfg.payouts_interval_s), [this] {
+      server::payouts::RunSettings settings;
+      settings.minimums.weekly = cfg_.payout_min_weekly_micro;
+      settings.minimums.monthly = cfg_.payout_min_monthly_micro;
+      const auto round = server::payouts::run_due_payouts(app_.store(), settings, clock_.now_ms());
+      if (round.created > 0 || round.held > 0) {
+        util::log_event("info", "payouts", {{"created", round.created}, {"held", round.held}});
+      }
     });
 
     // Approval keys not revealed within kApiKeyRevealDays lose their kept plaintext.

@@ -622,6 +622,56 @@ CREATE INDEX payout_settings_changes_provider ON payout_settings_changes (provid
 )sql"},
       {13, "reliability: machines' judged days and the scores the marketplace shows", reliability_sqlite(),
        reliability_postgres()},
+      // Payout runs (server/payouts/payout_runs): one run per payout day and method; one payout per
+      // provider and payout day (the unique key is what makes a run's retry pay nobody twice); SEPA
+      // batches keep the pain.001 file as written, with the operator's rate.
+      {14, "payouts: runs, payouts and SEPA batches",
+       R"sql(
+CREATE TABLE payout_runs (
+  id TEXT PRIMARY KEY,
+  payout_day TEXT NOT NULL,
+  method TEXT NOT NULL,
+  status TEXT NOT NULL,
+  held_reason TEXT NOT NULL DEFAULT '',
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  UNIQUE (payout_day, method)
+);
+CREATE TABLE sepa_batches (
+  id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES payout_runs(id),
+  message_id TEXT NOT NULL UNIQUE,
+  eur_per_usdc_micro BIGINT NOT NULL,
+  transfers INTEGER NOT NULL,
+  total_cents BIGINT NOT NULL,
+  execution_date TEXT NOT NULL,
+  file TEXT NOT NULL,
+  status TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  sent_at BIGINT
+);
+CREATE TABLE payouts (
+  id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES payout_runs(id),
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  payout_day TEXT NOT NULL,
+  schedule TEXT NOT NULL,
+  method TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  amount BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  failure_reason TEXT NOT NULL DEFAULT '',
+  batch_id TEXT REFERENCES sepa_batches(id),
+  end_to_end_id TEXT,
+  eur_cents BIGINT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  UNIQUE (provider_id, payout_day)
+);
+CREATE INDEX payouts_provider ON payouts (provider_id, created_at);
+CREATE INDEX payouts_run ON payouts (run_id, status);
+)sql"},
   };
   return list;
 }

@@ -1,11 +1,17 @@
-// A provider's payout settings (issue #18): GET and PUT /v1/provider/payout-settings. A signed-in
-// provider only (never an API key: a stolen agent key must not redirect the money), and a new
-// destination needs the account's password again.
+// Payouts (issue #18). A provider's payout settings, GET and PUT /v1/provider/payout-settings: a
+// signed-in provider only (never an API key: a stolen agent key must not redirect the money), and a
+// new destination needs the account's password again. A provider's payouts, GET /v1/provider/payouts.
+// The operators' runs and SEPA batches: GET /v1/admin/payout-runs, POST .../{id}/sepa-batch with the
+// run's rate, GET /v1/admin/sepa-batches/{id}/file, POST .../{id}/sent, and POST
+// /v1/admin/payouts/{id}/paid or /returned.
 
+#include "core/json_reader.hpp"
 #include "core/payout_calendar.hpp"
+#include "core/sepa.hpp"
 #include "server/api/handlers.hpp"
 #include "server/api/routes.hpp"
 #include "server/onboarding/providers.hpp"
+#include "server/payouts/payout_runs.hpp"
 #include "server/payouts/payout_settings.hpp"
 #include "server/platform/notifications.hpp"
 #include "server/platform/platform_repo.hpp"
@@ -70,12 +76,97 @@ Response put_settings(Ctx& ctx) {
   });
 }
 
+Response get_payouts(Ctx& ctx) {
+  return respond(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        const std::string pid = caller_provider(ctx, tx);
+        if (pid.empty()) return not_a_provider();
+        return nlohmann::json{{"items", payouts::provider_payouts(tx, pid)}, {"next_cursor", nullptr}};
+      },
+      store::TxMode::read);
+}
+
+Response get_runs(Ctx& ctx) {
+  return respond(
+      ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> { return nlohmann::json{{"items", payouts::runs_json(tx, 100)}}; },
+      store::TxMode::read);
+}
+
+std::string earnings_link(Ctx& ctx) { return ctx.config().base_url() + "/#/earnings"; }
+
+Response post_sepa_batch(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  core::ObjectReader r(*body);
+  const std::string rate_text = r.required_string("eur_per_usdc", 1, 20);
+  std::int64_t rate = 0;
+  if (!r.failed("eur_per_usdc")) {
+    if (auto parsed = core::sepa::parse_rate(rate_text); parsed) {
+      rate = *parsed;
+    } else {
+      r.fail(parsed.error());
+    }
+  }
+  if (auto st = r.finish(); !st) return Response::error(st.error());
+  const auto& cfg = ctx.config();
+  const payouts::Debtor debtor{cfg.sepa_debtor_name, cfg.sepa_debtor_iban, cfg.sepa_debtor_bic};
+  const std::string link = earnings_link(ctx);
+  auto result = ctx.store().transact([&](store::Tx& tx) {
+    return payouts::create_sepa_batch(tx, ctx.req.param("id"), rate, debtor, ctx.principal->user.id, link,
+                                      ctx.now_ms());
+  });
+  if (!result) return Response::error(result.error());
+  return Response::json(201, *result);
+}
+
+Response get_batch_file(Ctx& ctx) {
+  const std::string id = ctx.req.param("id");
+  auto file = ctx.store().transact([&](store::Tx& tx) { return payouts::sepa_batch_file(tx, id); },
+                                   store::TxMode::read);
+  if (!file) return Response::error(ErrorCode::not_found, "no SEPA batch " + id);
+  Response res;
+  res.content_type = "application/xml; charset=utf-8";
+  res.body = std::move(*file);
+  res.header("Content-Disposition", "attachment; filename=\"" + id + ".pain.001.xml\"");
+  return res;
+}
+
+Response post_settle(Ctx& ctx, payouts::Outcome outcome) {
+  std::string reason;
+  if (outcome == payouts::Outcome::returned) {
+    auto body = ctx.json_body();
+    if (!body) return Response::error(body.error());
+    core::ObjectReader r(*body);
+    reason = r.required_string("reason", 1, 200);
+    if (auto st = r.finish(); !st) return Response::error(st.error());
+  }
+  const std::string link = earnings_link(ctx);
+  return respond(ctx, [&](store::Tx& tx) {
+    return payouts::settle_payout(tx, ctx.req.param("id"), outcome, reason, link, ctx.now_ms());
+  });
+}
+
 }  // namespace
 
 void register_payouts_api(App& app) {
   const auto provider = RouteOptions::for_roles({"provider"});
   app.route(http::Method::get, "/v1/provider/payout-settings", provider, get_settings);
   app.route(http::Method::put, "/v1/provider/payout-settings", provider, put_settings);
+  app.route(http::Method::get, "/v1/provider/payouts", RouteOptions::for_roles({"provider"}).api_key_allowed(),
+            get_payouts);
+
+  const auto admin = RouteOptions::for_roles({"admin"});
+  app.route(http::Method::get, "/v1/admin/payout-runs", admin, get_runs);
+  app.route(http::Method::post, "/v1/admin/payout-runs/{id}/sepa-batch", admin, post_sepa_batch);
+  app.route(http::Method::get, "/v1/admin/sepa-batches/{id}/file", admin, get_batch_file);
+  app.route(http::Method::post, "/v1/admin/sepa-batches/{id}/sent", admin, [](Ctx& ctx) {
+    return respond(ctx, [&](store::Tx& tx) { return payouts::mark_batch_sent(tx, ctx.req.param("id"), ctx.now_ms()); });
+  });
+  app.route(http::Method::post, "/v1/admin/payouts/{id}/paid", admin,
+            [](Ctx& ctx) { return post_settle(ctx, payouts::Outcome::paid); });
+  app.route(http::Method::post, "/v1/admin/payouts/{id}/returned", admin,
+            [](Ctx& ctx) { return post_settle(ctx, payouts::Outcome::returned); });
 }
 
 }  // namespace gpunex::server

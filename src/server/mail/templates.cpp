@@ -132,6 +132,21 @@ Announcement payout_destination_changed(const std::string& method_text, const st
   return a;
 }
 
+Announcement payout_returned(const std::string& amount_text, const std::string& method_text,
+                             const std::string& reason, const std::string& link) {
+  Announcement a;
+  a.mail.kind = "payout_returned";
+  a.mail.subject = "Your payout of " + amount_text + " USDC was returned";
+  a.mail.body = "Your payout of " + amount_text + " USDC by " + method_text + " did not arrive: " + reason +
+                ".\n\nThe amount is back in your GPUnex earnings and goes out with your next payout. Check your "
+                "payout settings: " +
+                link + "\n";
+  a.notice = {"payout_returned", "Payout returned",
+              amount_text + " USDC by " + method_text + " came back (" + reason + "); it is in your earnings again.",
+              link};
+  return a;
+}
+
 Announcement reliability_low(const ReliabilityFacts& f) {
   char score[32], level[32];
   std::snprintf(score, sizeof score, "%.1f", f.score);

@@ -83,6 +83,10 @@ Announcement gpu_relisted(const GpuFacts& gpu, std::optional<double> quality_rat
 Announcement payout_destination_changed(const std::string& method_text, const std::string& destination_text,
                                         std::int64_t effective_at_ms, const std::string& link);
 
+//! A payout failed for good or came back from the bank: the amount is in the provider's earnings again.
+Announcement payout_returned(const std::string& amount_text, const std::string& method_text,
+                             const std::string& reason, const std::string& link);
+
 //! What a mail about a machine's reliability names.
 struct ReliabilityFacts {
   std::string machine;  // "host-a (mch_…)"

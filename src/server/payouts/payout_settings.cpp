@@ -2,6 +2,7 @@
 
 #include "core/json_reader.hpp"
 #include "core/payout_destination.hpp"
+#include "core/sepa.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
 
@@ -10,15 +11,6 @@ namespace gpunex::server::payouts {
 namespace {
 
 namespace payout = core::payout;
-
-//! SEPA's character set: a-z A-Z 0-9 / - ? : ( ) . , ' + and space.
-bool sepa_text(const std::string& s) {
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == ' ') continue;
-    if (std::string_view("/-?:().,'+").find(static_cast<char>(c)) == std::string_view::npos) return false;
-  }
-  return true;
-}
 
 constexpr const char* kColumns = "method, destination, schedule, effective_at, changed_by, changed_at";
 
@@ -85,7 +77,7 @@ core::Result<PayoutSettings> read_settings(const nlohmann::json& body) {
     }
   } else if (!r.failed("method")) {
     const std::string holder = r.required_string("account_holder", 1, 70);
-    if (!r.failed("account_holder") && !sepa_text(holder)) {
+    if (!r.failed("account_holder") && !core::sepa::sepa_text(holder)) {
       r.invalid("account_holder", "may hold only letters a-z, digits, spaces and / - ? : ( ) . , ' + (SEPA's characters)");
     }
     const std::string iban = payout::normalize_iban(r.required_string("iban", 15, 42));

@@ -12,6 +12,8 @@
 #include <openssl/x509.h>
 #include <toml++/toml.h>
 
+#include "core/payout_destination.hpp"
+#include "core/sepa.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {
@@ -323,6 +325,23 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(int_key("payout_destination_cooldown_hours",
                         "hours before a new payout destination takes effect (against account takeover)",
                         &Config::payout_destination_cooldown_hours, 0, 24 * 30));
+    k.push_back(int_key("payouts_interval_s", "seconds between the payouts worker's looks for due payouts",
+                        &Config::payouts_interval_s, 1, 86400));
+    k.push_back(string_key("sepa_debtor_name", "the holder of the platform's bank account SEPA payouts leave from",
+                           &Config::sepa_debtor_name, [](const std::string& v) -> std::optional<std::string> {
+                             if (v.size() <= 70 && core::sepa::sepa_text(v)) return std::nullopt;
+                             return "must be at most 70 of SEPA's characters (a-z, 0-9, space, / - ? : ( ) . , ' +)";
+                           }));
+    k.push_back(string_key("sepa_debtor_iban", "the IBAN of the platform's bank account SEPA payouts leave from",
+                           &Config::sepa_debtor_iban, [](const std::string& v) -> std::optional<std::string> {
+                             if (v.empty() || core::payout::valid_iban(v)) return std::nullopt;
+                             return "must be a valid IBAN without spaces, got '" + v + "'";
+                           }));
+    k.push_back(string_key("sepa_debtor_bic", "the BIC of that account (optional)", &Config::sepa_debtor_bic,
+                           [](const std::string& v) -> std::optional<std::string> {
+                             if (v.empty() || core::payout::valid_bic(v)) return std::nullopt;
+                             return "must be a BIC such as DEUTDEFF, got '" + v + "'";
+                           }));
     k.push_back(int_key("worker_lease_s",
                         "seconds a background worker's lease outlives a replica that died (another takes over then)",
                         &Config::worker_lease_s, 1, 3600));

@@ -59,6 +59,10 @@ struct Config {
   std::int64_t payout_min_weekly_micro = 20'000'000;  // a weekly payout pays at least this (micro-USDC)
   std::int64_t payout_min_monthly_micro = 1'000'000;  // a monthly one at least this
   int payout_destination_cooldown_hours = 48;  // a new payout destination takes effect after this
+  int payouts_interval_s = 60;                 // how often the payouts worker looks for due payouts
+  std::string sepa_debtor_name;                // the platform's bank account SEPA payouts are paid from
+  std::string sepa_debtor_iban;
+  std::string sepa_debtor_bic;
   int worker_lease_s = 30;                     // a dead replica's background work is taken over after this
   int rentals_tick_ms = 5000;                  // how often the rentals worker looks for due stops and settlements
   core::bench::Policy benchmark_policy;        // machine minimums (storage, network, CPU); DESIGN §3.8
