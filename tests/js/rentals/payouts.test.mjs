@@ -105,7 +105,7 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
     // The worker's later rounds create nothing more; the earnings are in flight, not in the balance.
     await new Promise((r) => setTimeout(r, 2500));
     assert.equal((await provider.client.request('GET', '/v1/provider/payouts')).json.items.length, 1);
-    assert.equal(storeRows(server, `SELECT COUNT(*) FROM payouts`)[0][0], 1);
+    assert.equal(Number(storeRows(server, 'SELECT COUNT(*) FROM payouts')[0][0]), 1);
     assert.equal((await provider.client.request('GET', '/v1/provider/earnings')).json.balance, '0.000000');
     const [[inFlight]] = storeRows(server,
       `SELECT SUM(amount) FROM ledger_entries WHERE account = 'platform:payouts_in_flight'`);
