@@ -183,7 +183,11 @@
     if (machines.ok) {
       for (const m of machines.data.items) for (const g of m.gpus || []) gpus.set(g.uuid, { model: g.model, machine: m.id });
     }
-    const width = Math.max(300, Math.min(1100, document.getElementById('main').clientWidth - 48));
+    // The chart fills <main>'s width, less its box's padding and border (18 px).
+    const main = document.getElementById('main');
+    const style = getComputedStyle(main);
+    const inner = main.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const width = Math.max(280, Math.min(1100, Math.floor(inner) - 18));
     const lastDay = dayOf(Date.parse(e.to) - 1);
     return [
       el('h1', {}, 'Earnings'),
