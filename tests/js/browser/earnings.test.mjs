@@ -78,7 +78,8 @@ test(`${BACKEND}: the Earnings tab shows the API's figures, chart, tables, pendi
     assert.equal(settings.status, 200, settings.body);
 
     const byDay = await earnings('?group_by=day');
-    assert.equal(byDay.groups.length, 3, JSON.stringify(byDay.groups));
+    // Three days at least (four when a rental runs across midnight and is settled on both sides).
+    assert.ok(byDay.groups.length >= 3, JSON.stringify(byDay.groups));
     assert.ok(Number(byDay.unsettled) > 0, 'the running rental is not settled yet');
     const byGpu = await earnings('?group_by=gpu');
     const byModel = await earnings('?group_by=model');
@@ -160,8 +161,9 @@ test(`${BACKEND}: the Earnings tab shows the API's figures, chart, tables, pendi
     await until('the ranged table', async () => JSON.stringify(await rowsOf(page.locator('#earnings-days'))) ===
       JSON.stringify(ranged.groups.map((g) => [g.key, g.settled, g.unsettled, g.total])), 5000);
     const rangedChart = await page.locator('#earnings-chart').evaluate((e) => e.uplot.data);
-    assert.equal(rangedChart[0].length, 2, 'a place for each day of the range');
-    assert.deepEqual(rangedChart[1], ranged.groups.map((g) => Number(g.total)));
+    const days = (Date.parse(second) - Date.parse(first)) / 86400000 + 1;
+    assert.equal(rangedChart[0].length, days, 'a place for each day of the range');
+    assert.deepEqual(rangedChart[1].filter((y) => y !== null), ranged.groups.map((g) => Number(g.total)));
     assert.match(await page.locator('#earnings-csv-day').getAttribute('href'), new RegExp(`from=${first}&to=${next}`));
     assert.equal(await page.locator('#payout-history h2').textContent(), 'Payout history');
     await shot(page, 'ranged');
