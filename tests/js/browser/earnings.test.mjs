@@ -4,7 +4,8 @@
 // this period, today, the last 7 and 30 days; a chart with a bar for each day with earnings, each
 // bar's value (hovered, in the chart's legend) the day's total; the per-day, per-GPU and per-model
 // tables row for row; the pending payout (date, amount, method, minimum); and the CSV it downloads
-// has the same rows. A date range applies to the chart and the tables.
+// has the same rows. A date range applies to the chart and the tables; a backwards one is refused
+// beside its field.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -167,6 +168,13 @@ test(`${BACKEND}: the Earnings tab shows the API's figures, chart, tables, pendi
     assert.match(await page.locator('#earnings-csv-day').getAttribute('href'), new RegExp(`from=${first}&to=${next}`));
     assert.equal(await page.locator('#payout-history h2').textContent(), 'Payout history');
     await shot(page, 'ranged');
+
+    // A range that ends before it starts: the server's message beside From.
+    await page.getByLabel('From', { exact: true }).fill(second);
+    await page.getByLabel('To (included)').fill(first);
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.locator('#earnings-from-error', { hasText: 'from must be before to' }).waitFor();
+    assert.equal(await page.getByLabel('From', { exact: true }).getAttribute('aria-invalid'), 'true');
     assert.deepEqual(errors, []);
   } finally {
     if (provider) await provider.agent.stop();
