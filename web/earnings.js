@@ -82,7 +82,7 @@
       height: 260,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       // Half a day either side, so the first and last days' bars are whole.
-      scales: { x: { time: true, range: (u, min, max) => [min - 43200, max + 43200] }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.15 : 1] } },
+      scales: { x: { time: true, range: () => [first / 1000 - 43200, last / 1000 + 43200] }, y: { range: (u, min, max) => [0, max > 0 ? max * 1.15 : 1] } },
       series: [
         { label: 'Day', value: (u, ts) => (ts === null ? '—' : dayOf(ts * 1000)) },
         { label: 'Earned (USDC)', stroke: '#0e9384', fill: 'rgba(14, 147, 132, 0.55)', width: 1,
