@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything GPUnex needs to build, run and test, from Debian's
-# packages and (for test tooling) npm with a lock file. Idempotent: it checks
+# packages and (for the dashboard's chart library and test tooling) npm with lock files. Idempotent: it checks
 # first, runs `apt-get update` at most once, and installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,5 +56,11 @@ if [ ! -s "$XSD" ]; then
   mkdir -p "$(dirname "$XSD")"
   cp "$(find "$tmp/x" -name pain.001.001.03.xsd | head -1)" "$XSD"
   rm -rf "$tmp"
+fi
+# The dashboard's chart library (uPlot), pinned by its lock file; the build embeds its dist files
+# (cmake/web_vendor.cmake), so the server serves it itself.
+if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  echo "deps: npm ci (web)"
+  (cd web && npm ci --no-audit --no-fund --loglevel=error)
 fi
 echo "deps: ok"

@@ -1,9 +1,9 @@
 // The benchmarks pages of the dashboard; they register into app.js's `pages`.
 // #/benchmarks, and each machine's Benchmarks tab (#/machines/ID/benchmarks): per machine
 // and GPU, the latest run against the model's reference (bars), the performance score's
-// history (line chart), the listing state with the delist reason and recommendation,
+// history (a uPlot line chart), the listing state with the delist reason and recommendation,
 // and the rate-limited "Re-run benchmarks" button.
-// The CSP forbids inline styles, so every size is an SVG attribute.
+// The CSP forbids inline styles, so every size of the bars is an SVG attribute.
 'use strict';
 
 (() => {
@@ -91,31 +91,37 @@
     return el('div', { class: 'bench-latest' }, el('div', { class: 'bench-chart' }, chart), scrollBox(table));
   }
 
-  // The performance score over time, oldest on the left.
+  // The performance score over time, oldest on the left: a uPlot line with a point per scored run
+  // (hover one for its time and score in the legend).
   function historyChart(gpu) {
     const pts = (gpu.history || []).filter((h) => num(h.perf_score) !== null).slice().reverse();
     if (pts.length === 0) return el('p', { class: 'muted' }, 'No performance score yet.');
-    const W = narrowScreen() ? 330 : 640; const H = 180; const L = 44; const R = 16; const T = 12; const B = 28;
-    const max = Math.max(...pts.map((p) => p.perf_score)) * 1.15 || 1;
-    const px = (i) => (pts.length === 1 ? L + (W - L - R) / 2 : L + i * (W - L - R) / (pts.length - 1));
-    const py = (v) => T + (1 - v / max) * (H - T - B);
-    const ticks = [0, max / 2, max];
-    return svg('svg', {
-      class: 'bench-history', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img',
-      'aria-label': `GPU ${gpu.index}: performance score history, ${pts.length} run(s), latest ${fmtNum(pts[pts.length - 1].perf_score)}`,
-    },
-    ticks.map((t) => [
-      svg('line', { x1: L, x2: W - R, y1: py(t), y2: py(t), class: 'bench-grid' }),
-      svg('text', { x: L - 6, y: py(t) + 4, 'text-anchor': 'end', class: 'bench-axis' }, fmtNum(t))]),
-    pts.length > 1
-      ? svg('polyline', { points: pts.map((p, i) => `${px(i).toFixed(1)},${py(p.perf_score).toFixed(1)}`).join(' '),
-        class: 'bench-line' })
-      : '',
-    pts.map((p, i) => svg('circle', { cx: px(i).toFixed(1), cy: py(p.perf_score).toFixed(1), r: 4, class: 'bench-point' },
-      svg('title', {}, `${fmtMs(p.at_ms)}: score ${fmtNum(p.perf_score)}`))),
-    svg('text', { x: L, y: H - 8, class: 'bench-axis' }, fmtMs(pts[0].at_ms)),
-    pts.length > 1 ? svg('text', { x: W - R, y: H - 8, 'text-anchor': 'end', class: 'bench-axis' },
-      fmtMs(pts[pts.length - 1].at_ms)) : '');
+    const box = el('div', { class: 'bench-history', role: 'img',
+      'aria-label': `GPU ${gpu.index}: performance score history, ${pts.length} run(s), latest ${fmtNum(pts[pts.length - 1].perf_score)}` });
+    if (typeof uPlot !== 'function') {
+      box.append(el('p', { class: 'error' }, 'The chart library did not load.'));
+      return box;
+    }
+    const xs = pts.map((p) => p.at_ms / 1000);
+    const ys = pts.map((p) => p.perf_score);
+    const opts = {
+      width: narrowScreen() ? 300 : 640,
+      height: 180,
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+      // The runs' span; one run has none of its own: an hour either side.
+      scales: { x: { time: true, range: () => (xs.length === 1 ? [xs[0] - 3600, xs[0] + 3600] : [xs[0], xs[xs.length - 1]]) },
+        y: { range: (u, min, max) => [0, max > 0 ? max * 1.15 : 1] } },
+      series: [
+        { label: 'Run', value: (u, ts) => (ts === null ? '—' : fmtMs(ts * 1000)) },
+        { label: 'Score', stroke: '#0e9384', width: 2, points: { show: true, size: 8, fill: '#0e9384' },
+          value: (u, v) => (v === null || v === undefined ? '—' : fmtNum(v)) },
+      ],
+      axes: [{}, { size: 50 }],
+      cursor: { drag: { x: false, y: false } },
+    };
+    box.uplot = new uPlot(opts, [xs, ys], box);
+    setTimeout(() => box.uplot.syncRect(), 0);
+    return box;
   }
 
   function listingBadge(gpu) {

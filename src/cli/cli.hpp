@@ -78,6 +78,8 @@ std::unique_ptr<Command> make_machines_show_command();
 std::unique_ptr<Command> make_offers_search_command();
 std::unique_ptr<Command> make_balance_command();
 std::unique_ptr<Command> make_payouts_command();
+// A provider's earnings (earnings_commands.cpp).
+std::unique_ptr<Command> make_earnings_command();
 // Renting GPUs (rental_commands.cpp).
 std::unique_ptr<Command> make_rent_command();
 std::unique_ptr<Command> make_rentals_list_command();

@@ -1,12 +1,13 @@
 // When and where providers are paid (core/payout_calendar, core/payout_destination; issue #18):
 // the payout calendar over a century of dates, Easter and TARGET2 closing days, minimums; base58,
 // which Solana addresses can sign (on the Ed25519 curve) against the reference's vectors, IBANs
-// and BICs.
+// and BICs; the earnings tracker's groups and their CSV.
 #include <gtest/gtest.h>
 
 #include "core/earnings.hpp"
 #include "core/payout_calendar.hpp"
 #include "core/payout_destination.hpp"
+#include "server/billing/earnings.hpp"
 
 using namespace gpunex::core::payout;  // NOLINT: test file
 using namespace date;                  // NOLINT: test file
@@ -187,6 +188,28 @@ TEST(Earnings, EveryGroupingAddsUpAndGpusSplitARentalExactly) {
   EXPECT_EQ(days[1].total(), 507);
   EXPECT_EQ(gpunex::core::earnings::sum_since(es, day1 + 86'400'000), 507);
   EXPECT_EQ(gpunex::core::earnings::parse_group_by("week").error().field, "group_by");
+}
+
+// ---- the earnings tracker's CSV (server/billing/earnings) ----
+
+TEST(EarningsCsv, OneRowPerGroupQuotedWhereASpreadsheetNeedsIt) {
+  using gpunex::server::billing::EarningsReport;
+  const auto ms = [](sys_days d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d.time_since_epoch()).count();
+  };
+  EarningsReport r;
+  r.query.from_ms = ms(ymd(2026, 11, 4));
+  r.query.to_ms = ms(ymd(2026, 12, 4));  // exclusive: the last day is the 3rd
+  r.query.by = gpunex::core::earnings::GroupBy::model;
+  r.groups = {{"L40S", 1'500'000, 250'000}, {"Odd, \"model\"", 1, 0}, {"=SUM(A1)", 0, 2}};
+  EXPECT_EQ(gpunex::server::billing::to_csv(r),
+            "model,settled_usdc,unsettled_usdc,total_usdc\r\n"
+            "L40S,1.500000,0.250000,1.750000\r\n"
+            "\"Odd, \"\"model\"\"\",0.000001,0.000000,0.000001\r\n"
+            "'=SUM(A1),0.000000,0.000002,0.000002\r\n");
+  EXPECT_EQ(gpunex::server::billing::csv_file_name(r), "gpunex-earnings-2026-11-04-2026-12-03-by-model.csv");
+  r.groups.clear();
+  EXPECT_EQ(gpunex::server::billing::to_csv(r), "model,settled_usdc,unsettled_usdc,total_usdc\r\n");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Customer money: GET /v1/billing/balance, GET /v1/billing/history, and the operators'
-// POST /v1/admin/credits.
+// POST /v1/admin/credits; the provider's GET /v1/provider/earnings (JSON, or ?format=csv).
 
 #include "core/json_reader.hpp"
 #include "core/ledger.hpp"
@@ -9,6 +9,7 @@
 #include "server/billing/credits.hpp"
 #include "server/billing/earnings.hpp"
 #include "server/billing/ledger_repo.hpp"
+#include "server/payouts/payout_settings.hpp"
 #include "server/rentals/rentals.hpp"
 #include "util/time.hpp"
 
@@ -92,17 +93,35 @@ Response provider_earnings(Ctx& ctx) {
     if (!by) return Response::error(by.error());
     q.by = *by;
   }
-  core::payout::Minimums minimums;
-  minimums.weekly = ctx.config().payout_min_weekly_micro;
-  minimums.monthly = ctx.config().payout_min_monthly_micro;
-  return respond(
-      ctx,
-      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+  // ?format=csv: the groups as a spreadsheet file; the JSON answer is the default.
+  const auto format = ctx.req.query_param("format").value_or("json");
+  if (format != "json" && format != "csv") {
+    return Response::error(core::Error::make(core::ErrorCode::invalid_field, "format must be json or csv", "format"));
+  }
+  billing::PayoutPlan plan;
+  plan.minimums.weekly = ctx.config().payout_min_weekly_micro;
+  plan.minimums.monthly = ctx.config().payout_min_monthly_micro;
+  std::optional<billing::EarningsReport> report;
+  auto r = ctx.store().transact(
+      [&](store::Tx& tx) -> core::Result<bool> {
         const std::string pid = caller_provider(ctx, tx);
         if (pid.empty()) return not_a_provider();
-        return billing::provider_earnings(tx, pid, q, minimums, now);
+        // The settings in force now (a new destination waiting its cool-down is not yet).
+        if (const auto settings = payouts::current_settings(tx, pid, now)) {
+          plan.schedule = settings->schedule;
+          plan.method = settings->method;
+        }
+        report = billing::provider_earnings(tx, pid, q, plan, now);
+        return true;
       },
       store::TxMode::read);
+  if (!r) return Response::error(r.error());
+  if (format == "json") return Response::json(200, billing::to_json(*report));
+  Response csv;
+  csv.content_type = "text/csv; charset=utf-8";
+  csv.body = billing::to_csv(*report);
+  csv.header("Content-Disposition", "attachment; filename=\"" + billing::csv_file_name(*report) + "\"");
+  return csv;
 }
 
 Response post_credit(Ctx& ctx) {

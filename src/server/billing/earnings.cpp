@@ -2,6 +2,7 @@
 
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "core/ledger.hpp"
 #include "core/rental.hpp"
@@ -50,47 +51,88 @@ std::vector<Earning> earnings_between(store::Tx& tx, const std::string& provider
   return out;
 }
 
+//! A CSV cell: quoted when it holds a comma, a quote or a line break; one that a spreadsheet would
+//! read as a formula (=, +, -, @ first) gets a leading apostrophe.
+std::string csv_field(const std::string& s) {
+  std::string v = s;
+  if (!v.empty() && std::string_view("=+-@").find(v.front()) != std::string_view::npos) v.insert(0, "'");
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string day_of(std::int64_t ms) {
+  return date::format(
+      "%F", date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(ms))));
+}
+
 }  // namespace
 
-nlohmann::json provider_earnings(store::Tx& tx, const std::string& provider_id, const EarningsQuery& query,
-                                 const core::payout::Minimums& minimums, std::int64_t now_ms) {
+EarningsReport provider_earnings(store::Tx& tx, const std::string& provider_id, const EarningsQuery& query,
+                                 const PayoutPlan& plan, std::int64_t now_ms) {
+  EarningsReport report;
+  report.query = query;
+  report.plan = plan;
   const auto in_range = earnings_between(tx, provider_id, query.from_ms, query.to_ms, now_ms);
-  core::MicroUsdc settled = 0, unsettled = 0;
-  for (const auto& e : in_range) (e.settled ? settled : unsettled) += e.amount;
+  for (const auto& e : in_range) (e.settled ? report.settled : report.unsettled) += e.amount;
+  report.groups = core::earnings::group(in_range, query.by);
+  // Today and the last 7 and 30 days, whatever the range asked.
+  const std::int64_t today = now_ms - now_ms % kDayMs;
+  const auto recent = earnings_between(tx, provider_id, today - 29 * kDayMs, now_ms + 1, now_ms);
+  report.today = core::earnings::sum_since(recent, today);
+  report.last_7_days = core::earnings::sum_since(recent, today - 6 * kDayMs);
+  report.last_30_days = core::earnings::sum_since(recent, today - 29 * kDayMs);
+  // What the provider has earned and not been paid: the earnings account's balance (payouts take from it).
+  report.balance = billing::balance(tx, ledger::Account::provider(provider_id));
+  report.next_payout_day = core::payout::next_payout_day(
+      plan.schedule, plan.method.value_or(core::payout::Method::solana_usdc),
+      date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now_ms))));
+  return report;
+}
+
+nlohmann::json to_json(const EarningsReport& r) {
   auto groups = nlohmann::json::array();
-  for (const auto& g : core::earnings::group(in_range, query.by)) {
+  for (const auto& g : r.groups) {
     groups.push_back({{"key", g.key},
                       {"settled", core::format_usdc(g.settled)},
                       {"unsettled", core::format_usdc(g.unsettled)},
                       {"total", core::format_usdc(g.total())}});
   }
-  // Today and the last 7 and 30 days, whatever the range asked.
-  const std::int64_t today = now_ms - now_ms % kDayMs;
-  const auto recent = earnings_between(tx, provider_id, today - 29 * kDayMs, now_ms + 1, now_ms);
-  // What the provider has earned and not been paid: the earnings account's balance (payouts take from it).
-  const auto balance = billing::balance(tx, ledger::Account::provider(provider_id));
-  const auto schedule = core::payout::Schedule::weekly;  // until the provider chooses (payout settings)
-  const date::sys_days next_day = core::payout::next_payout_day(
-      schedule, core::payout::Method::solana_usdc,
-      date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now_ms))));
-  return {{"from", util::rfc3339(query.from_ms)},
-          {"to", util::rfc3339(query.to_ms)},
-          {"group_by", core::earnings::to_string(query.by)},
+  const auto schedule = r.plan.schedule;
+  return {{"from", util::rfc3339(r.query.from_ms)},
+          {"to", util::rfc3339(r.query.to_ms)},
+          {"group_by", core::earnings::to_string(r.query.by)},
           {"currency", "USDC"},
-          {"total", core::format_usdc(settled + unsettled)},
-          {"settled", core::format_usdc(settled)},
-          {"unsettled", core::format_usdc(unsettled)},
+          {"total", core::format_usdc(r.settled + r.unsettled)},
+          {"settled", core::format_usdc(r.settled)},
+          {"unsettled", core::format_usdc(r.unsettled)},
           {"groups", std::move(groups)},
-          {"today", core::format_usdc(core::earnings::sum_since(recent, today))},
-          {"last_7_days", core::format_usdc(core::earnings::sum_since(recent, today - 6 * kDayMs))},
-          {"last_30_days", core::format_usdc(core::earnings::sum_since(recent, today - 29 * kDayMs))},
-          {"balance", core::format_usdc(balance)},
+          {"today", core::format_usdc(r.today)},
+          {"last_7_days", core::format_usdc(r.last_7_days)},
+          {"last_30_days", core::format_usdc(r.last_30_days)},
+          {"balance", core::format_usdc(r.balance)},
           {"pending_payout",
            {{"schedule", core::payout::to_string(schedule)},
-            {"next_date", date::format("%F", next_day)},
-            {"amount", core::format_usdc(balance)},
-            {"minimum", core::format_usdc(core::payout::minimum(schedule, minimums))},
-            {"above_minimum", core::payout::pays(schedule, balance, minimums)}}}};
+            {"method", r.plan.method ? nlohmann::json(core::payout::to_string(*r.plan.method)) : nlohmann::json()},
+            {"next_date", date::format("%F", r.next_payout_day)},
+            {"amount", core::format_usdc(r.balance)},
+            {"minimum", core::format_usdc(core::payout::minimum(schedule, r.plan.minimums))},
+            {"above_minimum", core::payout::pays(schedule, r.balance, r.plan.minimums)}}}};
+}
+
+std::string to_csv(const EarningsReport& r) {
+  std::string out = std::string(core::earnings::to_string(r.query.by)) + ",settled_usdc,unsettled_usdc,total_usdc\r\n";
+  for (const auto& g : r.groups) {
+    out += csv_field(g.key) + "," + core::format_usdc(g.settled) + "," + core::format_usdc(g.unsettled) + "," +
+           core::format_usdc(g.total()) + "\r\n";
+  }
+  return out;
+}
+
+std::string csv_file_name(const EarningsReport& r) {
+  return "gpunex-earnings-" + day_of(r.query.from_ms) + "-" + day_of(r.query.to_ms - 1) + "-by-" +
+         std::string(core::earnings::to_string(r.query.by)) + ".csv";
 }
 
 }  // namespace gpunex::server::billing

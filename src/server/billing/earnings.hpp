@@ -1,11 +1,15 @@
 #pragma once
 // The provider's earnings tracker (GET /v1/provider/earnings, issue #18): what settlements credited
 // to the provider's earnings account (the ledger), plus the live accrual of its running rentals,
-// marked as not settled yet, grouped by day, GPU, model or machine (core/earnings.hpp).
+// marked as not settled yet, grouped by day, GPU, model or machine (core/earnings.hpp), as JSON or
+// as CSV for a spreadsheet.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include <date/date.h>
 #include <nlohmann/json.hpp>
 
 #include "core/earnings.hpp"
@@ -20,9 +24,38 @@ struct EarningsQuery {
   core::earnings::GroupBy by = core::earnings::GroupBy::day;
 };
 
+//! The payout settings in force for the provider (server/payouts), as the tracker needs them: the
+//! schedule picks the day and the minimum, the method the business days (SEPA skips TARGET2
+//! closing days). No method chosen yet: weekly, and the calendar of a wallet payout.
+struct PayoutPlan {
+  core::payout::Schedule schedule = core::payout::Schedule::weekly;
+  std::optional<core::payout::Method> method;
+  core::payout::Minimums minimums;
+};
+
+//! The figures of the tracker, before they are written as JSON or CSV.
+struct EarningsReport {
+  EarningsQuery query;
+  core::MicroUsdc settled = 0, unsettled = 0;
+  std::vector<core::earnings::Group> groups;
+  core::MicroUsdc today = 0, last_7_days = 0, last_30_days = 0;
+  core::MicroUsdc balance = 0;  // earned and not paid out: what the next payout would pay
+  PayoutPlan plan;
+  date::sys_days next_payout_day;
+};
+
+EarningsReport provider_earnings(store::Tx& tx, const std::string& provider_id, const EarningsQuery& query,
+                                 const PayoutPlan& plan, std::int64_t now_ms);
+
 //! {from, to, group_by, currency, total, settled, unsettled, groups: [{key, settled, unsettled,
-//! total}], today, last_7_days, last_30_days, balance, pending_payout}.
-nlohmann::json provider_earnings(store::Tx& tx, const std::string& provider_id, const EarningsQuery& query,
-                                 const core::payout::Minimums& minimums, std::int64_t now_ms);
+//! total}], today, last_7_days, last_30_days, balance, pending_payout: {schedule, method,
+//! next_date, amount, minimum, above_minimum}}.
+nlohmann::json to_json(const EarningsReport& report);
+
+//! The groups as CSV (RFC 4180, CRLF): a header `<group_by>,settled_usdc,unsettled_usdc,total_usdc`
+//! and one row per group in the JSON's order, amounts in USDC with 6 decimals.
+std::string to_csv(const EarningsReport& report);
+//! "gpunex-earnings-2026-11-04-2026-12-04-by-day.csv": the range's first and last days.
+std::string csv_file_name(const EarningsReport& report);
 
 }  // namespace gpunex::server::billing

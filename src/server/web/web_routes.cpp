@@ -43,7 +43,11 @@ http::Response serve_from_dir(const std::string& dir, const std::string& name) {
     return http::Response::error(core::ErrorCode::not_found, "no such file");
   }
   std::ifstream in(dir + "/" + name, std::ios::binary);
-  if (!in) return http::Response::error(core::ErrorCode::not_found, "no such file: /" + name);
+  if (!in) {
+    // The npm library (uPlot) lives in web/node_modules, not in the folder: its embedded copy.
+    if (const auto* vendored = web::find_asset("/" + name)) return serve(*vendored);
+    return http::Response::error(core::ErrorCode::not_found, "no such file: /" + name);
+  }
   std::ostringstream body;
   body << in.rdbuf();
   const std::string text = body.str();

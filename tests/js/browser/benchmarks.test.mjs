@@ -84,9 +84,13 @@ test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re
     assert.ok(track > 0 && Math.abs(barW / (refX - barX) - 0.7) < 0.02, `bar ${barW} of ${refX - barX}`);
     const row = gpu.getByRole('table', { name: /figures/ }).getByRole('row', { name: /FP16 tensor throughput/ });
     assert.match(await row.textContent(), /0\.70/);
-    // The history chart has a point per scored run.
+    // The history chart (uPlot) has a point per scored run.
     await gpu.getByRole('img', { name: /performance score history, 1 run/ }).waitFor();
-    assert.equal(await gpu.locator('circle.bench-point').count(), 1);
+    const historyPoints = () => gpu.locator('.bench-history').evaluate((e) => e.uplot.data[1]);
+    await gpu.locator('.bench-history canvas').waitFor();
+    const first = await historyPoints();
+    assert.equal(first.length, 1);
+    assert.ok(first[0] > 0, `score ${first[0]}`);
     await shot(p, 'delisted');
 
     const button = machine.getByRole('button', { name: 'Re-run benchmarks' });
@@ -107,6 +111,8 @@ test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re
     }, 90000);
     await p.reload();
     await gpu.getByRole('img', { name: /performance score history, 2 run/ }).waitFor();
+    await gpu.locator('.bench-history canvas').waitFor();
+    assert.equal((await historyPoints()).length, 2);
     await button.click();
     await until('the rate-limit answer', async () => /rate-limited/.test(await status.textContent()), 10000);
     await shot(p, 'rerun-rate-limited');

@@ -2,7 +2,7 @@
 // as the people who use it would: signed out (home, log in, sign up, marketplace), a new
 // applicant (roles, the application form, its status page, notifications), a provider whose
 // real agent runs a simulated L4, benchmarked, listed and priced (roles, notifications,
-// machines, the machine page and its Benchmarks tab, benchmarks, pricing, API keys, the
+// machines, the machine page and its Benchmarks tab, benchmarks, pricing, earnings, API keys, the
 // marketplace with its offer, the application) and a reviewer (the review queue and an
 // application). On each, nothing is wider than the
 // screen (wide tables scroll in their own box), the page itself does not clip sideways,
@@ -168,6 +168,8 @@ test(`${BACKEND}: every page is usable on a 375 px phone`, async () => {
     await check('Benchmarks', p.locator('.bench-gpu .bench-bars'));
     await nav.getByRole('link', { name: 'Pricing' }).click();
     await check('Pricing', p.getByRole('table', { name: /Weekly availability/ }));
+    await nav.getByRole('link', { name: 'Earnings' }).click();
+    await check('Earnings', p.locator('#earnings-chart canvas'));
     await nav.getByRole('link', { name: 'API keys' }).click();
     await check('API keys', p.getByRole('table', { name: 'Your API keys' }));
     await nav.getByRole('link', { name: 'Application' }).click();
@@ -181,7 +183,7 @@ test(`${BACKEND}: every page is usable on a 375 px phone`, async () => {
     await browser.close();
     assert.ok(checked.length >= 20, checked.join(' '));
     for (const page of ['home', 'signup', 'market', 'roles', 'apply', 'applications', 'notifications', 'review',
-      'machines', 'benchmarks', 'pricing', 'keys', 'login']) {
+      'machines', 'benchmarks', 'pricing', 'earnings', 'keys', 'login']) {
       assert.ok(shot.saved.some((s) => s.startsWith(`visit-${page}`)), `no screenshot of ${page}: ${shot.saved}`);
     }
   } finally {

@@ -4,7 +4,8 @@
 // total, and the settled part is exactly the provider's ledger account.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKEND, TestServer } from '../lib/server.mjs';
+import { BACKEND, Client, TestServer, until } from '../lib/server.mjs';
+import { approvedProvider } from '../lib/provider.mjs';
 import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -48,6 +49,8 @@ test(`${BACKEND}: the earnings tracker adds settled and live earnings the same w
     assert.equal(byDay.pending_payout.schedule, 'weekly');
     assert.equal(new Date(`${byDay.pending_payout.next_date}T00:00:00Z`).getUTCDay(), 1, 'a Monday');
     assert.equal(byDay.pending_payout.above_minimum, false);
+    assert.equal(byDay.pending_payout.method, null, 'no payout method chosen yet');
+    assert.equal(byDay.pending_payout.minimum, '20.000000');
 
     // Every grouping adds up to the same settled figure; the GPUs split their rentals exactly.
     for (const by of ['gpu', 'model', 'machine']) {
@@ -74,8 +77,87 @@ test(`${BACKEND}: the earnings tracker adds settled and live earnings the same w
       assert.equal(r.json.error.field, field, q);
     }
     assert.equal((await ann.request('GET', '/v1/provider/earnings')).status, 403);
+    const badFormat = await provider.client.request('GET', '/v1/provider/earnings?format=xml');
+    assert.equal(badFormat.status, 400);
+    assert.equal(badFormat.json.error.field, 'format');
+
+    // With nothing running any more the figures stand still: the CSV of each grouping has the
+    // JSON's groups, row for row, in USDC with 6 decimals.
+    await ann.request('POST', `/v1/rentals/${b.json.id}/stop`);
+    await voice.send([{ rental_id: b.json.id, type: 'ended', exit_code: 0 }]);
+    await until('B to be settled', async () => (await get()).unsettled === '0.000000');
+    for (const by of ['day', 'gpu', 'model', 'machine']) {
+      const json = await get(`?group_by=${by}`);
+      const csv = await provider.client.request('GET', `/v1/provider/earnings?group_by=${by}&format=csv`);
+      assert.equal(csv.status, 200, csv.body);
+      assert.match(csv.headers.get('content-type'), /^text\/csv/);
+      const day = (t) => t.slice(0, 10);
+      const lastDay = new Date(Date.parse(json.to) - 1).toISOString().slice(0, 10);
+      assert.equal(csv.headers.get('content-disposition'),
+        `attachment; filename="gpunex-earnings-${day(json.from)}-${lastDay}-by-${by}.csv"`);
+      assert.ok(csv.body.endsWith('\r\n'), 'CRLF lines');
+      const [header, ...rows] = csv.body.trimEnd().split('\r\n').map((l) => l.split(','));
+      assert.deepEqual(header, [by, 'settled_usdc', 'unsettled_usdc', 'total_usdc']);
+      assert.deepEqual(rows, json.groups.map((g) => [g.key, g.settled, g.unsettled, g.total]), by);
+      for (const r of rows) for (const v of r.slice(1)) assert.match(v, /^\d+\.\d{6}$/);
+    }
+    const empty30 = await provider.client.request('GET', '/v1/provider/earnings?from=2020-01-01&to=2020-02-01&format=csv');
+    assert.equal(empty30.body, 'day,settled_usdc,unsettled_usdc,total_usdc\r\n');
+    assert.match(empty30.headers.get('content-disposition'), /gpunex-earnings-2020-01-01-2020-01-31-by-day\.csv/);
   } finally {
     if (provider) await provider.agent.stop();
+    await server.stop();
+  }
+});
+
+// The pending payout follows the payout settings in force: their schedule (day and minimum) and
+// method (a monthly SEPA payout skips TARGET2's 1 January). On the server's test clock, a Monday:
+// 28 December 2026; 1 January 2027 is a Friday.
+test(`${BACKEND}: the pending payout follows the provider's payout schedule and method`, async () => {
+  const server = await new TestServer(['--test-clock', '2026-12-28T12:00:00Z', '--enable-test-clock', 'true']).start();
+  try {
+    const WALLET = 'GJRs4FwHtemZ5ZE9x3FNvJ8TMwitKTh21yxdRPqn7npE';
+    const pending = async (client) => {
+      const r = await client.request('GET', '/v1/provider/earnings');
+      assert.equal(r.status, 200, r.body);
+      return r.json.pending_payout;
+    };
+    const settle = async (client, body) => {
+      const r = await client.request('PUT', '/v1/provider/payout-settings', { body: { password: 'correct-horse-battery', ...body } });
+      assert.equal(r.status, 200, r.body);
+    };
+    server.createUser('clock-admin@example.com', 'operator-password-1', 'admin');
+    const admin = new Client(server.url);
+    await admin.login('clock-admin@example.com', 'operator-password-1');
+    const advance = async (seconds) => {
+      const r = await admin.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
+      assert.equal(r.status, 200, r.body);
+    };
+    const weekly = await approvedProvider(server, 'weekly@example.com');
+    assert.deepEqual(await pending(weekly.client), { schedule: 'weekly', method: null, next_date: '2026-12-28',
+      amount: '0.000000', minimum: '20.000000', above_minimum: false });
+    await settle(weekly.client, { method: 'solana_usdc', wallet_address: WALLET, schedule: 'weekly' });
+    assert.equal((await pending(weekly.client)).method, 'solana_usdc');
+
+    const wallet = await approvedProvider(server, 'monthly-wallet@example.com');
+    await settle(wallet.client, { method: 'solana_usdc', wallet_address: WALLET, schedule: 'monthly' });
+    assert.deepEqual(await pending(wallet.client), { schedule: 'monthly', method: 'solana_usdc',
+      next_date: '2027-01-01', amount: '0.000000', minimum: '1.000000', above_minimum: false });
+
+    const bank = await approvedProvider(server, 'monthly-bank@example.com');
+    await settle(bank.client, { method: 'sepa', account_holder: 'Payee GmbH', iban: 'DE89370400440532013000',
+      schedule: 'monthly' });
+    assert.deepEqual(await pending(bank.client), { schedule: 'monthly', method: 'sepa', next_date: '2027-01-04',
+      amount: '0.000000', minimum: '1.000000', above_minimum: false });
+    // A new destination waits its cool-down (48 h): until then the bank transfer is in force. (A
+    // second later: two changes in the same millisecond have no order.)
+    await advance(1);
+    await settle(bank.client, { method: 'solana_usdc', wallet_address: WALLET, schedule: 'monthly' });
+    assert.equal((await pending(bank.client)).method, 'sepa');
+    await advance(49 * 3600);
+    assert.deepEqual(await pending(bank.client), { schedule: 'monthly', method: 'solana_usdc',
+      next_date: '2027-01-01', amount: '0.000000', minimum: '1.000000', above_minimum: false });
+  } finally {
     await server.stop();
   }
 });
