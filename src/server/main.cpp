@@ -32,6 +32,7 @@
 #include "server/reliability/reliability.hpp"
 #include "server/rentals/rentals.hpp"
 #include "server/payouts/payout_runs.hpp"
+#include "server/payouts/solana_payouts.hpp"
 #include "server/workers/machines_worker.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/workers/mail_worker.hpp"
@@ -90,7 +91,13 @@ std::unique_ptr<server::App> open_app(const server::Config& cfg) {
 //! runs it. Built before the server listens, started once it does, stopped after it has drained.
 class BackgroundWorkers {
  public:
-  BackgroundWorkers(server::App& app, const server::Config& cfg) : app_(app), cfg_(cfg), clock_(app.clock()) {
+  BackgroundWorkers(server::App& app, const server::Config& cfg,
+                    std::optional<server::payouts::SolanaSettings> solana = std::nullopt)
+      : app_(app), cfg_(cfg), clock_(app.clock()) {
+    if (solana) {
+      solana_ = *solana;
+      chain_ = server::payouts::make_json_rpc_client(cfg.solana_rpc_url, cfg.solana_rpc_timeout_ms);
+    }
     // The mail outbox: SMTP when smtp_url is set, else .eml files under <data_dir>/mail.
     mailer_ = cfg.smtp_url.empty()
                   ? server::mail::make_file_drop_mailer((std::filesystem::path(cfg.data_dir) / "mail").string())
@@ -129,14 +136,26 @@ class BackgroundWorkers {
     });
 
     // Payouts: on each payout day, one payout per provider whose schedule falls due and whose settled
-    // earnings reach the minimum (server/payouts/payout_runs).
+    // earnings reach the minimum (server/payouts/payout_runs); then USDC payouts are sent on Solana
+    // and followed up until the chain has them final (server/payouts/solana_payouts).
     add("payouts", std::chrono::seconds(cfg.payouts_interval_s), [this] {
       server::payouts::RunSettings settings;
       settings.minimums.weekly = cfg_.payout_min_weekly_micro;
       settings.minimums.monthly = cfg_.payout_min_monthly_micro;
-      const auto round = server::payouts::run_due_payouts(app_.store(), settings, clock_.now_ms());
+      settings.solana_configured = chain_ != nullptr;
+      const auto now = clock_.now_ms();
+      const auto round = server::payouts::run_due_payouts(app_.store(), settings, now);
       if (round.created > 0 || round.held > 0) {
         util::log_event("info", "payouts", {{"created", round.created}, {"held", round.held}});
+      }
+      if (chain_) {
+        const auto sent = server::payouts::send_solana_payouts(app_.store(), *chain_, solana_,
+                                                               cfg_.base_url() + "/#/earnings", clock_.now_ms());
+        if (sent.signed_now + sent.paid + sent.failed > 0) {
+          util::log_event("info", "solana payouts", {{"signed", sent.signed_now}, {"sent", sent.sent},
+                                                    {"paid", sent.paid}, {"failed", sent.failed},
+                                                    {"held_runs", sent.held_runs}});
+        }
       }
     });
 
@@ -182,6 +201,8 @@ class BackgroundWorkers {
   const util::Clock& clock_;
   std::unique_ptr<server::mail::Mailer> mailer_;
   server::MachineSettings machine_settings_;
+  server::payouts::SolanaSettings solana_;
+  std::unique_ptr<server::payouts::ChainClient> chain_;  // null: USDC payout runs are held
   std::vector<std::unique_ptr<server::workers::Worker>> workers_;
 };
 
@@ -255,9 +276,24 @@ int serve(server::Config cfg) {
     return 2;
   }
   const sigset_t signals = block_stop_signals();
+  // The hot wallet that signs USDC payouts: refused at start when others may read its file.
+  std::optional<server::payouts::SolanaSettings> solana;
+  if (!cfg.solana_rpc_url.empty()) {
+    auto key = server::payouts::load_keypair_file(cfg.solana_keypair_file);
+    if (!key) {
+      std::cerr << "error: " << key.error().message << "\n";
+      return 1;
+    }
+    server::payouts::SolanaSettings s;
+    s.hot_wallet = *key;
+    s.mint = *core::solana::key_from_base58(cfg.solana_usdc_mint);
+    s.decimals = static_cast<std::uint8_t>(cfg.solana_usdc_decimals);
+    s.compute_unit_price = static_cast<std::uint64_t>(cfg.solana_compute_unit_price);
+    solana = s;
+  }
   auto app = open_app(cfg);
   if (!app) return 1;
-  BackgroundWorkers workers(*app, cfg);
+  BackgroundWorkers workers(*app, cfg, solana);
 
   const auto so = server_options(cfg, *app);
   http::Server srv(so, [&app](http::Request& req, http::Reply reply) { app->handle(req, std::move(reply)); });

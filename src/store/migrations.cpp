@@ -665,6 +665,13 @@ CREATE TABLE payouts (
   batch_id TEXT REFERENCES sepa_batches(id),
   end_to_end_id TEXT,
   eur_cents BIGINT,
+  -- USDC on Solana: the signed bytes, their signature and last valid block height, stored before the
+  -- first send (a restart re-sends these bytes); signed_count counts re-signings after expiry.
+  signature TEXT,
+  raw_tx TEXT,
+  last_valid_block_height BIGINT,
+  signed_count BIGINT NOT NULL DEFAULT 0,
+  confirmation TEXT,
   created_at BIGINT NOT NULL,
   updated_at BIGINT NOT NULL,
   UNIQUE (provider_id, payout_day)

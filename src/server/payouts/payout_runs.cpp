@@ -36,6 +36,7 @@ constexpr const char* kBatched = "batched";
 constexpr const char* kSent = "sent";
 constexpr const char* kPaid = "paid";
 constexpr const char* kReturned = "returned";
+constexpr const char* kFailed = "failed";  // Solana: the transaction failed on chain, for good
 
 constexpr const char* kRunOpen = "open";
 constexpr const char* kRunHeld = "held";
@@ -71,7 +72,7 @@ std::string ensure_run(store::Tx& tx, const std::string& day, payout::Method met
 constexpr const char* kPayoutColumns =
     "p.id, p.run_id, p.provider_id, p.payout_day, p.schedule, p.method, p.destination, p.amount, p.status, "
     "p.failure_reason, p.batch_id, p.end_to_end_id, p.eur_cents, p.created_at, p.updated_at, "
-    "b.eur_per_usdc_micro, b.execution_date, b.status, b.message_id";
+    "b.eur_per_usdc_micro, b.execution_date, b.status, b.message_id, p.signature, p.confirmation";
 
 nlohmann::json payout_json(const store::Row& r) {
   PayoutSettings where;
@@ -92,6 +93,11 @@ nlohmann::json payout_json(const store::Row& r) {
                    {"updated_at", util::rfc3339(r.i64(14))},
                    {"sepa", nullptr},
                    {"solana", nullptr}};
+  if (!r.is_null(19)) {
+    j["solana"] = {{"signature", r.str(19)},
+                   {"explorer_url", "https://explorer.solana.com/tx/" + r.str(19)},
+                   {"confirmation_status", r.is_null(20) ? nlohmann::json(nullptr) : nlohmann::json(r.str(20))}};
+  }
   if (!r.is_null(10)) {
     j["sepa"] = {{"batch_id", r.str(10)},
                  {"message_id", r.str(18)},
@@ -139,7 +145,7 @@ core::Status post_once(store::Tx& tx, core::Result<ledger::Transaction> t, const
 
 //! Returns a payout's amount to the provider and tells them why.
 core::Status return_payout(store::Tx& tx, const store::Row& p, const std::string& reason, const std::string& link,
-                           std::int64_t now_ms) {
+                           std::int64_t now_ms, const char* status = kReturned) {
   const std::string id = p.str(0), provider_id = p.str(2);
   const core::MicroUsdc amount = p.i64(7);
   if (auto st = post_once(tx, ledger::payout_returned(util::new_id("ltx"), provider_id, amount, id, reason, now_ms),
@@ -148,7 +154,7 @@ core::Status return_payout(store::Tx& tx, const store::Row& p, const std::string
     return st;
   }
   tx.exec("UPDATE payouts SET status = ?, failure_reason = ?, updated_at = ? WHERE id = ?",
-          {std::string(kReturned), reason, now_ms, id});
+          {std::string(status), reason, now_ms, id});
   if (auto who = provider_contact(tx, provider_id)) {
     auto method = payout::parse_method(p.str(5));
     announce(tx, who->user_id, who->email,
@@ -160,6 +166,29 @@ core::Status return_payout(store::Tx& tx, const store::Row& p, const std::string
 }
 
 }  // namespace
+
+core::Status confirm_paid(store::Tx& tx, const std::string& payout_id, const std::string& confirmation,
+                          std::int64_t now_ms) {
+  auto p = tx.query_one(payouts_query("p.id = ?"), {payout_id});
+  if (!p) return Error::make(ErrorCode::not_found, "no payout " + payout_id);
+  if (p->str(8) == kPaid) return core::ok_status();
+  if (auto st = post_once(tx, ledger::payout_paid(util::new_id("ltx"), p->i64(7), payout_id, now_ms),
+                          "payout:" + payout_id + ":paid");
+      !st) {
+    return st;
+  }
+  tx.exec("UPDATE payouts SET status = ?, confirmation = ?, updated_at = ? WHERE id = ?",
+          {std::string(kPaid), confirmation, now_ms, payout_id});
+  return core::ok_status();
+}
+
+core::Status fail_for_good(store::Tx& tx, const std::string& payout_id, const std::string& reason,
+                           const std::string& link, std::int64_t now_ms) {
+  auto p = tx.query_one(payouts_query("p.id = ?"), {payout_id});
+  if (!p) return Error::make(ErrorCode::not_found, "no payout " + payout_id);
+  if (p->str(8) == kFailed) return core::ok_status();
+  return return_payout(tx, *p, reason, link, now_ms, kFailed);
+}
 
 core::MicroUsdc payable(store::Tx& tx, const std::string& provider_id, std::int64_t cutoff_ms) {
   const std::string account = ledger::account_name(ledger::Account::provider(provider_id));
@@ -360,8 +389,12 @@ core::Result<nlohmann::json> settle_payout(store::Tx& tx, const std::string& pay
   const std::string status = p->str(8);
   const std::string wanted = outcome == Outcome::paid ? kPaid : kReturned;
   if (status == wanted) return payout_json(*p);  // said twice: nothing more to do
-  if (status == kPaid || status == kReturned) {
+  if (status == kPaid || status == kReturned || status == kFailed) {
     return Error::make(ErrorCode::conflict, "payout " + payout_id + " is already " + status);
+  }
+  if (status != kAwaitingBatch && status != kBatched && status != kSent) {
+    return Error::make(ErrorCode::conflict, "payout " + payout_id + " is " + status +
+                                                " on chain: the Solana sender decides it from the chain's answer");
   }
   if (outcome == Outcome::paid) {
     if (status != kSent) {

@@ -78,4 +78,11 @@ enum class Outcome { paid, returned };
 core::Result<nlohmann::json> settle_payout(store::Tx& tx, const std::string& payout_id, Outcome outcome,
                                            const std::string& reason, const std::string& link, std::int64_t now_ms);
 
+//! For the chain sender: the payout confirmed paid (in flight → money_out), or failed for good (back to
+//! the provider, who is mailed and notified with `reason`). Each is posted once whatever the retries.
+core::Status confirm_paid(store::Tx& tx, const std::string& payout_id, const std::string& confirmation,
+                          std::int64_t now_ms);
+core::Status fail_for_good(store::Tx& tx, const std::string& payout_id, const std::string& reason,
+                           const std::string& link, std::int64_t now_ms);
+
 }  // namespace gpunex::server::payouts

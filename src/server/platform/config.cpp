@@ -342,6 +342,28 @@ const std::vector<ConfigKey>& config_keys() {
                              if (v.empty() || core::payout::valid_bic(v)) return std::nullopt;
                              return "must be a BIC such as DEUTDEFF, got '" + v + "'";
                            }));
+    k.push_back(string_key("solana_rpc_url", "Solana JSON-RPC node USDC payouts are sent through (empty: they wait)",
+                           &Config::solana_rpc_url, [](const std::string& v) -> std::optional<std::string> {
+                             if (v.empty() || v.rfind("https://", 0) == 0 || v.rfind("http://127.0.0.1", 0) == 0 ||
+                                 v.rfind("http://localhost", 0) == 0) {
+                               return std::nullopt;
+                             }
+                             return "must be an https:// URL (plain http only on loopback), got '" + v + "'";
+                           }));
+    k.push_back(string_key("solana_keypair_file",
+                           "the hot wallet's keypair (solana-keygen's JSON array of 64 bytes), mode 0600",
+                           &Config::solana_keypair_file));
+    k.push_back(string_key("solana_usdc_mint", "the USDC mint payouts transfer (base58)", &Config::solana_usdc_mint,
+                           [](const std::string& v) -> std::optional<std::string> {
+                             auto bytes = core::payout::base58_decode(v);
+                             if (bytes && bytes->size() == 32) return std::nullopt;
+                             return "must be a base58 address of 32 bytes, got '" + v + "'";
+                           }));
+    k.push_back(int_key("solana_usdc_decimals", "the mint's decimals (USDC: 6)", &Config::solana_usdc_decimals, 0, 18));
+    k.push_back(int_key("solana_compute_unit_price", "priority fee, micro-lamports per compute unit",
+                        &Config::solana_compute_unit_price, 0, 1'000'000'000));
+    k.push_back(int_key("solana_rpc_timeout_ms", "milliseconds a Solana JSON-RPC call may take",
+                        &Config::solana_rpc_timeout_ms, 100, 120000));
     k.push_back(int_key("worker_lease_s",
                         "seconds a background worker's lease outlives a replica that died (another takes over then)",
                         &Config::worker_lease_s, 1, 3600));
@@ -523,6 +545,11 @@ core::Status validate_config(const Config& cfg) {
                              "reliability_weight_uptime, reliability_weight_jobs and reliability_weight_stability "
                              "cannot all be 0",
                              "reliability_weight_uptime");
+  }
+  if (!cfg.solana_rpc_url.empty() && cfg.solana_keypair_file.empty()) {
+    return core::Error::make(core::ErrorCode::invalid_field,
+                             "solana_rpc_url needs solana_keypair_file: the hot wallet that signs USDC payouts",
+                             "solana_keypair_file");
   }
   if (cfg.tls_cert.empty() != cfg.tls_key.empty()) {
     return core::Error::make(core::ErrorCode::invalid_field, "tls_cert and tls_key must be given together",

@@ -63,6 +63,13 @@ struct Config {
   std::string sepa_debtor_name;                // the platform's bank account SEPA payouts are paid from
   std::string sepa_debtor_iban;
   std::string sepa_debtor_bic;
+  // USDC payouts on Solana: a JSON-RPC node, the hot wallet's keypair file (0600), the mint.
+  std::string solana_rpc_url;                  // empty: USDC payout runs are held
+  std::string solana_keypair_file;
+  std::string solana_usdc_mint = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";  // mainnet USDC
+  int solana_usdc_decimals = 6;
+  std::int64_t solana_compute_unit_price = 0;  // micro-lamports per compute unit (priority fee)
+  int solana_rpc_timeout_ms = 10000;
   int worker_lease_s = 30;                     // a dead replica's background work is taken over after this
   int rentals_tick_ms = 5000;                  // how often the rentals worker looks for due stops and settlements
   core::bench::Policy benchmark_policy;        // machine minimums (storage, network, CPU); DESIGN §3.8
