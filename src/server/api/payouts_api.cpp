@@ -11,8 +11,10 @@
 #include "server/api/handlers.hpp"
 #include "server/api/routes.hpp"
 #include "server/onboarding/providers.hpp"
+#include "server/payouts/chain_client.hpp"
 #include "server/payouts/payout_runs.hpp"
 #include "server/payouts/payout_settings.hpp"
+#include "server/payouts/solana_payouts.hpp"
 #include "server/platform/notifications.hpp"
 #include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
@@ -93,6 +95,35 @@ Response get_runs(Ctx& ctx) {
       store::TxMode::read);
 }
 
+//! The hot wallet USDC payouts leave from: its address, USDC and SOL, asked of the node now.
+Response get_hot_wallet(Ctx& ctx) {
+  const auto& cfg = ctx.config();
+  if (cfg.solana_rpc_url.empty()) {
+    return Response::json(200, {{"configured", false},
+                                {"reason", "no Solana node is configured (solana_rpc_url): USDC payout runs are held"}});
+  }
+  auto key = payouts::load_keypair_file(cfg.solana_keypair_file);
+  if (!key) return Response::error(key.error());
+  const auto wallet = util::ed25519_public(*key);
+  const auto mint = core::solana::key_from_base58(cfg.solana_usdc_mint);
+  const auto account = core::solana::associated_token_address(wallet, *mint, util::sha256_parts);
+  auto chain = payouts::make_json_rpc_client(cfg.solana_rpc_url, cfg.solana_rpc_timeout_ms);
+  nlohmann::json j{{"configured", true},
+                   {"address", core::solana::to_base58(wallet)},
+                   {"usdc_token_account", core::solana::to_base58(account)},
+                   {"mint", cfg.solana_usdc_mint}};
+  auto usdc = chain->token_balance(account);
+  auto sol = chain->sol_balance(wallet);
+  if (!usdc || !sol) {
+    j["error"] = !usdc ? usdc.error().message : sol.error().message;
+    return Response::json(200, j);
+  }
+  j["usdc_base_units"] = std::to_string(*usdc);
+  if (cfg.solana_usdc_decimals == 6) j["usdc"] = core::format_usdc(static_cast<core::MicroUsdc>(*usdc));
+  j["sol_lamports"] = std::to_string(*sol);
+  return Response::json(200, j);
+}
+
 std::string earnings_link(Ctx& ctx) { return ctx.config().base_url() + "/#/earnings"; }
 
 Response post_sepa_batch(Ctx& ctx) {
@@ -158,6 +189,7 @@ void register_payouts_api(App& app) {
 
   const auto admin = RouteOptions::for_roles({"admin"});
   app.route(http::Method::get, "/v1/admin/payout-runs", admin, get_runs);
+  app.route(http::Method::get, "/v1/admin/hot-wallet", admin, get_hot_wallet);
   app.route(http::Method::post, "/v1/admin/payout-runs/{id}/sepa-batch", admin, post_sepa_batch);
   app.route(http::Method::get, "/v1/admin/sepa-batches/{id}/file", admin, get_batch_file);
   app.route(http::Method::post, "/v1/admin/sepa-batches/{id}/sent", admin, [](Ctx& ctx) {

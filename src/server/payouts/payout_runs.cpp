@@ -292,6 +292,12 @@ nlohmann::json runs_json(store::Tx& tx, int limit) {
                                   {r.str(0)})) {
       batches.push_back(batch_json(b));
     }
+    // A run whose every payout is final is done (the stored status says only open or held).
+    const bool done = !payouts.empty() && std::all_of(payouts.begin(), payouts.end(), [](const nlohmann::json& p) {
+      const auto st = p["status"].get<std::string>();
+      return st == kPaid || st == kReturned || st == kFailed;
+    });
+    if (done && run["status"] == kRunOpen) run["status"] = "done";
     run["total"] = core::format_usdc(total);
     run["payouts"] = std::move(payouts);
     run["batches"] = std::move(batches);

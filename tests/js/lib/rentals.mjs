@@ -148,3 +148,37 @@ export function storeRows(server, statement) {
   if (r.status !== 0) throw new Error(r.stderr);
   return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
 }
+
+// The provider earns `minutes` of one GPU of its agentless machine (a customer rents it, the test
+// speaks for the agent), on the server's test clock; resolves once the earnings are settled.
+export async function earnOnTestClock(server, provider, minutes, rent = { image: 'docker.io/library/busybox:1.36' }) {
+  const clock = async (seconds) => (await server.adminClient.request('POST', '/v1/test/clock',
+    { body: { advance_seconds: seconds } })).json.now;
+  const voice = new AgentVoice(server, provider.key, provider.machine.id);
+  const customer = await customerWithCredit(server, '1000.00');
+  const t0 = await clock(0);
+  const made = await customer.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id, ...rent } });
+  if (made.status !== 201) throw new Error(`rent: ${made.status} ${made.body}`);
+  await voice.send([{ rental_id: made.json.id, type: 'running', at: t0 }]);
+  for (let left = minutes * 60; left > 0; left -= 200) await clock(Math.min(200, left));
+  const tEnd = await clock(0);
+  await customer.request('POST', `/v1/rentals/${made.json.id}/stop`);
+  await voice.send([{ rental_id: made.json.id, type: 'ended', exit_code: 0, at: tEnd }]);
+  return until('the rental to be settled', async () => {
+    const r = await customer.request('GET', `/v1/rentals/${made.json.id}`);
+    if (r.json.state !== 'ended') return null;
+    const e = (await provider.client.request('GET', '/v1/provider/earnings')).json;
+    return Number(e.balance) > 0 ? r.json : null;
+  }, 30000);
+}
+
+// Moves the server's test clock to the next Monday, 01:00 UTC (after that day's payout cut-off).
+export async function toNextMonday(server) {
+  const clock = async (seconds) => (await server.adminClient.request('POST', '/v1/test/clock',
+    { body: { advance_seconds: seconds } })).json.now;
+  const now = new Date(await clock(0));
+  const monday = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  monday.setUTCDate(monday.getUTCDate() + (((8 - monday.getUTCDay()) % 7) || 7));
+  await clock(Math.ceil((monday.getTime() + 3600e3 - now.getTime()) / 1000));
+  return monday.toISOString().slice(0, 10);
+}

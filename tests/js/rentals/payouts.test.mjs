@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BACKEND, BIN, TestServer, until } from '../lib/server.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
+import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, storeRows, toNextMonday }
+  from '../lib/rentals.mjs';
 
-const micro = (usdc) => Math.round(Number(usdc) * 1e6);
 const RENT = { image: 'docker.io/library/busybox:1.36', command: ['sleep', '86400'] };
 const START = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -54,45 +54,23 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
     provider = await agentlessMachine(server, 'payee@example.com', { gpus: 2, price: '36.00' });
     const other = await agentlessMachine(server, 'other-payee@example.com', { gpus: 1, price: '36.00' });
     await other.agent.stop();
-    const voice = new AgentVoice(server, provider.key, provider.machine.id);
-    const ann = await customerWithCredit(server, '1000.00');
+    await customerWithCredit(server, null);  // the admin client
     const admin = server.adminClient;
-    const clock = async (seconds) => {
-      const r = await admin.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
-      assert.equal(r.status, 200, r.body);
-      return r.json.now;
-    };
 
     // The provider is paid by SEPA every week; a rental earns it ten minutes at 36 USDC per GPU-hour.
     const settings = await provider.client.request('PUT', '/v1/provider/payout-settings', { body: {
       method: 'sepa', schedule: 'weekly', account_holder: 'Jurgen Payee', iban: 'NL91 ABNA 0417 1643 00',
       password: 'correct-horse-battery' } });
     assert.equal(settings.status, 200, settings.body);
-    const t0 = await clock(0);
-    const rent = await ann.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id, ...RENT } });
-    assert.equal(rent.status, 201, rent.body);
-    await voice.send([{ rental_id: rent.json.id, type: 'running', at: t0 }]);
-    for (let i = 0; i < 3; ++i) await clock(200);
-    const tEnd = await clock(0);
-    await ann.request('POST', `/v1/rentals/${rent.json.id}/stop`);
-    await voice.send([{ rental_id: rent.json.id, type: 'ended', exit_code: 0, at: tEnd }]);
-    const earned = await until('the rental to be settled', async () => {
-      const r = await ann.request('GET', `/v1/rentals/${rent.json.id}`);
-      if (r.json.state !== 'ended') return null;
-      const e = (await provider.client.request('GET', '/v1/provider/earnings')).json;
-      return micro(e.balance) > 0 ? e : null;
-    }, 15000);
+    await earnOnTestClock(server, provider, 10, RENT);
+    const earned = (await provider.client.request('GET', '/v1/provider/earnings')).json;
     assert.equal(earned.balance, '4.800000', 'ten minutes of one GPU at 36/h, less 20%');
 
     // Nothing is paid before Monday: the worker runs every second, and no payout appears.
     assert.deepEqual((await provider.client.request('GET', '/v1/provider/payouts')).json.items, []);
 
     // To Monday 01:00 UTC, the next one after now.
-    const now = new Date(await clock(0));
-    const monday = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-    monday.setUTCDate(monday.getUTCDate() + (((8 - monday.getUTCDay()) % 7) || 7));
-    await clock(Math.ceil((monday.getTime() + 3600e3 - now.getTime()) / 1000));
-    const mondayText = monday.toISOString().slice(0, 10);
+    const mondayText = await toNextMonday(server);
     const [payout] = await until('the Monday payout', async () => {
       const items = (await provider.client.request('GET', '/v1/provider/payouts')).json.items;
       return items.length ? items : null;

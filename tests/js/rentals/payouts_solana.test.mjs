@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { BACKEND, BIN, TestServer, until } from '../lib/server.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
+import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, storeRows, toNextMonday }
+  from '../lib/rentals.mjs';
 import { SolanaTestChain, associatedTokenAccount } from '../lib/solana_chain.mjs';
 
 const RENT = { image: 'docker.io/library/busybox:1.36', command: ['sleep', '86400'] };
@@ -26,27 +27,8 @@ function keypairFile(keypair, mode) {
 
 // Earns `minutes` of one L40S at 36 USDC/h for the provider, then moves the clock to the next Monday 01:00 UTC.
 async function earnThenMonday(server, provider, minutes) {
-  const admin = server.adminClient;
-  const clock = async (seconds) => (await admin.request('POST', '/v1/test/clock',
-    { body: { advance_seconds: seconds } })).json.now;
-  const voice = new AgentVoice(server, provider.key, provider.machine.id);
-  const customer = await customerWithCredit(server, '1000.00');
-  const t0 = await clock(0);
-  const rent = await customer.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id, ...RENT } });
-  assert.equal(rent.status, 201, rent.body);
-  await voice.send([{ rental_id: rent.json.id, type: 'running', at: t0 }]);
-  for (let left = minutes * 60; left > 0; left -= 200) await clock(Math.min(200, left));
-  const tEnd = await clock(0);
-  await customer.request('POST', `/v1/rentals/${rent.json.id}/stop`);
-  await voice.send([{ rental_id: rent.json.id, type: 'ended', exit_code: 0, at: tEnd }]);
-  await until('the rental to be settled', async () => {
-    const e = (await provider.client.request('GET', '/v1/provider/earnings')).json;
-    return Number(e.balance) > 0 ? e : null;
-  }, 15000);
-  const now = new Date(await clock(0));
-  const monday = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-  monday.setUTCDate(monday.getUTCDate() + (((8 - monday.getUTCDay()) % 7) || 7));
-  await clock(Math.ceil((monday.getTime() + 3600e3 - now.getTime()) / 1000));
+  await earnOnTestClock(server, provider, minutes, RENT);
+  await toNextMonday(server);
 }
 
 test(`${BACKEND}: a Monday run pays USDC on Solana; the provider's token account holds exactly the payout`, async () => {
@@ -118,7 +100,7 @@ test(`${BACKEND}: a run the hot wallet cannot cover is held and the operator tol
       return items.length && items[0].status === 'paid' ? items : null;
     }, 20000);
     assert.equal(chain.tokenBalance(associatedTokenAccount(wallet, chain.mint)), 4_800_000n);
-    assert.equal((await admin.request('GET', '/v1/admin/payout-runs')).json.items[0].status, 'open');
+    assert.equal((await admin.request('GET', '/v1/admin/payout-runs')).json.items[0].status, 'done', 'every payout of it is final');
   } finally {
     if (provider) await provider.agent.stop();
     await server.stop();
