@@ -142,7 +142,7 @@ core::Result<AgentRentals> parse_agent_rentals(const nlohmann::json& body) {
   if (!body.is_object()) return Error::make(ErrorCode::invalid_field, "the rentals answer must be a JSON object");
   ObjectReader r(body);
   AgentRentals out;
-  out.version = r.required_string("version", 1, 64);
+  out.version = r.required_line("version", 1, 64);
   if (const auto* list = r.required_array("rentals", 0, kMaxGpusPerMachine); list != nullptr) {
     detail::parse_items(r, *list, "rentals", out.rentals, parse_assigned);
   }

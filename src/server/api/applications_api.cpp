@@ -172,7 +172,7 @@ core::Result<Decision> read_decision(const nlohmann::json& body) {
   Decision d;
   const std::string decision = r.required_string("decision", 1, 20);
   auto tier = r.optional_string("tier", 20);
-  auto note = r.optional_string("note", 4000);
+  auto note = r.optional_text("note", 4000);
   const auto* add_model = r.optional_value("add_model");
   if (auto s = r.finish(); !s) return std::move(s).error();
   auto action = core::parse_decision(decision);

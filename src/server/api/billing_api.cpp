@@ -67,7 +67,7 @@ Response post_credit(Ctx& ctx) {
   } else if (amount) {
     request.amount = amount->get<std::string>();
   }
-  request.reference = r.required_string("reference", 1, 200);
+  request.reference = r.required_line("reference", 1, 200);
   if (auto s = r.finish(); !s) return Response::error(s.error());
   auto result = ctx.store().transact(
       [&](store::Tx& tx) { return billing::add_credit(tx, request, ctx.principal->user.id, ctx.now_ms()); });

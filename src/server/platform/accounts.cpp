@@ -44,7 +44,7 @@ core::Status validate_new_user(const NewUser& u) {
   if (u.password.size() > 1024) bad("password", "Password must be at most 1,024 characters");
   if (core::trim(u.full_name).empty()) {
     bad("full_name", "Full name is required");
-  } else if (u.full_name.size() > 200 || !core::is_clean_utf8(u.full_name)) {
+  } else if (u.full_name.size() > 200 || !core::is_single_line_text(u.full_name)) {
     bad("full_name", "Full name must be at most 200 characters of plain text");
   }
   if (!core::parse_role(u.role)) {
