@@ -177,6 +177,13 @@ http::ServerOptions server_options(const server::Config& cfg, server::App& app) 
   so.read_timeout = std::chrono::seconds(cfg.read_timeout_s);
   so.idle_timeout = std::chrono::seconds(cfg.idle_timeout_s);
   so.shutdown_grace = std::chrono::seconds(cfg.shutdown_grace_s);
+  so.max_connections = static_cast<std::size_t>(cfg.max_connections);
+  so.max_connections_per_ip = static_cast<std::size_t>(cfg.max_connections_per_ip);
+  so.on_connection_refused = [](const std::string& ip, std::string_view cap, std::size_t limit) {
+    util::log_event("warn", "connection refused: too many open connections",
+                    {{"remote_ip", ip}, {"cap", cap}, {"limit", limit},
+                     {"setting", cap == "total" ? "max_connections" : "max_connections_per_ip"}});
+  };
   if (!cfg.tls_cert.empty()) so.tls = http::TlsOptions{cfg.tls_cert, cfg.tls_key};
   return so;
 }

@@ -29,7 +29,7 @@ Response signup(Ctx& ctx) {
   NewUser u;
   u.email = r.required_string("email", 1, 254);
   u.password = r.required_string("password", 1, 1024);
-  u.full_name = r.required_string("full_name", 1, 200);
+  u.full_name = r.required_line("full_name", 1, 200);
   if (auto s = r.finish(); !s) {
     // The fields that were there are still checked, so the answer lists every problem at once.
     core::ErrorList all;
@@ -66,7 +66,7 @@ Response login_handler(Ctx& ctx) {
     failures.record(ip);
     return Response::error(session.error());
   }
-  const bool secure = !ctx.config().tls_cert.empty();
+  const bool secure = ctx.req.tls || ctx.req.forwarded_https || !ctx.config().tls_cert.empty();
   const std::int64_t max_age = ttl_ms / 1000;
   auto resp = Response::json(200, {{"token", session->token},
                                    {"csrf_token", session->csrf_token},
@@ -81,7 +81,7 @@ Response logout(Ctx& ctx) {
   if (!ctx.principal->session_token_hash.empty()) {
     ctx.store().transact([&](store::Tx& tx) { end_session(tx, ctx.principal->session_token_hash); });
   }
-  const bool secure = !ctx.config().tls_cert.empty();
+  const bool secure = ctx.req.tls || ctx.req.forwarded_https || !ctx.config().tls_cert.empty();
   auto resp = Response::json(200, {{"status", "logged_out"}});
   resp.header("Set-Cookie", cookie(kSessionCookie, "", 0, true, secure));
   resp.header("Set-Cookie", cookie(kCsrfCookie, "", 0, false, secure));
@@ -94,7 +94,7 @@ Response me(Ctx& ctx) { return Response::json(200, ctx.principal->user.to_json()
 
 void register_auth_api(App& app) {
   app.route(Method::post, "/v1/auth/signup",
-            RouteOptions::public_route().rate_limited(), signup);
+            RouteOptions::public_route().rate_limited().sealed_idempotency(), signup);  // the body holds a password
   app.route(Method::post, "/v1/auth/login",
             RouteOptions::public_route().no_idempotency().rate_limited(), login_handler);
   app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency(), logout);

@@ -1,13 +1,19 @@
 #include "server/mail/mailer.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 
 #include <curl/curl.h>
 #include <date/date.h>
+
+#include "core/text.hpp"
 
 namespace gpunex::server::mail {
 
@@ -108,7 +114,7 @@ class SmtpMailer final : public Mailer {
     return core::ok_status();
   }
 
-  std::string describe() const override { return url_; }
+  std::string describe() const override { return core::redact_url_credentials(url_); }
 
  private:
   std::string url_;
@@ -127,11 +133,23 @@ class FileDropMailer final : public Mailer {
     const std::string stamp = date::format("%Y%m%dT%H%M%S", date::floor<seconds>(sys_time<milliseconds>{milliseconds{m.date_ms}}));
     const fs::path final_path = fs::path(dir_) / (stamp + "-" + m.id + ".eml");
     const fs::path tmp = fs::path(dir_) / ("." + m.id + ".tmp");
+    // Mails carry secrets (sign-in links, API keys): the folder is the server's alone (0700), each
+    // file 0600 from its creation, so no other local user reads them.
+    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return Error::make(ErrorCode::unavailable, "cannot restrict " + dir_ + ": " + ec.message());
     {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << format_rfc5322(m);
-      out.flush();
-      if (!out) return Error::make(ErrorCode::unavailable, "cannot write " + tmp.string());
+      const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (fd < 0) return Error::make(ErrorCode::unavailable, "cannot create " + tmp.string());
+      const std::string text = format_rfc5322(m);
+      bool written = ::fchmod(fd, 0600) == 0;
+      for (std::size_t done = 0; written && done < text.size();) {
+        const auto n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        written = n > 0;
+        if (written) done += static_cast<std::size_t>(n);
+      }
+      written = ::close(fd) == 0 && written;
+      if (!written) return Error::make(ErrorCode::unavailable, "cannot write " + tmp.string());
     }
     fs::rename(tmp, final_path, ec);
     if (ec) return Error::make(ErrorCode::unavailable, "cannot rename to " + final_path.string() + ": " + ec.message());

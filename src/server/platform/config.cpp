@@ -12,6 +12,7 @@
 #include <openssl/x509.h>
 #include <toml++/toml.h>
 
+#include "core/text.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {
@@ -205,6 +206,20 @@ std::uint16_t Config::port() const {
   return static_cast<std::uint16_t>(std::stoi(listen.substr(listen.rfind(':') + 1)));
 }
 
+bool Config::is_trusted_proxy(std::string_view ip) const {
+  std::string_view rest = trusted_proxies;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string_view one = rest.substr(0, comma);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    if (!one.empty() && one == ip) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 std::string Config::base_url() const {
   if (!public_url.empty()) {
     std::string u = public_url;
@@ -225,6 +240,14 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(string_key("data_dir", "folder for local files (mail drop, uploads)", &Config::data_dir));
     k.push_back(string_key("public_url", "URL clients reach this server at (mails, installer); default from listen",
                            &Config::public_url, check_url));
+    k.push_back(string_key("trusted_proxies",
+                           "comma-separated proxy addresses whose X-Forwarded-For and X-Forwarded-Proto are believed "
+                           "(the client's address for rate limits and logs; HTTPS for Secure cookies and HSTS)",
+                           &Config::trusted_proxies));
+    k.push_back(string_key("metrics_token", "secret for GET /metrics (Authorization: Bearer TOKEN); without it only "
+                                            "loopback callers not behind a proxy, and admins",
+                           &Config::metrics_token));
+    k.back().show = [](const Config& cfg) { return toml_string(cfg.metrics_token.empty() ? "" : "***"); };
     k.push_back(
         int_key("heartbeat_interval", "seconds between agent heartbeats", &Config::heartbeat_interval_s, 1, 3600));
     k.push_back(int_key("offline_after_missed", "missed heartbeats before a machine is Offline",
@@ -237,6 +260,10 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(int_key("header_timeout", "seconds to receive a request's header", &Config::header_timeout_s, 1, 600));
     k.push_back(int_key("read_timeout", "seconds to receive a request's body", &Config::read_timeout_s, 1, 3600));
     k.push_back(int_key("idle_timeout", "seconds a keep-alive connection may idle", &Config::idle_timeout_s, 1, 3600));
+    k.push_back(int_key("max_connections", "open connections in all; more are closed at once", &Config::max_connections,
+                        1, 1000000));
+    k.push_back(int_key("max_connections_per_ip", "open connections from one client address; more are closed at once",
+                        &Config::max_connections_per_ip, 1, 1000000));
     k.push_back(
         int_key("shutdown_grace", "seconds SIGTERM waits for requests in flight", &Config::shutdown_grace_s, 0, 600));
     k.push_back(string_key("tls_cert", "PEM certificate chain; with tls_key enables HTTPS", &Config::tls_cert));
@@ -280,8 +307,10 @@ const std::vector<ConfigKey>& config_keys() {
                            &Config::smtp_url, [](const std::string& v) -> std::optional<std::string> {
                              if (v.empty() || v.rfind("smtp://", 0) == 0 || v.rfind("smtps://", 0) == 0)
                                return std::nullopt;
-                             return "must start with smtp:// or smtps://, got '" + v + "'";
+                             return "must start with smtp:// or smtps://, got '" + core::redact_url_credentials(v) + "'";
                            }));
+    // The URL may hold the SMTP password (smtp://user:pass@host): never shown in full.
+    k.back().show = [](const Config& cfg) { return toml_string(core::redact_url_credentials(cfg.smtp_url)); };
     k.push_back(string_key("mail_from", "sender of mails, e.g. \"GPUnex <noreply@example.com>\"", &Config::mail_from,
                            [](const std::string& v) -> std::optional<std::string> {
                              if (v.find('@') == std::string::npos || v.find_first_of("\r\n") != std::string::npos) {

@@ -22,6 +22,8 @@ struct Config {
   std::string db = "sqlite:var/gpunex.db";
   std::string data_dir = "var";
   std::string public_url;  // empty: http(s)://<listen>
+  std::string trusted_proxies;  // comma-separated addresses whose X-Forwarded-For/-Proto are believed
+  std::string metrics_token;    // when set, GET /metrics with "Authorization: Bearer <token>" (or an admin)
   int heartbeat_interval_s = 15;
   int offline_after_missed = 3;       // heartbeats missed before a machine is Offline
   int telemetry_retention_days = 30;  // per-minute telemetry and presence
@@ -30,6 +32,8 @@ struct Config {
   int header_timeout_s = 10;
   int read_timeout_s = 30;
   int idle_timeout_s = 60;
+  int max_connections = 4096;        // open connections in all
+  int max_connections_per_ip = 256;  // open connections from one client address
   int shutdown_grace_s = 10;
   std::string tls_cert;
   std::string tls_key;
@@ -70,6 +74,8 @@ struct Config {
   std::uint16_t port() const;
   //! The URL this server is reached at, for mails and the installer.
   std::string base_url() const;
+  //! Whether `ip` is one of trusted_proxies.
+  bool is_trusted_proxy(std::string_view ip) const;
 };
 
 //! One configuration key: its TOML name, environment variable, flag, help, parser and printer.

@@ -129,7 +129,75 @@ std::string bearer_token(const http::Request& req) {
   return {};
 }
 
+std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+//! Whether the body is declared JSON: "application/json" (or a merge patch's
+//! "application/merge-patch+json"), parameters (charset) allowed. A browser
+//! sends a cross-site form or a simple fetch only as text/plain, form-urlencoded or multipart, so an
+//! API that takes nothing else cannot be posted to from another site without a CORS preflight.
+bool declares_json(const http::Request& req) {
+  const std::string type = lower_ascii(req.header("content-type"));
+  const auto end = type.find(';');
+  std::string media = type.substr(0, end);
+  while (!media.empty() && media.back() == ' ') media.pop_back();
+  return media == "application/json" || media == "application/merge-patch+json";
+}
+
+//! "scheme://host[:port]" of an Origin header or a URL, lower-cased; "" when it is not one.
+std::string origin_of(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return {};
+  const auto path = url.find('/', scheme_end + 3);
+  return lower_ascii(url.substr(0, path));
+}
+
 }  // namespace
+
+std::optional<http::Response> App::refuse_cross_site(const http::Request& req) const {
+  // Requests with an Authorization header are not a browser's ambient credential; only cookie
+  // sessions and the anonymous login and signup (login CSRF) need proof of the page they came from.
+  if (!is_mutation(req.method) || !req.header("authorization").empty()) return std::nullopt;
+  const auto forbid = [](std::string why) {
+    return http::Response::error(Error::make(ErrorCode::forbidden, std::move(why)).with_code("cross_site_request"));
+  };
+  const std::string site = lower_ascii(req.header("sec-fetch-site"));
+  if (!site.empty() && site != "same-origin" && site != "none") {
+    return forbid("this request came from another site (Sec-Fetch-Site: " + site + ")");
+  }
+  const std::string origin = lower_ascii(req.header("origin"));
+  if (origin.empty()) return std::nullopt;  // not a browser (CLI, curl), or a browser too old to say
+  const std::string host = lower_ascii(req.header("host"));
+  const bool ours = origin == origin_of(config_.base_url()) || (!host.empty() && (origin == "http://" + host ||
+                                                                                   origin == "https://" + host));
+  if (!ours) return forbid("this request came from another site (Origin: " + origin + ")");
+  return std::nullopt;
+}
+
+void App::resolve_client(http::Request& req) const {
+  const std::string forwarded = req.header("x-forwarded-for");
+  req.proxied = !forwarded.empty();
+  if (forwarded.empty() || !config_.is_trusted_proxy(req.remote_ip)) return;
+  // Each proxy appends the address it heard from: the client is the last one no trusted proxy added.
+  std::string_view rest = forwarded;
+  while (!rest.empty()) {
+    const auto comma = rest.rfind(',');
+    std::string_view one = comma == std::string_view::npos ? rest : rest.substr(comma + 1);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(0, comma);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    if (one.empty() || one.size() > 64) break;
+    req.remote_ip = std::string(one);
+    if (!config_.is_trusted_proxy(one)) break;
+  }
+  std::string proto = lower_ascii(req.header("x-forwarded-proto"));
+  if (const auto comma = proto.rfind(','); comma != std::string::npos) proto = proto.substr(comma + 1);
+  while (!proto.empty() && proto.front() == ' ') proto.erase(0, 1);
+  req.forwarded_https = proto == "https";
+}
 
 core::Result<std::optional<Principal>> App::authenticate(const http::Request& req) {
   std::string token = bearer_token(req);
@@ -189,6 +257,11 @@ core::Result<std::optional<Principal>> App::authenticate_api_key(const std::stri
 
 std::optional<http::Response> App::admit(http::Request& req, const RouteOptions& options,
                                          std::optional<Principal>& principal) {
+  if (auto refused = refuse_cross_site(req)) return refused;
+  if (is_mutation(req.method) && !options.counted_body_limit && !req.body.empty() && !declares_json(req)) {
+    return http::Response::error(ErrorCode::unsupported_media_type,
+                                 "the request body must be sent as Content-Type: application/json");
+  }
   if (options.auth_rate_limited && !auth_limiter_.allow(req.remote_ip)) {
     auto r = http::Response::error(ErrorCode::rate_limited, "too many requests from this address; try again later");
     r.header("Retry-After", std::to_string(auth_limiter_.retry_after_s(req.remote_ip)));
@@ -254,8 +327,12 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
   constexpr std::string_view kSealContext = "gpunex idempotent answer";
   const std::string row_key =
       options.sealed_replay ? "sealed:" + util::secret_hash_hex(kSealContext, idem_key) : idem_key;
-  const std::string req_hash =
-      util::sha256_hex(std::string(http::method_name(req.method)) + " " + req.path + "\n" + req.body);
+  // A sealed route's body may hold a secret (signup's password): its hash is keyed with the
+  // Idempotency-Key, which the store never holds, so the stored hash cannot be guessed offline.
+  const std::string request_text = std::string(http::method_name(req.method)) + " " + req.path + "\n" + req.body;
+  const std::string req_hash = options.sealed_replay
+                                   ? util::secret_hash_hex("gpunex idempotent request", idem_key + "\n" + request_text)
+                                   : util::sha256_hex(request_text);
   auto prior = store_->transact([&](store::Tx& tx) -> std::optional<platform_repo::IdempotencyRecord> {
     auto record = platform_repo::find_idempotency_key(tx, scope, row_key);
     if (record) return record;
@@ -310,6 +387,7 @@ void App::handle(http::Request& req, http::Reply reply) {
   const auto started = std::chrono::steady_clock::now();
   std::string rid = req.header("x-request-id");
   req.request_id = sane_request_id(rid) ? rid : util::random_token(12);
+  resolve_client(req);
 
   auto match = router_.match(req);
   auto completion = std::make_shared<Completion>();
@@ -319,6 +397,7 @@ void App::handle(http::Request& req, http::Reply reply) {
   completion->path = req.path;
   completion->request_id = req.request_id;
   completion->remote_ip = req.remote_ip;
+  completion->https = req.tls || req.forwarded_https;
   completion->bytes_in = std::max<std::uint64_t>(req.body_length, req.body.size());
   completion->reply = std::move(reply);
   const http::Reply done = [this, completion](http::Response resp) { finish(*completion, std::move(resp)); };
@@ -355,6 +434,7 @@ void App::finish(Completion& c, http::Response resp) {
   resp.header("X-Content-Type-Options", "nosniff");
   resp.header("X-Frame-Options", "DENY");
   resp.header("Referrer-Policy", "no-referrer");
+  if (c.https) resp.header("Strict-Transport-Security", "max-age=31536000");
   if (resp.content_type.rfind("application/json", 0) == 0) resp.header("Cache-Control", "no-store");
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.started).count();

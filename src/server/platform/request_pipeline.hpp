@@ -58,7 +58,8 @@ struct RouteOptions {
   bool idempotent = true;
   //! For answers that carry a secret (a new API key): the stored answer is sealed under a key derived
   //! from the Idempotency-Key and its row named by the key's hash, so the store alone never reveals
-  //! the secret, while the client holding the Idempotency-Key gets the first answer again. Only as
+  //! the secret, while the client holding the Idempotency-Key gets the first answer again. The request's
+  //! hash is keyed with the Idempotency-Key too, for bodies that hold a secret (signup's password). Only as
   //! strong as the Idempotency-Key is hard to guess: clients send a random one (a UUID).
   bool sealed_replay = false;
   //! Counted against the per-address auth rate limit.
@@ -181,12 +182,19 @@ class App {
     std::string path;
     std::string request_id;
     std::string remote_ip;
+    bool https = false;  // the client spoke HTTPS (to us, or to a trusted proxy): HSTS
     std::size_t bytes_in = 0;
     http::Reply reply;
     std::atomic<bool> finished{false};
   };
   void finish(Completion& c, http::Response resp);
   void dispatch(http::Request& req, const AppRoute& route, const http::Reply& done);
+  //! A state change a browser may have sent from another site (Origin or Sec-Fetch-Site says so) with
+  //! its ambient cookie, or to log the victim into the attacker's account (login CSRF): refused.
+  std::optional<http::Response> refuse_cross_site(const http::Request& req) const;
+  //! Behind a trusted proxy (Config::trusted_proxies): the client's address from X-Forwarded-For and
+  //! whether it spoke HTTPS from X-Forwarded-Proto. Headers from anyone else are not believed.
+  void resolve_client(http::Request& req) const;
   //! Rate limit, authentication, CSRF and role checks: the refusal, if any; else the caller (or nobody).
   std::optional<http::Response> admit(http::Request& req, const RouteOptions& options,
                                       std::optional<Principal>& principal);
