@@ -1,0 +1,240 @@
+// Security hardening (issue #19): each test sends the attack and checks that it is refused.
+// docs/security.md names the boundary each test guards.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { TestServer, Client, until } from '../lib/server.mjs';
+import { storeRows } from '../lib/rentals.mjs';
+
+let server;
+before(async () => { server = await new TestServer().start(); });
+after(async () => { await server.stop(); });
+
+let n = 0;
+const email = (what) => `sec-${what}-${++n}.${process.pid}@example.com`;
+
+// nlohmann keeps the last of two equal keys, another reader (a proxy, a WAF) may keep the first.
+test('a JSON key given twice is refused on every endpoint, the field named', async () => {
+  const c = new Client(server.url);
+  const raw = `{"email":"${email('dup')}","password":"correct-horse-battery","full_name":"A","full_name":"B"}`;
+  const r = await c.request('POST', '/v1/auth/signup', { raw, headers: { 'Content-Type': 'application/json' } });
+  assert.equal(r.status, 400, r.body);
+  assert.equal(r.json.error.code, 'duplicate_field');
+  assert.equal(r.json.error.field, 'full_name');
+  await c.signupAndLogin(email('dup2'));
+  const nested = '{"full_name":"X","email":"x@example.com","ups":true,"commitment_months":3,'
+    + '"gpus":[{"model":"L40S","model":"H100","count":1}]}';
+  const a = await c.request('POST', '/v1/applications', { raw: nested, headers: { 'Content-Type': 'application/json' } });
+  assert.equal(a.status, 400, a.body);
+  assert.equal(a.json.error.code, 'duplicate_field');
+  assert.equal(a.json.error.field, 'model');
+});
+
+test('names and application text refuse control characters and bidi overrides, the field named', async () => {
+  const c = new Client(server.url);
+  for (const fullName of ['Mallory\nBcc: victim@example.com', 'Mallory\u202Egpj.exe', 'a\u2066b', 'esc\u001b[2J', 'x\u0085y']) {
+    const r = await c.request('POST', '/v1/auth/signup', { body: { email: email('ctl'), password: 'correct-horse-battery', full_name: fullName } });
+    assert.equal(r.status, 400, `${JSON.stringify(fullName)}: ${r.body}`);
+    assert.ok(JSON.stringify(r.json.error).includes('full_name'), r.body);
+  }
+  const me = email('app');
+  await c.signupAndLogin(me);
+  const app = (over) => ({ full_name: 'Honest Name', email: me, ups: false, commitment_months: 3,
+    gpus: [{ model: 'L40S', count: 1, system_ram_gb: 64, download_gbps: 1, upload_gbps: 1, availability: '24/7',
+      location: { city: 'Berlin', country: 'DE', region: 'eu-central' } }], ...over });
+  for (const [over, field] of [[{ full_name: 'Eve\u202Eenilno' }, 'full_name'], [{ full_name: 'Eve\nX-Header: 1' }, 'full_name'],
+    [{ company: 'ACME\u202E' }, 'company'], [{ maintenance_notes: 'ok\u2067' }, 'maintenance_notes']]) {
+    const r = await c.request('POST', '/v1/applications', { body: app(over) });
+    assert.equal(r.status, 400, r.body);
+    assert.ok(JSON.stringify(r.json.error).includes(`"${field}"`), r.body);
+  }
+  const ok = await c.request('POST', '/v1/applications', { body: app({ maintenance_notes: 'line one\nline two' }) });
+  assert.equal(ok.status, 201, ok.body);
+});
+
+// A cross-site form can post text/plain with the victim's cookie, or log the victim into the attacker's
+// account (login CSRF): the API takes only application/json, and cookie or anonymous state changes
+// must come from the server's own origin.
+test('login and signup refuse text/plain bodies and foreign origins', async () => {
+  const c = new Client(server.url);
+  const me = email('csrf');
+  const body = JSON.stringify({ email: me, password: 'correct-horse-battery', full_name: 'Victim' });
+  const plain = await c.request('POST', '/v1/auth/signup', { raw: body, headers: { 'Content-Type': 'text/plain' } });
+  assert.equal(plain.status, 415, plain.body);
+  assert.equal(plain.json.error.code, 'unsupported_media_type');
+  const form = await c.request('POST', '/v1/auth/signup', { raw: body, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+  assert.equal(form.status, 415, form.body);
+  const foreign = await c.request('POST', '/v1/auth/signup', { raw: body, headers: { Origin: 'https://evil.example' } });
+  assert.equal(foreign.status, 403, foreign.body);
+  assert.equal(foreign.json.error.code, 'cross_site_request');
+  const crossSite = await c.request('POST', '/v1/auth/signup', { raw: body, headers: { 'Sec-Fetch-Site': 'cross-site' } });
+  assert.equal(crossSite.status, 403, crossSite.body);
+  // The dashboard's own requests: same origin.
+  const own = await c.request('POST', '/v1/auth/signup', { raw: body,
+    headers: { Origin: server.url, 'Sec-Fetch-Site': 'same-origin', 'Content-Type': 'application/json; charset=utf-8' } });
+  assert.equal(own.status, 201, own.body);
+  const login = JSON.stringify({ email: me, password: 'correct-horse-battery' });
+  const evilLogin = await c.request('POST', '/v1/auth/login', { raw: login, headers: { Origin: 'http://evil.example' } });
+  assert.equal(evilLogin.status, 403, evilLogin.body);
+  const plainLogin = await c.request('POST', '/v1/auth/login', { raw: login, headers: { 'Content-Type': 'text/plain;charset=UTF-8' } });
+  assert.equal(plainLogin.status, 415, plainLogin.body);
+  // A cookie session's state change from another site is refused even with the right CSRF token.
+  const ok = await c.request('POST', '/v1/auth/login', { raw: login, headers: { Origin: server.url } });
+  assert.equal(ok.status, 200, ok.body);
+  const cookie = ok.headers.get('set-cookie').split(';')[0];
+  const csrf = ok.json.csrf_token;
+  const out = await c.request('POST', '/v1/auth/logout', { headers: { Cookie: cookie, 'X-CSRF-Token': csrf ?? '', Origin: 'https://evil.example' } });
+  assert.equal(out.status, 403, out.body);
+});
+
+const mode = (p) => statSync(p).mode & 0o777;
+
+// Another local user must not read mails (API keys, links) or the database (hashes, sessions).
+test('the mail drop and the SQLite database are 0600 in 0700 folders', async () => {
+  const s = await new TestServer(['--mail-poll-interval-ms', '100']).start();
+  try {
+    const c = new Client(s.url);
+    const me = email('mail');
+    await c.signupAndLogin(me);
+    const app = await c.request('POST', '/v1/applications', { body: { full_name: 'Mail Owner', email: me, ups: false,
+      commitment_months: 3, gpus: [{ model: 'L40S', count: 1, system_ram_gb: 64, download_gbps: 1, upload_gbps: 1,
+        availability: '24/7', location: { city: 'Berlin', country: 'DE', region: 'eu-central' } }] } });
+    assert.equal(app.status, 201, app.body);
+    assert.equal((await c.request('POST', `/v1/applications/${app.json.id}/submit`)).status, 200);
+    const dir = path.join(s.dir, 'mail');
+    const files = await until('a mail in the drop', () => {
+      try { const f = readdirSync(dir).filter((n) => n.endsWith('.eml')); return f.length ? f : null; } catch { return null; }
+    }, 20000);
+    assert.equal(mode(dir), 0o700, 'the mail folder');
+    for (const f of files) assert.equal(mode(path.join(dir, f)), 0o600, f);
+    if (s.db.startsWith('sqlite:')) {
+      const db = s.db.slice(7);
+      for (const f of [db, `${db}-wal`, `${db}-shm`]) {
+        try { statSync(f); } catch { continue; }
+        assert.equal(mode(f), 0o600, f);
+      }
+    }
+  } finally {
+    await s.stop();
+  }
+});
+
+// A stored plain SHA-256 of {"email","password"} is guessed offline without argon2.
+test('a signup with an Idempotency-Key does not store a plain hash of its body', async () => {
+  const c = new Client(server.url);
+  const body = { email: email('idem'), password: 'correct-horse-battery', full_name: 'Idem' };
+  const key = `sec-${process.pid}-${Date.now()}`;
+  const r = await c.request('POST', '/v1/auth/signup', { body, headers: { 'Idempotency-Key': key } });
+  assert.equal(r.status, 201, r.body);
+  const again = await c.request('POST', '/v1/auth/signup', { body, headers: { 'Idempotency-Key': key } });
+  assert.equal(again.status, 201, again.body);
+  assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  const plain = createHash('sha256').update(`POST /v1/auth/signup\n${JSON.stringify(body)}`).digest('hex');
+  const rows = storeRows(server, 'SELECT idem_key, request_hash, body FROM idempotency_keys');
+  assert.ok(rows.length > 0);
+  for (const [k, hash, stored] of rows) {
+    assert.notEqual(hash, plain, 'the plain SHA-256 of the body is stored');
+    assert.notEqual(k, key, 'the Idempotency-Key is stored in clear');
+    assert.ok(!stored.includes(body.email), 'the answer is stored in clear');
+  }
+});
+
+test('the SMTP URL\'s password never reaches the log or the help', async () => {
+  const s = await new TestServer(['--smtp-url', 'smtp://mailer:hunter2-secret@127.0.0.1:1', '--log-level', 'info']).start();
+  try {
+    await until('the mailer line', () => s.logs.join('').includes('"mail"') || null, 10000);
+  } finally {
+    await s.stop();
+  }
+  const logs = s.logs.join('');
+  assert.ok(logs.includes('smtp://***@127.0.0.1:1'), logs);
+  assert.ok(!logs.includes('hunter2'), logs);
+});
+
+test('--web-dir serves regular files only: no NUL in names, no symlinks', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-web-'));
+  writeFileSync(path.join(dir, 'index.html'), '<!doctype html><title>ok</title>');
+  const secret = path.join(mkdtempSync(path.join(tmpdir(), 'gpunex-secret-')), 'secret.txt');
+  writeFileSync(secret, 'top secret');
+  symlinkSync(secret, path.join(dir, 'leak.txt'));
+  const s = await new TestServer(['--web-dir', dir]).start();
+  try {
+    const c = new Client(s.url);
+    const index = await c.request('GET', '/index.html');
+    assert.equal(index.status, 200);
+    const nul = await c.request('GET', '/index.html%00.png');
+    assert.equal(nul.status, 404, `${nul.headers.get('content-type')} ${nul.body}`);
+    const link = await c.request('GET', '/leak.txt');
+    assert.equal(link.status, 404, link.body);
+    assert.ok(!link.body.includes('top secret'));
+  } finally {
+    await s.stop();
+  }
+});
+
+// One client holding idle connections must not take every slot until the timeout.
+test('connections are capped per client address, with a log line, and the server keeps serving', async () => {
+  const net = await import('node:net');
+  const s = await new TestServer(['--max-connections-per-ip', '5']).start();
+  const sockets = [];
+  try {
+    const closedEarly = [];
+    for (let i = 0; i < 12; i++) {
+      const sock = net.connect(s.port, '127.0.0.1');
+      await new Promise((resolve, reject) => { sock.once('connect', resolve); sock.once('error', reject); });
+      const closed = new Promise((resolve) => sock.once('close', () => resolve(true)));
+      sock.on('error', () => {});
+      sockets.push(sock);
+      closedEarly.push(closed);
+    }
+    const closedNow = await Promise.all(closedEarly.map((p) => Promise.race([p, new Promise((r) => setTimeout(() => r(false), 1500))])));
+    assert.equal(closedNow.filter(Boolean).length, 7, `refused: ${closedNow}`);
+    await until('the cap\'s log line', () => s.logs.join('').includes('too many open connections') || null, 5000);
+    assert.match(s.logs.join(''), /max_connections_per_ip/);
+    for (const sock of sockets) sock.destroy();
+    await until('a request served again', async () => (await new Client(s.url).request('GET', '/healthz')).status === 200 || null, 10000);
+  } finally {
+    for (const sock of sockets) sock.destroy();
+    await s.stop();
+  }
+});
+
+// Behind a TLS-terminating proxy on this host: the proxy's headers are believed only from it.
+test('trusted_proxies: forwarded client address and HTTPS believed only from the proxy; /metrics needs the token', async () => {
+  const s = await new TestServer(['--trusted-proxies', '127.0.0.1', '--metrics-token', 'metrics-secret-1',
+    '--log-level', 'info']).start();
+  const untrusted = await new TestServer(['--log-level', 'info']).start();
+  try {
+    const c = new Client(s.url);
+    const me = email('proxy');
+    await c.request('POST', '/v1/auth/signup', { body: { email: me, password: 'correct-horse-battery', full_name: 'Proxied' } });
+    const fwd = { 'X-Forwarded-For': '203.0.113.7', 'X-Forwarded-Proto': 'https' };
+    const login = await c.request('POST', '/v1/auth/login', { body: { email: me, password: 'correct-horse-battery' }, headers: fwd });
+    assert.equal(login.status, 200, login.body);
+    assert.match(login.headers.get('set-cookie'), /; Secure/);
+    assert.match(login.headers.get('strict-transport-security') || '', /max-age=\d+/);
+    await until('the access log line with the client address', () => s.logs.join('').includes('"remote_ip":"203.0.113.7"') || null, 5000);
+    // The same headers from an address not in trusted_proxies are not believed.
+    const u = new Client(untrusted.url);
+    await u.request('POST', '/v1/auth/signup', { body: { email: me, password: 'correct-horse-battery', full_name: 'Direct' } });
+    const direct = await u.request('POST', '/v1/auth/login', { body: { email: me, password: 'correct-horse-battery' }, headers: fwd });
+    assert.equal(direct.status, 200, direct.body);
+    assert.doesNotMatch(direct.headers.get('set-cookie'), /Secure/);
+    assert.equal(direct.headers.get('strict-transport-security'), null);
+    assert.ok(!untrusted.logs.join('').includes('203.0.113.7'), 'an untrusted X-Forwarded-For reached the log');
+    // /metrics: a proxied request from loopback is no longer the operator; the token is.
+    assert.equal((await c.request('GET', '/metrics', { headers: fwd })).status, 403);
+    assert.equal((await c.request('GET', '/metrics')).status, 403, 'with a token set, loopback alone is not enough');
+    const withToken = await c.request('GET', '/metrics', { headers: { Authorization: 'Bearer metrics-secret-1' } });
+    assert.equal(withToken.status, 200, withToken.body);
+    assert.equal((await u.request('GET', '/metrics', { headers: { 'X-Forwarded-For': '198.51.100.1' } })).status, 403,
+      'a loopback request through a proxy is not the operator');
+    assert.equal((await u.request('GET', '/metrics')).status, 200, 'loopback without a proxy or token set');
+  } finally {
+    await s.stop();
+    await untrusted.stop();
+  }
+});
