@@ -1,0 +1,89 @@
+#include "core/payout_calendar.hpp"
+
+namespace gpunex::core::payout {
+
+using namespace date;
+
+std::string_view to_string(Schedule s) {
+  return s == Schedule::weekly ? "weekly" : "monthly";
+}
+
+Result<Schedule> parse_schedule(std::string_view s) {
+  if (s == "weekly") return Schedule::weekly;
+  if (s == "monthly") return Schedule::monthly;
+  return Error::make(ErrorCode::invalid_field, "schedule must be weekly (Mondays) or monthly (first business day)",
+                     "schedule");
+}
+
+std::string_view to_string(Method m) {
+  return m == Method::solana_usdc ? "solana_usdc" : "sepa";
+}
+
+Result<Method> parse_method(std::string_view s) {
+  if (s == "solana_usdc") return Method::solana_usdc;
+  if (s == "sepa") return Method::sepa;
+  return Error::make(ErrorCode::invalid_field, "method must be solana_usdc or sepa", "method");
+}
+
+year_month_day easter_sunday(year y) {
+  const int Y = static_cast<int>(y);
+  const int a = Y % 19, b = Y / 100, c = Y % 100, d = b / 4, e = b % 4;
+  const int f = (b + 8) / 25, g = (b - f + 1) / 3, h = (19 * a + b - d - g + 15) % 30;
+  const int i = c / 4, k = c % 4, l = (32 + 2 * e + 2 * i - h - k) % 7;
+  const int m = (a + 11 * h + 22 * l) / 451;
+  const int month = (h + l - 7 * m + 114) / 31;
+  const int day = ((h + l - 7 * m + 114) % 31) + 1;
+  return year_month_day{y, date::month(static_cast<unsigned>(month)), date::day(static_cast<unsigned>(day))};
+}
+
+bool target2_closed(sys_days day) {
+  const year_month_day ymd{day};
+  const auto m = ymd.month();
+  const auto d = ymd.day();
+  if ((m == January && d == date::day(1)) || (m == May && d == date::day(1)) ||
+      (m == December && (d == date::day(25) || d == date::day(26)))) {
+    return true;
+  }
+  const sys_days easter{easter_sunday(ymd.year())};
+  return day == easter - days(2) || day == easter + days(1);
+}
+
+bool business_day(sys_days day, Method method) {
+  const weekday wd{day};
+  if (wd == Saturday || wd == Sunday) return false;
+  return method != Method::sepa || !target2_closed(day);
+}
+
+namespace {
+
+sys_days first_business_day(year_month ym, Method method) {
+  sys_days d{ym / 1};
+  while (!business_day(d, method)) d += days(1);
+  return d;
+}
+
+}  // namespace
+
+sys_days next_payout_day(Schedule schedule, Method method, sys_days from) {
+  if (schedule == Schedule::weekly) {
+    return from + (Monday - weekday{from});  // weekday difference: 0..6 days ahead
+  }
+  const year_month ym = year_month_day{from}.year() / year_month_day{from}.month();
+  const sys_days here = first_business_day(ym, method);
+  if (here >= from) return here;
+  return first_business_day(ym + months(1), method);
+}
+
+std::int64_t cutoff_ms(sys_days payout_day) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(payout_day.time_since_epoch()).count();
+}
+
+MicroUsdc minimum(Schedule schedule, const Minimums& minimums) {
+  return schedule == Schedule::weekly ? minimums.weekly : minimums.monthly;
+}
+
+bool pays(Schedule schedule, MicroUsdc amount, const Minimums& minimums) {
+  return amount > 0 && amount >= minimum(schedule, minimums);
+}
+
+}  // namespace gpunex::core::payout

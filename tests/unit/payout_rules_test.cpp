@@ -1,0 +1,152 @@
+// When and where providers are paid (core/payout_calendar, core/payout_destination; issue #18):
+// the payout calendar over a century of dates, Easter and TARGET2 closing days, minimums; base58,
+// which Solana addresses can sign (on the Ed25519 curve) against the reference's vectors, IBANs
+// and BICs.
+#include <gtest/gtest.h>
+
+#include "core/payout_calendar.hpp"
+#include "core/payout_destination.hpp"
+
+using namespace gpunex::core::payout;  // NOLINT: test file
+using namespace date;                  // NOLINT: test file
+
+namespace {
+
+sys_days ymd(int y, unsigned m, unsigned d) {
+  return sys_days{year{y} / month{m} / day{d}};
+}
+
+std::string str(sys_days d) {
+  return date::format("%F", d);
+}
+
+TEST(PayoutCalendar, EasterOnKnownYears) {
+  // Published dates of Western Easter.
+  const std::vector<std::pair<int, sys_days>> known = {
+      {1961, ymd(1961, 4, 2)},   {2000, ymd(2000, 4, 23)}, {2008, ymd(2008, 3, 23)}, {2011, ymd(2011, 4, 24)},
+      {2019, ymd(2019, 4, 21)},  {2024, ymd(2024, 3, 31)}, {2025, ymd(2025, 4, 20)}, {2026, ymd(2026, 4, 5)},
+      {2027, ymd(2027, 3, 28)},  {2038, ymd(2038, 4, 25)}, {2285, ymd(2285, 3, 22)}};
+  for (const auto& [y, easter] : known) EXPECT_EQ(str(sys_days{easter_sunday(year{y})}), str(easter)) << y;
+}
+
+TEST(PayoutCalendar, Target2ClosingDays) {
+  for (auto d : {ymd(2026, 1, 1), ymd(2026, 4, 3), ymd(2026, 4, 6), ymd(2026, 5, 1), ymd(2026, 12, 25),
+                 ymd(2026, 12, 26), ymd(2024, 3, 29), ymd(2024, 4, 1)}) {
+    EXPECT_TRUE(target2_closed(d)) << str(d);
+  }
+  for (auto d : {ymd(2026, 1, 2), ymd(2026, 4, 5), ymd(2026, 4, 7), ymd(2026, 12, 24), ymd(2026, 12, 31)}) {
+    EXPECT_FALSE(target2_closed(d)) << str(d);
+  }
+}
+
+TEST(PayoutCalendar, MonthlyIsTheFirstBusinessDaySkippingTarget2ForSepa) {
+  // 1 January 2026 is a Thursday and a TARGET2 holiday.
+  EXPECT_EQ(next_payout_day(Schedule::monthly, Method::sepa, ymd(2025, 12, 15)), ymd(2026, 1, 2));
+  EXPECT_EQ(next_payout_day(Schedule::monthly, Method::solana_usdc, ymd(2025, 12, 15)), ymd(2026, 1, 1));
+  // 1 May 2026 is a Friday: SEPA waits for Monday the 4th.
+  EXPECT_EQ(next_payout_day(Schedule::monthly, Method::sepa, ymd(2026, 4, 2)), ymd(2026, 5, 4));
+  // Easter Monday 1 April 2024.
+  EXPECT_EQ(next_payout_day(Schedule::monthly, Method::sepa, ymd(2024, 3, 5)), ymd(2024, 4, 2));
+  EXPECT_EQ(next_payout_day(Schedule::monthly, Method::solana_usdc, ymd(2024, 3, 5)), ymd(2024, 4, 1));
+  // A month starting on a weekend: 1 August 2026 is a Saturday.
+  EXPECT_EQ(next_payout_day(Schedule::monthly, Method::solana_usdc, ymd(2026, 7, 2)), ymd(2026, 8, 3));
+  // The day itself, when it is the payout day.
+  EXPECT_EQ(next_payout_day(Schedule::monthly, Method::sepa, ymd(2026, 6, 1)), ymd(2026, 6, 1));
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2026, 12, 7)), ymd(2026, 12, 7));
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2026, 12, 4)), ymd(2026, 12, 7));
+}
+
+// Over every day of a century, checked against the definitions rather than the code's arithmetic.
+TEST(PayoutCalendar, EveryDayOfACenturyGetsTheRightPayoutDay) {
+  for (sys_days from = ymd(2000, 1, 1); from < ymd(2100, 1, 1); from += days(1)) {
+    const auto w = next_payout_day(Schedule::weekly, Method::sepa, from);
+    ASSERT_EQ(weekday{w}, Monday) << str(from);
+    ASSERT_TRUE(w >= from && w < from + days(7)) << str(from);
+    for (auto m : {Method::sepa, Method::solana_usdc}) {
+      const auto p = next_payout_day(Schedule::monthly, m, from);
+      ASSERT_GE(p, from) << str(from);
+      ASSERT_TRUE(business_day(p, m)) << str(from);
+      // No earlier business day in p's month: it is the first.
+      const year_month_day pd{p};
+      for (sys_days d = sys_days{pd.year() / pd.month() / 1}; d < p; d += days(1)) {
+        ASSERT_FALSE(business_day(d, m)) << str(from) << " " << str(d);
+      }
+      ASSERT_LE(static_cast<unsigned>(pd.day()), 5u) << "a month's first business day is within its first five days";
+      // And no payout day was skipped: the month of `from` had its first business day before `from`.
+      if (year_month_day{from}.month() != pd.month()) {
+        ASSERT_LT(next_payout_day(Schedule::monthly, m, sys_days{year_month_day{from}.year() / year_month_day{from}.month() / 1}), from);
+      }
+    }
+  }
+}
+
+TEST(PayoutCalendar, CutoffAndMinimums) {
+  EXPECT_EQ(cutoff_ms(ymd(2026, 12, 7)), 1'796'601'600'000);
+  Minimums m;
+  EXPECT_FALSE(pays(Schedule::weekly, 19'999'999, m));
+  EXPECT_TRUE(pays(Schedule::weekly, 20'000'000, m));
+  EXPECT_TRUE(pays(Schedule::monthly, 1'000'000, m));
+  EXPECT_FALSE(pays(Schedule::monthly, 999'999, m));
+  EXPECT_FALSE(pays(Schedule::monthly, 0, Minimums{0, 0}));
+  EXPECT_FALSE(parse_schedule("daily"));
+  EXPECT_EQ(parse_schedule("daily").error().field, "schedule");
+  EXPECT_EQ(*parse_method("sepa"), Method::sepa);
+}
+
+TEST(PayoutDestination, Base58RoundTripsAndKeepsLeadingZeros) {
+  auto system = base58_decode("11111111111111111111111111111111");
+  ASSERT_TRUE(system);
+  EXPECT_EQ(*system, std::vector<std::uint8_t>(32, 0));
+  for (const char* a : {"TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+                        "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL"}) {
+    auto bytes = base58_decode(a);
+    ASSERT_TRUE(bytes) << a;
+    EXPECT_EQ(bytes->size(), 32u) << a;
+    EXPECT_EQ(base58_encode(*bytes), a);
+  }
+  EXPECT_EQ(base58_encode({0, 0, 1}), "112");
+  EXPECT_FALSE(base58_decode("0OIl"));
+}
+
+TEST(PayoutDestination, WalletsAreOnTheCurveAndTokenAccountsAreNot) {
+  // The reference's vectors: each wallet and its associated token account (a program-derived address).
+  const std::vector<std::pair<const char*, const char*>> vectors = {
+      {"GJRs4FwHtemZ5ZE9x3FNvJ8TMwitKTh21yxdRPqn7npE", "DeqZejBFrRwWraY4g4besYmibTY1QcV1Fcg6VfoEvn4T"},
+      {"9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM", "FGETo8T8wMcN2wCjav8VK6eh3dLk63evNDPxzLSJra8B"},
+      {"8meoEbDNDAogUcAm88F5coEASwyLbqcAMr47WwhpukUx", "GLX7bTkwHg52vsqhZqg5h9C78Vg6G63tCqtD8JHCNmTo"}};
+  for (const auto& [wallet, ata] : vectors) {
+    EXPECT_TRUE(parse_solana_wallet(wallet)) << wallet;
+    auto refused = parse_solana_wallet(ata);
+    ASSERT_FALSE(refused) << ata;
+    EXPECT_EQ(refused.error().detail_code, "off_curve_address");
+    EXPECT_EQ(refused.error().field, "wallet_address");
+  }
+  auto short_one = parse_solana_wallet("9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYt");
+  ASSERT_FALSE(short_one);
+  EXPECT_NE(short_one.error().message.find("32 bytes"), std::string::npos) << short_one.error().message;
+  auto alphabet = parse_solana_wallet("0WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM", "destination");
+  ASSERT_FALSE(alphabet);
+  EXPECT_EQ(alphabet.error().field, "destination");
+}
+
+TEST(PayoutDestination, IbansPassMod97AndTheirCountrysLength) {
+  EXPECT_TRUE(valid_iban("DE89370400440532013000"));
+  EXPECT_TRUE(valid_iban("NL91ABNA0417164300"));
+  EXPECT_TRUE(valid_iban(normalize_iban("de89 3704 0044 0532 0130 00")));
+  EXPECT_FALSE(valid_iban("DE89370400440532013001")) << "one digit changed";
+  EXPECT_FALSE(valid_iban("DE98370400440532013000")) << "check digits swapped";
+  EXPECT_FALSE(valid_iban("DE8937040044053201300")) << "a digit short";
+  EXPECT_FALSE(valid_iban("US89370400440532013000")) << "not a SEPA country";
+  EXPECT_FALSE(valid_iban("NL91ABNA04171643O0")) << "a letter O among the digits";
+  EXPECT_TRUE(sepa_country("FR"));
+  EXPECT_FALSE(sepa_country("US"));
+}
+
+TEST(PayoutDestination, Bics) {
+  for (const char* ok : {"DEUTDEFF", "DEUTDEFF500", "ABNANL2A", "BNPAFRPPXXX"}) EXPECT_TRUE(valid_bic(ok)) << ok;
+  for (const char* bad : {"DEUTDEF", "DEUTDE1F", "DEUTDEFO", "deutdeff", "DEUTDEFF50", "DEU1DEFF"}) {
+    EXPECT_FALSE(valid_bic(bad)) << bad;
+  }
+}
+
+}  // namespace
