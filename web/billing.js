@@ -74,10 +74,16 @@
     // One key per filled-in form: a double click or a retry after a lost answer posts it once.
     let key = crypto.randomUUID();
     form.addEventListener('input', () => { key = crypto.randomUUID(); });
+    // While a credit is on its way the button is off: a second click would race the first and
+    // its answer ("already credited", or "in progress") would overwrite the first one's.
+    const submit = form.querySelector('button[type=submit]');
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
+      if (submit.disabled) return;
       const body = Object.fromEntries(['email', 'amount', 'reference'].map((n) => [n, form.elements[n].value.trim()]));
-      const r = await api('POST', '/v1/admin/credits', body, { 'Idempotency-Key': key });
+      submit.disabled = true;
+      let r;
+      try { r = await api('POST', '/v1/admin/credits', body, { 'Idempotency-Key': key }); } finally { submit.disabled = false; }
       if (!r.ok) { showErrors(form, r.data && r.data.error); result.textContent = ''; return; }
       showErrors(form, null);
       result.textContent = r.data.repeated

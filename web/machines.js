@@ -2,7 +2,8 @@
 // #/machines: every machine of the provider with its GPUs, live figures and a
 // 24-hour chart per GPU (15-minute averages), all from the one list request;
 // #/machines/ID: one machine (Overview tab) with per-minute charts and events;
-// #/machines/ID/benchmarks: its Benchmarks tab (benchmarks.js draws it).
+// #/machines/ID/benchmarks: its Benchmarks tab (benchmarks.js draws it);
+// #/machines/ID/performance: its Performance tab, the reliability score (performance.js draws it).
 // The overview pages poll the API while shown, so Online/Offline follow the agent.
 'use strict';
 
@@ -166,7 +167,7 @@ function machinesBody(res, id) {
 
 let machinesTimer = null;
 
-const MACHINE_TABS = [['', 'Overview'], ['benchmarks', 'Benchmarks']];
+const MACHINE_TABS = [['', 'Overview'], ['benchmarks', 'Benchmarks'], ['performance', 'Performance']];
 
 // The tabs of one machine's page; each is its own address, so a link can open any of them.
 function machineTabs(id, current) {
@@ -184,6 +185,15 @@ async function machineBenchmarksTab(id) {
     machineTabs(id, 'benchmarks'), await machineBenchmarks(r.data)];
 }
 
+// #/machines/ID/performance: the machine's reliability score, its parts, history and what moved it.
+async function machinePerformanceTab(id) {
+  const r = await api('GET', `/v1/provider/machines/${encodeURIComponent(id)}`);
+  if (!r.ok) return notFound(r);
+  document.title = `${r.data.hostname} performance — GPUnex`;
+  return [el('p', {}, el('a', { href: '#/machines' }, '← All machines')), el('h1', {}, `Machine ${r.data.hostname}`),
+    machineTabs(id, 'performance'), await machinePerformance(r.data)];
+}
+
 pages.machines = async function machines(id, tab) {
   document.title = id ? 'Machine — GPUnex' : 'Machines — GPUnex';
   if (!state.user) { location.hash = '#/login'; return []; }
@@ -191,6 +201,7 @@ pages.machines = async function machines(id, tab) {
     return [el('h1', {}, 'Machines'), el('p', {}, 'Machines are for approved providers. ', el('a', { href: '#/apply' }, 'Apply to Provide GPUs'))];
   }
   if (id && tab === 'benchmarks') return machineBenchmarksTab(id);
+  if (id && tab === 'performance') return machinePerformanceTab(id);
   if (id && tab) return notFound({ data: { error: { message: `This machine's page has no "${tab}" tab.` } } });
   const res = await loadMachines(id);
   const body = el('div', { class: 'machines', 'aria-live': 'polite', 'aria-busy': 'false' }, machinesBody(res, id).flat());

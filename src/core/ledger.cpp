@@ -118,8 +118,8 @@ SettlementPlan plan_settlement(MicroUsdc rate_per_gpu_hour, int gpus, std::int64
                                const Settled& before) {
   SettlementPlan plan;
   const MicroUsdc total = usage_total(rate_per_gpu_hour, gpus, elapsed_ms);
-  plan.after.charged = std::max(total, before.charged);
-  plan.after.provider = std::max(provider_share(plan.after.charged, commission), before.provider);
+  plan.after.charged = total;
+  plan.after.provider = provider_share(total, commission);
   plan.charge = plan.after.charged - before.charged;
   plan.provider = plan.after.provider - before.provider;
   plan.commission = plan.charge - plan.provider;

@@ -104,7 +104,10 @@ struct Settled {
 
 //! The settlement that brings a rental from `before` to its total at `elapsed_ms`: the customer pays
 //! the difference of the totals, the provider gets the difference of its shares of the totals, the
-//! platform the rest. Nothing (entries empty) when there is nothing new to settle.
+//! platform the rest. Nothing (entries empty) when there is nothing new to settle. When the total is
+//! below what was settled (a settlement ran ahead of the end the agent reported later), the
+//! differences are negative: the transaction gives the difference back, so the sum of a rental's
+//! settlements is always its total at its end.
 struct SettlementPlan {
   MicroUsdc charge = 0;
   MicroUsdc provider = 0;

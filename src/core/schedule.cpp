@@ -504,6 +504,33 @@ std::optional<UtcTime> next_window_start(const Schedule& s, UtcTime t) {
   return first_change_to(s, t, true);
 }
 
+std::vector<Occurrence> occurrences(const Schedule& s, UtcTime from, UtcTime to) {
+  std::vector<Occurrence> out;
+  if (to <= from) return out;
+  const auto keep = [&](const UtcInterval& i, int maintenance) {
+    if (i.first < to && i.second > from) out.push_back(Occurrence{i.first, i.second, maintenance});
+  };
+  const UtcMapper map(*s.zone, from, to);
+  const LocalDay first = days_around(s, from).first;
+  const LocalDay last = days_around(s, to).second;
+  for (LocalDay d = first; d <= last; d += days{1}) {
+    if (!s.always) {
+      for (const auto& w : s.windows)
+        if (has_day(w.days, d)) keep(map(local_interval(d, w.start_min, w.end_min)), -1);
+    }
+    for (std::size_t i = 0; i < s.maintenance.size(); ++i) {
+      const auto& m = s.maintenance[i];
+      if (m.kind != MaintenanceWindow::Kind::one_off && recurs_on(m, d))
+        keep(map(local_interval(d, m.start_min, m.end_min)), static_cast<int>(i));
+    }
+  }
+  for (std::size_t i = 0; i < s.maintenance.size(); ++i) {
+    const auto& m = s.maintenance[i];
+    if (m.kind == MaintenanceWindow::Kind::one_off) keep({m.start_utc, m.end_utc}, static_cast<int>(i));
+  }
+  return out;
+}
+
 std::optional<UtcTime> next_change(const Schedule& s, UtcTime t, std::chrono::seconds horizon) {
   const auto points = change_points(s, t, t + horizon);
   if (points.empty()) return std::nullopt;

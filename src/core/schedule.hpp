@@ -109,6 +109,16 @@ std::optional<UtcTime> next_window_start(const Schedule& s, UtcTime t);
 //! nullopt when none does. is_available is the same at every instant from `t` up to it.
 std::optional<UtcTime> next_change(const Schedule& s, UtcTime t, std::chrono::seconds horizon);
 
+//! One stretch of a schedule in UTC: an occurrence of a weekly window, or of a maintenance window.
+struct Occurrence {
+  UtcTime start{}, end{};
+  int maintenance = -1;  // the index in Schedule::maintenance; -1 for a weekly availability window
+};
+//! Every occurrence that overlaps [from, to), unsorted: the weekly windows' (none for an always-on
+//! schedule, which is available throughout) and the maintenance windows', each occurrence mapped to
+//! UTC by the DST rule above. What uptime against the schedule is measured on.
+std::vector<Occurrence> occurrences(const Schedule& s, UtcTime from, UtcTime to);
+
 //! "power", "network", ...
 std::string_view category_name(MaintenanceCategory c);
 

@@ -29,6 +29,8 @@
 #include "server/mail/mailer.hpp"
 #include "server/market/offers.hpp"
 #include "server/onboarding/providers.hpp"
+#include "server/reliability/reliability.hpp"
+#include "server/rentals/rentals.hpp"
 #include "server/workers/machines_worker.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/workers/mail_worker.hpp"
@@ -116,6 +118,13 @@ class BackgroundWorkers {
       server::billing::RentalsRoundSettings settings;
       settings.settle_interval_ms = std::int64_t{cfg_.rentals_settle_interval_s} * 1000;
       server::billing::run_rentals_round(app_.store(), settings, clock_.now_ms());
+    });
+
+    // Reliability: every machine's days judged up to now, the scores the marketplace shows, alerts.
+    // The rentals' outcomes come from rentals/, which the reliability area may not include.
+    add("reliability", std::chrono::seconds(cfg.reliability_interval_s), [this] {
+      server::reliability::run_round(app_.store(), server::rentals::reliability_jobs,
+                                     server::reliability::settings_of(cfg_), clock_.now_ms());
     });
 
     // Approval keys not revealed within kApiKeyRevealDays lose their kept plaintext.

@@ -149,6 +149,67 @@ std::string rentals_running_postgres() {
          "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION market_version_bump();\n";
 }
 
+// Migration 13: the reliability score (server/reliability/reliability_repo.hpp). reliability_days keeps
+// each machine's UTC days as judged: the minutes scheduled, excused and present (360 hex digits each),
+// the day's counts and events, and the score as of the time judged; a day is final once judged past
+// its end. reliability_scores holds the score the marketplace shows, so the offer cache hears of a
+// change through migration 6's market_version (only when the shown score or its newness changes).
+constexpr const char* kReliabilityTables = R"sql(
+CREATE TABLE reliability_days (
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  day BIGINT NOT NULL,
+  judged_until BIGINT NOT NULL,
+  final BIGINT NOT NULL,
+  full_day BIGINT NOT NULL,
+  scheduled TEXT NOT NULL,
+  excused TEXT NOT NULL,
+  present TEXT NOT NULL,
+  counted_min BIGINT NOT NULL,
+  present_min BIGINT NOT NULL,
+  excused_min BIGINT NOT NULL,
+  jobs BIGINT NOT NULL,
+  jobs_ok BIGINT NOT NULL,
+  runs BIGINT NOT NULL,
+  run_sum DOUBLE PRECISION NOT NULL,
+  events TEXT NOT NULL,
+  score DOUBLE PRECISION NOT NULL,
+  uptime DOUBLE PRECISION NOT NULL,
+  job_completion DOUBLE PRECISION NOT NULL,
+  stability DOUBLE PRECISION NOT NULL,
+  is_new BIGINT NOT NULL,
+  PRIMARY KEY (machine_id, day)
+);
+CREATE INDEX reliability_days_age ON reliability_days (day);
+CREATE TABLE reliability_scores (
+  machine_id TEXT PRIMARY KEY REFERENCES machines(id),
+  score DOUBLE PRECISION NOT NULL,
+  is_new BIGINT NOT NULL,
+  computed_at BIGINT NOT NULL,
+  alerted BIGINT NOT NULL
+);
+)sql";
+
+std::string reliability_sqlite() {
+  const std::string bump = " BEGIN UPDATE market_version SET version = version + 1 WHERE id = 1; END;\n";
+  return std::string(kReliabilityTables) +
+         "CREATE TRIGGER market_reliability_scores_insert AFTER INSERT ON reliability_scores" + bump +
+         "CREATE TRIGGER market_reliability_scores_delete AFTER DELETE ON reliability_scores" + bump +
+         "CREATE TRIGGER market_reliability_scores_update AFTER UPDATE OF score, is_new ON reliability_scores "
+         "WHEN OLD.score IS NOT NEW.score OR OLD.is_new IS NOT NEW.is_new" +
+         bump;
+}
+
+std::string reliability_postgres() {
+  const std::string deferred = " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW ";
+  const std::string bump = "EXECUTE FUNCTION market_version_bump();\n";
+  return std::string(kReliabilityTables) +
+         "CREATE CONSTRAINT TRIGGER market_reliability_scores AFTER INSERT OR DELETE ON reliability_scores" +
+         deferred + bump +
+         "CREATE CONSTRAINT TRIGGER market_reliability_scores_update AFTER UPDATE OF score, is_new ON "
+         "reliability_scores" +
+         deferred + "WHEN (OLD.score IS DISTINCT FROM NEW.score OR OLD.is_new IS DISTINCT FROM NEW.is_new) " + bump;
+}
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -543,6 +604,24 @@ CREATE TABLE gpu_allocations (
 )sql"},
       {11, "rentals: stop reasons, ports, log tails, settlement times; free GPUs in the market version",
        rentals_running_sqlite(), rentals_running_postgres()},
+      // Payout settings (server/payouts): every change kept, each taking effect at its effective_at
+      // (a new destination after the cool-down); the settings in force are the latest in effect.
+      {12, "payouts: payout settings and their history",
+       R"sql(
+CREATE TABLE payout_settings_changes (
+  id TEXT PRIMARY KEY,
+  provider_id TEXT NOT NULL REFERENCES providers(id),
+  method TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  schedule TEXT NOT NULL,
+  changed_by TEXT NOT NULL,
+  changed_at BIGINT NOT NULL,
+  effective_at BIGINT NOT NULL
+);
+CREATE INDEX payout_settings_changes_provider ON payout_settings_changes (provider_id, changed_at);
+)sql"},
+      {13, "reliability: machines' judged days and the scores the marketplace shows", reliability_sqlite(),
+       reliability_postgres()},
   };
   return list;
 }

@@ -59,6 +59,24 @@ TEST(Ledger, SettlingEverySecondAddsUpToSettlingOnce) {
   EXPECT_EQ(provider, 4'440'000);
 }
 
+// The worker settles up to its own "now" while the agent's report of the end is on its way: the
+// final settlement, at the end the agent reports, gives the difference back.
+TEST(Ledger, ASettlementAheadOfTheReportedEndIsGivenBack) {
+  const MicroUsdc rate = 3'600'000;  // one micro-USDC a millisecond
+  auto ahead = plan_settlement(rate, 1, 9'398, 2000, {});
+  auto final = plan_settlement(rate, 1, 8'330, 2000, ahead.after);
+  EXPECT_EQ(final.charge, -1'068);
+  EXPECT_EQ(final.charge, final.provider + final.commission);
+  EXPECT_EQ(ahead.charge + final.charge, 8'330);
+  EXPECT_EQ(ahead.provider + final.provider, provider_share(8'330, 2000));
+  Book book;
+  ASSERT_TRUE(book.post(*credit("c", "usr_a", 1'000'000, "usr_admin", "wire", 0)));
+  ASSERT_TRUE(book.post(settlement_transaction("s1", ahead, "usr_a", "prv_1", "rnt_1", 1)));
+  ASSERT_TRUE(book.post(settlement_transaction("s2", final, "usr_a", "prv_1", "rnt_1", 2)));
+  EXPECT_EQ(book.balance(Account::customer("usr_a")), 1'000'000 - 8'330);
+  EXPECT_EQ(book.total(), 0);
+}
+
 TEST(Ledger, UnbalancedZeroOrMalformedTransactionsAreRefusedAndChangeNothing) {
   Book book;
   ASSERT_TRUE(book.post(*credit("tx1", "usr_a", 5'000'000, "usr_admin", "wire 42", 0)));

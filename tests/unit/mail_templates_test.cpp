@@ -134,3 +134,24 @@ TEST(MailTemplates, GpuRelistedGivesTheQualityRatioWhenKnown) {
   EXPECT_EQ(server::mail::gpu_relisted({"G", "L"}, std::nullopt).notice.body,
             "G passed its benchmarks and is listed again.");
 }
+
+TEST(MailTemplates, ReliabilityLowSaysWhyWhatToDoAndWhenItRecovers) {
+  server::mail::ReliabilityFacts f;
+  f.machine = "rig (mch_1)";
+  f.score = 76.04;
+  f.alert_below = 80;
+  f.reasons = {{"Offline 12:00–12:30 (30 min) during scheduled hours: uptime 0.0% that day", "Keep it running."},
+               {"Rental r_1 ended by GPU failure", "Check the GPU."}};
+  f.recovers_in_days = 9;
+  f.link = "https://x/#/machines/mch_1/performance";
+  const auto a = server::mail::reliability_low(f);
+  EXPECT_EQ(a.notice.kind, "reliability_low");
+  EXPECT_EQ(a.notice.title, "Reliability of rig (mch_1) fell to 76.0");
+  EXPECT_EQ(a.notice.body, "Offline 12:00–12:30 (30 min) during scheduled hours: uptime 0.0% that day.");
+  EXPECT_EQ(a.notice.link, f.link);
+  EXPECT_EQ(a.mail.subject, "GPUnex: Reliability of rig (mch_1) fell to 76.0");
+  EXPECT_NE(a.mail.body.find("is 76.0, below 80."), std::string::npos) << a.mail.body;
+  EXPECT_NE(a.mail.body.find("\n- Rental r_1 ended by GPU failure.\n  What to do: Check the GPU."), std::string::npos);
+  EXPECT_NE(a.mail.body.find("recovers in about 9 days"), std::string::npos);
+  EXPECT_NE(a.mail.body.find(f.link), std::string::npos);
+}

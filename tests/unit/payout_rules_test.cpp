@@ -4,6 +4,7 @@
 // and BICs.
 #include <gtest/gtest.h>
 
+#include "core/earnings.hpp"
 #include "core/payout_calendar.hpp"
 #include "core/payout_destination.hpp"
 
@@ -147,6 +148,45 @@ TEST(PayoutDestination, Bics) {
   for (const char* bad : {"DEUTDEF", "DEUTDE1F", "DEUTDEFO", "deutdeff", "DEUTDEFF50", "DEU1DEFF"}) {
     EXPECT_FALSE(valid_bic(bad)) << bad;
   }
+}
+
+}  // namespace
+
+// ---- the earnings tracker's groups (core/earnings) ----
+
+namespace {
+
+using gpunex::core::earnings::Earning;
+using gpunex::core::earnings::GroupBy;
+
+TEST(Earnings, EveryGroupingAddsUpAndGpusSplitARentalExactly) {
+  const std::int64_t day1 = 1'796'342'400'000;  // 2026-12-04T00:00:00Z
+  const std::vector<Earning> es = {
+      {day1 + 1000, 1'000'001, true, "r1", "m1", "L40S", {"GPU-a", "GPU-b", "GPU-c"}},
+      {day1 + 86'400'000, 500, true, "r2", "m2", "H100", {"GPU-z"}},
+      {day1 + 90'000'000, 7, false, "r3", "m1", "L40S", {"GPU-a"}}};
+  for (auto by : {GroupBy::day, GroupBy::gpu, GroupBy::model, GroupBy::machine}) {
+    gpunex::core::MicroUsdc settled = 0, unsettled = 0;
+    for (const auto& g : gpunex::core::earnings::group(es, by)) {
+      settled += g.settled;
+      unsettled += g.unsettled;
+    }
+    EXPECT_EQ(settled, 1'000'501);
+    EXPECT_EQ(unsettled, 7);
+  }
+  const auto gpus = gpunex::core::earnings::group(es, GroupBy::gpu);
+  ASSERT_EQ(gpus.size(), 4u);
+  EXPECT_EQ(gpus[0].key, "GPU-a");
+  EXPECT_EQ(gpus[0].settled, 333'335) << "the remainder of the split goes to the rental's first GPU";
+  EXPECT_EQ(gpus[0].unsettled, 7);
+  EXPECT_EQ(gpus[1].settled, 333'333);
+  const auto days = gpunex::core::earnings::group(es, GroupBy::day);
+  ASSERT_EQ(days.size(), 2u);
+  EXPECT_EQ(days[0].key, "2026-12-04");
+  EXPECT_EQ(days[1].key, "2026-12-05");
+  EXPECT_EQ(days[1].total(), 507);
+  EXPECT_EQ(gpunex::core::earnings::sum_since(es, day1 + 86'400'000), 507);
+  EXPECT_EQ(gpunex::core::earnings::parse_group_by("week").error().field, "group_by");
 }
 
 }  // namespace

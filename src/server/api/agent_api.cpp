@@ -12,9 +12,6 @@
 
 namespace gpunex::server {
 
-using core::Error;
-using core::ErrorCode;
-
 namespace {
 
 MachineSettings settings_of(const Config& c) {
@@ -25,25 +22,9 @@ MachineSettings settings_of(const Config& c) {
   return s;
 }
 
-//! The API key's provider, inside the request's transaction; a key revoked since authentication is refused.
-core::Result<std::string> agent_provider(Ctx& ctx, store::Tx& tx) {
-  std::string id = provider_id_for_api_key(tx, ctx.principal->api_key_id);
-  if (id.empty()) {
-    return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
-  }
-  return id;
-}
-
-std::optional<http::Response> require_api_key(Ctx& ctx) {
-  if (ctx.principal != nullptr && ctx.principal->via == Principal::Via::api_key) return std::nullopt;
-  return http::Response::error(
-      Error::make(ErrorCode::forbidden, "agent endpoints take a provider API key (Authorization: Bearer gpx_...)")
-          .with_code("api_key_required"));
-}
-
 template <class Parse, class Apply>
 http::Response agent_call(Ctx& ctx, Parse parse, Apply apply) {
-  if (auto refused = require_api_key(ctx)) return *refused;
+  if (auto refused = require_agent_key(ctx)) return *refused;
   auto body = ctx.json_body();
   if (!body) return http::Response::error(body.error());
   auto req = parse(*body);
@@ -51,7 +32,7 @@ http::Response agent_call(Ctx& ctx, Parse parse, Apply apply) {
   const auto settings = settings_of(ctx.config());
   const auto now = ctx.now_ms();
   auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
-    auto provider = agent_provider(ctx, tx);
+    auto provider = agent_key_provider(tx, ctx.principal->api_key_id);
     if (!provider) return std::move(provider).error();
     return apply(tx, *provider, *req, settings, now);
   });
@@ -65,7 +46,7 @@ http::Response agent_register(Ctx& ctx) {
 //! A heartbeat is parsed here, on the I/O thread, and stored by the group commit with the heartbeats of
 //! other agents in one transaction; the reply is sent once that transaction has committed.
 void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
-  if (auto refused = require_api_key(ctx)) return reply(*refused);
+  if (auto refused = require_agent_key(ctx)) return reply(*refused);
   auto body = ctx.json_body();
   if (!body) return reply(http::Response::error(body.error()));
   auto req = protocol::parse_heartbeat_request(*body);
@@ -84,11 +65,9 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
                bench = benchmark_settings(ctx.config()),
                now = ctx.now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
     // The key is checked again inside the transaction: one revoked since authentication is refused.
-    const std::string provider = provider_id_for_api_key(tx, key_id);
-    if (provider.empty()) {
-      return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
-    }
-    auto out = record_heartbeat(tx, provider, req, settings, now);
+    auto provider = agent_key_provider(tx, key_id);
+    if (!provider) return std::move(provider).error();
+    auto out = record_heartbeat(tx, *provider, req, settings, now);
     if (!out) return out;
     // A rented GPU that stopped answering stops its rental (gpu_failure, the provider's side). A
     // replayed heartbeat (duplicate) stored nothing and stops nothing.

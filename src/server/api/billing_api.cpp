@@ -5,7 +5,9 @@
 #include "core/ledger.hpp"
 #include "server/api/handlers.hpp"
 #include "server/api/routes.hpp"
+#include "core/rfc3339.hpp"
 #include "server/billing/credits.hpp"
+#include "server/billing/earnings.hpp"
 #include "server/billing/ledger_repo.hpp"
 #include "server/rentals/rentals.hpp"
 #include "util/time.hpp"
@@ -55,6 +57,54 @@ Response get_history(Ctx& ctx) {
   });
 }
 
+//! ?from= and ?to= as RFC 3339 times or dates (YYYY-MM-DD, midnight UTC); by default the last 30 days.
+core::Result<std::int64_t> time_param(Ctx& ctx, const char* name, std::int64_t fallback) {
+  const auto v = ctx.req.query_param(name);
+  if (!v || v->empty()) return fallback;
+  const std::string text = v->size() == 10 ? *v + "T00:00:00Z" : *v;
+  const auto ms = core::parse_rfc3339_ms(text);
+  if (!ms) {
+    return core::Error::make(core::ErrorCode::invalid_field,
+                             std::string(name) + " must be a date (2026-12-01) or an RFC 3339 time", name);
+  }
+  return *ms;
+}
+
+Response provider_earnings(Ctx& ctx) {
+  constexpr std::int64_t kDay = 86'400'000;
+  const auto now = ctx.now_ms();
+  billing::EarningsQuery q;
+  auto to = time_param(ctx, "to", now + 1);
+  if (!to) return Response::error(to.error());
+  auto from = time_param(ctx, "from", *to - 30 * kDay);
+  if (!from) return Response::error(from.error());
+  if (*from >= *to) {
+    return Response::error(core::Error::make(core::ErrorCode::invalid_field, "from must be before to", "from"));
+  }
+  if (*to - *from > 366 * kDay) {
+    return Response::error(
+        core::Error::make(core::ErrorCode::invalid_field, "a range is at most 366 days", "from"));
+  }
+  q.from_ms = *from;
+  q.to_ms = *to;
+  if (const auto g = ctx.req.query_param("group_by"); g && !g->empty()) {
+    auto by = core::earnings::parse_group_by(*g);
+    if (!by) return Response::error(by.error());
+    q.by = *by;
+  }
+  core::payout::Minimums minimums;
+  minimums.weekly = ctx.config().payout_min_weekly_micro;
+  minimums.monthly = ctx.config().payout_min_monthly_micro;
+  return respond(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        const std::string pid = caller_provider(ctx, tx);
+        if (pid.empty()) return not_a_provider();
+        return billing::provider_earnings(tx, pid, q, minimums, now);
+      },
+      store::TxMode::read);
+}
+
 Response post_credit(Ctx& ctx) {
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
@@ -86,6 +136,8 @@ void register_billing_api(App& app) {
   app.route(http::Method::get, "/v1/billing/balance", RouteOptions::signed_in(), get_balance);
   app.route(http::Method::get, "/v1/billing/history", RouteOptions::signed_in(), get_history);
   app.route(http::Method::post, "/v1/admin/credits", RouteOptions::for_roles({"admin"}), post_credit);
+  app.route(http::Method::get, "/v1/provider/earnings", RouteOptions::for_roles({"provider"}).api_key_allowed(),
+            provider_earnings);
 }
 
 }  // namespace gpunex::server

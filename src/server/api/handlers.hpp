@@ -3,6 +3,7 @@
 // answered a page at a time.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,26 @@ inline std::string caller_provider(Ctx& ctx, store::Tx& tx) {
   }
   auto p = find_provider_by_user(tx, ctx.principal->user.id);
   return p ? p->id : std::string();
+}
+
+//! 403 api_key_required unless the caller authenticated with a provider API key: the agent's endpoints.
+inline std::optional<http::Response> require_agent_key(Ctx& ctx) {
+  if (ctx.principal != nullptr && ctx.principal->via == Principal::Via::api_key) return std::nullopt;
+  return http::Response::error(
+      core::Error::make(core::ErrorCode::forbidden,
+                        "agent endpoints take a provider API key (Authorization: Bearer gpx_...)")
+          .with_code("api_key_required"));
+}
+
+//! The provider of API key `key_id`, read inside the request's transaction: a key revoked since
+//! authentication is refused (401 invalid_api_key).
+inline core::Result<std::string> agent_key_provider(store::Tx& tx, const std::string& key_id) {
+  std::string id = provider_id_for_api_key(tx, key_id);
+  if (id.empty()) {
+    return core::Error::make(core::ErrorCode::unauthenticated, "API key is invalid or revoked")
+        .with_code("invalid_api_key");
+  }
+  return id;
 }
 
 //! 403 not_a_provider: the caller has no provider to act for.

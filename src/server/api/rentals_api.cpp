@@ -138,19 +138,6 @@ Response rental_logs(Ctx& ctx) {
 
 // ---- the agent's side ----
 
-std::optional<Response> require_agent_key(Ctx& ctx) {
-  if (ctx.principal != nullptr && ctx.principal->via == Principal::Via::api_key) return std::nullopt;
-  return Response::error(
-      Error::make(ErrorCode::forbidden, "agent endpoints take a provider API key (Authorization: Bearer gpx_...)")
-          .with_code("api_key_required"));
-}
-
-core::Result<std::string> key_provider(store::Tx& tx, const std::string& key_id) {
-  std::string id = provider_id_for_api_key(tx, key_id);
-  if (id.empty()) return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
-  return id;
-}
-
 //! GET /v1/agent/rentals?machine_id=&known=&wait_s=: answered at once when the machine's rentals are
 //! not what the agent knows (or wait_s is 0), else when they change or wait_s passes.
 void agent_rentals_poll(Ctx& ctx, const http::Reply& reply, rentals::AgentPolls& polls) {
@@ -176,7 +163,7 @@ void agent_rentals_poll(Ctx& ctx, const http::Reply& reply, rentals::AgentPolls&
   auto answer = [&store, key = ctx.principal->api_key_id, machine = *machine]() -> core::Result<protocol::AgentRentals> {
     return store.transact(
         [&](store::Tx& tx) -> core::Result<protocol::AgentRentals> {
-          auto provider = key_provider(tx, key);
+          auto provider = agent_key_provider(tx, key);
           if (!provider) return std::move(provider).error();
           return rentals::agent_rentals(tx, *provider, machine);
         },
@@ -199,7 +186,7 @@ Response agent_rental_events(Ctx& ctx, rentals::AgentPolls& polls) {
   if (!req) return Response::error(req.error());
   const auto now = ctx.now_ms();
   auto out = respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-    auto provider = key_provider(tx, ctx.principal->api_key_id);
+    auto provider = agent_key_provider(tx, ctx.principal->api_key_id);
     if (!provider) return std::move(provider).error();
     auto outcome = rentals::apply_events(tx, *provider, *req, now);
     if (!outcome) return std::move(outcome).error();

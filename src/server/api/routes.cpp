@@ -26,6 +26,8 @@ std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store
   register_benchmarks_api(*app);
   register_market_api(*app, offers, schedules);
   register_billing_api(*app);
+  register_reliability_api(*app);
+  register_payouts_api(*app);
   // The agents' rentals long polls: answered (and their thread stopped) before the store goes.
   auto& polls = app->keep(std::make_unique<rentals::AgentPolls>([&store = app->store()](const std::vector<std::string>& ids) {
     return store.transact([&](store::Tx& tx) { return rentals::versions(tx, ids); }, store::TxMode::read);

@@ -31,6 +31,8 @@ void register_benchmarks_api(App& app);
 //! The offer search reads `offers`, built from `schedules`: both must outlive the App's requests.
 void register_market_api(App& app, OfferCache& offers, ScheduleCache& schedules);
 void register_billing_api(App& app);
+void register_reliability_api(App& app);
+void register_payouts_api(App& app);
 namespace rentals {
 class AgentPolls;
 }

@@ -47,6 +47,20 @@ std::vector<HistoryLine> history(store::Tx& tx, const ledger::Account& account) 
   return out;
 }
 
+std::vector<HistoryLine> history_between(store::Tx& tx, const ledger::Account& account, ledger::TxKind kind,
+                                         std::int64_t from_ms, std::int64_t to_ms) {
+  std::vector<HistoryLine> out;
+  for (const auto& r : tx.query(
+           "SELECT t.id, t.reason, t.reference, t.created_at, SUM(e.amount) "
+           "FROM ledger_entries e JOIN ledger_transactions t ON t.id = e.tx_id "
+           "WHERE e.account = ? AND t.kind = ? AND t.created_at >= ? AND t.created_at < ? "
+           "GROUP BY t.id, t.reason, t.reference, t.created_at ORDER BY t.created_at, t.id",
+           {ledger::account_name(account), std::string(ledger::to_string(kind)), from_ms, to_ms})) {
+    out.push_back({r.str(0), kind, r.str(1), r.str(2), r.i64(3), r.i64(4)});
+  }
+  return out;
+}
+
 std::optional<ledger::Transaction> find_transaction(store::Tx& tx, const std::string& id) {
   auto head =
       tx.query_one("SELECT id, kind, actor, reason, reference, created_at FROM ledger_transactions WHERE id = ?", {id});

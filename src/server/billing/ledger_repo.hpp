@@ -36,6 +36,10 @@ struct HistoryLine {
 //! An account's transactions, newest first.
 std::vector<HistoryLine> history(store::Tx& tx, const core::ledger::Account& account);
 
+//! An account's lines of one kind of transaction with times in [from_ms, to_ms), oldest first.
+std::vector<HistoryLine> history_between(store::Tx& tx, const core::ledger::Account& account, core::ledger::TxKind kind,
+                                         std::int64_t from_ms, std::int64_t to_ms);
+
 //! A posted transaction, with every entry.
 std::optional<core::ledger::Transaction> find_transaction(store::Tx& tx, const std::string& id);
 

@@ -84,8 +84,9 @@ void settle(store::Tx& tx, const rentals::RentalRow& r, std::int64_t now_ms) {
     return;
   }
   const auto t = ledger::settlement_transaction(util::new_id("ltx"), plan, r.customer_id, r.provider_id, r.id, until);
-  // Keyed by the running total: the same settlement twice posts once.
-  auto posted = post(tx, t, "settle:" + r.id + ":" + std::to_string(plan.after.charged));
+  // Keyed by the move between running totals: the same settlement twice posts once.
+  auto posted = post(tx, t,
+                     "settle:" + r.id + ":" + std::to_string(r.settled.charged) + ">" + std::to_string(plan.after.charged));
   if (!posted) throw store::StoreError("a settlement did not post: " + posted.error().message);
   rentals::record_settled(tx, r.id, plan.after, now_ms);
 }

@@ -386,6 +386,48 @@ core::Result<nlohmann::json> request_benchmark_rerun(Tx& tx, const std::string& 
   return nlohmann::json{{"run_id", id}, {"status", core::run_status_name(core::BenchmarkRunStatus::requested)}};
 }
 
+std::vector<core::reliability::BenchRun> benchmark_runs_for_score(Tx& tx, const std::string& machine_id,
+                                                                  std::int64_t since_ms) {
+  BenchmarksRepo repo(tx);
+  std::map<std::string, double> baseline;
+  for (const auto& f : repo.first_gpu_scores(machine_id)) baseline.emplace(f.uuid, f.perf_score);
+  std::map<std::string, std::map<std::string, double>> scores;  // run -> uuid -> score
+  for (const auto& g : repo.gpu_scores_since(machine_id, since_ms)) scores[g.run_id][g.uuid] = g.perf_score;
+  std::vector<core::reliability::BenchRun> out;
+  for (const auto& run : repo.completed_runs_since(machine_id, since_ms)) {
+    const auto scored = scores.find(run.id);
+    if (scored == scores.end()) continue;  // no GPU scored (every one missing a score metric)
+    core::reliability::BenchRun r;
+    r.run_id = run.id;
+    r.at_ms = run.completed_ms;
+    const auto report = nlohmann::json::parse(run.report_json, nullptr, false);
+    const auto* gpus = report.is_object() && report.contains("gpus") && report["gpus"].is_array() ? &report["gpus"]
+                                                                                                   : nullptr;
+    for (const auto& [uuid, score] : scored->second) {
+      core::reliability::GpuRun g;
+      g.uuid = uuid;
+      g.score = score;
+      const auto b = baseline.find(uuid);
+      g.baseline = b == baseline.end() ? score : b->second;
+      std::vector<std::uint64_t> bits;
+      for (std::size_t i = 0; gpus && i < gpus->size(); ++i) {
+        const auto& gj = (*gpus)[i];
+        if (!gj.is_object() || gj.value("uuid", "") != uuid) continue;
+        g.index = gj.value("index", std::int64_t{0});
+        if (!gj.contains("telemetry") || !gj["telemetry"].is_array()) break;
+        for (const auto& p : gj["telemetry"]) {
+          if (p.is_object()) bits.push_back(p.value("clock_event_bits", std::uint64_t{0}));
+        }
+        break;
+      }
+      core::reliability::set_throttle_shares(g, bits);
+      r.gpus.push_back(std::move(g));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::optional<GpuListing> gpu_listing(Tx& tx, const std::string& machine_id, const std::string& uuid) {
   auto l = BenchmarksRepo(tx).listing(machine_id, uuid);
   if (!l) return std::nullopt;

@@ -14,10 +14,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/benchmark.hpp"
+#include "core/reliability.hpp"
 #include "core/result.hpp"
 #include "server/platform/config.hpp"
 #include "store/store.hpp"
@@ -62,6 +64,12 @@ core::Result<nlohmann::json> machine_benchmarks(store::Tx& tx, const std::string
 core::Result<nlohmann::json> request_benchmark_rerun(store::Tx& tx, const std::string& provider_id,
                                                      const std::string& machine_id, const BenchmarkSettings& s,
                                                      std::int64_t now_ms);
+
+//! The machine's benchmark runs completed at or after `since_ms`, as the reliability score's stability
+//! reads them: each scored GPU's performance score against its baseline (its first scored run), and
+//! the share of the run's samples it spent thermally throttled or power capped.
+std::vector<core::reliability::BenchRun> benchmark_runs_for_score(store::Tx& tx, const std::string& machine_id,
+                                                                  std::int64_t since_ms);
 
 //! The listing state of a GPU for the marketplace: perf score, whether it is listed.
 struct GpuListing {

@@ -189,6 +189,37 @@ std::vector<ScorePoint> BenchmarksRepo::score_history(const std::string& machine
   return out;
 }
 
+std::vector<CompletedRunRow> BenchmarksRepo::completed_runs_since(const std::string& machine_id, std::int64_t since_ms) {
+  static const std::string q = "SELECT id, completed_at, report FROM benchmark_runs WHERE machine_id = ? AND status = " +
+                               sql(BenchmarkRunStatus::completed) +
+                               " AND completed_at >= ? AND report IS NOT NULL ORDER BY completed_at, id";
+  std::vector<CompletedRunRow> out;
+  for (const auto& r : tx_.query(q, {machine_id, since_ms})) out.push_back(CompletedRunRow{r.str(0), r.i64(1), r.str(2)});
+  return out;
+}
+
+std::vector<GpuScoreRow> BenchmarksRepo::gpu_scores_since(const std::string& machine_id, std::int64_t since_ms) {
+  std::vector<GpuScoreRow> out;
+  for (const auto& r : tx_.query("SELECT run_id, uuid, perf_score, at FROM gpu_benchmarks WHERE machine_id = ? AND "
+                                 "at >= ? AND perf_score IS NOT NULL ORDER BY at, run_id, uuid",
+                                 {machine_id, since_ms})) {
+    out.push_back(GpuScoreRow{r.str(0), r.str(1), r.f64(2), r.i64(3)});
+  }
+  return out;
+}
+
+std::vector<GpuScoreRow> BenchmarksRepo::first_gpu_scores(const std::string& machine_id) {
+  std::vector<GpuScoreRow> out;
+  for (const auto& r : tx_.query("SELECT b.run_id, b.uuid, b.perf_score, b.at FROM gpu_benchmarks b "
+                                 "WHERE b.machine_id = ? AND b.perf_score IS NOT NULL AND b.at = (SELECT MIN(f.at) "
+                                 "FROM gpu_benchmarks f WHERE f.machine_id = b.machine_id AND f.uuid = b.uuid AND "
+                                 "f.perf_score IS NOT NULL) ORDER BY b.uuid, b.run_id",
+                                 {machine_id})) {
+    out.push_back(GpuScoreRow{r.str(0), r.str(1), r.f64(2), r.i64(3)});
+  }
+  return out;
+}
+
 std::optional<std::pair<bool, std::optional<double>>> BenchmarksRepo::listing(const std::string& machine_id,
                                                                               const std::string& uuid) {
   auto r =

@@ -80,6 +80,20 @@ struct GpuListingRow {
   std::optional<std::string> delist_reason, recommendation;
 };
 
+//! A completed run with its stored report (the agent's body, as core::bench::to_json writes it).
+struct CompletedRunRow {
+  std::string id;
+  std::int64_t completed_ms = 0;
+  std::string report_json;
+};
+
+//! A GPU's scored result in a run.
+struct GpuScoreRow {
+  std::string run_id, uuid;
+  double perf_score = 0;
+  std::int64_t at_ms = 0;
+};
+
 //! The benchmark tables of one transaction.
 class BenchmarksRepo {
  public:
@@ -115,6 +129,13 @@ class BenchmarksRepo {
   std::optional<GpuResultRow> latest_result(const std::string& machine_id, const std::string& uuid);
   //! The newest points first.
   std::vector<ScorePoint> score_history(const std::string& machine_id, const std::string& uuid, std::int64_t limit);
+
+  //! The machine's runs completed at or after `since_ms`, oldest first.
+  std::vector<CompletedRunRow> completed_runs_since(const std::string& machine_id, std::int64_t since_ms);
+  //! The machine's scored GPU results at or after `since_ms` (0: all of them), oldest first.
+  std::vector<GpuScoreRow> gpu_scores_since(const std::string& machine_id, std::int64_t since_ms);
+  //! Each GPU's first scored result (its baseline), by uuid.
+  std::vector<GpuScoreRow> first_gpu_scores(const std::string& machine_id);
 
   //! The listing before a run: listed or not, none when never benchmarked; with the perf score.
   std::optional<std::pair<bool, std::optional<double>>> listing(const std::string& machine_id, const std::string& uuid);

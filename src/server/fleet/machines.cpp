@@ -369,6 +369,29 @@ std::string agent_installer(const std::string& server_url) {
   return out;
 }
 
+namespace {
+MachineForScore for_score(ScoredMachineRow r) {
+  return MachineForScore{std::move(r.id), std::move(r.provider_id), std::move(r.hostname), r.created_ms};
+}
+}  // namespace
+
+std::vector<MachineForScore> machines_for_score(Tx& tx) {
+  std::vector<MachineForScore> out;
+  for (auto& r : MachinesRepo(tx).scored_machines()) out.push_back(for_score(std::move(r)));
+  return out;
+}
+
+std::optional<MachineForScore> machine_for_score(Tx& tx, const std::string& machine_id) {
+  auto r = MachinesRepo(tx).scored_machine(machine_id);
+  if (!r) return std::nullopt;
+  return for_score(std::move(*r));
+}
+
+std::vector<std::int64_t> presence_minutes_between(Tx& tx, const std::string& machine_id, std::int64_t from_ms,
+                                                   std::int64_t to_ms) {
+  return MachinesRepo(tx).presence_between(machine_id, from_ms, to_ms);
+}
+
 std::string provider_id_for_api_key(Tx& tx, const std::string& api_key_id) {
   return provider_of_api_key(tx, api_key_id).value_or(std::string());
 }

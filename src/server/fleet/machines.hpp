@@ -6,8 +6,10 @@
 // machines_repo, the status rules in core/machine_status.hpp.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +57,17 @@ std::size_t mark_offline_machines(store::Tx& tx, const MachineSettings& settings
 //! Returns rows deleted.
 std::int64_t prune_telemetry(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms,
                              std::int64_t limit = 5000);
+
+//! What the reliability score reads of a machine (reliability/): when it appeared, whose it is.
+struct MachineForScore {
+  std::string id, provider_id, hostname;
+  std::int64_t registered_ms = 0;
+};
+std::vector<MachineForScore> machines_for_score(store::Tx& tx);
+std::optional<MachineForScore> machine_for_score(store::Tx& tx, const std::string& machine_id);
+//! The minutes (their start, ms) in [from_ms, to_ms) in which the machine sent a heartbeat, oldest first.
+std::vector<std::int64_t> presence_minutes_between(store::Tx& tx, const std::string& machine_id, std::int64_t from_ms,
+                                                   std::int64_t to_ms);
 
 //! The provider a caller acts for: an API key's provider, or the signed-in user's; empty when none.
 std::string provider_id_for_api_key(store::Tx& tx, const std::string& api_key_id);

@@ -265,6 +265,31 @@ std::int64_t MachinesRepo::presence_minutes(const std::string& machine_id, std::
   return r ? r->i64(0) : 0;
 }
 
+std::vector<std::int64_t> MachinesRepo::presence_between(const std::string& machine_id, std::int64_t from_ms,
+                                                        std::int64_t to_ms) {
+  std::vector<std::int64_t> out;
+  for (const Row& r : tx_.query("SELECT minute FROM presence_minute WHERE machine_id = ? AND minute >= ? AND minute < ? "
+                                "ORDER BY minute",
+                                {machine_id, from_ms, to_ms})) {
+    out.push_back(r.i64(0));
+  }
+  return out;
+}
+
+std::vector<ScoredMachineRow> MachinesRepo::scored_machines() {
+  std::vector<ScoredMachineRow> out;
+  for (const Row& r : tx_.query("SELECT id, provider_id, hostname, created_at FROM machines ORDER BY id")) {
+    out.push_back(ScoredMachineRow{r.str(0), r.str(1), r.str(2), r.i64(3)});
+  }
+  return out;
+}
+
+std::optional<ScoredMachineRow> MachinesRepo::scored_machine(const std::string& machine_id) {
+  auto r = tx_.query_one("SELECT id, provider_id, hostname, created_at FROM machines WHERE id = ?", {machine_id});
+  if (!r) return std::nullopt;
+  return ScoredMachineRow{r->str(0), r->str(1), r->str(2), r->i64(3)};
+}
+
 std::vector<MachineEvent> MachinesRepo::recent_events(const std::string& machine_id, std::int64_t limit) {
   std::vector<MachineEvent> out;
   for (const Row& r : tx_.query("SELECT at, kind, detail FROM machine_events WHERE machine_id = ? "

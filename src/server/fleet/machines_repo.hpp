@@ -133,6 +133,12 @@ struct PresentGpu {
   std::int64_t index = 0;
 };
 
+//! A machine as the reliability score needs it.
+struct ScoredMachineRow {
+  std::string id, provider_id, hostname;
+  std::int64_t created_ms = 0;
+};
+
 //! The machine tables of one transaction.
 class MachinesRepo {
  public:
@@ -184,6 +190,11 @@ class MachinesRepo {
                                                std::int64_t since_ms);
   //! Minutes with at least one heartbeat since `since_ms`.
   std::int64_t presence_minutes(const std::string& machine_id, std::int64_t since_ms);
+  //! The minutes (their start) in [from_ms, to_ms) with at least one heartbeat, oldest first.
+  std::vector<std::int64_t> presence_between(const std::string& machine_id, std::int64_t from_ms, std::int64_t to_ms);
+  //! Every machine, by id; or the one given.
+  std::vector<ScoredMachineRow> scored_machines();
+  std::optional<ScoredMachineRow> scored_machine(const std::string& machine_id);
   //! The newest events, newest first.
   std::vector<MachineEvent> recent_events(const std::string& machine_id, std::int64_t limit);
   //! Whether a GPU or driver change was recorded after `after_ms`.

@@ -68,6 +68,10 @@ std::optional<core::Schedule> load_schedule(store::Tx& tx, const std::string& ma
   return std::move(s).value();
 }
 
+std::vector<std::int64_t> maintenance_declared_times(store::Tx& tx, const std::string& machine_id) {
+  return SchedulesRepo(tx).maintenance_declared_in_order(machine_id);
+}
+
 nlohmann::json schedule_json(const std::string& machine_id, const core::Schedule& s, std::int64_t now_ms) {
   const core::UtcTime now{std::chrono::seconds{now_ms / 1000}};
   const auto ms = [](std::optional<core::UtcTime> t) -> nlohmann::json {

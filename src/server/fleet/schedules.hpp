@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,8 @@ void save_schedule(store::Tx& tx, const std::string& provider_id, const std::str
                    const core::Schedule& s, std::int64_t now_ms);
 //! A machine's schedule; nullopt when none was set (the machine is then available 24/7).
 std::optional<core::Schedule> load_schedule(store::Tx& tx, const std::string& machine_id);
+//! When each of the machine's maintenance windows was declared, in the order of load_schedule's.
+std::vector<std::int64_t> maintenance_declared_times(store::Tx& tx, const std::string& machine_id);
 //! The schedule's API form plus, at `now_ms`: available_now, available_until, next_window_start.
 nlohmann::json schedule_json(const std::string& machine_id, const core::Schedule& s, std::int64_t now_ms);
 

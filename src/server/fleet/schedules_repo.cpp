@@ -55,6 +55,15 @@ std::map<MaintenanceKey, std::int64_t> SchedulesRepo::maintenance_declared_at(co
   return declared;
 }
 
+std::vector<std::int64_t> SchedulesRepo::maintenance_declared_in_order(const std::string& machine_id) {
+  std::vector<std::int64_t> out;
+  for (const auto& r :
+       tx_.query("SELECT declared_at FROM maintenance_windows WHERE machine_id = ? ORDER BY idx", {machine_id})) {
+    out.push_back(r.i64(0));
+  }
+  return out;
+}
+
 void SchedulesRepo::replace_maintenance(const std::string& machine_id,
                                         const std::vector<std::pair<MaintenanceRecord, std::int64_t>>& windows) {
   tx_.exec("DELETE FROM maintenance_windows WHERE machine_id = ?", {machine_id});

@@ -45,6 +45,8 @@ class SchedulesRepo {
                        std::int64_t now_ms);
   //! The machine's maintenance windows' declaration times, by what identifies each.
   std::map<MaintenanceKey, std::int64_t> maintenance_declared_at(const std::string& machine_id);
+  //! The declaration times of the machine's maintenance windows, in their order.
+  std::vector<std::int64_t> maintenance_declared_in_order(const std::string& machine_id);
   //! Replaces the machine's maintenance windows, in order, each declared at the time given.
   void replace_maintenance(const std::string& machine_id,
                            const std::vector<std::pair<MaintenanceRecord, std::int64_t>>& windows);

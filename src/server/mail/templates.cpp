@@ -5,6 +5,7 @@
 
 #include <date/date.h>
 
+#include "core/rfc3339.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server::mail {
@@ -112,6 +113,42 @@ Announcement gpu_relisted(const GpuFacts& gpu, std::optional<double> quality_rat
                           gpu.name + " passed its benchmarks" +
                               (quality_ratio ? " (quality ratio " + gpu_figure(*quality_ratio) + ")" : std::string()) +
                               " and is listed again.");
+}
+
+Announcement payout_destination_changed(const std::string& method_text, const std::string& destination_text,
+                                        std::int64_t effective_at_ms, const std::string& link) {
+  const std::string when = day_text(effective_at_ms) + " at " + core::format_rfc3339_ms(effective_at_ms).substr(11, 5) +
+                           " UTC";
+  Announcement a;
+  a.mail.kind = "payout_destination_changed";
+  a.mail.subject = "Your payout destination was changed";
+  a.mail.body = "Your GPUnex payouts will go to a new destination: " + method_text + " " + destination_text +
+                ".\n\nIt takes effect on " + when +
+                ". Until then payouts go where they went before.\n\nIf you did not make this change, change your "
+                "password and contact support before then: " +
+                link + "\n";
+  a.notice = {"payout_destination_changed", "Payout destination changed",
+              "Payouts go to " + method_text + " " + destination_text + " from " + when + ".", link};
+  return a;
+}
+
+Announcement reliability_low(const ReliabilityFacts& f) {
+  char score[32], level[32];
+  std::snprintf(score, sizeof score, "%.1f", f.score);
+  std::snprintf(level, sizeof level, "%.0f", f.alert_below);
+  const std::string title = "Reliability of " + f.machine + " fell to " + score;
+  std::string body = "The reliability score of " + f.machine + " is " + score + ", below " + level +
+                     ". The marketplace ranks its offers lower, and customers filtering on reliability may not see "
+                     "them.\n";
+  if (!f.reasons.empty()) body += "\nWhat lowered it:\n";
+  for (const auto& r : f.reasons) body += "\n- " + r.text + ".\n  What to do: " + r.advice;
+  body += "\n\nIf nothing else goes wrong, the score recovers in about " + std::to_string(f.recovers_in_days) +
+          (f.recovers_in_days == 1 ? " day" : " days") + ": recent days weigh most, so every good day helps.";
+  MailText mail{"reliability_low", "GPUnex: " + title, body + "\n\n" + f.link + "\n" + kSignature};
+  NoticeText notice{"reliability_low", title,
+                    f.reasons.empty() ? "See the Performance tab for what lowered it." : f.reasons.front().text + ".",
+                    f.link};
+  return {std::move(mail), std::move(notice)};
 }
 
 }  // namespace gpunex::server::mail

@@ -78,4 +78,26 @@ Announcement gpu_delisted(const GpuFacts& gpu, const std::vector<core::bench::Fi
 //! The GPU passed after being delisted, with its quality ratio when it has one.
 Announcement gpu_relisted(const GpuFacts& gpu, std::optional<double> quality_ratio);
 
+//! A provider's payout destination changed: what it is now, and when it takes effect (the cool-down
+//! lets the provider stop a change they did not make).
+Announcement payout_destination_changed(const std::string& method_text, const std::string& destination_text,
+                                        std::int64_t effective_at_ms, const std::string& link);
+
+//! What a mail about a machine's reliability names.
+struct ReliabilityFacts {
+  std::string machine;  // "host-a (mch_…)"
+  double score = 0;
+  double alert_below = 0;
+  struct Reason {
+    std::string text;    // the event in plain words
+    std::string advice;  // what to do about it
+  };
+  std::vector<Reason> reasons;  // the events that cost the most, most first
+  int recovers_in_days = 0;     // if nothing else goes wrong
+  std::string link;             // the machine's Performance tab
+};
+
+//! The machine's reliability score fell below the alert level: why, what to do, and how long until it recovers.
+Announcement reliability_low(const ReliabilityFacts& facts);
+
 }  // namespace gpunex::server::mail

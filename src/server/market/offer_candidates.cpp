@@ -5,6 +5,7 @@
 #include "server/market/market_repo.hpp"
 #include "server/onboarding/gpu_catalog.hpp"
 #include "server/onboarding/onboarding_repo.hpp"
+#include "server/reliability/reliability.hpp"
 
 namespace gpunex::server {
 
@@ -66,6 +67,7 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache&
   std::unordered_map<std::string, core::MicroUsdc> prices;  // by provider id + '\n' + model
   for (const auto& p : repo.all_current_prices()) prices.emplace(p.provider_id + '\n' + p.model, p.usdc_micro);
   const auto vram = model_vram_gib(tx);
+  const auto reliability = reliability::published_scores(tx);  // machines still new carry none: the prior
 
   // Listed GPUs in key order, summed here per (machine, model): the mean perf score is then the
   // same on every plan and store (a database's AVG sums in whatever order its plan reads, and
@@ -98,6 +100,7 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache&
       c.commitment_months = machine->commitment_months;
       c.vram_gib = v->second;
       c.schedule = machine->schedule;
+      if (const auto r = reliability.find(machine_id); r != reliability.end()) c.reliability = r->second;
       out.push_back(std::move(c));
     }
     groups.clear();

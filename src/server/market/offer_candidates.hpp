@@ -34,7 +34,8 @@ class ScheduleCache {
 //! delisted) on online machines of providers (approved by construction), with the provider's
 //! current price for the model, one candidate per (machine, model). Availability windows, rank
 //! and the filters are applied by core::OfferBook, so each offer is ranked against its whole model.
-//! Uses machines/machine_gpus (issue 4) and gpu_listing's listed/perf_score (issue 5).
+//! Uses machines/machine_gpus (issue 4), gpu_listing's listed/perf_score (issue 5) and the reliability
+//! score each machine shows (reliability/, issue 17; none while a machine is new).
 std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules);
 
 //! The store's market version: bumped (by triggers, migration 6) in every transaction that

@@ -345,6 +345,13 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::commission_bp, 0, 10000));
     k.push_back(int_key("rentals_settle_interval_s", "seconds between settlements of a running rental (at most an hour)",
                         &Config::rentals_settle_interval_s, 1, 3600));
+    k.push_back(int_key("payout_min_weekly_micro", "the least a weekly payout pays, in micro-USDC (20 USDC)",
+                        &Config::payout_min_weekly_micro, 0, 1'000'000'000'000));
+    k.push_back(int_key("payout_min_monthly_micro", "the least a monthly payout pays, in micro-USDC (1 USDC)",
+                        &Config::payout_min_monthly_micro, 0, 1'000'000'000'000));
+    k.push_back(int_key("payout_destination_cooldown_hours",
+                        "hours before a new payout destination takes effect (against account takeover)",
+                        &Config::payout_destination_cooldown_hours, 0, 24 * 30));
     k.push_back(int_key("worker_lease_s",
                         "seconds a background worker's lease outlives a replica that died (another takes over then)",
                         &Config::worker_lease_s, 1, 3600));
@@ -390,6 +397,61 @@ const std::vector<ConfigKey>& config_keys() {
         "rank_reliability_prior", "reliability (0-100) a machine carries until it is scored",
         [](Config& c, double v) { c.rank.reliability_prior = v; },
         [](const Config& c) { return c.rank.reliability_prior; }, 0, 100));
+    k.push_back(integer_key(
+        "reliability_window_days", "days of history the reliability score weighs (today included)",
+        [](Config& c, std::int64_t v) { c.reliability.window_days = static_cast<int>(v); },
+        [](const Config& c) { return std::int64_t{c.reliability.window_days}; }, 1, 365));
+    k.push_back(number_key(
+        "reliability_half_life_days", "days after which a day weighs half as much in the reliability score",
+        [](Config& c, double v) { c.reliability.half_life_days = v; },
+        [](const Config& c) { return c.reliability.half_life_days; }, 0.1, 365));
+    k.push_back(number_key(
+        "reliability_weight_uptime", "weight of uptime against the schedule in the reliability score",
+        [](Config& c, double v) { c.reliability.weight_uptime = v; },
+        [](const Config& c) { return c.reliability.weight_uptime; }, 0, 1));
+    k.push_back(number_key(
+        "reliability_weight_jobs", "weight of job completion in the reliability score",
+        [](Config& c, double v) { c.reliability.weight_jobs = v; },
+        [](const Config& c) { return c.reliability.weight_jobs; }, 0, 1));
+    k.push_back(number_key(
+        "reliability_weight_stability", "weight of benchmark stability in the reliability score",
+        [](Config& c, double v) { c.reliability.weight_stability = v; },
+        [](const Config& c) { return c.reliability.weight_stability; }, 0, 1));
+    k.push_back(number_key(
+        "reliability_job_prior_count", "pseudo-jobs job completion starts with, so one rental does not swing it",
+        [](Config& c, double v) { c.reliability.job_prior_count = v; },
+        [](const Config& c) { return c.reliability.job_prior_count; }, 0, 1000));
+    k.push_back(number_key(
+        "reliability_job_prior_rate", "completion rate of those pseudo-jobs (0-1)",
+        [](Config& c, double v) { c.reliability.job_prior_rate = v; },
+        [](const Config& c) { return c.reliability.job_prior_rate; }, 0, 1));
+    k.push_back(number_key(
+        "reliability_maintenance_notice_hours", "hours ahead maintenance must be declared to not count against uptime",
+        [](Config& c, double v) { c.reliability.maintenance_notice_ms = static_cast<std::int64_t>(v * 3'600'000); },
+        [](const Config& c) { return static_cast<double>(c.reliability.maintenance_notice_ms) / 3'600'000; }, 0,
+        24 * 365));
+    k.push_back(number_key(
+        "reliability_throttle_penalty", "share of a benchmark run's stability lost when throttled the whole run (0-1)",
+        [](Config& c, double v) { c.reliability.throttle_penalty = v; },
+        [](const Config& c) { return c.reliability.throttle_penalty; }, 0, 1));
+    k.push_back(number_key(
+        "reliability_stability_prior", "benchmark stability (0-1) while no run falls in the window",
+        [](Config& c, double v) { c.reliability.stability_prior = v; },
+        [](const Config& c) { return c.reliability.stability_prior; }, 0, 1));
+    k.push_back(number_key(
+        "reliability_recovered_points", "a score has recovered when its events cost less than these points",
+        [](Config& c, double v) { c.reliability.recovered_points = v; },
+        [](const Config& c) { return c.reliability.recovered_points; }, 0.01, 100));
+    k.push_back(int_key("reliability_interval_s", "seconds between the reliability worker's rounds",
+                        &Config::reliability_interval_s, 1, 86400));
+    k.push_back(number_key(
+        "reliability_alert_below", "a provider is told by mail when a machine's reliability falls below this (0-100)",
+        [](Config& c, double v) { c.reliability_alert_below = v; },
+        [](const Config& c) { return c.reliability_alert_below; }, 0, 100));
+    k.push_back(number_key(
+        "reliability_alert_rearm_points", "points above the alert level a score must regain before it alerts again",
+        [](Config& c, double v) { c.reliability_alert_rearm_points = v; },
+        [](const Config& c) { return c.reliability_alert_rearm_points; }, 0, 100));
     k.push_back(integer_key(
         "price_recommendation_min_listings",
         "listings a region (then all regions) needs before the catalog price is used",
@@ -465,6 +527,12 @@ core::Status validate_config(const Config& cfg) {
                              "test_clock is for tests only: it lets any admin move the server's time; "
                              "set enable_test_clock = true as well to use it",
                              "test_clock");
+  }
+  if (cfg.reliability.weight_uptime + cfg.reliability.weight_jobs + cfg.reliability.weight_stability <= 0) {
+    return core::Error::make(core::ErrorCode::invalid_field,
+                             "reliability_weight_uptime, reliability_weight_jobs and reliability_weight_stability "
+                             "cannot all be 0",
+                             "reliability_weight_uptime");
   }
   if (cfg.tls_cert.empty() != cfg.tls_key.empty()) {
     return core::Error::make(core::ErrorCode::invalid_field, "tls_cert and tls_key must be given together",

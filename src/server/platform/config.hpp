@@ -13,6 +13,7 @@
 #include "core/benchmark.hpp"
 #include "core/price_recommendation.hpp"
 #include "core/rank.hpp"
+#include "core/reliability.hpp"
 #include "core/result.hpp"
 
 namespace gpunex::server {
@@ -59,11 +60,19 @@ struct Config {
   int benchmark_host_ram_pct = 100;            // host RAM needed, as a share of the machine's total VRAM
   int commission_bp = 2000;                     // the platform's share of rental revenue, basis points (20%)
   int rentals_settle_interval_s = 3600;        // a running rental is settled into the ledger this often
+  std::int64_t payout_min_weekly_micro = 20'000'000;  // a weekly payout pays at least this (micro-USDC)
+  std::int64_t payout_min_monthly_micro = 1'000'000;  // a monthly one at least this
+  int payout_destination_cooldown_hours = 48;  // a new payout destination takes effect after this
   int worker_lease_s = 30;                     // a dead replica's background work is taken over after this
   int rentals_tick_ms = 5000;                  // how often the rentals worker looks for due stops and settlements
   core::bench::Policy benchmark_policy;        // machine minimums (storage, network, CPU); DESIGN §3.8
   core::RankConfig rank;                       // marketplace rank constants (DESIGN §4)
   core::RecommendationConfig recommendation;   // price recommendation constants (DESIGN §4)
+  //! Reliability score constants (DESIGN §4); its prior_score is rank.reliability_prior (reliability_settings()).
+  core::reliability::Config reliability;
+  int reliability_interval_s = 60;             // how often the reliability worker brings every machine's score up to date
+  double reliability_alert_below = 80;         // a provider is told when a machine's score falls below this
+  double reliability_alert_rearm_points = 2;   // ... and again only after it rose this far above it
   //! Tests only: the server runs on a settable clock starting here, moved by POST /v1/test/clock.
   //! Refused at start unless enable_test_clock is also set, so no production config turns it on by a typo.
   std::optional<std::int64_t> test_clock_start_ms;

@@ -321,4 +321,12 @@ nlohmann::json provider_json(const RentalRow& r, std::int64_t now_ms) {
           {"provider_side", r.end_reason ? nlohmann::json(rental::provider_side(*r.end_reason)) : nlohmann::json(nullptr)}};
 }
 
+std::vector<core::reliability::Job> reliability_jobs(store::Tx& tx, const std::string& machine_id,
+                                                     std::int64_t since_ms) {
+  std::vector<core::reliability::Job> out;
+  for (auto& e : ended_on_machine(tx, machine_id, since_ms))
+    out.push_back(core::reliability::Job{std::move(e.id), e.ended_at_ms, e.reason, e.provider_side});
+  return out;
+}
+
 }  // namespace gpunex::server::rentals

@@ -14,6 +14,7 @@
 
 #include "core/ledger.hpp"
 #include "core/rental.hpp"
+#include "core/reliability.hpp"
 #include "core/rental_spec.hpp"
 #include "core/result.hpp"
 #include "protocol/rentals.hpp"
@@ -87,6 +88,11 @@ std::size_t stop_for_lost_gpu(store::Tx& tx, const std::string& machine_id, cons
 void end_now(store::Tx& tx, const RentalRow& r, core::rental::EndReason reason, std::int64_t at_ms);
 
 //! The customer's view (API.md, GET /v1/rentals/{id}).
+//! The rentals on a machine that ended at or after `since_ms`, as the reliability score's job
+//! completion reads them (reliability/ comes before rentals/: api/ and workers/ hand this to it).
+std::vector<core::reliability::Job> reliability_jobs(store::Tx& tx, const std::string& machine_id,
+                                                     std::int64_t since_ms);
+
 nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms);
 //! The provider's view: which GPUs and what they earn, never who rents them.
 nlohmann::json provider_json(const RentalRow& r, std::int64_t now_ms);

@@ -53,6 +53,20 @@ RentalRow row_of(store::Tx& tx, const store::Row& r) {
 
 }  // namespace
 
+std::vector<EndedRow> ended_on_machine(store::Tx& tx, const std::string& machine_id, std::int64_t since_ms) {
+  std::vector<EndedRow> out;
+  for (const auto& r : tx.query("SELECT id, ended_at, end_reason, provider_side FROM rentals WHERE machine_id = ? AND "
+                                "state = ? AND ended_at >= ? ORDER BY ended_at, id",
+                                {machine_id, std::string(rental::to_string(rental::State::ended)), since_ms})) {
+    EndedRow e{r.str(0), r.opt_i64(1).value_or(0), rental::EndReason::customer_stopped, r.opt_i64(3).value_or(0) != 0};
+    if (auto reason = r.opt_str(2)) {
+      if (auto parsed = rental::parse_end_reason(*reason)) e.reason = *parsed;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 core::Status insert_with_gpus(store::Tx& tx, const RentalRow& row) {
   tx.exec(
       "INSERT INTO rentals (id, customer_id, provider_id, machine_id, model, gpu_count, price_micro, commission_bp, "
@@ -159,15 +173,6 @@ const std::string& free_gpus_query() {
 }
 
 }  // namespace
-
-std::vector<std::string> free_gpus(store::Tx& tx, const std::string& machine_id, const std::string& model) {
-  std::vector<std::string> out;
-  for (const auto& r : tx.query(free_gpus_query() + "AND g.machine_id = ? AND g.model = ? ORDER BY g.uuid",
-                                {machine_id, model})) {
-    out.push_back(r.str(2));
-  }
-  return out;
-}
 
 std::map<std::pair<std::string, std::string>, std::vector<std::string>> free_gpus_on(
     store::Tx& tx, const std::vector<std::string>& machine_ids) {

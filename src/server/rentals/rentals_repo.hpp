@@ -69,14 +69,22 @@ std::vector<RentalRow> all_live(store::Tx& tx);
 std::map<std::string, std::vector<std::pair<std::string, core::rental::State>>> live_states(
     store::Tx& tx, const std::vector<std::string>& machine_ids);
 
-//! A GPU the scheduler may give on one machine: present, listed, scored, of `model`, on an online
-//! machine, and held by no rental. Reads the fleet's tables (machines, machine_gpus, gpu_listing)
-//! in the same statement as gpu_allocations: the one place the rentals area reads them, so that
-//! what is free is decided in the transaction that takes it.
-std::vector<std::string> free_gpus(store::Tx& tx, const std::string& machine_id, const std::string& model);
-//! The same for several machines in one statement: (machine, model) → its free GPUs in uuid order.
+//! The GPUs the scheduler may give on each of `machine_ids`, by (machine, model), in uuid order:
+//! present, listed, scored, on an online machine, and held by no rental. Reads the fleet's tables
+//! (machines, machine_gpus, gpu_listing) in the same statement as gpu_allocations: the one place the
+//! rentals area reads them, so that what is free is decided in the transaction that takes it.
 std::map<std::pair<std::string, std::string>, std::vector<std::string>> free_gpus_on(
     store::Tx& tx, const std::vector<std::string>& machine_ids);
+
+//! A rental that ended: its id, when, why and whether on the provider's side (as recorded).
+struct EndedRow {
+  std::string id;
+  std::int64_t ended_at_ms = 0;
+  core::rental::EndReason reason = core::rental::EndReason::customer_stopped;
+  bool provider_side = false;
+};
+//! The rentals on `machine_id` that ended at or after `since_ms`, oldest first (the reliability score).
+std::vector<EndedRow> ended_on_machine(store::Tx& tx, const std::string& machine_id, std::int64_t since_ms);
 
 //! Moves a rental's state; when it ends, records why and gives its GPUs back.
 void set_state(store::Tx& tx, const std::string& id, core::rental::State state, std::int64_t now_ms);
