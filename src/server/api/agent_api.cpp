@@ -55,11 +55,9 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
   // A bogus machine id or GPU is refused before the batch writes, so it cannot make the batch roll back
   // and run again (an agent sending them would multiply the store's work).
   auto check = [key_id = ctx.principal->api_key_id, req = *req](store::Tx& tx) -> core::Status {
-    const std::string provider = provider_id_for_api_key(tx, key_id);
-    if (provider.empty()) {
-      return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
-    }
-    return check_heartbeat(tx, provider, req);
+    auto provider = agent_key_provider(tx, key_id);
+    if (!provider) return std::move(provider).error();
+    return check_heartbeat(tx, *provider, req);
   };
   auto work = [key_id = ctx.principal->api_key_id, req = std::move(*req), settings = settings_of(ctx.config()),
                bench = benchmark_settings(ctx.config()),
