@@ -25,6 +25,7 @@
 #include "server/billing/credit_command.hpp"
 #include "server/onboarding/gpu_catalog.hpp"
 #include "server/platform/config.hpp"
+#include "server/platform/server_key.hpp"
 #include "server/billing/settlement.hpp"
 #include "server/mail/mailer.hpp"
 #include "server/market/offers.hpp"
@@ -93,7 +94,7 @@ class BackgroundWorkers {
     // The mail outbox: SMTP when smtp_url is set, else .eml files under <data_dir>/mail.
     mailer_ = cfg.smtp_url.empty()
                   ? server::mail::make_file_drop_mailer((std::filesystem::path(cfg.data_dir) / "mail").string())
-                  : server::mail::make_smtp_mailer(cfg.smtp_url);
+                  : server::mail::make_smtp_mailer(cfg.smtp_url, cfg.smtp_require_tls);
     util::log_event("info", "mail", {{"mailer", mailer_->describe()}});
     add("mail", std::chrono::milliseconds(cfg.mail_poll_interval_ms), [this] {
       server::workers::deliver_due_mail(app_.store(), *mailer_, cfg_.mail_from, cfg_.mail_retry_base_ms,
@@ -247,6 +248,14 @@ int serve(server::Config cfg) {
   if (!util::init_logging(cfg.log_level)) {
     std::cerr << "error: log_level is not a level\n";
     return 2;
+  }
+  if (cfg.server_secret.empty()) {
+    auto key = server::load_or_create_server_key(cfg.data_dir);
+    if (!key) {
+      std::cerr << "error: " << key.error().message << "\n";
+      return 1;
+    }
+    cfg.server_secret = std::move(*key);
   }
   const sigset_t signals = block_stop_signals();
   auto app = open_app(cfg);

@@ -75,7 +75,9 @@ Response put_settings(Ctx& ctx) {
 void register_payouts_api(App& app) {
   const auto provider = RouteOptions::for_roles({"provider"});
   app.route(http::Method::get, "/v1/provider/payout-settings", provider, get_settings);
-  app.route(http::Method::put, "/v1/provider/payout-settings", provider, put_settings);
+  // A change is confirmed with the account password (argon2): checked off the I/O threads.
+  app.route(http::Method::put, "/v1/provider/payout-settings", RouteOptions::for_roles({"provider"}).slow_work(),
+            put_settings);
 }
 
 }  // namespace gpunex::server

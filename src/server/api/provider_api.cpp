@@ -97,7 +97,8 @@ Response reveal_key(Ctx& ctx) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
-    return reveal_api_key(tx, p->id, ctx.principal->user.id, ctx.req.param("id"), ctx.now_ms());
+    return reveal_api_key(tx, p->id, ctx.principal->user.id, ctx.req.param("id"), ctx.config().server_secret,
+                          ctx.now_ms());
   });
   if (!r) return Response::error(r.error());
   return Response::json(200, *r);

@@ -67,7 +67,7 @@ std::string domain_of(const std::string& addr) {
 
 class SmtpMailer final : public Mailer {
  public:
-  explicit SmtpMailer(std::string url) : url_(std::move(url)) {
+  SmtpMailer(std::string url, bool require_tls) : url_(std::move(url)), require_tls_(require_tls) {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   }
@@ -101,6 +101,7 @@ class SmtpMailer final : public Mailer {
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    if (require_tls_) curl_easy_setopt(c, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
     CURLcode rc = curl_easy_perform(c);
     long smtp_code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &smtp_code);
@@ -114,10 +115,13 @@ class SmtpMailer final : public Mailer {
     return core::ok_status();
   }
 
-  std::string describe() const override { return core::redact_url_credentials(url_); }
+  std::string describe() const override {
+    return core::redact_url_credentials(url_) + (require_tls_ ? " (STARTTLS required)" : "");
+  }
 
  private:
   std::string url_;
+  bool require_tls_;
 };
 
 class FileDropMailer final : public Mailer {
@@ -197,7 +201,9 @@ std::string format_rfc5322(const Message& m) {
   return out;
 }
 
-std::unique_ptr<Mailer> make_smtp_mailer(std::string url) { return std::make_unique<SmtpMailer>(std::move(url)); }
+std::unique_ptr<Mailer> make_smtp_mailer(std::string url, bool require_tls) {
+  return std::make_unique<SmtpMailer>(std::move(url), require_tls);
+}
 std::unique_ptr<Mailer> make_file_drop_mailer(std::string dir) {
   return std::make_unique<FileDropMailer>(std::move(dir));
 }

@@ -206,6 +206,10 @@ std::uint16_t Config::port() const {
   return static_cast<std::uint16_t>(std::stoi(listen.substr(listen.rfind(':') + 1)));
 }
 
+bool Config::mail_carries_secrets() const {
+  return smtp_url.rfind("smtps://", 0) == 0 || (smtp_url.rfind("smtp://", 0) == 0 && smtp_require_tls);
+}
+
 bool Config::is_trusted_proxy(std::string_view ip) const {
   std::string_view rest = trusted_proxies;
   while (!rest.empty()) {
@@ -278,8 +282,15 @@ const std::vector<ConfigKey>& config_keys() {
                         "requests per minute per address to /v1/auth/signup and /v1/auth/login (then 429); "
                         "logout is not limited",
                         &Config::auth_rate_limit_per_minute, 1, 1000000));
-    k.push_back(int_key("login_failures_per_minute", "failed logins per minute per address before 429",
-                        &Config::login_failures_per_minute, 1, 1000000));
+    k.push_back(int_key("login_free_failures",
+                        "failed logins per address, and per account, before each next try waits (1 s, doubling, "
+                        "at most 15 min; 3 per account from one address); never a lockout",
+                        &Config::login_free_failures, 1, 1000000));
+    k.push_back(int_key("password_threads", "threads that hash passwords for login and signup, off the I/O "
+                                            "threads (0: half the cores, at least 1)",
+                        &Config::password_threads, 0, 256));
+    k.push_back(int_key("password_queue", "logins and signups waiting for those threads; beyond it, 503 busy",
+                        &Config::password_queue, 1, 100000));
     k.push_back(bool_key("access_log", "log every request (true or false)", &Config::access_log));
     k.push_back(ConfigKey{
         "test_clock", "GPUNEX_TEST_CLOCK", "--test-clock",
@@ -311,6 +322,18 @@ const std::vector<ConfigKey>& config_keys() {
                            }));
     // The URL may hold the SMTP password (smtp://user:pass@host): never shown in full.
     k.back().show = [](const Config& cfg) { return toml_string(core::redact_url_credentials(cfg.smtp_url)); };
+    k.push_back(bool_key("smtp_require_tls",
+                         "with smtp://, refuse to send unless STARTTLS succeeds; mails carry API keys only over "
+                         "smtps:// or with this set (true or false)",
+                         &Config::smtp_require_tls));
+    k.push_back(string_key("server_secret",
+                           "secret sealing what the store keeps for later, e.g. the approval key until revealed "
+                           "(empty: <data_dir>/server.key, made at first start, mode 0600)",
+                           &Config::server_secret, [](const std::string& v) -> std::optional<std::string> {
+                             if (v.empty() || v.size() >= 32) return std::nullopt;
+                             return "must be at least 32 characters";
+                           }));
+    k.back().show = [](const Config& cfg) { return toml_string(cfg.server_secret.empty() ? "" : "***"); };
     k.push_back(string_key("mail_from", "sender of mails, e.g. \"GPUnex <noreply@example.com>\"", &Config::mail_from,
                            [](const std::string& v) -> std::optional<std::string> {
                              if (v.find('@') == std::string::npos || v.find_first_of("\r\n") != std::string::npos) {

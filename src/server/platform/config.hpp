@@ -43,11 +43,17 @@ struct Config {
   int session_ttl_hours = 168;
   int idempotency_retention_hours = 24;  // an Idempotency-Key's answer is replayed this long
   int auth_rate_limit_per_minute = 60;
-  int login_failures_per_minute = 10;
+  int login_free_failures = 10;  // failed logins per address (and per account) before waits begin (1 s, doubling)
+  int password_threads = 0;      // threads that hash passwords (login, signup); 0: half the cores, at least 1
+  int password_queue = 64;       // requests waiting for them; beyond it, 503 busy
   bool access_log = true;
   std::string web_dir;    // serve the dashboard from this folder instead of the embedded copy (development)
   std::string port_file;  // written with the bound port once listening (tests, scripts)
   std::string smtp_url;   // smtp://host:port; empty: mails are written as .eml files under <data_dir>/mail/
+  bool smtp_require_tls = false;  // smtp://: STARTTLS required (smtps:// always is); only then may a mail carry a key
+  //! The secret that seals what the store keeps for later (the approval key's one-time reveal). Empty: read from
+  //! <data_dir>/server.key, made (0600) at the first start; replicas sharing a database must share it.
+  std::string server_secret;
   std::string mail_from = "GPUnex <noreply@gpunex.localhost>";
   int market_search_wait_ms = 25;              // how long searches wait for the offer book's reload
   int mail_poll_interval_ms = 5000;            // how often the mail worker looks at the outbox
@@ -83,6 +89,9 @@ struct Config {
   std::uint16_t port() const;
   //! The URL this server is reached at, for mails and the installer.
   std::string base_url() const;
+  //! Whether mail travels encrypted to the SMTP server (smtps://, or smtp:// with smtp_require_tls), so a
+  //! mail may carry an API key; otherwise mails carry links to the dashboard instead.
+  bool mail_carries_secrets() const;
   //! Whether `ip` is one of trusted_proxies.
   bool is_trusted_proxy(std::string_view ip) const;
 };

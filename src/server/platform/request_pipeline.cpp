@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <stdexcept>
+#include <thread>
 
 #include "core/api_key.hpp"
 #include "core/json_reader.hpp"
@@ -32,17 +33,35 @@ std::int64_t Ctx::now_ms() const { return app.clock().now_ms(); }
 
 core::Result<nlohmann::json> Ctx::json_body() const { return core::parse_json_object(req.body); }
 
+namespace {
+
+LoginThrottle::Settings login_throttle_settings(const Config& c) {
+  LoginThrottle::Settings s;
+  s.free_per_address = c.login_free_failures;
+  s.free_per_account = c.login_free_failures;
+  s.free_per_pair = std::min(c.login_free_failures, 3);
+  return s;
+}
+
+int slow_work_threads(const Config& c) {
+  if (c.password_threads > 0) return c.password_threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+}
+
+}  // namespace
+
 App::App(Config config, std::unique_ptr<store::Store> store, std::unique_ptr<const ApiKeyDirectory> api_keys,
          std::shared_ptr<util::Clock> clock)
     : config_(std::move(config)),
       clock_(std::move(clock)),
       store_(std::move(store)),
       auth_limiter_(config_.auth_rate_limit_per_minute, std::chrono::seconds(60)),
-      login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)),
+      login_throttle_(login_throttle_settings(config_)),
       api_key_directory_(std::move(api_keys)),
       group_commit_(
           *store_, [this](std::size_t requests) { metrics_.observe_group_commit(requests); },
-          group_commit_writers(*store_, config_)) {
+          group_commit_writers(*store_, config_)),
+      slow_work_(slow_work_threads(config_), static_cast<std::size_t>(config_.password_queue)) {
   store_->set_observer([this](std::string_view op, double s) { metrics_.observe_store(op, s); });
   if (!clock_) clock_ = clock_for(config_);
   // Only a server configured with a test clock offers POST /v1/test/clock, even if a test hands in
@@ -51,6 +70,7 @@ App::App(Config config, std::unique_ptr<store::Store> store, std::unique_ptr<con
 }
 
 App::~App() {
+  slow_work_.stop();  // its jobs use the store
   group_commit_.stop();
   while (!kept_.empty()) kept_.pop_back();
 }
@@ -301,6 +321,30 @@ std::optional<http::Response> App::admit(http::Request& req, const RouteOptions&
 void App::dispatch(http::Request& req, const AppRoute& route, const http::Reply& done) {
   std::optional<Principal> principal;
   if (auto refused = admit(req, route.options, principal)) return done(std::move(*refused));
+  if (route.options.off_io_threads && route.handler) {
+    // The request lives only as long as this call: the job takes it, and who sent it, along.
+    struct Job {
+      http::Request req;
+      std::optional<Principal> principal;
+    };
+    auto job = std::make_shared<Job>(Job{std::move(req), std::move(principal)});
+    const bool queued = slow_work_.submit([this, job, &route, done] {
+      Ctx ctx{job->req, job->principal ? &*job->principal : nullptr, *this};
+      try {
+        done(run_with_idempotency(ctx, route.options, route.handler));
+      } catch (...) {
+        done(failure_response(std::current_exception(), job->req.request_id));
+      }
+    });
+    if (!queued) {
+      auto busy = http::Response::error(
+          Error::make(ErrorCode::unavailable, "the server is busy checking passwords; try again in a moment")
+              .with_code("busy"));
+      busy.header("Retry-After", "1");
+      done(std::move(busy));
+    }
+    return;
+  }
   Ctx ctx{req, principal ? &*principal : nullptr, *this};
   if (route.async_handler) return route.async_handler(ctx, done);
   done(run_with_idempotency(ctx, route.options, route.handler));

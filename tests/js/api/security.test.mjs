@@ -2,12 +2,14 @@
 // docs/security.md names the boundary each test guards.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { TestServer, Client, until } from '../lib/server.mjs';
 import { storeRows } from '../lib/rentals.mjs';
+import { approvedProvider } from '../lib/provider.mjs';
 
 let server;
 before(async () => { server = await new TestServer().start(); });
@@ -236,5 +238,138 @@ test('trusted_proxies: forwarded client address and HTTPS believed only from the
   } finally {
     await s.stop();
     await untrusted.stop();
+  }
+});
+
+// A copy of the database (a backup, a dump, another local user before the files were 0600) must not hold
+// a working API key, and without encrypted mail the key must not travel by mail: the approval key waits
+// sealed under the server key (<data_dir>/server.key, 0600), and the mail sends the applicant to the reveal.
+test('the approval key is sealed at rest and mailed only over TLS; the mail drop gets a link instead', async () => {
+  const s = await new TestServer(['--mail-poll-interval-ms', '100']).start();
+  try {
+    const me = email('sealed');
+    const p = await approvedProvider(s, me, { reveal: false });
+    const rows = storeRows(s, `SELECT secret FROM api_key_reveals WHERE api_key_id = '${p.keyId}'`);
+    assert.equal(rows.length, 1);
+    assert.ok(rows[0][0].length > 40, 'a sealed copy is kept');
+    assert.doesNotMatch(rows[0][0], /gpx_/, 'the key is kept in clear');
+    assert.equal(mode(path.join(s.dir, 'server.key')), 0o600, 'the server key');
+    const dir = path.join(s.dir, 'mail');
+    const approval = await until('the approval mail', () => {
+      try {
+        return readdirSync(dir).filter((f) => f.endsWith('.eml')).map((f) => readFileSync(path.join(dir, f), 'utf8'))
+          .find((t) => /^Subject: GPUnex: you are approved/m.test(t) && t.includes(`To: ${me}`)) || null;
+      } catch { return null; }
+    }, 20000);
+    assert.doesNotMatch(approval, /gpx_/, 'the approval mail in the drop carries the key');
+    assert.ok(approval.includes(`${s.url}/#/applications/${p.applicationId}`), approval);
+    const shown = await p.client.request('POST', `/v1/provider/api-keys/${p.keyId}/reveal`);
+    assert.equal(shown.status, 200, shown.body);
+    assert.match(shown.json.api_key, /^gpx_/);
+    const again = await p.client.request('POST', `/v1/provider/api-keys/${p.keyId}/reveal`);
+    assert.equal(again.status, 410, again.body);
+    // The key, read back from its seal, works.
+    const keyed = new Client(s.url);
+    const mine = await keyed.request('GET', '/v1/provider/api-keys', { headers: { Authorization: `Bearer ${shown.json.api_key}` } });
+    assert.equal(mine.status, 200, mine.body);
+  } finally {
+    await s.stop();
+  }
+});
+
+// Failed logins slow the guesser, not the owner: counted per account and per address with waits that
+// grow (1 s, doubling), never a lockout; a stranger's failures do not stop the owner on another client.
+test('failed logins wait per account and per address, growing, and never lock the owner out', async () => {
+  const s = await new TestServer(['--trusted-proxies', '127.0.0.1', '--auth-rate-limit-per-minute', '100000']).start();
+  try {
+    const c = new Client(s.url);
+    const owner = email('owner');
+    const password = 'correct-horse-battery';
+    assert.equal((await c.request('POST', '/v1/auth/signup', { body: { email: owner, password, full_name: 'Owner' } })).status, 201);
+    const from = (ip, body) => c.request('POST', '/v1/auth/login', { body, headers: { 'X-Forwarded-For': ip } });
+    // A stranger guesses from one address: four answered, then each next try waits.
+    for (let i = 0; i < 4; i++) assert.equal((await from('203.0.113.66', { email: owner, password: `guess-${i}` })).status, 401);
+    const held = await from('203.0.113.66', { email: owner, password });
+    assert.equal(held.status, 429, held.body);
+    assert.equal(held.json.error.code, 'too_many_failed_logins');
+    const retry = Number(held.headers.get('retry-after'));
+    assert.ok(retry >= 1 && retry <= 2, `Retry-After ${retry}`);
+    // The owner, on another client, is not held back by the stranger's failures.
+    const mine = await from('198.51.100.10', { email: owner, password });
+    assert.equal(mine.status, 200, mine.body);
+    // After the wait, the right password works from the stranger's address too (no lockout), and each
+    // further failure there doubles the wait.
+    await sleep(retry * 1000 + 100);
+    assert.equal((await from('203.0.113.66', { email: owner, password: 'guess-5' })).status, 401);
+    const longer = await from('203.0.113.66', { email: owner, password });
+    assert.equal(longer.status, 429);
+    assert.ok(Number(longer.headers.get('retry-after')) >= 2, `doubled: ${longer.headers.get('retry-after')}`);
+    await sleep(Number(longer.headers.get('retry-after')) * 1000 + 100);
+    assert.equal((await from('203.0.113.66', { email: owner, password })).status, 200, 'the right password after the wait');
+    // Per address: one address guessing across many accounts (ten free, then one answered) waits too,
+    // whatever account it tries next.
+    for (let i = 0; i < 11; i++) {
+      assert.equal((await from('203.0.113.77', { email: email(`nobody${i}`), password: 'x-guess' })).status, 401);
+    }
+    const spray = await from('203.0.113.77', { email: email('nobody-else'), password: 'x-guess' });
+    assert.equal(spray.status, 429, spray.body);
+    assert.equal((await from('198.51.100.11', { email: owner, password })).status, 200);
+  } finally {
+    await s.stop();
+  }
+});
+
+// argon2 (tens of ms and ~64 MiB per login) runs on its own threads behind a bounded queue: a flood of
+// logins gets 503 busy for what does not fit, and the I/O threads keep answering everything else.
+test('a flood of logins is queued off the I/O threads and turned away with 503 when full', async () => {
+  const s = await new TestServer(['--password-threads', '1', '--password-queue', '2', '--login-free-failures', '1000000',
+    '--auth-rate-limit-per-minute', '1000000']).start();
+  try {
+    const c = new Client(s.url);
+    const me = email('flood');
+    await c.request('POST', '/v1/auth/signup', { body: { email: me, password: 'correct-horse-battery', full_name: 'Flood' } });
+    const flood = [...Array(60).keys()].map((i) => c.request('POST', '/v1/auth/login',
+      { body: { email: me, password: `wrong-${i}` }, headers: { 'X-Forwarded-For': `203.0.113.${i}` } }));
+    // While the flood waits for the password thread, other requests are answered at once.
+    const t0 = Date.now();
+    const health = await c.request('GET', '/healthz');
+    const healthMs = Date.now() - t0;
+    const answers = await Promise.all(flood);
+    assert.equal(health.status, 200);
+    const statuses = answers.map((r) => r.status);
+    assert.ok(statuses.every((st) => st === 401 || st === 429 || st === 503), statuses.join(','));
+    const busy = answers.filter((r) => r.status === 503);
+    assert.ok(busy.length > 0, `no 503 busy among ${statuses.join(',')}`);
+    assert.equal(busy[0].json.error.code, 'busy');
+    assert.equal(busy[0].headers.get('retry-after'), '1');
+    assert.ok(healthMs < 1000, `/healthz took ${healthMs} ms during the flood`);
+    const ok = await c.request('POST', '/v1/auth/login', { body: { email: me, password: 'correct-horse-battery' } });
+    assert.equal(ok.status, 200, ok.body);
+  } finally {
+    await s.stop();
+  }
+});
+
+// The application form's `email` is whatever the applicant typed: mail about the application goes to the
+// account's own address, so nobody can have the platform write to a stranger.
+test('mail about an application goes to the account\'s address, never the form\'s', async () => {
+  const s = await new TestServer(['--mail-poll-interval-ms', '100']).start();
+  try {
+    const c = new Client(s.url);
+    const me = email('acct');
+    await c.signupAndLogin(me);
+    const victim = email('victim');
+    const app = await c.request('POST', '/v1/applications', { body: { full_name: 'Mallory', email: victim, ups: false,
+      commitment_months: 3, gpus: [{ model: 'L40S', count: 1, system_ram_gb: 64, download_gbps: 1, upload_gbps: 1,
+        availability: '24/7', location: { city: 'Berlin', country: 'DE', region: 'eu-central' } }] } });
+    assert.equal(app.status, 201, app.body);
+    assert.equal((await c.request('POST', `/v1/applications/${app.json.id}/submit`)).status, 200);
+    const rows = await until('the submission mail', () => {
+      const r = storeRows(s, 'SELECT to_addr FROM outbox');
+      return r.length ? r : null;
+    }, 10000);
+    assert.deepEqual(rows.map((r) => r[0]), [me]);
+  } finally {
+    await s.stop();
   }
 });
