@@ -373,3 +373,18 @@ test('mail about an application goes to the account\'s address, never the form\'
     await s.stop();
   }
 });
+
+// The installer hands the agent its key as a file: one other users may read is refused (the key would be theirs).
+test('gpunex-agent --api-key-file refuses a key file that other users may read', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { chmodSync } = await import('node:fs');
+  const { BIN } = await import('../lib/server.mjs');
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-keyfile-'));
+  const file = path.join(dir, 'agent.key');
+  writeFileSync(file, 'gpx_not-a-real-key\n');
+  chmodSync(file, 0o644);
+  const r = spawnSync(path.join(BIN, 'gpunex-agent'), ['run', '--server', 'http://127.0.0.1:1', '--data-dir', dir,
+    '--api-key-file', file, '--simulate', 'L4:1'], { encoding: 'utf8', timeout: 10000, env: { ...process.env, GPUNEX_API_KEY: '' } });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /--api-key-file .*readable by other users; chmod 600 it/);
+});
