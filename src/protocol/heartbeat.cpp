@@ -27,6 +27,7 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
   s.uuid = r.required_string("uuid", 1, 96);
   s.at_ms = detail::time_field(r, "at", true).value_or(0);
   s.error = r.optional_string("error", 1000);
+  if (s.error) std::erase(*s.error, '\0');  // the engine's text, kept as sent but for NULs no store can hold
   if (!s.error) {
     s.memory_used_mib = r.required_int("memory_used_mib", 0, 16 * 1024 * 1024);
     s.temperature_c = r.optional_int("temperature_c", 0, 200);
@@ -62,6 +63,7 @@ core::Status parse_event(const nlohmann::json& j, const std::string& path, GpuEv
   e.uuid = r.required_string("uuid", 1, 96);
   e.at_ms = detail::time_field(r, "at", true).value_or(0);
   e.message = r.optional_string("message", 1000);
+  if (e.message) std::erase(*e.message, '\0');
   return r.finish();
 }
 

@@ -74,6 +74,9 @@ core::Status parse_event(const nlohmann::json& j, const std::string& path, Renta
   e.oom = r.optional_bool("oom").value_or(false);
   e.error = r.optional_string("error", 4000);
   e.logs = r.optional_string("logs", kMaxLogBytes);
+  // A container's output may hold NUL bytes, which no store text can: dropped, the rest kept as sent.
+  if (e.error) std::erase(*e.error, '\0');
+  if (e.logs) std::erase(*e.logs, '\0');
   if (const auto* ports = r.optional_value("ports"); ports != nullptr) {
     if (!ports->is_array() || ports->size() > core::rental::kMaxPorts) {
       r.invalid("ports", "must be a list of {container_port, host_port}");

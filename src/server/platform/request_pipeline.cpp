@@ -9,6 +9,7 @@
 #include "core/api_key.hpp"
 #include "core/json_reader.hpp"
 #include "server/platform/platform_repo.hpp"
+#include "store/nul_in_text.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 
@@ -95,6 +96,10 @@ void App::route_async(http::Method method, std::string pattern, RouteOptions opt
 http::Response failure_response(const std::exception_ptr& failure, const std::string& request_id) {
   try {
     std::rethrow_exception(failure);
+  } catch (const store::NulInText&) {
+    // A value no handler refused reached the store with a NUL in it: the client's mistake, not ours.
+    return http::Response::error(
+        Error::make(ErrorCode::invalid_field, "a text value holds a NUL character").with_code("nul_in_text"));
   } catch (const store::StoreUnavailable& e) {
     util::log_event("error", "store unavailable", {{"request_id", request_id}, {"error", e.what()}});
     auto resp = http::Response::error(ErrorCode::unavailable, "the store is busy or unreachable; retry shortly");
