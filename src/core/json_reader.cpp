@@ -39,6 +39,10 @@ Result<nlohmann::json> parse_json_object(std::string_view body) {
   using Event = nlohmann::json::parse_event_t;
   bool deep = false;
   std::optional<std::string> duplicate;
+  // A NUL in a string: no store text can hold it (PostgreSQL's libpq cuts the value there, so
+  // "id\0junk" would match "id"), and no field means it; refused naming the key it came under.
+  std::optional<std::string> nul;
+  std::string last_key;
   std::vector<std::set<std::string, std::less<>>> keys;  // the keys of each object being parsed
   auto cb = [&](int d, Event ev, nlohmann::json& parsed) {
     if (ev == Event::object_start || ev == Event::array_start) {
@@ -47,9 +51,14 @@ Result<nlohmann::json> parse_json_object(std::string_view body) {
     } else if (ev == Event::object_end) {
       if (!keys.empty()) keys.pop_back();
     } else if (ev == Event::key && !keys.empty() && parsed.is_string()) {
-      if (!keys.back().insert(parsed.get<std::string>()).second && !duplicate) duplicate = parsed.get<std::string>();
+      last_key = parsed.get<std::string>();
+      if (last_key.find('\0') != std::string::npos && !nul) nul = last_key.substr(0, last_key.find('\0'));
+      if (!keys.back().insert(last_key).second && !duplicate) duplicate = last_key;
+    } else if (ev == Event::value && parsed.is_string() && !nul &&
+               parsed.get_ref<const std::string&>().find('\0') != std::string::npos) {
+      nul = last_key;
     }
-    return !deep && !duplicate;
+    return !deep && !duplicate && !nul;
   };
   nlohmann::json j = nlohmann::json::parse(body, cb, /*allow_exceptions=*/false);
   if (deep) return Error::make(ErrorCode::invalid_json, "request body nests deeper than 32 levels");
@@ -57,6 +66,7 @@ Result<nlohmann::json> parse_json_object(std::string_view body) {
     return Error::make(ErrorCode::duplicate_field,
                        "Field \"" + *duplicate + "\" is given twice in one object; give it once", *duplicate);
   }
+  if (nul) return Error::make(ErrorCode::invalid_field, "Field \"" + *nul + "\" holds a NUL character", *nul);
   if (j.is_discarded()) return Error::make(ErrorCode::invalid_json, "request body is not valid JSON");
   if (!j.is_object()) return Error::make(ErrorCode::invalid_json, "request body must be a JSON object");
   if (too_deep(j, 0)) return Error::make(ErrorCode::invalid_json, "request body nests deeper than 32 levels");

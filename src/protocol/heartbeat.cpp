@@ -16,6 +16,12 @@ using detail::kBig;
 
 namespace {
 
+//! `s` without its NUL bytes: the server refuses a NUL in any JSON string (no store text can hold one).
+std::string without_nul(std::string s) {
+  std::erase(s, '\0');
+  return s;
+}
+
 template <class T>
 nlohmann::json opt(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -107,7 +113,7 @@ nlohmann::json TelemetrySample::to_json() const {
 nlohmann::json TelemetrySample::readings_json() const {
   nlohmann::json j = {{"at", core::format_rfc3339_ms(at_ms)}};
   if (error) {
-    j["error"] = *error;
+    j["error"] = without_nul(*error);
     return j;
   }
   j.update({{"memory_used_mib", opt(memory_used_mib)},
@@ -151,7 +157,7 @@ std::string TelemetrySample::readings_text() const {
 
 nlohmann::json GpuEvent::to_json() const {
   nlohmann::json j = {{"type", type}, {"uuid", uuid}, {"at", core::format_rfc3339_ms(at_ms)}};
-  if (message) j["message"] = *message;
+  if (message) j["message"] = without_nul(*message);
   return j;
 }
 

@@ -14,6 +14,12 @@ using detail::kBig;
 
 namespace {
 
+//! `s` without its NUL bytes: the server refuses a NUL in any JSON string (no store text can hold one).
+std::string without_nul(std::string s) {
+  std::erase(s, '\0');
+  return s;
+}
+
 constexpr RentalEventType kEventTypes[] = {RentalEventType::starting, RentalEventType::running, RentalEventType::ended,
                                            RentalEventType::logs};
 
@@ -158,8 +164,9 @@ nlohmann::json RentalEvent::to_json() const {
   if (reason) j["reason"] = core::rental::to_string(*reason);
   if (exit_code) j["exit_code"] = *exit_code;
   if (oom) j["oom"] = true;
-  if (error) j["error"] = *error;
-  if (logs) j["logs"] = *logs;
+  // The engine's text may hold NULs, which the server refuses in any JSON string: dropped here.
+  if (error) j["error"] = without_nul(*error);
+  if (logs) j["logs"] = without_nul(*logs);
   if (!ports.empty()) {
     auto list = nlohmann::json::array();
     for (const auto& p : ports) list.push_back({{"container_port", p.container_port}, {"host_port", p.host_port}});

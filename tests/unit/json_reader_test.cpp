@@ -160,6 +160,20 @@ TEST(JsonReader, RefusesDuplicateKeysNamingTheField) {
   EXPECT_TRUE(parse_json_object(R"({"a":{"x":1},"b":{"x":2},"c":[{"x":1},{"x":2}]})").ok());
 }
 
+// A NUL in any string of a body is refused naming its key: PostgreSQL's libpq cut a parameter at the NUL,
+// so "id\u0000junk" matched "id" (issue #19).
+TEST(JsonReader, RefusesANulInAnyStringNamingTheKey) {
+  auto r = parse_json_object(R"({"email":"a@b.c\u0000junk","amount":"1.00"})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::invalid_field);
+  EXPECT_EQ(r.error().field, "email");
+  auto nested = parse_json_object(R"({"gpus":[{"uuid":"GPU-1","name":"x\u0000"}]})");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().field, "name");
+  EXPECT_EQ(parse_json_object(R"({"k\u0000ey":1})").error().field, "k");
+  EXPECT_TRUE(parse_json_object(R"({"text":"tab\tand\nnewline are for the fields to judge"})").ok());
+}
+
 TEST(JsonReader, LinesRefuseControlCharactersAndBidiOverrides) {
   for (const std::string& bad : {std::string("host\x1b[31m"), std::string("a\nb"), std::string("a\tb"),
                                 std::string("a\x7f"), std::string("\xc2\x85x"), std::string("evil\xe2\x80\xaegpj.exe"),

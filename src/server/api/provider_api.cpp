@@ -55,7 +55,7 @@ Response create_key(Ctx& ctx) {
     auto body = ctx.json_body();
     if (!body) return Response::error(body.error());
     core::ObjectReader r(*body);
-    revoke = r.optional_string("revoke", 64);
+    revoke = r.optional_line("revoke", 64);
     if (auto s = r.finish(); !s) return Response::error(s.error());
   }
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
