@@ -43,16 +43,24 @@ Result<nlohmann::json> parse_json_object(std::string_view body) {
   // "id\0junk" would match "id"), and no field means it; refused naming the key it came under.
   std::optional<std::string> nul;
   std::string last_key;
+  std::vector<std::string> under;  // the key each open object was given under ("" for the body)
   std::vector<std::set<std::string, std::less<>>> keys;  // the keys of each object being parsed
   auto cb = [&](int d, Event ev, nlohmann::json& parsed) {
     if (ev == Event::object_start || ev == Event::array_start) {
       if (d >= kMaxDepth) deep = true;
-      if (ev == Event::object_start) keys.emplace_back();
+      if (ev == Event::object_start) {
+        keys.emplace_back();
+        under.push_back(last_key);
+      }
     } else if (ev == Event::object_end) {
       if (!keys.empty()) keys.pop_back();
+      if (!under.empty()) under.pop_back();
     } else if (ev == Event::key && !keys.empty() && parsed.is_string()) {
       last_key = parsed.get<std::string>();
-      if (last_key.find('\0') != std::string::npos && !nul) nul = last_key.substr(0, last_key.find('\0'));
+      // A key with a NUL is named by the object it is in (env: {"A\0B": …} names "env").
+      if (last_key.find('\0') != std::string::npos && !nul) {
+        nul = !under.empty() && !under.back().empty() ? under.back() : last_key.substr(0, last_key.find('\0'));
+      }
       if (!keys.back().insert(last_key).second && !duplicate) duplicate = last_key;
     } else if (ev == Event::value && parsed.is_string() && !nul &&
                parsed.get_ref<const std::string&>().find('\0') != std::string::npos) {

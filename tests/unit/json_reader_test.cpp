@@ -171,6 +171,7 @@ TEST(JsonReader, RefusesANulInAnyStringNamingTheKey) {
   ASSERT_FALSE(nested.ok());
   EXPECT_EQ(nested.error().field, "name");
   EXPECT_EQ(parse_json_object(R"({"k\u0000ey":1})").error().field, "k");
+  EXPECT_EQ(parse_json_object(R"({"env":{"A\u0000B":"x"}})").error().field, "env");
   EXPECT_TRUE(parse_json_object(R"({"text":"tab\tand\nnewline are for the fields to judge"})").ok());
 }
 
