@@ -705,12 +705,12 @@ function applicationStatus(app, approvalKey) {
   return parts;
 }
 
-// The key issued at approval: its owner reveals it here once (it was e-mailed too); after that the
+// The key issued at approval: its owner reveals it here once (mailed too only over encrypted mail); after that the
 // server keeps only its hash, and this says when it was shown.
 function approvalKeyPart(app, k) {
-  const mailed = `It was also e-mailed to ${app.email} with these instructions.`;
+  const mailed = `The approval mail to your account's address has these instructions.`;
   if (!k) {
-    return el('p', {}, `Your first provider API key was e-mailed to ${app.email} with these instructions. ` +
+    return el('p', {}, 'Your first provider API key was shown once on this page. ' +
       'Keys are shown only once; create or rotate keys on the API keys page.');
   }
   const part = el('div', { id: 'approval-key' });
@@ -867,10 +867,10 @@ function decisionForm(app) {
     catalogCache = null;
     const flash = [el('strong', {}, `Decision recorded: ${statusText(r.data.application.status)}.`)];
     if (r.data.provider_id) {
-      // The key itself is the applicant's (by mail, and once on their application page), never the reviewer's.
+      // The key itself is the applicant's (once on their application page, by mail only over TLS), never the reviewer's.
       flash.push(' ', `Approved as ${tierText(r.data.tier)}: provider ${r.data.provider_id} was created and API key ` +
-        `${r.data.api_key_id} was issued and e-mailed to ${app.email} with the install command `,
-      el('code', {}, installCommand()), '; the applicant can also reveal it once on their application page.');
+        `${r.data.api_key_id} was issued (${r.data.api_key_delivery}); the applicant was mailed the install command `,
+      el('code', {}, installCommand()), '.');
     }
     state.flash = flash;
     route();

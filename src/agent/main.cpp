@@ -1,11 +1,15 @@
 // gpunex-agent: runs on a provider's host; see API.md "Command-line contract".
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -49,6 +53,7 @@ struct Options {
   unsigned stop_grace_s = 10;
   bool info_json = false;
   gpunex::agent::bench::BenchCommandOptions bench;
+  std::string api_key_file;  // run: the key from this file (the installer's 0600 file), never on the command line
 };
 
 //! The seed for simulated UUIDs: the machine's fingerprint when the data folder has one.
@@ -92,6 +97,9 @@ CLI::App* add_run_command(CLI::App& app, Options& o) {
       ->required()
       ->envname("GPUNEX_SERVER");
   run->add_option("--api-key", o.run.api_key, "provider API key (gpx_...)")->envname("GPUNEX_API_KEY");
+  run->add_option("--api-key-file", o.api_key_file,
+                  "read the provider API key from this file (mode 0600; keeps it out of ps and docker inspect)")
+      ->envname("GPUNEX_API_KEY_FILE");
   run->add_option("--data-dir", o.data_dir, "where the machine identity and spool live")->envname("GPUNEX_DATA_DIR");
   run->add_option("--simulate", o.simulate, "MODEL:COUNT or a machine description file")->envname("GPUNEX_SIMULATE");
   run->add_option("--ca-file", o.run.ca_file, "CA bundle to verify the server's TLS certificate")
@@ -219,11 +227,39 @@ int info_command(const Options& o) {
   return 0;
 }
 
+//! The key in `path` (its first line); nullopt after saying why. A file other users may read is refused:
+//! the key would be theirs too.
+std::optional<std::string> read_api_key_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    std::fprintf(stderr, "gpunex-agent: --api-key-file %s: %s\n", path.c_str(), std::strerror(errno));
+    return std::nullopt;
+  }
+  if ((st.st_mode & 077) != 0) {
+    std::fprintf(stderr, "gpunex-agent: --api-key-file %s: readable by other users; chmod 600 it\n", path.c_str());
+    return std::nullopt;
+  }
+  std::ifstream in(path);
+  std::string key;
+  std::getline(in, key);
+  while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
+  if (key.empty()) {
+    std::fprintf(stderr, "gpunex-agent: --api-key-file %s: no key in it\n", path.c_str());
+    return std::nullopt;
+  }
+  return key;
+}
+
 //! `run`: the agent itself, until SIGINT or SIGTERM.
 int run_command(Options& o) {
   auto& cfg = o.run;
+  if (!o.api_key_file.empty()) {
+    auto key = read_api_key_file(o.api_key_file);
+    if (!key) return code(ExitCode::usage);
+    cfg.api_key = *key;
+  }
   if (cfg.api_key.empty()) {
-    std::fprintf(stderr, "gpunex-agent: no API key: pass --api-key or set GPUNEX_API_KEY\n");
+    std::fprintf(stderr, "gpunex-agent: no API key: pass --api-key-file, --api-key or set GPUNEX_API_KEY\n");
     return code(ExitCode::usage);
   }
   if (o.heartbeat_override > 0) cfg.heartbeat_interval_s = o.heartbeat_override;

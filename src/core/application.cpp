@@ -54,7 +54,7 @@ const FieldLabels& window_labels() {
 std::string text_field(ObjectReader& r, std::string_view key, std::size_t max_len) {
   std::string v = r.required_string(key, 1, max_len);
   if (r.failed(key)) return v;
-  if (!is_clean_utf8(v)) {
+  if (!is_single_line_text(v)) {
     r.invalid(key, "must be plain text");
   } else if (trim(v).empty()) {
     r.invalid(key, "is required");
@@ -103,7 +103,7 @@ Result<Availability> parse_availability(const nlohmann::json& j, const std::stri
   if (!j.is_object()) return bad(path, shape);
   a.always = false;
   ObjectReader r(j, path, context + " schedule", availability_labels());
-  a.timezone = r.required_string("timezone", 1, 64);
+  a.timezone = r.required_line("timezone", 1, 64);
   if (!r.failed("timezone") && (!checkers.known_time_zone || !checkers.known_time_zone(a.timezone))) {
     r.invalid("timezone", "\"" + a.timezone + "\" is not known; use a name such as Europe/Berlin");
   }
@@ -135,8 +135,8 @@ Result<GpuEntry> parse_gpu(const nlohmann::json& j, std::size_t i, const FormChe
   const std::string context = "GPU " + std::to_string(i + 1);
   ObjectReader r(j, idx("gpus", i), context, gpu_labels());
   GpuEntry g;
-  g.model = r.required_string("model", 1, 64);
-  auto other = r.optional_string("model_other", 200);
+  g.model = r.required_line("model", 1, 64);
+  auto other = r.optional_line("model_other", 200);
   g.count = r.required_int("count", kMinGpuCount, kMaxGpuCount);
   g.system_ram_gb = r.required_int("system_ram_gb", kMinRamGb, kMaxRamGb);
   g.download_gbps = r.required_number("download_gbps", kMinGbps, kMaxGbps);
@@ -220,7 +220,7 @@ Result<ApplicationForm> parse_application_form(const nlohmann::json& body, const
     r.invalid("email", "is not a valid e-mail address (like name@example.com)");
   }
   f.email = to_lower_ascii(trim(email));
-  auto company = r.optional_string("company", 200);
+  auto company = r.optional_line("company", 200);
   if (company && !is_clean_utf8(*company)) r.invalid("company", "must be plain text");
   f.company = company ? trim(*company) : "";
   const auto* gpus = r.required_array("gpus", 1, kMaxGpuEntries);
@@ -231,7 +231,7 @@ Result<ApplicationForm> parse_application_form(const nlohmann::json& body, const
           allowed_commitments().end()) {
     r.invalid("commitment_months", "must be 3, 6, 12 or 24 months");
   }
-  auto notes = r.optional_string("maintenance_notes", 4000);
+  auto notes = r.optional_text("maintenance_notes", 4000);
   if (notes && !is_clean_utf8(*notes)) r.invalid("maintenance_notes", "must be plain text");
   f.maintenance_notes = notes ? trim(*notes) : "";
   if (gpus) {

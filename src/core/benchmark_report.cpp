@@ -76,7 +76,7 @@ Result<std::vector<CaseResult>> parse_results(const nlohmann::json& arr, const s
     }
     c.metric = *m;
     c.status = *st;
-    r.optional_string("unit", 16);
+    r.optional_line("unit", 16);
     if (c.status == CaseStatus::ok) {
       c.median = read_figure(r, "median");
       const auto* samples = r.required_array("samples", 1, limits.max_samples);
@@ -112,7 +112,7 @@ Result<std::vector<TelemetryPoint>> parse_telemetry(const nlohmann::json& arr, c
     ObjectReader r(arr[i], path + "[" + std::to_string(i) + "]");
     TelemetryPoint p;
     p.at_ms = r.required_int("at_ms", 0, 1LL << 50);
-    p.during = r.optional_string("during", 64).value_or("");
+    p.during = r.optional_line("during", 64).value_or("");
     p.sm_clock_mhz = optional_figure(r, "sm_clock_mhz", 10'000);
     p.temperature_c = optional_figure(r, "temperature_c", 200);
     p.power_w = optional_figure(r, "power_w", 5'000);
@@ -214,7 +214,7 @@ Result<RunReport> parse_run_report(std::string_view body, const ReportLimits& li
     GpuRun run;
     run.index = static_cast<unsigned>(g.required_int("index", 0, 63));
     run.uuid = g.required_string("uuid", 1, 100);
-    run.name = g.optional_string("name", 200).value_or("");
+    run.name = g.optional_line("name", 200).value_or("");
     run.memory_total_gib = optional_figure(g, "memory_total_gib", 10'000);
     run.ecc_uncorrected = static_cast<std::uint64_t>(g.optional_int("ecc_uncorrected", 0, 1LL << 40).value_or(0));
     const auto* results = g.required_array("results", 0, 32);

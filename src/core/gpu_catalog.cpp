@@ -221,12 +221,12 @@ Result<GpuModel> parse_gpu_model(const nlohmann::json& j, const std::string& pat
                        r.path_of("id") + " must be 2-32 characters of A-Z, 0-9 and '-' (e.g. \"RTX-5090\")",
                        r.path_of("id")));
   }
-  m.name = r.required_string("name", 1, 100);
+  m.name = r.required_line("name", 1, 100);
   if (!r.failed() && (!is_clean_utf8(m.name) || trim(m.name).empty())) {
     r.fail(Error::make(ErrorCode::invalid_field, r.path_of("name") + " must be plain text", r.path_of("name")));
   }
   m.vram_gib = r.required_number("vram_gib", 1, 4096);
-  m.nvml_name_pattern = r.optional_string("nvml_name_pattern", 100).value_or("");
+  m.nvml_name_pattern = r.optional_line("nvml_name_pattern", 100).value_or("");
   if (!r.failed() && (!is_clean_utf8(m.nvml_name_pattern) || trim(m.nvml_name_pattern) != m.nvml_name_pattern)) {
     r.fail(
         Error::make(ErrorCode::invalid_field,
@@ -244,7 +244,7 @@ Result<GpuModel> parse_gpu_model(const nlohmann::json& j, const std::string& pat
   }
   auto gen = r.optional_int("pcie_gen", 1, 7);
   if (gen) m.pcie_gen = static_cast<int>(*gen);
-  m.compute_capability = r.optional_string("compute_capability", 8).value_or("");
+  m.compute_capability = r.optional_line("compute_capability", 8).value_or("");
   if (!r.failed() && !m.compute_capability.empty() && !is_compute_capability(m.compute_capability)) {
     r.fail(Error::make(ErrorCode::invalid_field,
                        r.path_of("compute_capability") + " must be MAJOR.MINOR, e.g. \"12.0\"",

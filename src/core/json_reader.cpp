@@ -34,17 +34,47 @@ std::string type_name(const nlohmann::json& j) {
 
 Result<nlohmann::json> parse_json_object(std::string_view body) {
   // Depth is checked by a callback while parsing, so a deeply nested body cannot exhaust the stack.
-  int depth = 0;
+  // Keys are checked there too: nlohmann keeps the last of two equal keys, and a proxy or another reader
+  // may keep the first, so a body with a key given twice means two things and is refused.
+  using Event = nlohmann::json::parse_event_t;
   bool deep = false;
-  auto cb = [&](int d, nlohmann::json::parse_event_t ev, nlohmann::json&) {
-    if (ev == nlohmann::json::parse_event_t::object_start || ev == nlohmann::json::parse_event_t::array_start) {
-      depth = d;
+  std::optional<std::string> duplicate;
+  // A NUL in a string: no store text can hold it (PostgreSQL's libpq cuts the value there, so
+  // "id\0junk" would match "id"), and no field means it; refused naming the key it came under.
+  std::optional<std::string> nul;
+  std::string last_key;
+  std::vector<std::string> under;  // the key each open object was given under ("" for the body)
+  std::vector<std::set<std::string, std::less<>>> keys;  // the keys of each object being parsed
+  auto cb = [&](int d, Event ev, nlohmann::json& parsed) {
+    if (ev == Event::object_start || ev == Event::array_start) {
       if (d >= kMaxDepth) deep = true;
+      if (ev == Event::object_start) {
+        keys.emplace_back();
+        under.push_back(last_key);
+      }
+    } else if (ev == Event::object_end) {
+      if (!keys.empty()) keys.pop_back();
+      if (!under.empty()) under.pop_back();
+    } else if (ev == Event::key && !keys.empty() && parsed.is_string()) {
+      last_key = parsed.get<std::string>();
+      // A key with a NUL is named by the object it is in (env: {"A\0B": …} names "env").
+      if (last_key.find('\0') != std::string::npos && !nul) {
+        nul = !under.empty() && !under.back().empty() ? under.back() : last_key.substr(0, last_key.find('\0'));
+      }
+      if (!keys.back().insert(last_key).second && !duplicate) duplicate = last_key;
+    } else if (ev == Event::value && parsed.is_string() && !nul &&
+               parsed.get_ref<const std::string&>().find('\0') != std::string::npos) {
+      nul = last_key;
     }
-    return !deep;
+    return !deep && !duplicate && !nul;
   };
   nlohmann::json j = nlohmann::json::parse(body, cb, /*allow_exceptions=*/false);
   if (deep) return Error::make(ErrorCode::invalid_json, "request body nests deeper than 32 levels");
+  if (duplicate) {
+    return Error::make(ErrorCode::duplicate_field,
+                       "Field \"" + *duplicate + "\" is given twice in one object; give it once", *duplicate);
+  }
+  if (nul) return Error::make(ErrorCode::invalid_field, "Field \"" + *nul + "\" holds a NUL character", *nul);
   if (j.is_discarded()) return Error::make(ErrorCode::invalid_json, "request body is not valid JSON");
   if (!j.is_object()) return Error::make(ErrorCode::invalid_json, "request body must be a JSON object");
   if (too_deep(j, 0)) return Error::make(ErrorCode::invalid_json, "request body nests deeper than 32 levels");
@@ -260,6 +290,28 @@ const nlohmann::json* ObjectReader::required_array(std::string_view key, std::si
     return nullptr;
   }
   return v;
+}
+
+std::string ObjectReader::required_line(std::string_view key, std::size_t min_len, std::size_t max_len) {
+  std::string v = required_string(key, min_len, max_len);
+  if (!failed(key) && !is_single_line_text(v)) refuse_unclean(key);
+  return v;
+}
+
+std::optional<std::string> ObjectReader::optional_line(std::string_view key, std::size_t max_len) {
+  auto v = optional_string(key, max_len);
+  if (v && !failed(key) && !is_single_line_text(*v)) refuse_unclean(key);
+  return v;
+}
+
+std::optional<std::string> ObjectReader::optional_text(std::string_view key, std::size_t max_len) {
+  auto v = optional_string(key, max_len);
+  if (v && !failed(key) && !is_clean_utf8(*v)) refuse_unclean(key);
+  return v;
+}
+
+void ObjectReader::refuse_unclean(std::string_view key) {
+  invalid(key, "must be plain text, without control characters or bidirectional overrides");
 }
 
 Status ObjectReader::finish() {

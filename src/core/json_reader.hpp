@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,12 @@ class ObjectReader {
 
   std::string required_string(std::string_view key, std::size_t min_len = 1, std::size_t max_len = 1000);
   std::optional<std::string> optional_string(std::string_view key, std::size_t max_len = 1000);
+  //! A string shown on one line (a name, a host name, a version): refused with control characters
+  //! (tab and newline included) or bidirectional overrides, which would make it read as something else.
+  std::string required_line(std::string_view key, std::size_t min_len = 1, std::size_t max_len = 1000);
+  std::optional<std::string> optional_line(std::string_view key, std::size_t max_len = 1000);
+  //! A multi-line text (notes): tab and newline allowed, other control characters and bidi overrides refused.
+  std::optional<std::string> optional_text(std::string_view key, std::size_t max_len = 1000);
   std::int64_t required_int(std::string_view key, std::int64_t min, std::int64_t max);
   std::optional<std::int64_t> optional_int(std::string_view key, std::int64_t min, std::int64_t max);
   double required_number(std::string_view key, double min, double max);
@@ -75,6 +82,7 @@ class ObjectReader {
   const nlohmann::json* lookup(std::string_view key, bool required);
   std::optional<std::int64_t> check_int(std::string_view key, const nlohmann::json& v, std::int64_t min,
                                         std::int64_t max);
+  void refuse_unclean(std::string_view key);
   void fail_at(ErrorCode code, std::string_view key, std::string_view what);
   const FieldLabel* label_of(std::string_view key) const;
   const nlohmann::json& obj_;

@@ -44,7 +44,7 @@ bool valid_env_name(std::string_view name) {
 
 Spec read_spec(ObjectReader& r) {
   Spec s;
-  s.image = r.required_string("image", 1, 512);
+  s.image = r.required_line("image", 1, 512);
   if (!r.failed("image") && !valid_image_reference(s.image)) {
     r.invalid("image", "must be an image reference such as docker.io/library/ubuntu:22.04 or ghcr.io/org/app@sha256:…",
               "invalid_image");

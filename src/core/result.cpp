@@ -10,6 +10,7 @@ int http_status(ErrorCode code) {
     case ErrorCode::invalid_field:
     case ErrorCode::missing_field:
     case ErrorCode::unknown_field:
+    case ErrorCode::duplicate_field:
     case ErrorCode::bad_request: return 400;
     case ErrorCode::unauthenticated: return 401;
     case ErrorCode::payment_required: return 402;
@@ -19,6 +20,7 @@ int http_status(ErrorCode code) {
     case ErrorCode::conflict: return 409;
     case ErrorCode::gone: return 410;
     case ErrorCode::payload_too_large: return 413;
+    case ErrorCode::unsupported_media_type: return 415;
     case ErrorCode::unprocessable: return 422;
     case ErrorCode::rate_limited: return 429;
     case ErrorCode::internal: return 500;
@@ -33,6 +35,7 @@ std::string_view code_name(ErrorCode code) {
     case ErrorCode::invalid_field: return "invalid_field";
     case ErrorCode::missing_field: return "missing_field";
     case ErrorCode::unknown_field: return "unknown_field";
+    case ErrorCode::duplicate_field: return "duplicate_field";
     case ErrorCode::bad_request: return "bad_request";
     case ErrorCode::unauthenticated: return "unauthenticated";
     case ErrorCode::payment_required: return "payment_required";
@@ -42,6 +45,7 @@ std::string_view code_name(ErrorCode code) {
     case ErrorCode::conflict: return "conflict";
     case ErrorCode::gone: return "gone";
     case ErrorCode::payload_too_large: return "payload_too_large";
+    case ErrorCode::unsupported_media_type: return "unsupported_media_type";
     case ErrorCode::unprocessable: return "unprocessable";
     case ErrorCode::rate_limited: return "rate_limited";
     case ErrorCode::internal: return "internal";

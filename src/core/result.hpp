@@ -19,6 +19,7 @@ enum class ErrorCode {
   invalid_field,      // 400: a field has the wrong type or value
   missing_field,      // 400: a required field is absent
   unknown_field,      // 400: a field the endpoint does not take
+  duplicate_field,    // 400: a key given twice in one JSON object (readers disagree on which one wins)
   bad_request,        // 400: anything else malformed
   unauthenticated,    // 401
   payment_required,   // 402: the balance does not cover it
@@ -28,6 +29,7 @@ enum class ErrorCode {
   conflict,           // 409
   gone,               // 410: it existed, and is no more (a secret already shown once)
   payload_too_large,  // 413
+  unsupported_media_type,  // 415: a body not sent as application/json
   unprocessable,      // 422: well-formed, but a business rule refuses it
   rate_limited,       // 429
   internal,           // 500

@@ -316,7 +316,7 @@ std::optional<MaintenanceWindow> read_maintenance(ObjectReader& r, const std::st
       m.category = static_cast<MaintenanceCategory>(it - kCategoryNames.begin());
     }
   }
-  m.note = r.optional_string("note", 500).value_or("");
+  m.note = r.optional_text("note", 500).value_or("");
   const auto* rec = r.optional_value("recurrence");
   if (!rec) {
     m.kind = MaintenanceWindow::Kind::one_off;
@@ -370,7 +370,7 @@ std::string_view category_name(MaintenanceCategory c) { return kCategoryNames[st
 Result<Schedule> parse_schedule(const nlohmann::json& body, const std::string& path) {
   ObjectReader r(body, path, "", schedule_labels());
   Schedule s;
-  s.timezone = r.required_string("timezone", 1, 64);
+  s.timezone = r.required_line("timezone", 1, 64);
   s.always = r.required_bool("always");
   if (!r.failed("timezone")) {
     try {

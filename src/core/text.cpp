@@ -20,7 +20,7 @@ bool is_valid_email(std::string_view email) {
   auto dot = domain.find('.');
   if (dot == std::string_view::npos || dot == 0 || domain.back() == '.' || domain.find("..") != std::string_view::npos)
     return false;
-  return local.front() != '.' && local.back() != '.';
+  return local.front() != '.' && local.back() != '.' && is_single_line_text(email);
 }
 
 std::string to_lower_ascii(std::string_view s) {
@@ -35,6 +35,16 @@ std::string trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return std::string(s);
+}
+
+namespace {
+//! Bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069): they make text read
+//! differently from what it is ("exe.txt" shown for "txt.exe"), so no stored or shown text may hold them.
+bool is_bidi_control(std::uint32_t cp) { return (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069); }
+}  // namespace
+
+bool is_single_line_text(std::string_view s) {
+  return is_clean_utf8(s) && s.find_first_of("\t\n") == std::string_view::npos;
 }
 
 bool is_clean_utf8(std::string_view s) {
@@ -55,11 +65,22 @@ bool is_clean_utf8(std::string_view s) {
       cp = (cp << 6) | (cc & 0x3F);
     }
     if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
+        (cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0x80 && cp <= 0x9F) || is_bidi_control(cp))
       return false;
     i += len;
   }
   return true;
+}
+
+std::string redact_url_credentials(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  const std::size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  const auto authority_end = url.find_first_of("/?#", start);
+  const auto authority = url.substr(start, authority_end == std::string_view::npos ? std::string_view::npos
+                                                                                    : authority_end - start);
+  const auto at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  return std::string(url.substr(0, start)) + "***" + std::string(url.substr(start + at));
 }
 
 std::string format_number(double v) {

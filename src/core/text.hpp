@@ -12,8 +12,13 @@ bool is_valid_email(std::string_view email);
 std::string to_lower_ascii(std::string_view s);
 //! Removes leading and trailing ASCII white space.
 std::string trim(std::string_view s);
-//! True when s is valid UTF-8 without control characters other than tab and newline.
+//! True when s is valid UTF-8 without control characters (C0, DEL, C1) other than tab and newline, and
+//! without bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069): text fit to store and show.
 bool is_clean_utf8(std::string_view s);
+//! is_clean_utf8 without tab or newline: a name, a host name, a version — anything shown on one line.
+bool is_single_line_text(std::string_view s);
+//! `url` with the credentials of its authority (user:password@) replaced by "***@", for logs and config dumps.
+std::string redact_url_credentials(std::string_view url);
 //! A number for a person: thousands separated, at most 6 decimals, no trailing zeros ("16,384", "0.01").
 std::string format_number(double v);
 //! `s` with its first letter upper-cased (ASCII), for the start of a sentence.

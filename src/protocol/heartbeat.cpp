@@ -16,6 +16,12 @@ using detail::kBig;
 
 namespace {
 
+//! `s` without its NUL bytes: the server refuses a NUL in any JSON string (no store text can hold one).
+std::string without_nul(std::string s) {
+  std::erase(s, '\0');
+  return s;
+}
+
 template <class T>
 nlohmann::json opt(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -27,6 +33,7 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
   s.uuid = r.required_string("uuid", 1, 96);
   s.at_ms = detail::time_field(r, "at", true).value_or(0);
   s.error = r.optional_string("error", 1000);
+  if (s.error) std::erase(*s.error, '\0');  // the engine's text, kept as sent but for NULs no store can hold
   if (!s.error) {
     s.memory_used_mib = r.required_int("memory_used_mib", 0, 16 * 1024 * 1024);
     s.temperature_c = r.optional_int("temperature_c", 0, 200);
@@ -62,6 +69,7 @@ core::Status parse_event(const nlohmann::json& j, const std::string& path, GpuEv
   e.uuid = r.required_string("uuid", 1, 96);
   e.at_ms = detail::time_field(r, "at", true).value_or(0);
   e.message = r.optional_string("message", 1000);
+  if (e.message) std::erase(*e.message, '\0');
   return r.finish();
 }
 
@@ -105,7 +113,7 @@ nlohmann::json TelemetrySample::to_json() const {
 nlohmann::json TelemetrySample::readings_json() const {
   nlohmann::json j = {{"at", core::format_rfc3339_ms(at_ms)}};
   if (error) {
-    j["error"] = *error;
+    j["error"] = without_nul(*error);
     return j;
   }
   j.update({{"memory_used_mib", opt(memory_used_mib)},
@@ -149,7 +157,7 @@ std::string TelemetrySample::readings_text() const {
 
 nlohmann::json GpuEvent::to_json() const {
   nlohmann::json j = {{"type", type}, {"uuid", uuid}, {"at", core::format_rfc3339_ms(at_ms)}};
-  if (message) j["message"] = *message;
+  if (message) j["message"] = without_nul(*message);
   return j;
 }
 

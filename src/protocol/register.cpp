@@ -19,14 +19,14 @@ nlohmann::json opt(const std::optional<std::string>& s) {
 
 core::Status parse_host(const nlohmann::json& j, HostInfo& h) {
   ObjectReader r(j, "host");
-  h.hostname = r.required_string("hostname", 0, 255);
-  h.cpu_model = r.required_string("cpu_model", 0, 255);
+  h.hostname = r.required_line("hostname", 0, 255);
+  h.cpu_model = r.required_line("cpu_model", 0, 255);
   h.cpu_cores = r.required_int("cpu_cores", 0, 100000);
   h.ram_mib = r.required_int("ram_mib", 0, kBig);
   h.disk_free_mib = r.required_int("disk_free_mib", 0, kBig);
-  h.os = r.required_string("os", 0, 255);
-  h.kernel = r.required_string("kernel", 0, 255);
-  h.docker_version = r.optional_string("docker_version", 64);
+  h.os = r.required_line("os", 0, 255);
+  h.kernel = r.required_line("kernel", 0, 255);
+  h.docker_version = r.optional_line("docker_version", 64);
   return r.finish();
 }
 
@@ -34,19 +34,19 @@ core::Status parse_gpu(const nlohmann::json& j, const std::string& path, GpuInfo
   ObjectReader r(j, path);
   g.index = r.required_int("index", 0, kMaxGpusPerMachine - 1);
   g.uuid = r.required_string("uuid", 1, 96);
-  g.name = r.required_string("name", 1, 96);
-  g.model = r.optional_string("model", 32);
-  g.serial = r.optional_string("serial", 64);
+  g.name = r.required_line("name", 1, 96);
+  g.model = r.optional_line("model", 32);
+  g.serial = r.optional_line("serial", 64);
   g.memory_mib = r.required_int("memory_mib", 1, 16 * 1024 * 1024);
-  g.driver_version = r.required_string("driver_version", 1, 80);
-  g.cuda_version = r.required_string("cuda_version", 0, 16);
+  g.driver_version = r.required_line("driver_version", 1, 80);
+  g.cuda_version = r.required_line("cuda_version", 0, 16);
   g.pci_bus_id = r.required_string("pci_bus_id", 0, 32);
   g.pcie_gen_current = r.optional_int("pcie_gen_current", 0, 16).value_or(0);
   g.pcie_gen_max = r.optional_int("pcie_gen_max", 0, 16).value_or(0);
   g.pcie_width_current = r.optional_int("pcie_width_current", 0, 64).value_or(0);
   g.pcie_width_max = r.optional_int("pcie_width_max", 0, 64).value_or(0);
   g.power_limit_w = detail::optional_number(r, "power_limit_w", 0, 10000).value_or(0);
-  g.compute_capability = r.optional_string("compute_capability", 8);
+  g.compute_capability = r.optional_line("compute_capability", 8);
   return r.finish();
 }
 
@@ -106,8 +106,8 @@ core::Result<RegisterRequest> parse_register_request(const nlohmann::json& body)
   RegisterRequest req;
   ObjectReader r(body);
   req.protocol_version = detail::protocol_version(r);
-  req.agent_version = r.required_string("agent_version", 1, 32);
-  req.machine_fingerprint = r.required_string("machine_fingerprint", 8, 128);
+  req.agent_version = r.required_line("agent_version", 1, 32);
+  req.machine_fingerprint = r.required_line("machine_fingerprint", 8, 128);
   req.machine_id = r.optional_string("machine_id", 64);
   req.simulated = r.required_bool("simulated");
   if (const auto* host = r.required_object("host"); host != nullptr && !r.failed()) {

@@ -14,6 +14,12 @@ using detail::kBig;
 
 namespace {
 
+//! `s` without its NUL bytes: the server refuses a NUL in any JSON string (no store text can hold one).
+std::string without_nul(std::string s) {
+  std::erase(s, '\0');
+  return s;
+}
+
 constexpr RentalEventType kEventTypes[] = {RentalEventType::starting, RentalEventType::running, RentalEventType::ended,
                                            RentalEventType::logs};
 
@@ -74,6 +80,9 @@ core::Status parse_event(const nlohmann::json& j, const std::string& path, Renta
   e.oom = r.optional_bool("oom").value_or(false);
   e.error = r.optional_string("error", 4000);
   e.logs = r.optional_string("logs", kMaxLogBytes);
+  // A container's output may hold NUL bytes, which no store text can: dropped, the rest kept as sent.
+  if (e.error) std::erase(*e.error, '\0');
+  if (e.logs) std::erase(*e.logs, '\0');
   if (const auto* ports = r.optional_value("ports"); ports != nullptr) {
     if (!ports->is_array() || ports->size() > core::rental::kMaxPorts) {
       r.invalid("ports", "must be a list of {container_port, host_port}");
@@ -142,7 +151,7 @@ core::Result<AgentRentals> parse_agent_rentals(const nlohmann::json& body) {
   if (!body.is_object()) return Error::make(ErrorCode::invalid_field, "the rentals answer must be a JSON object");
   ObjectReader r(body);
   AgentRentals out;
-  out.version = r.required_string("version", 1, 64);
+  out.version = r.required_line("version", 1, 64);
   if (const auto* list = r.required_array("rentals", 0, kMaxGpusPerMachine); list != nullptr) {
     detail::parse_items(r, *list, "rentals", out.rentals, parse_assigned);
   }
@@ -155,8 +164,9 @@ nlohmann::json RentalEvent::to_json() const {
   if (reason) j["reason"] = core::rental::to_string(*reason);
   if (exit_code) j["exit_code"] = *exit_code;
   if (oom) j["oom"] = true;
-  if (error) j["error"] = *error;
-  if (logs) j["logs"] = *logs;
+  // The engine's text may hold NULs, which the server refuses in any JSON string: dropped here.
+  if (error) j["error"] = without_nul(*error);
+  if (logs) j["logs"] = without_nul(*logs);
   if (!ports.empty()) {
     auto list = nlohmann::json::array();
     for (const auto& p : ports) list.push_back({{"container_port", p.container_port}, {"host_port", p.host_port}});

@@ -25,6 +25,7 @@
 #include "server/billing/credit_command.hpp"
 #include "server/onboarding/gpu_catalog.hpp"
 #include "server/platform/config.hpp"
+#include "server/platform/server_key.hpp"
 #include "server/billing/settlement.hpp"
 #include "server/mail/mailer.hpp"
 #include "server/market/offers.hpp"
@@ -101,7 +102,7 @@ class BackgroundWorkers {
     // The mail outbox: SMTP when smtp_url is set, else .eml files under <data_dir>/mail.
     mailer_ = cfg.smtp_url.empty()
                   ? server::mail::make_file_drop_mailer((std::filesystem::path(cfg.data_dir) / "mail").string())
-                  : server::mail::make_smtp_mailer(cfg.smtp_url);
+                  : server::mail::make_smtp_mailer(cfg.smtp_url, cfg.smtp_require_tls);
     util::log_event("info", "mail", {{"mailer", mailer_->describe()}});
     add("mail", std::chrono::milliseconds(cfg.mail_poll_interval_ms), [this] {
       server::workers::deliver_due_mail(app_.store(), *mailer_, cfg_.mail_from, cfg_.mail_retry_base_ms,
@@ -220,6 +221,13 @@ http::ServerOptions server_options(const server::Config& cfg, server::App& app) 
   so.read_timeout = std::chrono::seconds(cfg.read_timeout_s);
   so.idle_timeout = std::chrono::seconds(cfg.idle_timeout_s);
   so.shutdown_grace = std::chrono::seconds(cfg.shutdown_grace_s);
+  so.max_connections = static_cast<std::size_t>(cfg.max_connections);
+  so.max_connections_per_ip = static_cast<std::size_t>(cfg.max_connections_per_ip);
+  so.on_connection_refused = [](const std::string& ip, std::string_view cap, std::size_t limit) {
+    util::log_event("warn", "connection refused: too many open connections",
+                    {{"remote_ip", ip}, {"cap", cap}, {"limit", limit},
+                     {"setting", cap == "total" ? "max_connections" : "max_connections_per_ip"}});
+  };
   if (!cfg.tls_cert.empty()) so.tls = http::TlsOptions{cfg.tls_cert, cfg.tls_key};
   return so;
 }
@@ -274,6 +282,14 @@ int serve(server::Config cfg) {
   if (!util::init_logging(cfg.log_level)) {
     std::cerr << "error: log_level is not a level\n";
     return 2;
+  }
+  if (cfg.server_secret.empty()) {
+    auto key = server::load_or_create_server_key(cfg.data_dir);
+    if (!key) {
+      std::cerr << "error: " << key.error().message << "\n";
+      return 1;
+    }
+    cfg.server_secret = std::move(*key);
   }
   const sigset_t signals = block_stop_signals();
   // The hot wallet that signs USDC payouts: refused at start when others may read its file.

@@ -3,7 +3,13 @@
 
 #include "store/store.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -169,18 +175,38 @@ StatementTimer::~StatementTimer() {
 
 // ---- open_store ----
 
+namespace {
+
+//! The database holds password hashes, sessions and keys: a folder the store creates is 0700, and the
+//! database with its -wal and -shm (SQLite gives those the database's mode) is 0600, an older 0644 one
+//! included.
+void restrict_sqlite_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::exists(parent, ec)) {
+    fs::create_directories(parent, ec);
+    if (ec) throw StoreError("store: cannot create folder " + parent.string() + ": " + ec.message());
+    fs::permissions(parent, fs::perms::owner_all, fs::perm_options::replace, ec);
+  }
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) throw StoreError("store: cannot open " + path + ": " + std::strerror(errno));
+  const bool restricted = ::fchmod(fd, 0600) == 0;
+  ::close(fd);
+  if (!restricted) throw StoreError("store: cannot make " + path + " private (0600): " + std::strerror(errno));
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    if (fs::exists(path + suffix, ec)) fs::permissions(path + suffix, fs::perms::owner_read | fs::perms::owner_write,
+                                                       fs::perm_options::replace, ec);
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Store> open_store(const std::string& url, const StoreOptions& options) {
   if (starts_with(url, "sqlite:")) {
     std::string path = url.substr(7);
     if (path.empty()) throw StoreError("store: empty SQLite path in '" + url + "'");
-    if (path != ":memory:" && !starts_with(path, "file:")) {
-      auto parent = std::filesystem::path(path).parent_path();
-      if (!parent.empty()) {
-        std::error_code ec;
-        std::filesystem::create_directories(parent, ec);
-        if (ec) throw StoreError("store: cannot create folder " + parent.string() + ": " + ec.message());
-      }
-    }
+    if (path != ":memory:" && !starts_with(path, "file:")) restrict_sqlite_files(path);
     return open_sqlite_store(path, options);
   }
   if (starts_with(url, "postgresql://") || starts_with(url, "postgres://")) {

@@ -24,7 +24,7 @@ server::App& app() {
     server::Config cfg;
     cfg.access_log = false;
     cfg.auth_rate_limit_per_minute = 1000000;
-    cfg.login_failures_per_minute = 1000000;
+    cfg.login_free_failures = 1000000;
     auto store = store::open_store("sqlite::memory:");
     store::migrate(*store);
     auto built = server::make_app(cfg, std::move(store));

@@ -34,6 +34,14 @@ SH
   cat >"$BIN/curl" <<'SH'
 #!/usr/bin/env bash
 echo "curl $*" >>"$CALLS"
+# What the header file said, and its mode, while curl ran (-H @file).
+prev=""
+for a in "$@"; do
+  if [ "$prev" = "-H" ] && [ "${a#@}" != "$a" ]; then
+    echo "curl-header-file $(stat -c %a "${a#@}") $(cat "${a#@}")" >>"$CALLS"
+  fi
+  prev="$a"
+done
 [ -z "${FAKE_NEVER_ONLINE:-}" ] || { echo '{"id":"mch_42","status":"offline"}'; exit 0; }
 echo '{"gpus":[],"id":"mch_42","simulated":false,"status":"online"}'
 SH
@@ -41,12 +49,13 @@ SH
   # A PATH with the stand-ins and the basic tools, but no real docker or nvidia-smi.
   SYS="$WORK/sys"
   mkdir -p "$SYS"
-  for t in bash sh env sed grep head wc date sleep cat printf mktemp dirname; do
+  for t in bash sh env sed grep head wc date sleep cat printf mktemp dirname id mkdir chmod rm stat; do
     p="$(command -v "$t")" && ln -sf "$p" "$SYS/$t"
   done
   export INSTALL_PATH="$BIN:$SYS"
   export GPUNEX_TTY="$WORK/no-tty"
   export GPUNEX_INSTALL_WAIT_S=4
+  export GPUNEX_KEY_FILE="$WORK/keys/agent.key"
   unset GPUNEX_API_KEY GPUNEX_SERVER
 }
 
@@ -67,9 +76,57 @@ installer() { /usr/bin/env PATH="$INSTALL_PATH" bash "$WORK/install.sh"; }
   [[ "$line" == *"-v /var/run/docker.sock:/var/run/docker.sock"* ]]
   [[ "$line" == *"-v gpunex-agent-data:/var/lib/gpunex"* ]]
   [[ "$line" == *"run --server https://gpunex.test"* ]]
-  [[ "$line" != *"gpx_testkey"* ]]  # the key travels in the environment, not on the command line
-  grep -q "curl .*Authorization: Bearer gpx_testkey https://gpunex.test/v1/provider/machines/mch_42" "$CALLS"
+  [[ "$line" == *"run --server https://gpunex.test --api-key-file /run/secrets/gpunex-api-key"* ]]
+  [[ "$line" == *"-v $GPUNEX_KEY_FILE:/run/secrets/gpunex-api-key:ro"* ]]
+  [[ "$line" == *"gpunex/agent:0.1.0"* ]]
+  # The key is on no command line (ps, /proc/*/cmdline) and not in the container's environment (docker inspect).
+  ! grep -v '^curl-header-file' "$CALLS" | grep -q "gpx_testkey"
+  [[ "$line" != *"-e GPUNEX_API_KEY"* ]]
+  grep -q "^curl -fsS -H @.* https://gpunex.test/v1/provider/machines/mch_42" "$CALLS"
+  grep -q "^curl-header-file 600 Authorization: Bearer gpx_testkey" "$CALLS"
+  # The agent's key file: the key alone, 0600 in a 0700 folder.
+  [ "$(cat "$GPUNEX_KEY_FILE")" = "gpx_testkey" ]
+  [ "$(stat -c %a "$GPUNEX_KEY_FILE")" = 600 ]
+  [ "$(stat -c %a "$(dirname "$GPUNEX_KEY_FILE")")" = 700 ]
+  # curl's header file is gone once the installer ends.
+  hdr="$(grep '^curl -fsS -H @' "$CALLS" | head -n 1 | sed 's/.*-H @\([^ ]*\).*/\1/')"
+  [ ! -e "$hdr" ]
   ! grep -q "^docker rm" "$CALLS"
+}
+
+@test "a plain http:// server is refused before anything runs, unless --insecure-http" {
+  sed 's#__GPUNEX_SERVER_URL__#http://gpunex.test#' "$ROOT/deploy/agent/install.sh" >"$WORK/install.sh"
+  GPUNEX_API_KEY=gpx_testkey run installer
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"plain http://"* ]]
+  [[ "$output" == *"--insecure-http"* ]]
+  [ ! -s "$CALLS" ]
+  [ ! -e "$GPUNEX_KEY_FILE" ]
+  # As `curl ... | bash -s -- --insecure-http` runs it.
+  GPUNEX_API_KEY=gpx_testkey run /usr/bin/env PATH="$INSTALL_PATH" bash -s -- --insecure-http <"$WORK/install.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"warning: http://gpunex.test is plain http://"* ]]
+  [[ "$output" == *"Machine mch_42 is Online"* ]]
+}
+
+@test "a download cut short anywhere runs nothing" {
+  size=$(wc -c <"$WORK/install.sh")
+  last=$(grep -b '^main "\$@"$' "$WORK/install.sh" | cut -d: -f1)
+  [ -n "$last" ]
+  [ "$((last + 10))" -eq "$size" ]  # main "$@" is the last line
+  for n in $(seq 1 53 "$((last + 3))") "$((last + 3))" "$((last - 1))"; do
+    head -c "$n" "$WORK/install.sh" >"$WORK/cut.sh"
+    GPUNEX_API_KEY=gpx_testkey /usr/bin/env PATH="$INSTALL_PATH" bash <"$WORK/cut.sh" >/dev/null 2>&1 || true
+    if [ -s "$CALLS" ]; then echo "cut at $n bytes ran: $(cat "$CALLS")"; false; fi
+    [ ! -e "$GPUNEX_KEY_FILE" ]
+  done
+}
+
+@test "the agent image is pinned to the agent's version, never :latest" {
+  version="$(sed -n 's/.*kAgentVersion = "\([^"]*\)".*/\1/p' "$ROOT/src/agent/agent.hpp")"
+  [ -n "$version" ]
+  grep -q "GPUNEX_AGENT_IMAGE:-gpunex/agent:${version}}" "$ROOT/deploy/agent/install.sh"
+  ! grep -q "agent:latest" "$ROOT/deploy/agent/install.sh"
 }
 
 @test "run by sh instead of bash (curl ... | sh): refuses before any check, saying to use bash" {
@@ -100,7 +157,7 @@ installer() { /usr/bin/env PATH="$INSTALL_PATH" bash "$WORK/install.sh"; }
   echo "gpx_fromtty" >"$WORK/tty"
   GPUNEX_TTY="$WORK/tty" run installer
   [ "$status" -eq 0 ]
-  grep -q "Bearer gpx_fromtty" "$CALLS"
+  grep -q "^curl-header-file 600 Authorization: Bearer gpx_fromtty" "$CALLS"
 }
 
 @test "no docker: says to install Docker" {

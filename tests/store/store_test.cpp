@@ -23,6 +23,7 @@
 #include "core/result.hpp"
 #include "server/rentals/rentals_repo.hpp"
 #include "store/migrations.hpp"
+#include "store/nul_in_text.hpp"
 
 #ifdef GPUNEX_WITH_POSTGRES
 #include <libpq-fe.h>
@@ -168,6 +169,17 @@ TEST_P(StoreTest, MigratesFromEmptyAndIsIdempotent) {
   // The tables of migration 1 exist.
   store_->transact([](Tx& tx) { EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM users")->i64(0), 0); });
   EXPECT_EQ(store_->dialect(), GetParam() == "sqlite" ? Dialect::sqlite : Dialect::postgres);
+}
+
+// PostgreSQL text cannot hold a NUL and libpq would cut the value there, matching another row: both
+// drivers refuse such a parameter alike (issue #19).
+TEST_P(StoreTest, RefusesANulInATextParameter) {
+  make_things();
+  store_->transact([&](Tx& tx) { tx.exec("INSERT INTO things (id, n) VALUES (?, ?)", {std::string("a@x"), std::int64_t{1}}); });
+  EXPECT_THROW(store_->transact([&](Tx& tx) {
+                 return tx.query("SELECT id FROM things WHERE id = ?", {std::string("a@x\0junk", 8)});
+               }, TxMode::read),
+               gpunex::store::NulInText);
 }
 
 TEST_P(StoreTest, RoundTripsEveryValueType) {

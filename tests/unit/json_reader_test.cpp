@@ -145,3 +145,55 @@ TEST(JsonReader, FailedNamesOnlyTheFieldAtFault) {
   EXPECT_TRUE(r.failed("a"));
   EXPECT_FALSE(r.failed("b"));
 }
+
+// Security (issue #19): a key given twice means two things to two readers (nlohmann keeps the last).
+TEST(JsonReader, RefusesDuplicateKeysNamingTheField) {
+  auto r = parse_json_object(R"({"email":"a@b.c","role":"customer","role":"admin"})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::duplicate_field);
+  EXPECT_EQ(r.error().field, "role");
+  auto nested = parse_json_object(R"({"gpus":[{"count":1,"count":2}]})");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().code, ErrorCode::duplicate_field);
+  EXPECT_EQ(nested.error().field, "count");
+  // The same key in two sibling objects is fine.
+  EXPECT_TRUE(parse_json_object(R"({"a":{"x":1},"b":{"x":2},"c":[{"x":1},{"x":2}]})").ok());
+}
+
+// A NUL in any string of a body is refused naming its key: PostgreSQL's libpq cut a parameter at the NUL,
+// so "id\u0000junk" matched "id" (issue #19).
+TEST(JsonReader, RefusesANulInAnyStringNamingTheKey) {
+  auto r = parse_json_object(R"({"email":"a@b.c\u0000junk","amount":"1.00"})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::invalid_field);
+  EXPECT_EQ(r.error().field, "email");
+  auto nested = parse_json_object(R"({"gpus":[{"uuid":"GPU-1","name":"x\u0000"}]})");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().field, "name");
+  EXPECT_EQ(parse_json_object(R"({"k\u0000ey":1})").error().field, "k");
+  EXPECT_EQ(parse_json_object(R"({"env":{"A\u0000B":"x"}})").error().field, "env");
+  EXPECT_TRUE(parse_json_object(R"({"text":"tab\tand\nnewline are for the fields to judge"})").ok());
+}
+
+TEST(JsonReader, LinesRefuseControlCharactersAndBidiOverrides) {
+  for (const std::string& bad : {std::string("host\x1b[31m"), std::string("a\nb"), std::string("a\tb"),
+                                std::string("a\x7f"), std::string("\xc2\x85x"), std::string("evil\xe2\x80\xaegpj.exe"),
+                                std::string("x\xe2\x81\xa6y")}) {
+    nlohmann::json j = {{"hostname", bad}};
+    ObjectReader r(j);
+    r.required_line("hostname");
+    auto s = r.finish();
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.error().code, ErrorCode::invalid_field);
+    EXPECT_EQ(s.error().field, "hostname");
+  }
+  nlohmann::json j = {{"hostname", "gpu-01 (Zürich)"}, {"notes", "line 1\nline 2"}};
+  ObjectReader r(j);
+  EXPECT_EQ(r.required_line("hostname"), "gpu-01 (Zürich)");
+  EXPECT_EQ(r.optional_text("notes"), "line 1\nline 2");
+  EXPECT_TRUE(r.finish().ok());
+  nlohmann::json rlo = {{"notes", "a\xe2\x80\xae"}};
+  ObjectReader r2(rlo);
+  r2.optional_text("notes");
+  EXPECT_FALSE(r2.finish().ok());
+}

@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::int64_t kNow = 1'700'000'000'000;
 constexpr std::int64_t kDay = 86'400'000;
+const std::string kSecret = "server-secret-for-the-key-reveal-test-0123456789";
 
 std::string detail(const core::Result<nlohmann::json>& r) {
   return r.ok() ? "ok" : r.error().detail_code.value_or(std::string(core::code_name(r.error().code)));
@@ -30,12 +31,13 @@ class KeyReveal : public ::testing::Test {
     store_ = test_support::store_with_provider();
     key_ = store_->transact([](store::Tx& tx) {
       auto k = server::create_api_key(tx, "p1", kNow);
-      server::keep_for_reveal(tx, k, "u1", kNow);
+      server::keep_for_reveal(tx, k, "u1", kSecret, kNow);
       return k;
     });
   }
-  core::Result<nlohmann::json> reveal(std::int64_t at, const std::string& user = "u1") {
-    return store_->transact([&](store::Tx& tx) { return server::reveal_api_key(tx, "p1", user, key_.id, at); });
+  core::Result<nlohmann::json> reveal(std::int64_t at, const std::string& user = "u1",
+                                      const std::string& secret = kSecret) {
+    return store_->transact([&](store::Tx& tx) { return server::reveal_api_key(tx, "p1", user, key_.id, secret, at); });
   }
   std::unique_ptr<store::Store> store_;
   server::NewApiKey key_;
@@ -55,6 +57,20 @@ TEST_F(KeyReveal, OnceToItsOwner) {
     return tx.query_one("SELECT secret FROM api_key_reveals WHERE api_key_id = ?", {key_.id})->is_null(0);
   });
   EXPECT_TRUE(kept) << "the plaintext is gone once shown";
+}
+
+// A copy of the database (a backup, a leaked dump) must not hold the key: it is sealed under the
+// server's secret, which lives outside the store (issue #19).
+TEST_F(KeyReveal, TheStoreHoldsItSealedUnderTheServerSecret) {
+  auto stored = store_->transact([&](store::Tx& tx) {
+    return tx.query_one("SELECT secret FROM api_key_reveals WHERE api_key_id = ?", {key_.id})->str(0);
+  });
+  EXPECT_EQ(stored.find(key_.key), std::string::npos);
+  EXPECT_EQ(stored.find("gpx_"), std::string::npos);
+  EXPECT_EQ(detail(reveal(kNow + 1000, "u1", "another-server-secret-0123456789abcdef")), "internal");
+  auto r = reveal(kNow + 2000);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ((*r)["api_key"], key_.key);
 }
 
 TEST_F(KeyReveal, RevokingClearsIt) {

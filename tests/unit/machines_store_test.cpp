@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <stdexcept>
@@ -137,6 +138,45 @@ TEST_F(MachinesStore, GroupCommitAnswersEachHeartbeatAfterItsBatchAndKeepsTheGoo
   ASSERT_TRUE(status);
   EXPECT_EQ(status->str(0), "online");
   EXPECT_EQ(status->i64(1), 3);
+}
+
+// Security (issue #19): heartbeats naming a machine that is not the caller's are refused by their check,
+// before the batch writes: the good ones in the batch run once, committed in one transaction.
+TEST_F(MachinesStore, GroupCommitRefusedChecksDoNotRollTheBatchBack) {
+  const std::string m1 = register_machine("a");
+  const std::string m2 = register_machine("b");
+  std::vector<std::size_t> batches;
+  server::GroupCommit commit(*store_, [&](std::size_t n) { batches.push_back(n); });
+  std::atomic<int> work_runs{0};
+  auto submit = [&](server::HeartbeatRequest req, std::promise<server::GroupCommit::Outcome>& answer) {
+    commit.submit(
+        [this, &work_runs, req](store::Tx& tx) {
+          ++work_runs;
+          return server::record_heartbeat(tx, "p1", req, settings_, kNow);
+        },
+        [&answer](server::GroupCommit::Outcome o) { answer.set_value(std::move(o)); }, req.machine_id,
+        [req](store::Tx& tx) { return server::check_heartbeat(tx, "p1", req); });
+  };
+  std::vector<std::promise<server::GroupCommit::Outcome>> answers(6);
+  store_->transact([&](store::Tx&) {
+    submit(heartbeat(m2, "b", 1), answers[0]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    submit(heartbeat(m1, "a", 1), answers[1]);
+    submit(heartbeat("mch_bogus1", "a", 1), answers[2]);
+    submit(heartbeat("mch_bogus2", "a", 1), answers[3]);
+    submit(heartbeat(m1, "a", 2, "-9"), answers[4]);  // not a GPU of this machine
+    submit(heartbeat(m1, "a", 3), answers[5]);
+  });
+  std::vector<server::GroupCommit::Outcome> out;
+  for (auto& a : answers) out.push_back(a.get_future().get());
+  EXPECT_TRUE(out[1].result && out[5].result);
+  ASSERT_FALSE(out[2].result);
+  EXPECT_EQ(out[2].result.error().code, core::ErrorCode::not_found);
+  ASSERT_FALSE(out[4].result);
+  EXPECT_EQ(out[4].result.error().field, "telemetry[0].uuid");
+  EXPECT_EQ(work_runs.load(), 3);  // m2's, then m1's two good ones, each once: no batch ran again
+  EXPECT_EQ(batches, (std::vector<std::size_t>{1, 2}));
+  EXPECT_EQ(samples("a-0"), 2);
 }
 
 TEST_F(MachinesStore, GroupCommitAnswersWhatIsQueuedWhenStopped) {

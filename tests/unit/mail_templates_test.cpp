@@ -45,7 +45,7 @@ TEST(MailTemplates, SubmittedNamesTheApplicationGpusAndExpectedDay) {
 TEST(MailTemplates, ApprovedCarriesTheSecretPlaceholderTierAndInstallCommand) {
   const auto f = facts();
   const std::string base = "https://gpunex.example";
-  const auto a = server::mail::application_approved(f, core::Tier::enterprise, "welcome aboard", base);
+  const auto a = server::mail::application_approved(f, core::Tier::enterprise, "welcome aboard", base, true);
   EXPECT_EQ(a.mail.kind, "application_approved");
   EXPECT_EQ(a.mail.subject, "GPUnex: you are approved as an Enterprise provider");
   EXPECT_EQ(a.mail.body,
@@ -65,11 +65,23 @@ TEST(MailTemplates, ApprovedCarriesTheSecretPlaceholderTierAndInstallCommand) {
 }
 
 TEST(MailTemplates, ApprovedCommunityWithoutNoteLeavesTheNoteOut) {
-  const auto a = server::mail::application_approved(facts(), core::Tier::community, "", "http://h");
+  const auto a = server::mail::application_approved(facts(), core::Tier::community, "", "http://h", true);
   EXPECT_EQ(a.mail.subject, "GPUnex: you are approved as a Community provider");
   EXPECT_EQ(a.mail.body.find("Note from the reviewer"), std::string::npos);
   EXPECT_NE(a.mail.body.find("Your tier: Community.\n\nYour provider API key"), std::string::npos);
   EXPECT_NE(a.mail.body.find(server::mail::kSecretPlaceholder), std::string::npos);
+}
+
+// Without encrypted mail (smtps:// or STARTTLS required) the key stays off the wire (issue #19).
+TEST(MailTemplates, ApprovedWithoutKeySendsTheApplicantToTheOneTimeReveal) {
+  const auto f = facts();
+  const auto a = server::mail::application_approved(f, core::Tier::community, "", "http://h", false);
+  EXPECT_EQ(a.mail.body.find(server::mail::kSecretPlaceholder), std::string::npos);
+  EXPECT_EQ(a.mail.body.find("gpx_"), std::string::npos);
+  EXPECT_NE(a.mail.body.find("Your provider API key waits for you, shown once: sign in and open your application "
+                             "within 7 days:\n\n    " + f.link + "\n"),
+            std::string::npos)
+      << a.mail.body;
 }
 
 TEST(MailTemplates, NeedsInfoQuotesTheReviewersNote) {

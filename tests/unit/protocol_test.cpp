@@ -97,6 +97,22 @@ TEST(AgentProtocol, EveryBadRegisterFieldIsNamed) {
   EXPECT_EQ(field_of(no_host, false), "host");
 }
 
+// Security (issue #19): what an agent sends is shown to operators and customers; NUL, ESC (terminal
+// escapes in a CLI listing) and U+202E (text that reads backwards) are refused, the field named.
+TEST(AgentProtocol, AgentStringsRefuseControlCharactersAndBidiOverrides) {
+  const std::string evil[] = {std::string("h\0st", 5), "h\x1b]0;pwned\x07", "L40S\xe2\x80\xae"};
+  const std::pair<const char*, const char*> fields[] = {{"/host/hostname", "host.hostname"},
+                                                         {"/agent_version", "agent_version"},
+                                                         {"/gpus/0/name", "gpus[0].name"}};
+  for (const auto& [pointer, field] : fields) {
+    for (const auto& value : evil) {
+      auto body = good_register();
+      body[nlohmann::json::json_pointer(pointer)] = value;
+      EXPECT_EQ(field_of(body, false), field) << pointer;
+    }
+  }
+}
+
 TEST(AgentProtocol, EveryBadHeartbeatFieldIsNamed) {
   struct Case {
     const char* pointer;

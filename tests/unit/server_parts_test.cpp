@@ -14,6 +14,7 @@
 #include "server/platform/config.hpp"
 #include "server/platform/metrics.hpp"
 #include "server/platform/rate_limit.hpp"
+#include "server/platform/server_key.hpp"
 #include "server/rentals/agent_polls.hpp"
 
 using namespace gpunex;  // NOLINT
@@ -194,6 +195,39 @@ TEST(Config, HelpListsEveryKeyWithItsDefault) {
   for (const auto& k : server::config_keys()) EXPECT_EQ(k.show(cfg), k.show(defaults)) << k.name;
 }
 
+// An API key may travel by mail only when mail is encrypted on its way to the SMTP server (issue #19).
+TEST(Config, MailCarriesSecretsOnlyOverTls) {
+  server::Config cfg;
+  EXPECT_FALSE(cfg.mail_carries_secrets()) << "the .eml drop";
+  cfg.smtp_url = "smtp://mail.example:25";
+  EXPECT_FALSE(cfg.mail_carries_secrets());
+  cfg.smtp_require_tls = true;
+  EXPECT_TRUE(cfg.mail_carries_secrets());
+  cfg = server::Config{};
+  cfg.smtp_url = "smtps://mail.example:465";
+  EXPECT_TRUE(cfg.mail_carries_secrets());
+}
+
+// The server key: made once, 0600, the same on every later start; one readable by others is made 0600.
+TEST(ServerKey, MadeOnceOwnerOnlyAndKept) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("gpunex-key-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto first = server::load_or_create_server_key(dir.string());
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_GE(first->size(), 32u);
+  const auto file = dir / "server.key";
+  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(file, fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
+  auto again = server::load_or_create_server_key(dir.string());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *first);
+  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  std::ofstream(file, std::ios::trunc) << "short\n";
+  EXPECT_FALSE(server::load_or_create_server_key(dir.string()).ok()) << "a key too short is refused, not replaced";
+  fs::remove_all(dir);
+}
+
 TEST(RateLimiter, SlidingWindow) {
   server::RateLimiter rl(3, std::chrono::seconds(60));
   auto t0 = server::RateLimiter::Clock::now();
@@ -205,6 +239,40 @@ TEST(RateLimiter, SlidingWindow) {
   EXPECT_TRUE(rl.exhausted("a", t0 + std::chrono::seconds(59)));
   EXPECT_GE(rl.retry_after_s("a", t0 + std::chrono::seconds(30)), 30);
   EXPECT_TRUE(rl.allow("a", t0 + std::chrono::seconds(61)));  // the first hit left the window
+}
+
+// Failed logins (issue #19): waits that double past the allowance and are capped, per (account, address),
+// per address and per account; the account's count never holds back a client that has not failed on it.
+TEST(LoginThrottle, GrowingCappedWaitsNeverALockout) {
+  using std::chrono::seconds;
+  server::LoginThrottle::Settings set;
+  set.free_per_pair = 3;
+  set.free_per_address = 5;
+  set.free_per_account = 4;
+  set.max_wait = seconds(8);
+  set.max_account_wait = seconds(2);
+  server::LoginThrottle t(set);
+  const auto t0 = server::LoginThrottle::Clock::now();
+  for (int i = 0; i < 3; ++i) t.failed("eve", "1.1.1.1", t0);
+  EXPECT_EQ(t.wait("eve", "1.1.1.1", t0).count(), 0) << "three are free";
+  t.failed("eve", "1.1.1.1", t0);
+  EXPECT_EQ(t.wait("eve", "1.1.1.1", t0).count(), 1);
+  EXPECT_EQ(t.wait("eve", "1.1.1.1", t0 + seconds(1)).count(), 0) << "a wait, not a lockout";
+  t.failed("eve", "1.1.1.1", t0 + seconds(1));
+  EXPECT_EQ(t.wait("eve", "1.1.1.1", t0 + seconds(1)).count(), 2) << "doubled";
+  for (int i = 0; i < 10; ++i) t.failed("eve", "1.1.1.1", t0 + seconds(2));
+  EXPECT_EQ(t.wait("eve", "1.1.1.1", t0 + seconds(2)).count(), 8) << "capped";
+  // The owner on another client: the account's count (over its allowance) does not hold a fresh client.
+  EXPECT_EQ(t.wait("eve", "2.2.2.2", t0 + seconds(2)).count(), 0);
+  // ... but does hold an address that has failed on it, up to its own cap.
+  t.failed("eve", "3.3.3.3", t0 + seconds(2));
+  EXPECT_EQ(t.wait("eve", "3.3.3.3", t0 + seconds(2)).count(), 2);
+  // Per address, across accounts.
+  for (int i = 0; i < 6; ++i) t.failed("user" + std::to_string(i), "4.4.4.4", t0);
+  EXPECT_EQ(t.wait("someone-else", "4.4.4.4", t0).count(), 1);
+  // Success clears the account's counts.
+  t.succeeded("eve", "3.3.3.3");
+  EXPECT_EQ(t.wait("eve", "3.3.3.3", t0 + seconds(2)).count(), 0);
 }
 
 TEST(Metrics, RendersPrometheusText) {

@@ -52,6 +52,13 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
   auto req = protocol::parse_heartbeat_request(*body);
   if (!req) return reply(http::Response::error(req.error()));
   std::string machine_id = req->machine_id;  // orders the batch
+  // A bogus machine id or GPU is refused before the batch writes, so it cannot make the batch roll back
+  // and run again (an agent sending them would multiply the store's work).
+  auto check = [key_id = ctx.principal->api_key_id, req = *req](store::Tx& tx) -> core::Status {
+    auto provider = agent_key_provider(tx, key_id);
+    if (!provider) return std::move(provider).error();
+    return check_heartbeat(tx, *provider, req);
+  };
   auto work = [key_id = ctx.principal->api_key_id, req = std::move(*req), settings = settings_of(ctx.config()),
                bench = benchmark_settings(ctx.config()),
                now = ctx.now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
@@ -78,7 +85,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
         if (o.failure) return reply(failure_response(o.failure, request_id));
         reply(o.result ? http::Response::json(200, *o.result) : http::Response::error(o.result.error()));
       },
-      std::move(machine_id));
+      std::move(machine_id), std::move(check));
 }
 
 http::Response provider_machines(Ctx& ctx) {

@@ -172,7 +172,7 @@ core::Result<Decision> read_decision(const nlohmann::json& body) {
   Decision d;
   const std::string decision = r.required_string("decision", 1, 20);
   auto tier = r.optional_string("tier", 20);
-  auto note = r.optional_string("note", 4000);
+  auto note = r.optional_text("note", 4000);
   const auto* add_model = r.optional_value("add_model");
   if (auto s = r.finish(); !s) return std::move(s).error();
   auto action = core::parse_decision(decision);
@@ -210,7 +210,9 @@ Response decide(Ctx& ctx) {
     if (app->user_id == ctx.principal->user.id) {
       return Error::make(ErrorCode::forbidden, "you cannot review your own application").with_code("own_application");
     }
-    return decide_application(tx, std::move(*app), ctx.principal->user, d, ctx.config().base_url(), ctx.now_ms());
+    const auto& cfg = ctx.config();
+    const DecisionSettings settings{cfg.base_url(), cfg.server_secret, cfg.mail_carries_secrets()};
+    return decide_application(tx, std::move(*app), ctx.principal->user, d, settings, ctx.now_ms());
   });
   if (!result) return Response::error(result.error());
   nlohmann::json out = {{"application", to_json(result->app, ctx.now_ms())}};
@@ -219,7 +221,9 @@ Response decide(Ctx& ctx) {
     // the reviewer learns that it was issued, never its value.
     out["provider_id"] = *result->provider_id;
     out["api_key_id"] = *result->api_key_id;
-    out["api_key_delivery"] = "e-mailed to the applicant and revealed once on their application page";
+    out["api_key_delivery"] = ctx.config().mail_carries_secrets()
+                                  ? "e-mailed to the applicant and revealed once on their application page"
+                                  : "revealed once on the applicant's application page (the mail carries a link)";
     out["tier"] = core::tier_name(*result->app.tier);
   }
   return Response::json(200, out);

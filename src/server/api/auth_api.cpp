@@ -29,7 +29,7 @@ Response signup(Ctx& ctx) {
   NewUser u;
   u.email = r.required_string("email", 1, 254);
   u.password = r.required_string("password", 1, 1024);
-  u.full_name = r.required_string("full_name", 1, 200);
+  u.full_name = r.required_line("full_name", 1, 200);
   if (auto s = r.finish(); !s) {
     // The fields that were there are still checked, so the answer lists every problem at once.
     core::ErrorList all;
@@ -45,28 +45,37 @@ Response signup(Ctx& ctx) {
 }
 
 Response login_handler(Ctx& ctx) {
-  const std::string& ip = ctx.req.remote_ip;
-  auto& failures = ctx.app.login_failures();
-  if (failures.exhausted(ip)) {
-    auto r = Response::error(
-        Error::make(ErrorCode::rate_limited, "too many failed logins from this address; wait a minute")
-            .with_code("too_many_failed_logins"));
-    r.header("Retry-After", std::to_string(failures.retry_after_s(ip)));
-    return r;
-  }
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
   core::ObjectReader r(*body);
   std::string email = r.required_string("email", 1, 254);
   std::string password = r.required_string("password", 1, 1024);
   if (auto s = r.finish(); !s) return Response::error(s.error());
+  // No account has such an address: say which field, as signup would.
+  if (!core::is_single_line_text(email)) {
+    return Response::error(Error::make(ErrorCode::invalid_field, "E-mail must not contain control characters", "email"));
+  }
+  // Failed logins wait per account and per address (growing, capped); the password is not even
+  // checked while this client must wait, so a wait costs a guesser a guess.
+  const std::string& ip = ctx.req.remote_ip;
+  const std::string account = core::to_lower_ascii(core::trim(email));
+  auto& throttle = ctx.app.login_throttle();
+  if (const auto wait = throttle.wait(account, ip); wait.count() > 0) {
+    auto refused = Response::error(
+        Error::make(ErrorCode::rate_limited, "too many failed logins; wait " + std::to_string(wait.count()) +
+                                                 " s before trying again")
+            .with_code("too_many_failed_logins"));
+    refused.header("Retry-After", std::to_string(wait.count()));
+    return refused;
+  }
   const std::int64_t ttl_ms = std::int64_t{ctx.config().session_ttl_hours} * 3600 * 1000;
   auto session = login(ctx.store(), email, password, ttl_ms, ctx.now_ms());
   if (!session) {
-    failures.record(ip);
+    if (session.error().code == ErrorCode::unauthenticated) throttle.failed(account, ip);
     return Response::error(session.error());
   }
-  const bool secure = !ctx.config().tls_cert.empty();
+  throttle.succeeded(account, ip);
+  const bool secure = ctx.req.tls || ctx.req.forwarded_https || !ctx.config().tls_cert.empty();
   const std::int64_t max_age = ttl_ms / 1000;
   auto resp = Response::json(200, {{"token", session->token},
                                    {"csrf_token", session->csrf_token},
@@ -81,7 +90,7 @@ Response logout(Ctx& ctx) {
   if (!ctx.principal->session_token_hash.empty()) {
     ctx.store().transact([&](store::Tx& tx) { end_session(tx, ctx.principal->session_token_hash); });
   }
-  const bool secure = !ctx.config().tls_cert.empty();
+  const bool secure = ctx.req.tls || ctx.req.forwarded_https || !ctx.config().tls_cert.empty();
   auto resp = Response::json(200, {{"status", "logged_out"}});
   resp.header("Set-Cookie", cookie(kSessionCookie, "", 0, true, secure));
   resp.header("Set-Cookie", cookie(kCsrfCookie, "", 0, false, secure));
@@ -94,9 +103,10 @@ Response me(Ctx& ctx) { return Response::json(200, ctx.principal->user.to_json()
 
 void register_auth_api(App& app) {
   app.route(Method::post, "/v1/auth/signup",
-            RouteOptions::public_route().rate_limited(), signup);
+            RouteOptions::public_route().rate_limited().sealed_idempotency().slow_work(),
+            signup);  // the body holds a password
   app.route(Method::post, "/v1/auth/login",
-            RouteOptions::public_route().no_idempotency().rate_limited(), login_handler);
+            RouteOptions::public_route().no_idempotency().rate_limited().slow_work(), login_handler);
   app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency(), logout);
   app.route(Method::get, "/v1/me", RouteOptions::signed_in(), me);
 }

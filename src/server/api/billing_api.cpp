@@ -2,6 +2,7 @@
 // POST /v1/admin/credits; the provider's GET /v1/provider/earnings (JSON, or ?format=csv).
 
 #include "core/json_reader.hpp"
+#include "core/text.hpp"
 #include "core/ledger.hpp"
 #include "server/api/handlers.hpp"
 #include "server/api/routes.hpp"
@@ -136,7 +137,10 @@ Response post_credit(Ctx& ctx) {
   } else if (amount) {
     request.amount = amount->get<std::string>();
   }
-  request.reference = r.required_string("reference", 1, 200);
+  request.reference = r.required_line("reference", 1, 200);
+  if (!r.failed("email") && !core::is_valid_email(core::trim(request.email))) {
+    r.invalid("email", "must be an e-mail address such as name@example.com");
+  }
   if (auto s = r.finish(); !s) return Response::error(s.error());
   auto result = ctx.store().transact(
       [&](store::Tx& tx) { return billing::add_credit(tx, request, ctx.principal->user.id, ctx.now_ms()); });

@@ -183,13 +183,16 @@ Response post_settle(Ctx& ctx, payouts::Outcome outcome) {
 void register_payouts_api(App& app) {
   const auto provider = RouteOptions::for_roles({"provider"});
   app.route(http::Method::get, "/v1/provider/payout-settings", provider, get_settings);
-  app.route(http::Method::put, "/v1/provider/payout-settings", provider, put_settings);
+  // A change is confirmed with the account password (argon2): checked off the I/O threads.
+  app.route(http::Method::put, "/v1/provider/payout-settings", RouteOptions::for_roles({"provider"}).slow_work(),
+            put_settings);
   app.route(http::Method::get, "/v1/provider/payouts", RouteOptions::for_roles({"provider"}).api_key_allowed(),
             get_payouts);
 
   const auto admin = RouteOptions::for_roles({"admin"});
   app.route(http::Method::get, "/v1/admin/payout-runs", admin, get_runs);
-  app.route(http::Method::get, "/v1/admin/hot-wallet", admin, get_hot_wallet);
+  // Asks the Solana node (up to solana_rpc_timeout_ms a call): off the I/O threads.
+  app.route(http::Method::get, "/v1/admin/hot-wallet", RouteOptions::for_roles({"admin"}).slow_work(), get_hot_wallet);
   app.route(http::Method::post, "/v1/admin/payout-runs/{id}/sepa-batch", admin, post_sepa_batch);
   app.route(http::Method::get, "/v1/admin/sepa-batches/{id}/file", admin, get_batch_file);
   app.route(http::Method::post, "/v1/admin/sepa-batches/{id}/sent", admin, [](Ctx& ctx) {

@@ -55,7 +55,7 @@ Response create_key(Ctx& ctx) {
     auto body = ctx.json_body();
     if (!body) return Response::error(body.error());
     core::ObjectReader r(*body);
-    revoke = r.optional_string("revoke", 64);
+    revoke = r.optional_line("revoke", 64);
     if (auto s = r.finish(); !s) return Response::error(s.error());
   }
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
@@ -97,7 +97,8 @@ Response reveal_key(Ctx& ctx) {
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto p = provider_of_user(tx, ctx.principal->user.id);
     if (!p) return std::move(p).error();
-    return reveal_api_key(tx, p->id, ctx.principal->user.id, ctx.req.param("id"), ctx.now_ms());
+    return reveal_api_key(tx, p->id, ctx.principal->user.id, ctx.req.param("id"), ctx.config().server_secret,
+                          ctx.now_ms());
   });
   if (!r) return Response::error(r.error());
   return Response::json(200, *r);

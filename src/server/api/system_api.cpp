@@ -4,6 +4,7 @@
 #include "server/platform/platform_repo.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "store/migrations.hpp"
+#include "util/crypto.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {
@@ -40,8 +41,13 @@ bool is_loopback(const std::string& ip) { return ip.rfind("127.", 0) == 0 || ip 
 
 // Operators scrape from the host itself or sign in as admin; other callers learn nothing about traffic.
 http::Response metrics(Ctx& ctx) {
-  if (!is_loopback(ctx.req.remote_ip) && !(ctx.principal && ctx.principal->user.has_role(core::Role::admin))) {
-    return http::Response::error(core::ErrorCode::forbidden, "metrics are served to loopback or admin callers");
+  // A proxy on this host makes every request loopback: a proxied request needs the token or an admin.
+  const auto& token = ctx.config().metrics_token;
+  const std::string auth = ctx.req.header("authorization");
+  const bool token_ok = !token.empty() && util::equal_constant_time(auth, "Bearer " + token);
+  const bool local = token.empty() && is_loopback(ctx.req.remote_ip) && !ctx.req.proxied;
+  if (!token_ok && !local && !(ctx.principal && ctx.principal->user.has_role(core::Role::admin))) {
+    return http::Response::error(core::ErrorCode::forbidden, "metrics are served with the metrics token, to admins, or to loopback callers not behind a proxy");
   }
   http::Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -258,6 +258,13 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
   return nlohmann::json{{"machine_id", id}, {"heartbeat_interval_s", settings.heartbeat_interval_s}};
 }
 
+core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req) {
+  MachinesRepo repo(tx);
+  auto m = repo.find(req.machine_id);
+  if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
+  return check_heartbeat_gpus(repo.gpu_uuids(m->id, /*present_only=*/false), req);
+}
+
 core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req,
                                               const MachineSettings& settings, std::int64_t now) {
   MachinesRepo repo(tx);

@@ -31,6 +31,10 @@ struct MachineSettings {
 core::Result<nlohmann::json> register_machine(store::Tx& tx, const std::string& provider_id, const RegisterRequest& req,
                                               const MachineSettings& settings, std::int64_t now_ms);
 
+//! A heartbeat's checks, which write nothing: the machine is the provider's, every sample names one of its
+//! GPUs (404, or 400 naming the field). Run before a group commit batches it (GroupCommit::Check).
+core::Status check_heartbeat(store::Tx& tx, const std::string& provider_id, const HeartbeatRequest& req);
+
 //! Stores one heartbeat. A seq already stored answers the same reply and stores nothing.
 //! 404 when the machine is not this provider's; 400 naming the field when a sample names another GPU.
 core::Result<nlohmann::json> record_heartbeat(store::Tx& tx, const std::string& provider_id,

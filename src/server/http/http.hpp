@@ -38,8 +38,10 @@ struct Request {
   //! Bytes of body received: body.size(), or the count of a counted body (one that is discarded as it
   //! streams in; see Router::add).
   std::uint64_t body_length = 0;
-  std::string remote_ip;
+  std::string remote_ip;  // the client's: a trusted proxy's X-Forwarded-For (App::resolve_client), else the peer's
   bool tls = false;
+  bool forwarded_https = false;  // a trusted proxy says the client spoke HTTPS to it
+  bool proxied = false;          // the request came through a proxy (X-Forwarded-For present)
   std::map<std::string, std::string, std::less<>> params;   // path parameters filled by the router
   std::string route;       // the matched route pattern, e.g. "/v1/applications/{id}"
   std::string request_id;  // X-Request-Id, taken from the client or generated
@@ -162,6 +164,13 @@ struct ServerOptions {
   std::chrono::seconds idle_timeout{60};          // keep-alive between requests
   std::chrono::seconds shutdown_grace{10};        // how long stop() waits for requests in flight
   std::optional<TlsOptions> tls;
+  //! Open connections allowed in all and from one client address (0: no cap); a connection over a cap
+  //! is closed at once, so one client holding idle connections cannot take every slot.
+  std::size_t max_connections = 0;
+  std::size_t max_connections_per_ip = 0;
+  //! Told when a cap refuses a connection (at most once a second per cap): address, "total" or
+  //! "per address", the cap.
+  std::function<void(const std::string& ip, std::string_view cap, std::size_t limit)> on_connection_refused;
 };
 
 //! The asynchronous HTTP/1.1 server (Boost.Beast).

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -49,6 +52,32 @@ struct ServerCore {
     std::lock_guard lock(sessions_mutex_);
     sessions_.emplace(s, std::move(w));
   }
+  //! Takes a connection slot for `ip`, or says which cap refuses it.
+  std::optional<std::string_view> reserve_connection(const std::string& ip) {
+    std::lock_guard lock(connections_mutex_);
+    if (options_.max_connections > 0 && connections_total_ >= options_.max_connections) return "total";
+    auto& mine = connections_per_ip_[ip];
+    if (options_.max_connections_per_ip > 0 && mine >= options_.max_connections_per_ip) return "per address";
+    ++mine;
+    ++connections_total_;
+    return std::nullopt;
+  }
+  void release_connection(const std::string& ip) {
+    std::lock_guard lock(connections_mutex_);
+    auto it = connections_per_ip_.find(ip);
+    if (it != connections_per_ip_.end() && --it->second == 0) connections_per_ip_.erase(it);
+    --connections_total_;
+  }
+  //! Reports a refusal to on_connection_refused, once a second per cap, so a flood is one line a second.
+  void report_refusal(const std::string& ip, std::string_view cap) {
+    if (!options_.on_connection_refused) return;
+    auto& last = cap == "total" ? last_total_refusal_ : last_ip_refusal_;
+    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    auto before = last.load();
+    if (now - before < std::chrono::steady_clock::duration(std::chrono::seconds(1)).count()) return;
+    if (!last.compare_exchange_strong(before, now)) return;
+    options_.on_connection_refused(ip, cap, cap == "total" ? options_.max_connections : options_.max_connections_per_ip);
+  }
   void remove_session(SessionBase* s) {
     std::lock_guard lock(sessions_mutex_);
     sessions_.erase(s);
@@ -65,6 +94,11 @@ struct ServerCore {
   std::condition_variable sessions_cv_;
   std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions_;
   std::optional<boost::asio::ssl::context> tls_;
+  std::mutex connections_mutex_;
+  std::unordered_map<std::string, std::size_t> connections_per_ip_;
+  std::size_t connections_total_ = 0;
+  std::atomic<std::chrono::steady_clock::rep> last_total_refusal_{0};
+  std::atomic<std::chrono::steady_clock::rep> last_ip_refusal_{0};
 
   boost::asio::io_context ioc_;
   boost::asio::ip::tcp::acceptor acceptor_;

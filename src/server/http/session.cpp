@@ -60,10 +60,13 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
  public:
   template <class... Args>
-  Session(ServerCore& server, tcp::socket&& socket, Args&&... args)
-      : server_(server), remote_ip_(peer_ip(socket)), stream_(std::move(socket), std::forward<Args>(args)...) {}
+  Session(ServerCore& server, std::string ip, tcp::socket&& socket, Args&&... args)
+      : server_(server), remote_ip_(std::move(ip)), stream_(std::move(socket), std::forward<Args>(args)...) {}
 
-  ~Session() override { server_.remove_session(this); }
+  ~Session() override {
+    server_.remove_session(this);
+    server_.release_connection(remote_ip_);
+  }
 
   void run() {
     server_.add_session(this, this->weak_from_this());
@@ -341,10 +344,20 @@ void Session<Stream>::drain() {
 }  // namespace
 
 void start_session(ServerCore& server, tcp::socket socket) {
+  std::string ip = peer_ip(socket);
+  if (auto cap = server.reserve_connection(ip)) {
+    server.report_refusal(ip, *cap);
+    beast::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  // From here the session owns the slot and gives it back when it ends.
   if (server.tls_) {
-    std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(server, std::move(socket), *server.tls_)->run();
+    std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(server, std::move(ip), std::move(socket),
+                                                                     *server.tls_)
+        ->run();
   } else {
-    std::make_shared<Session<beast::tcp_stream>>(server, std::move(socket))->run();
+    std::make_shared<Session<beast::tcp_stream>>(server, std::move(ip), std::move(socket))->run();
   }
 }
 

@@ -1,13 +1,19 @@
 #include "server/mail/mailer.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 
 #include <curl/curl.h>
 #include <date/date.h>
+
+#include "core/text.hpp"
 
 namespace gpunex::server::mail {
 
@@ -61,7 +67,7 @@ std::string domain_of(const std::string& addr) {
 
 class SmtpMailer final : public Mailer {
  public:
-  explicit SmtpMailer(std::string url) : url_(std::move(url)) {
+  SmtpMailer(std::string url, bool require_tls) : url_(std::move(url)), require_tls_(require_tls) {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   }
@@ -95,6 +101,7 @@ class SmtpMailer final : public Mailer {
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    if (require_tls_) curl_easy_setopt(c, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
     CURLcode rc = curl_easy_perform(c);
     long smtp_code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &smtp_code);
@@ -108,10 +115,13 @@ class SmtpMailer final : public Mailer {
     return core::ok_status();
   }
 
-  std::string describe() const override { return url_; }
+  std::string describe() const override {
+    return core::redact_url_credentials(url_) + (require_tls_ ? " (STARTTLS required)" : "");
+  }
 
  private:
   std::string url_;
+  bool require_tls_;
 };
 
 class FileDropMailer final : public Mailer {
@@ -127,11 +137,23 @@ class FileDropMailer final : public Mailer {
     const std::string stamp = date::format("%Y%m%dT%H%M%S", date::floor<seconds>(sys_time<milliseconds>{milliseconds{m.date_ms}}));
     const fs::path final_path = fs::path(dir_) / (stamp + "-" + m.id + ".eml");
     const fs::path tmp = fs::path(dir_) / ("." + m.id + ".tmp");
+    // Mails carry secrets (sign-in links, API keys): the folder is the server's alone (0700), each
+    // file 0600 from its creation, so no other local user reads them.
+    fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return Error::make(ErrorCode::unavailable, "cannot restrict " + dir_ + ": " + ec.message());
     {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << format_rfc5322(m);
-      out.flush();
-      if (!out) return Error::make(ErrorCode::unavailable, "cannot write " + tmp.string());
+      const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (fd < 0) return Error::make(ErrorCode::unavailable, "cannot create " + tmp.string());
+      const std::string text = format_rfc5322(m);
+      bool written = ::fchmod(fd, 0600) == 0;
+      for (std::size_t done = 0; written && done < text.size();) {
+        const auto n = ::write(fd, text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        written = n > 0;
+        if (written) done += static_cast<std::size_t>(n);
+      }
+      written = ::close(fd) == 0 && written;
+      if (!written) return Error::make(ErrorCode::unavailable, "cannot write " + tmp.string());
     }
     fs::rename(tmp, final_path, ec);
     if (ec) return Error::make(ErrorCode::unavailable, "cannot rename to " + final_path.string() + ": " + ec.message());
@@ -179,7 +201,9 @@ std::string format_rfc5322(const Message& m) {
   return out;
 }
 
-std::unique_ptr<Mailer> make_smtp_mailer(std::string url) { return std::make_unique<SmtpMailer>(std::move(url)); }
+std::unique_ptr<Mailer> make_smtp_mailer(std::string url, bool require_tls) {
+  return std::make_unique<SmtpMailer>(std::move(url), require_tls);
+}
 std::unique_ptr<Mailer> make_file_drop_mailer(std::string dir) {
   return std::make_unique<FileDropMailer>(std::move(dir));
 }

@@ -35,8 +35,9 @@ std::string address_of(const std::string& mailbox);
 //! The RFC 5322 text of a message: Date, Message-ID, From, To, Subject, MIME headers, CRLF line ends.
 std::string format_rfc5322(const Message& m);
 
-//! SMTP (smtp:// or smtps://) through libcurl: MAIL FROM, RCPT TO, DATA.
-std::unique_ptr<Mailer> make_smtp_mailer(std::string url);
+//! SMTP (smtp:// or smtps://) through libcurl: MAIL FROM, RCPT TO, DATA. With `require_tls`, an smtp://
+//! server that does not take STARTTLS gets nothing (the mail waits in the outbox).
+std::unique_ptr<Mailer> make_smtp_mailer(std::string url, bool require_tls = false);
 //! Writes each message atomically as <dir>/<date>-<id>.eml.
 std::unique_ptr<Mailer> make_file_drop_mailer(std::string dir);
 

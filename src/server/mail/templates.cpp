@@ -5,6 +5,7 @@
 
 #include <date/date.h>
 
+#include "core/api_key.hpp"
 #include "core/rfc3339.hpp"
 #include "util/time.hpp"
 
@@ -49,16 +50,20 @@ Announcement application_submitted(const ApplicationFacts& app, std::int64_t exp
 }
 
 Announcement application_approved(const ApplicationFacts& app, core::Tier tier, const std::string& note,
-                                  const std::string& base_url) {
+                                  const std::string& base_url, bool with_key) {
   const std::string kind = "application_approved";
   const std::string title = tier_title(tier);
   const std::string install = "curl -fsSL " + base_url + "/agent/install.sh | bash";
+  // Without encrypted mail the key stays off the wire: the applicant signs in and reveals it once.
+  const std::string key_text =
+      with_key ? "\nYour provider API key (keep it secret; it is shown only here and once in the dashboard):\n\n"
+                 "    " + std::string(kSecretPlaceholder) + "\n\n"
+               : "\nYour provider API key waits for you, shown once: sign in and open your application within " +
+                     std::to_string(core::kApiKeyRevealDays) + " days:\n\n    " + app.link + "\n\n";
   MailText mail{kind, "GPUnex: you are approved as " + article_for(title) + title + " provider",
                 greeting(app) + "your provider application " + app.id + " (GPUs: " + app.gpus_text +
                     ") is approved. Your tier: " + title + ".\n" +
-                    (note.empty() ? "" : "\nNote from the reviewer: " + note + "\n") +
-                    "\nYour provider API key (keep it secret; it is shown only here and once in the dashboard):\n\n"
-                    "    " + kSecretPlaceholder + "\n\n"
+                    (note.empty() ? "" : "\nNote from the reviewer: " + note + "\n") + key_text +
                     "Install the GPUnex agent on each GPU host with:\n\n"
                     "    " + install + "\n\n"
                     "The installer asks for the key (or reads GPUNEX_API_KEY). You can rotate or revoke keys in the "

@@ -52,10 +52,11 @@ std::string day_text(std::int64_t ms);
 
 //! Received and waiting for review, expected by `expected_review_ms`.
 Announcement application_submitted(const ApplicationFacts& app, std::int64_t expected_review_ms);
-//! Approved as `tier`; the body carries kSecretPlaceholder where the API key goes, and the install
-//! command for `base_url`. An empty `note` is left out.
+//! Approved as `tier`, with the install command for `base_url`. With `with_key` the body carries
+//! kSecretPlaceholder where the API key goes; without, it carries no key and sends the applicant to the
+//! one-time reveal on the application's page. An empty `note` is left out.
 Announcement application_approved(const ApplicationFacts& app, core::Tier tier, const std::string& note,
-                                  const std::string& base_url);
+                                  const std::string& base_url, bool with_key);
 //! The reviewer asks for more: `note` says what.
 Announcement application_needs_info(const ApplicationFacts& app, const std::string& note);
 //! Not approved: `note` says why.

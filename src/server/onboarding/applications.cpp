@@ -22,6 +22,13 @@ using core::ErrorCode;
 
 namespace {
 
+//! Where mail about an application goes: the applicant's account address, never the form's `email`
+//! (anyone could type someone else's there and have the platform write to them; issue #19).
+std::string account_address(store::Tx& tx, const Application& app) {
+  auto user = find_user(tx, app.user_id);
+  return user ? user->email : std::string();
+}
+
 bool known_time_zone(std::string_view name) {
   try {
     return date::locate_zone(name) != nullptr;
@@ -152,7 +159,7 @@ core::Result<Application> submit_application(store::Tx& tx, Application app, con
   app.submitted_at_ms = now_ms;
   append_history(tx, app, by.id, from, *to, from == ApplicationStatus::needs_info ? "resubmitted" : "submitted", now_ms);
   const auto expected = core::add_business_days(now_ms, core::kReviewPromiseBusinessDays);
-  announce(tx, app.user_id, app.form.email, mail::application_submitted(facts_of(app, base_url), expected),
+  announce(tx, app.user_id, account_address(tx, app), mail::application_submitted(facts_of(app, base_url), expected),
            std::nullopt, now_ms);
   return app;
 }
@@ -221,7 +228,8 @@ core::Status add_reviewed_model(store::Tx& tx, Application& app, const User& rev
 
 //! submitted → approved: the tier, the provider, its first API key (mailed, and kept for one reveal).
 core::Result<DecisionResult> approve(store::Tx& tx, Application app, const User& reviewer, const Decision& d,
-                                     const std::string& base_url, std::int64_t now) {
+                                     const DecisionSettings& settings, std::int64_t now) {
+  const std::string& base_url = settings.base_url;
   const auto from = app.status;
   const auto to = ApplicationStatus::approved;
   auto tier = core::choose_tier(core::assess_tier(app.form), d.tier);
@@ -243,12 +251,14 @@ core::Result<DecisionResult> approve(store::Tx& tx, Application app, const User&
   DecisionResult out;
   auto provider = create_provider(tx, app.user_id, app.id, *tier, now);
   auto key = create_api_key(tx, provider.id, now);
-  keep_for_reveal(tx, key, app.user_id, now);  // the applicant opens it once on the application page
+  // The applicant opens it once on the application page; the mail carries it only when mail is encrypted.
+  keep_for_reveal(tx, key, app.user_id, settings.server_secret, now);
   out.provider_id = provider.id;
   out.api_key = key.key;
   out.api_key_id = key.id;
-  announce(tx, app.user_id, app.form.email, mail::application_approved(facts_of(app, base_url), *tier, d.note, base_url),
-           key.key, now);
+  announce(tx, app.user_id, account_address(tx, app),
+           mail::application_approved(facts_of(app, base_url), *tier, d.note, base_url, settings.mail_carries_key),
+           settings.mail_carries_key ? std::optional<std::string>(key.key) : std::nullopt, now);
   out.app = std::move(app);
   return out;
 }
@@ -264,7 +274,7 @@ core::Result<DecisionResult> send_back(store::Tx& tx, Application app, const Use
   if (reject) app.decided_at_ms = now;
   append_history(tx, app, reviewer.id, from, to, d.note, now);
   const auto facts = facts_of(app, base_url);
-  announce(tx, app.user_id, app.form.email,
+  announce(tx, app.user_id, account_address(tx, app),
            reject ? mail::application_rejected(facts, d.note) : mail::application_needs_info(facts, d.note),
            std::nullopt, now);
   DecisionResult out;
@@ -275,11 +285,12 @@ core::Result<DecisionResult> send_back(store::Tx& tx, Application app, const Use
 }  // namespace
 
 core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, const User& reviewer,
-                                                const Decision& d, const std::string& base_url, std::int64_t now_ms) {
+                                                const Decision& d, const DecisionSettings& settings,
+                                                std::int64_t now_ms) {
   auto to = core::apply_action(app.status, d.action);
   if (!to) return std::move(to).error();
-  if (d.action == ApplicationAction::approve) return approve(tx, std::move(app), reviewer, d, base_url, now_ms);
-  return send_back(tx, std::move(app), reviewer, d, *to, base_url, now_ms);
+  if (d.action == ApplicationAction::approve) return approve(tx, std::move(app), reviewer, d, settings, now_ms);
+  return send_back(tx, std::move(app), reviewer, d, *to, settings.base_url, now_ms);
 }
 
 }  // namespace gpunex::server

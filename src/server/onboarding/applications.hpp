@@ -67,7 +67,16 @@ struct DecisionResult {
   std::optional<std::string> api_key;
   std::optional<std::string> api_key_id;
 };
+//! What a decision needs of the server's configuration.
+struct DecisionSettings {
+  std::string base_url;       // links in the mails
+  std::string server_secret;  // seals the approval key until its one-time reveal (Config::server_secret)
+  //! Whether the approval mail may carry the key (Config::mail_carries_secrets): only when mail travels
+  //! encrypted; otherwise it sends the applicant to the one-time reveal.
+  bool mail_carries_key = false;
+};
 core::Result<DecisionResult> decide_application(store::Tx& tx, Application app, const User& reviewer,
-                                                const Decision& d, const std::string& base_url, std::int64_t now_ms);
+                                                const Decision& d, const DecisionSettings& settings,
+                                                std::int64_t now_ms);
 
 }  // namespace gpunex::server

@@ -110,12 +110,21 @@ core::Result<nlohmann::json> revoke_api_key(store::Tx& tx, const std::string& pr
   return nlohmann::json{{"id", key_id}, {"prefix", k->prefix}, {"revoked_at", util::rfc3339(at)}, {"active", false}};
 }
 
-void keep_for_reveal(store::Tx& tx, const NewApiKey& key, const std::string& user_id, std::int64_t now_ms) {
-  onboarding_repo::insert_kept_key(tx, key.id, user_id, key.key, now_ms, now_ms + kApiKeyRevealDays * kDayMs);
+namespace {
+// The seal's context: a secret sealed for one purpose never opens under another.
+constexpr std::string_view kRevealSeal = "api_key_reveal";
+}  // namespace
+
+void keep_for_reveal(store::Tx& tx, const NewApiKey& key, const std::string& user_id, const std::string& server_secret,
+                     std::int64_t now_ms) {
+  // Sealed with the key's id inside, so a sealed copy moved onto another row does not open there.
+  onboarding_repo::insert_kept_key(tx, key.id, user_id, util::seal(kRevealSeal, server_secret + "\n" + key.id, key.key),
+                                   now_ms, now_ms + kApiKeyRevealDays * kDayMs);
 }
 
 core::Result<nlohmann::json> reveal_api_key(store::Tx& tx, const std::string& provider_id, const std::string& user_id,
-                                            const std::string& key_id, std::int64_t now_ms) {
+                                            const std::string& key_id, const std::string& server_secret,
+                                            std::int64_t now_ms) {
   using core::Error;
   using core::ErrorCode;
   auto kept = onboarding_repo::find_kept_key(tx, provider_id, user_id, key_id);
@@ -124,13 +133,21 @@ core::Result<nlohmann::json> reveal_api_key(store::Tx& tx, const std::string& pr
   if (auto s = core::check_reveal(kept->state, now_ms, cleared_at ? util::rfc3339(*cleared_at) : ""); !s) {
     return std::move(s).error();
   }
+  // A row from before keys were sealed holds the key itself (it starts with the key prefix, which base64 never does).
+  const std::string& stored = *kept->secret;
+  auto key = stored.rfind(kApiKeyPrefix, 0) == 0
+                 ? std::optional<std::string>(stored)
+                 : util::unseal(kRevealSeal, server_secret + "\n" + key_id, stored);
+  if (!key) {
+    return Error::make(ErrorCode::internal, "the kept key was sealed under another server secret (server_secret)");
+  }
   // Only the transaction that clears it hands it out (two reveals at once get one key).
   if (onboarding_repo::clear_kept_key(tx, key_id, core::RevealCleared::revealed, now_ms) != 1) {
     return Error::make(ErrorCode::gone, "this API key was already shown").with_code("key_already_shown");
   }
   return nlohmann::json{{"id", key_id},
                         {"prefix", kept->prefix},
-                        {"api_key", *kept->secret},
+                        {"api_key", *key},
                         {"provider_id", provider_id},
                         {"revealed_at", util::rfc3339(now_ms)}};
 }

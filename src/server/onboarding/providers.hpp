@@ -57,16 +57,20 @@ core::Result<nlohmann::json> revoke_api_key(store::Tx& tx, const std::string& pr
                                             std::int64_t now_ms);
 
 //! How long the key issued at approval waits for its owner to reveal it in the dashboard; after
-//! that the plaintext is cleared (it went by mail too) and a new key is made on the API keys page.
+//! that the sealed copy is cleared and a new key is made on the API keys page.
 inline constexpr std::int64_t kApiKeyRevealDays = core::kApiKeyRevealDays;
 
-//! Keeps `key`'s plaintext for one reveal by `user_id` (the approval's key; the same transaction).
-void keep_for_reveal(store::Tx& tx, const NewApiKey& key, const std::string& user_id, std::int64_t now_ms);
-//! Hands the kept plaintext of one of the provider's keys to its owner once and clears it:
+//! Keeps `key` for one reveal by `user_id` (the approval's key; the same transaction), sealed under
+//! `server_secret` (Config::server_secret): the store holds no key in clear.
+void keep_for_reveal(store::Tx& tx, const NewApiKey& key, const std::string& user_id, const std::string& server_secret,
+                     std::int64_t now_ms);
+//! Hands the kept key of one of the provider's keys to its owner once and clears it:
 //! {id, prefix, api_key, provider_id, revealed_at}. 404 when the key is not theirs or was never
-//! kept; 410 (key_already_shown, key_revoked, key_reveal_expired) when it is no more.
+//! kept; 410 (key_already_shown, key_revoked, key_reveal_expired) when it is no more; 500 when it was
+//! sealed under another server secret.
 core::Result<nlohmann::json> reveal_api_key(store::Tx& tx, const std::string& provider_id, const std::string& user_id,
-                                            const std::string& key_id, std::int64_t now_ms);
+                                            const std::string& key_id, const std::string& server_secret,
+                                            std::int64_t now_ms);
 //! Clears the plaintext of every reveal past its expiry; the number cleared.
 std::int64_t expire_key_reveals(store::Tx& tx, std::int64_t now_ms);
 

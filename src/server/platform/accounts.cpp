@@ -42,9 +42,11 @@ core::Status validate_new_user(const NewUser& u) {
   if (!core::is_valid_email(u.email)) bad("email", "E-mail is not a valid e-mail address (like name@example.com)");
   if (u.password.size() < 10) bad("password", "Password must be at least 10 characters");
   if (u.password.size() > 1024) bad("password", "Password must be at most 1,024 characters");
+  // A NUL or escape in a password cannot be typed back in every client (some cut at the NUL).
+  if (!core::is_single_line_text(u.password)) bad("password", "Password must not contain control characters");
   if (core::trim(u.full_name).empty()) {
     bad("full_name", "Full name is required");
-  } else if (u.full_name.size() > 200 || !core::is_clean_utf8(u.full_name)) {
+  } else if (u.full_name.size() > 200 || !core::is_single_line_text(u.full_name)) {
     bad("full_name", "Full name must be at most 200 characters of plain text");
   }
   if (!core::parse_role(u.role)) {

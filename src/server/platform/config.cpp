@@ -14,6 +14,7 @@
 
 #include "core/payout_destination.hpp"
 #include "core/sepa.hpp"
+#include "core/text.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {
@@ -207,6 +208,24 @@ std::uint16_t Config::port() const {
   return static_cast<std::uint16_t>(std::stoi(listen.substr(listen.rfind(':') + 1)));
 }
 
+bool Config::mail_carries_secrets() const {
+  return smtp_url.rfind("smtps://", 0) == 0 || (smtp_url.rfind("smtp://", 0) == 0 && smtp_require_tls);
+}
+
+bool Config::is_trusted_proxy(std::string_view ip) const {
+  std::string_view rest = trusted_proxies;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string_view one = rest.substr(0, comma);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    if (!one.empty() && one == ip) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 std::string Config::base_url() const {
   if (!public_url.empty()) {
     std::string u = public_url;
@@ -227,6 +246,14 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(string_key("data_dir", "folder for local files (mail drop, uploads)", &Config::data_dir));
     k.push_back(string_key("public_url", "URL clients reach this server at (mails, installer); default from listen",
                            &Config::public_url, check_url));
+    k.push_back(string_key("trusted_proxies",
+                           "comma-separated proxy addresses whose X-Forwarded-For and X-Forwarded-Proto are believed "
+                           "(the client's address for rate limits and logs; HTTPS for Secure cookies and HSTS)",
+                           &Config::trusted_proxies));
+    k.push_back(string_key("metrics_token", "secret for GET /metrics (Authorization: Bearer TOKEN); without it only "
+                                            "loopback callers not behind a proxy, and admins",
+                           &Config::metrics_token));
+    k.back().show = [](const Config& cfg) { return toml_string(cfg.metrics_token.empty() ? "" : "***"); };
     k.push_back(
         int_key("heartbeat_interval", "seconds between agent heartbeats", &Config::heartbeat_interval_s, 1, 3600));
     k.push_back(int_key("offline_after_missed", "missed heartbeats before a machine is Offline",
@@ -239,6 +266,10 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(int_key("header_timeout", "seconds to receive a request's header", &Config::header_timeout_s, 1, 600));
     k.push_back(int_key("read_timeout", "seconds to receive a request's body", &Config::read_timeout_s, 1, 3600));
     k.push_back(int_key("idle_timeout", "seconds a keep-alive connection may idle", &Config::idle_timeout_s, 1, 3600));
+    k.push_back(int_key("max_connections", "open connections in all; more are closed at once", &Config::max_connections,
+                        1, 1000000));
+    k.push_back(int_key("max_connections_per_ip", "open connections from one client address; more are closed at once",
+                        &Config::max_connections_per_ip, 1, 1000000));
     k.push_back(
         int_key("shutdown_grace", "seconds SIGTERM waits for requests in flight", &Config::shutdown_grace_s, 0, 600));
     k.push_back(string_key("tls_cert", "PEM certificate chain; with tls_key enables HTTPS", &Config::tls_cert));
@@ -253,8 +284,15 @@ const std::vector<ConfigKey>& config_keys() {
                         "requests per minute per address to /v1/auth/signup and /v1/auth/login (then 429); "
                         "logout is not limited",
                         &Config::auth_rate_limit_per_minute, 1, 1000000));
-    k.push_back(int_key("login_failures_per_minute", "failed logins per minute per address before 429",
-                        &Config::login_failures_per_minute, 1, 1000000));
+    k.push_back(int_key("login_free_failures",
+                        "failed logins per address, and per account, before each next try waits (1 s, doubling, "
+                        "at most 15 min; 3 per account from one address); never a lockout",
+                        &Config::login_free_failures, 1, 1000000));
+    k.push_back(int_key("password_threads", "threads that hash passwords for login and signup, off the I/O "
+                                            "threads (0: half the cores, at least 1)",
+                        &Config::password_threads, 0, 256));
+    k.push_back(int_key("password_queue", "logins and signups waiting for those threads; beyond it, 503 busy",
+                        &Config::password_queue, 1, 100000));
     k.push_back(bool_key("access_log", "log every request (true or false)", &Config::access_log));
     k.push_back(ConfigKey{
         "test_clock", "GPUNEX_TEST_CLOCK", "--test-clock",
@@ -282,8 +320,22 @@ const std::vector<ConfigKey>& config_keys() {
                            &Config::smtp_url, [](const std::string& v) -> std::optional<std::string> {
                              if (v.empty() || v.rfind("smtp://", 0) == 0 || v.rfind("smtps://", 0) == 0)
                                return std::nullopt;
-                             return "must start with smtp:// or smtps://, got '" + v + "'";
+                             return "must start with smtp:// or smtps://, got '" + core::redact_url_credentials(v) + "'";
                            }));
+    // The URL may hold the SMTP password (smtp://user:pass@host): never shown in full.
+    k.back().show = [](const Config& cfg) { return toml_string(core::redact_url_credentials(cfg.smtp_url)); };
+    k.push_back(bool_key("smtp_require_tls",
+                         "with smtp://, refuse to send unless STARTTLS succeeds; mails carry API keys only over "
+                         "smtps:// or with this set (true or false)",
+                         &Config::smtp_require_tls));
+    k.push_back(string_key("server_secret",
+                           "secret sealing what the store keeps for later, e.g. the approval key until revealed "
+                           "(empty: <data_dir>/server.key, made at first start, mode 0600)",
+                           &Config::server_secret, [](const std::string& v) -> std::optional<std::string> {
+                             if (v.empty() || v.size() >= 32) return std::nullopt;
+                             return "must be at least 32 characters";
+                           }));
+    k.back().show = [](const Config& cfg) { return toml_string(cfg.server_secret.empty() ? "" : "***"); };
     k.push_back(string_key("mail_from", "sender of mails, e.g. \"GPUnex <noreply@example.com>\"", &Config::mail_from,
                            [](const std::string& v) -> std::optional<std::string> {
                              if (v.find('@') == std::string::npos || v.find_first_of("\r\n") != std::string::npos) {

@@ -23,6 +23,8 @@ struct Config {
   std::string db = "sqlite:var/gpunex.db";
   std::string data_dir = "var";
   std::string public_url;  // empty: http(s)://<listen>
+  std::string trusted_proxies;  // comma-separated addresses whose X-Forwarded-For/-Proto are believed
+  std::string metrics_token;    // when set, GET /metrics with "Authorization: Bearer <token>" (or an admin)
   int heartbeat_interval_s = 15;
   int offline_after_missed = 3;       // heartbeats missed before a machine is Offline
   int telemetry_retention_days = 30;  // per-minute telemetry and presence
@@ -31,6 +33,8 @@ struct Config {
   int header_timeout_s = 10;
   int read_timeout_s = 30;
   int idle_timeout_s = 60;
+  int max_connections = 4096;        // open connections in all
+  int max_connections_per_ip = 256;  // open connections from one client address
   int shutdown_grace_s = 10;
   std::string tls_cert;
   std::string tls_key;
@@ -39,11 +43,17 @@ struct Config {
   int session_ttl_hours = 168;
   int idempotency_retention_hours = 24;  // an Idempotency-Key's answer is replayed this long
   int auth_rate_limit_per_minute = 60;
-  int login_failures_per_minute = 10;
+  int login_free_failures = 10;  // failed logins per address (and per account) before waits begin (1 s, doubling)
+  int password_threads = 0;      // threads that hash passwords (login, signup); 0: half the cores, at least 1
+  int password_queue = 64;       // requests waiting for them; beyond it, 503 busy
   bool access_log = true;
   std::string web_dir;    // serve the dashboard from this folder instead of the embedded copy (development)
   std::string port_file;  // written with the bound port once listening (tests, scripts)
   std::string smtp_url;   // smtp://host:port; empty: mails are written as .eml files under <data_dir>/mail/
+  bool smtp_require_tls = false;  // smtp://: STARTTLS required (smtps:// always is); only then may a mail carry a key
+  //! The secret that seals what the store keeps for later (the approval key's one-time reveal). Empty: read from
+  //! <data_dir>/server.key, made (0600) at the first start; replicas sharing a database must share it.
+  std::string server_secret;
   std::string mail_from = "GPUnex <noreply@gpunex.localhost>";
   int market_search_wait_ms = 25;              // how long searches wait for the offer book's reload
   int mail_poll_interval_ms = 5000;            // how often the mail worker looks at the outbox
@@ -90,6 +100,11 @@ struct Config {
   std::uint16_t port() const;
   //! The URL this server is reached at, for mails and the installer.
   std::string base_url() const;
+  //! Whether mail travels encrypted to the SMTP server (smtps://, or smtp:// with smtp_require_tls), so a
+  //! mail may carry an API key; otherwise mails carry links to the dashboard instead.
+  bool mail_carries_secrets() const;
+  //! Whether `ip` is one of trusted_proxies.
+  bool is_trusted_proxy(std::string_view ip) const;
 };
 
 //! One configuration key: its TOML name, environment variable, flag, help, parser and printer.

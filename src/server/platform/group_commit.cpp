@@ -21,8 +21,8 @@ GroupCommit::~GroupCommit() {
   stop();
 }
 
-void GroupCommit::submit(Work work, Done done, std::string key) {
-  Item item{std::move(work), std::move(done), std::move(key)};
+void GroupCommit::submit(Work work, Done done, std::string key, Check check) {
+  Item item{std::move(work), std::move(done), std::move(key), std::move(check)};
   {
     std::lock_guard lock(mu_);
     if (!stopping_ && queue_.size() < max_queue_) {
@@ -78,7 +78,12 @@ void GroupCommit::finish(Item& item, Outcome outcome) {
 
 void GroupCommit::run_alone(Item& item) {
   try {
-    auto result = store_.transact([&](store::Tx& tx) { return item.work(tx); });
+    auto result = store_.transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+      if (item.check) {
+        if (auto ok = item.check(tx); !ok) return std::move(ok).error();
+      }
+      return item.work(tx);
+    });
     if (observer_ && result) observer_(1);
     finish(item, Outcome{std::move(result), {}});
   } catch (...) {
@@ -93,12 +98,20 @@ void GroupCommit::run(std::vector<Item> items) {
   while (!items.empty()) {
     if (items.size() == 1) return run_alone(items.front());
     std::vector<std::optional<core::Result<nlohmann::json>>> results(items.size());
+    std::vector<bool> checked_out(items.size(), false);  // refused by its check: nothing written, batch goes on
     std::optional<std::size_t> refused;
     std::optional<std::size_t> threw;
     try {
       store_.transact([&](store::Tx& tx) {
         for (std::size_t i = 0; i < items.size(); ++i) {
           try {
+            if (items[i].check) {
+              if (auto ok = items[i].check(tx); !ok) {
+                results[i].emplace(std::move(ok).error());
+                checked_out[i] = true;
+                continue;
+              }
+            }
             results[i].emplace(items[i].work(tx));
           } catch (...) {
             threw = i;
@@ -128,7 +141,8 @@ void GroupCommit::run(std::vector<Item> items) {
       items.erase(items.begin() + static_cast<std::ptrdiff_t>(*refused));
       continue;
     }
-    if (observer_) observer_(items.size());
+    const auto stored = static_cast<std::size_t>(std::count(checked_out.begin(), checked_out.end(), false));
+    if (observer_ && stored > 0) observer_(stored);
     for (std::size_t i = 0; i < items.size(); ++i) finish(items[i], Outcome{std::move(*results[i]), {}});
     return;
   }

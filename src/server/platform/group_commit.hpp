@@ -33,6 +33,10 @@ class GroupCommit {
   //! One request's store work, run inside a batch's transaction after the batch's earlier requests. An
   //! error result stands for that request alone: none of its writes are kept.
   using Work = std::function<core::Result<nlohmann::json>(store::Tx&)>;
+  //! A request's checks that write nothing (its machine is the caller's, its GPUs known), run in the batch's
+  //! transaction before its work: a refusal there is answered alone and costs the batch nothing, where a
+  //! refused Work rolls the batch back and runs the others again.
+  using Check = std::function<core::Status(store::Tx&)>;
   //! How a request ended: its result, or (failure set) the exception that ended it.
   struct Outcome {
     core::Result<nlohmann::json> result;
@@ -51,7 +55,7 @@ class GroupCommit {
   //! Queues work; `done` runs on a writer thread once its batch has committed or failed. When the queue
   //! is full or the writers have stopped, `done` runs at once with 503 unavailable. Work with the same
   //! key (a machine id) runs in the order submitted; a batch runs in key order.
-  void submit(Work work, Done done, std::string key = {});
+  void submit(Work work, Done done, std::string key = {}, Check check = {});
   //! Runs what is queued, then ends the writer threads. Idempotent.
   void stop();
 
@@ -60,6 +64,7 @@ class GroupCommit {
     Work work;
     Done done;
     std::string key;
+    Check check;
   };
   void loop();
   //! Runs items in as few transactions as their outcomes allow; answers each once.

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <future>
 #include <stdexcept>
+#include <thread>
 
 #include "core/api_key.hpp"
 #include "core/json_reader.hpp"
 #include "server/platform/platform_repo.hpp"
+#include "store/nul_in_text.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 
@@ -32,17 +34,35 @@ std::int64_t Ctx::now_ms() const { return app.clock().now_ms(); }
 
 core::Result<nlohmann::json> Ctx::json_body() const { return core::parse_json_object(req.body); }
 
+namespace {
+
+LoginThrottle::Settings login_throttle_settings(const Config& c) {
+  LoginThrottle::Settings s;
+  s.free_per_address = c.login_free_failures;
+  s.free_per_account = c.login_free_failures;
+  s.free_per_pair = std::min(c.login_free_failures, 3);
+  return s;
+}
+
+int slow_work_threads(const Config& c) {
+  if (c.password_threads > 0) return c.password_threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+}
+
+}  // namespace
+
 App::App(Config config, std::unique_ptr<store::Store> store, std::unique_ptr<const ApiKeyDirectory> api_keys,
          std::shared_ptr<util::Clock> clock)
     : config_(std::move(config)),
       clock_(std::move(clock)),
       store_(std::move(store)),
       auth_limiter_(config_.auth_rate_limit_per_minute, std::chrono::seconds(60)),
-      login_failures_(config_.login_failures_per_minute, std::chrono::seconds(60)),
+      login_throttle_(login_throttle_settings(config_)),
       api_key_directory_(std::move(api_keys)),
       group_commit_(
           *store_, [this](std::size_t requests) { metrics_.observe_group_commit(requests); },
-          group_commit_writers(*store_, config_)) {
+          group_commit_writers(*store_, config_)),
+      slow_work_(slow_work_threads(config_), static_cast<std::size_t>(config_.password_queue)) {
   store_->set_observer([this](std::string_view op, double s) { metrics_.observe_store(op, s); });
   if (!clock_) clock_ = clock_for(config_);
   // Only a server configured with a test clock offers POST /v1/test/clock, even if a test hands in
@@ -51,6 +71,7 @@ App::App(Config config, std::unique_ptr<store::Store> store, std::unique_ptr<con
 }
 
 App::~App() {
+  slow_work_.stop();  // its jobs use the store
   group_commit_.stop();
   while (!kept_.empty()) kept_.pop_back();
 }
@@ -75,6 +96,10 @@ void App::route_async(http::Method method, std::string pattern, RouteOptions opt
 http::Response failure_response(const std::exception_ptr& failure, const std::string& request_id) {
   try {
     std::rethrow_exception(failure);
+  } catch (const store::NulInText&) {
+    // A value no handler refused reached the store with a NUL in it: the client's mistake, not ours.
+    return http::Response::error(
+        Error::make(ErrorCode::invalid_field, "a text value holds a NUL character").with_code("nul_in_text"));
   } catch (const store::StoreUnavailable& e) {
     util::log_event("error", "store unavailable", {{"request_id", request_id}, {"error", e.what()}});
     auto resp = http::Response::error(ErrorCode::unavailable, "the store is busy or unreachable; retry shortly");
@@ -129,7 +154,75 @@ std::string bearer_token(const http::Request& req) {
   return {};
 }
 
+std::string lower_ascii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+//! Whether the body is declared JSON: "application/json" (or a merge patch's
+//! "application/merge-patch+json"), parameters (charset) allowed. A browser
+//! sends a cross-site form or a simple fetch only as text/plain, form-urlencoded or multipart, so an
+//! API that takes nothing else cannot be posted to from another site without a CORS preflight.
+bool declares_json(const http::Request& req) {
+  const std::string type = lower_ascii(req.header("content-type"));
+  const auto end = type.find(';');
+  std::string media = type.substr(0, end);
+  while (!media.empty() && media.back() == ' ') media.pop_back();
+  return media == "application/json" || media == "application/merge-patch+json";
+}
+
+//! "scheme://host[:port]" of an Origin header or a URL, lower-cased; "" when it is not one.
+std::string origin_of(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return {};
+  const auto path = url.find('/', scheme_end + 3);
+  return lower_ascii(url.substr(0, path));
+}
+
 }  // namespace
+
+std::optional<http::Response> App::refuse_cross_site(const http::Request& req) const {
+  // Requests with an Authorization header are not a browser's ambient credential; only cookie
+  // sessions and the anonymous login and signup (login CSRF) need proof of the page they came from.
+  if (!is_mutation(req.method) || !req.header("authorization").empty()) return std::nullopt;
+  const auto forbid = [](std::string why) {
+    return http::Response::error(Error::make(ErrorCode::forbidden, std::move(why)).with_code("cross_site_request"));
+  };
+  const std::string site = lower_ascii(req.header("sec-fetch-site"));
+  if (!site.empty() && site != "same-origin" && site != "none") {
+    return forbid("this request came from another site (Sec-Fetch-Site: " + site + ")");
+  }
+  const std::string origin = lower_ascii(req.header("origin"));
+  if (origin.empty()) return std::nullopt;  // not a browser (CLI, curl), or a browser too old to say
+  const std::string host = lower_ascii(req.header("host"));
+  const bool ours = origin == origin_of(config_.base_url()) || (!host.empty() && (origin == "http://" + host ||
+                                                                                   origin == "https://" + host));
+  if (!ours) return forbid("this request came from another site (Origin: " + origin + ")");
+  return std::nullopt;
+}
+
+void App::resolve_client(http::Request& req) const {
+  const std::string forwarded = req.header("x-forwarded-for");
+  req.proxied = !forwarded.empty();
+  if (forwarded.empty() || !config_.is_trusted_proxy(req.remote_ip)) return;
+  // Each proxy appends the address it heard from: the client is the last one no trusted proxy added.
+  std::string_view rest = forwarded;
+  while (!rest.empty()) {
+    const auto comma = rest.rfind(',');
+    std::string_view one = comma == std::string_view::npos ? rest : rest.substr(comma + 1);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(0, comma);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    if (one.empty() || one.size() > 64) break;
+    req.remote_ip = std::string(one);
+    if (!config_.is_trusted_proxy(one)) break;
+  }
+  std::string proto = lower_ascii(req.header("x-forwarded-proto"));
+  if (const auto comma = proto.rfind(','); comma != std::string::npos) proto = proto.substr(comma + 1);
+  while (!proto.empty() && proto.front() == ' ') proto.erase(0, 1);
+  req.forwarded_https = proto == "https";
+}
 
 core::Result<std::optional<Principal>> App::authenticate(const http::Request& req) {
   std::string token = bearer_token(req);
@@ -189,6 +282,11 @@ core::Result<std::optional<Principal>> App::authenticate_api_key(const std::stri
 
 std::optional<http::Response> App::admit(http::Request& req, const RouteOptions& options,
                                          std::optional<Principal>& principal) {
+  if (auto refused = refuse_cross_site(req)) return refused;
+  if (is_mutation(req.method) && !options.counted_body_limit && !req.body.empty() && !declares_json(req)) {
+    return http::Response::error(ErrorCode::unsupported_media_type,
+                                 "the request body must be sent as Content-Type: application/json");
+  }
   if (options.auth_rate_limited && !auth_limiter_.allow(req.remote_ip)) {
     auto r = http::Response::error(ErrorCode::rate_limited, "too many requests from this address; try again later");
     r.header("Retry-After", std::to_string(auth_limiter_.retry_after_s(req.remote_ip)));
@@ -228,6 +326,30 @@ std::optional<http::Response> App::admit(http::Request& req, const RouteOptions&
 void App::dispatch(http::Request& req, const AppRoute& route, const http::Reply& done) {
   std::optional<Principal> principal;
   if (auto refused = admit(req, route.options, principal)) return done(std::move(*refused));
+  if (route.options.off_io_threads && route.handler) {
+    // The request lives only as long as this call: the job takes it, and who sent it, along.
+    struct Job {
+      http::Request req;
+      std::optional<Principal> principal;
+    };
+    auto job = std::make_shared<Job>(Job{std::move(req), std::move(principal)});
+    const bool queued = slow_work_.submit([this, job, &route, done] {
+      Ctx ctx{job->req, job->principal ? &*job->principal : nullptr, *this};
+      try {
+        done(run_with_idempotency(ctx, route.options, route.handler));
+      } catch (...) {
+        done(failure_response(std::current_exception(), job->req.request_id));
+      }
+    });
+    if (!queued) {
+      auto busy = http::Response::error(
+          Error::make(ErrorCode::unavailable, "the server is busy checking passwords; try again in a moment")
+              .with_code("busy"));
+      busy.header("Retry-After", "1");
+      done(std::move(busy));
+    }
+    return;
+  }
   Ctx ctx{req, principal ? &*principal : nullptr, *this};
   if (route.async_handler) return route.async_handler(ctx, done);
   done(run_with_idempotency(ctx, route.options, route.handler));
@@ -254,8 +376,12 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
   constexpr std::string_view kSealContext = "gpunex idempotent answer";
   const std::string row_key =
       options.sealed_replay ? "sealed:" + util::secret_hash_hex(kSealContext, idem_key) : idem_key;
-  const std::string req_hash =
-      util::sha256_hex(std::string(http::method_name(req.method)) + " " + req.path + "\n" + req.body);
+  // A sealed route's body may hold a secret (signup's password): its hash is keyed with the
+  // Idempotency-Key, which the store never holds, so the stored hash cannot be guessed offline.
+  const std::string request_text = std::string(http::method_name(req.method)) + " " + req.path + "\n" + req.body;
+  const std::string req_hash = options.sealed_replay
+                                   ? util::secret_hash_hex("gpunex idempotent request", idem_key + "\n" + request_text)
+                                   : util::sha256_hex(request_text);
   auto prior = store_->transact([&](store::Tx& tx) -> std::optional<platform_repo::IdempotencyRecord> {
     auto record = platform_repo::find_idempotency_key(tx, scope, row_key);
     if (record) return record;
@@ -310,6 +436,7 @@ void App::handle(http::Request& req, http::Reply reply) {
   const auto started = std::chrono::steady_clock::now();
   std::string rid = req.header("x-request-id");
   req.request_id = sane_request_id(rid) ? rid : util::random_token(12);
+  resolve_client(req);
 
   auto match = router_.match(req);
   auto completion = std::make_shared<Completion>();
@@ -319,6 +446,7 @@ void App::handle(http::Request& req, http::Reply reply) {
   completion->path = req.path;
   completion->request_id = req.request_id;
   completion->remote_ip = req.remote_ip;
+  completion->https = req.tls || req.forwarded_https;
   completion->bytes_in = std::max<std::uint64_t>(req.body_length, req.body.size());
   completion->reply = std::move(reply);
   const http::Reply done = [this, completion](http::Response resp) { finish(*completion, std::move(resp)); };
@@ -355,6 +483,7 @@ void App::finish(Completion& c, http::Response resp) {
   resp.header("X-Content-Type-Options", "nosniff");
   resp.header("X-Frame-Options", "DENY");
   resp.header("Referrer-Policy", "no-referrer");
+  if (c.https) resp.header("Strict-Transport-Security", "max-age=31536000");
   if (resp.content_type.rfind("application/json", 0) == 0) resp.header("Cache-Control", "no-store");
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.started).count();

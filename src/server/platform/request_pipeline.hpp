@@ -28,6 +28,7 @@
 #include "server/http/http.hpp"
 #include "server/platform/metrics.hpp"
 #include "server/platform/rate_limit.hpp"
+#include "server/platform/work_queue.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 
@@ -58,7 +59,8 @@ struct RouteOptions {
   bool idempotent = true;
   //! For answers that carry a secret (a new API key): the stored answer is sealed under a key derived
   //! from the Idempotency-Key and its row named by the key's hash, so the store alone never reveals
-  //! the secret, while the client holding the Idempotency-Key gets the first answer again. Only as
+  //! the secret, while the client holding the Idempotency-Key gets the first answer again. The request's
+  //! hash is keyed with the Idempotency-Key too, for bodies that hold a secret (signup's password). Only as
   //! strong as the Idempotency-Key is hard to guess: clients send a random one (a UUID).
   bool sealed_replay = false;
   //! Counted against the per-address auth rate limit.
@@ -70,6 +72,9 @@ struct RouteOptions {
   //! When set, the request body is counted (Request::body_length) and discarded as it streams in, up to
   //! this many bytes, instead of kept in Request::body under the server's body limit.
   std::optional<std::uint64_t> counted_body_limit;
+  //! Run on the slow-work threads (App::slow_work), not an I/O thread: for handlers that hash passwords
+  //! (argon2). When its queue is full the answer is 503 busy at once.
+  bool off_io_threads = false;
 
   static RouteOptions public_route() {
     RouteOptions o;
@@ -86,6 +91,7 @@ struct RouteOptions {
   RouteOptions& sealed_idempotency() { sealed_replay = true; return *this; }
   RouteOptions& rate_limited() { auth_rate_limited = true; return *this; }
   RouteOptions& api_key_allowed() { allow_api_key = true; return *this; }
+  RouteOptions& slow_work() { off_io_threads = true; return *this; }
   RouteOptions& counted_body(std::uint64_t limit) {
     counted_body_limit = limit;
     return *this;
@@ -152,7 +158,8 @@ class App {
   //! The settable clock when the server runs on a test clock (config test_clock), else null.
   util::SettableClock* test_clock() const { return test_clock_.get(); }
   Metrics& metrics() { return metrics_; }
-  RateLimiter& login_failures() { return login_failures_; }
+  //! Failed logins per account and per client address (growing waits, never a lockout).
+  LoginThrottle& login_throttle() { return login_throttle_; }
   //! The agents' heartbeats commit here, many per transaction.
   GroupCommit& group_commit() { return group_commit_; }
   //! Call invalidate_all() after revoking a key, before answering.
@@ -181,12 +188,19 @@ class App {
     std::string path;
     std::string request_id;
     std::string remote_ip;
+    bool https = false;  // the client spoke HTTPS (to us, or to a trusted proxy): HSTS
     std::size_t bytes_in = 0;
     http::Reply reply;
     std::atomic<bool> finished{false};
   };
   void finish(Completion& c, http::Response resp);
   void dispatch(http::Request& req, const AppRoute& route, const http::Reply& done);
+  //! A state change a browser may have sent from another site (Origin or Sec-Fetch-Site says so) with
+  //! its ambient cookie, or to log the victim into the attacker's account (login CSRF): refused.
+  std::optional<http::Response> refuse_cross_site(const http::Request& req) const;
+  //! Behind a trusted proxy (Config::trusted_proxies): the client's address from X-Forwarded-For and
+  //! whether it spoke HTTPS from X-Forwarded-Proto. Headers from anyone else are not believed.
+  void resolve_client(http::Request& req) const;
   //! Rate limit, authentication, CSRF and role checks: the refusal, if any; else the caller (or nobody).
   std::optional<http::Response> admit(http::Request& req, const RouteOptions& options,
                                       std::optional<Principal>& principal);
@@ -201,13 +215,14 @@ class App {
   std::unique_ptr<store::Store> store_;
   Metrics metrics_;
   RateLimiter auth_limiter_;
-  RateLimiter login_failures_;
+  LoginThrottle login_throttle_;
   std::unique_ptr<const ApiKeyDirectory> api_key_directory_;
   ApiKeyCache api_keys_;
   http::Router router_;
   std::vector<AppRoute> routes_;  // routes_[i] is router_'s route i
   std::vector<std::shared_ptr<void>> kept_;  // keep(): shared_ptr<void> only erases the type, one owner each
-  GroupCommit group_commit_;      // last: its thread uses the store and the metrics
+  GroupCommit group_commit_;      // its thread uses the store and the metrics
+  WorkQueue slow_work_;           // RouteOptions::off_io_threads handlers; stopped first
 };
 
 //! Deletes the Idempotency-Key rows made before `now_ms - retention_ms` (a repeat after that runs the

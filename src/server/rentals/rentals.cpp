@@ -49,21 +49,21 @@ core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
   core::ObjectReader r(body, "", "", {{"gpu_count", {"number of GPUs", ""}}, {"max_hours", {"max hours", "hours"}}});
   CreateRequest out;
   out.request.machine_id = r.optional_string("machine_id", 64);
-  out.model_text = r.optional_string("model", 100);
+  out.model_text = r.optional_line("model", 100);
   const nlohmann::json* filters = r.optional_value("filters");
   if (filters != nullptr) {
     if (!filters->is_object()) {
       r.invalid("filters", "must be an object: {model, region, min_reliability, max_price}");
     } else {
       core::ObjectReader f(*filters, "filters", "Filters");
-      if (auto m = f.optional_string("model", 100)) {
+      if (auto m = f.optional_line("model", 100)) {
         if (out.model_text) {
           f.invalid("model", "is given twice: once here and once at the top");
         } else {
           out.model_text = m;
         }
       }
-      out.request.region = f.optional_string("region", 100);
+      out.request.region = f.optional_line("region", 100);
       if (const auto* rel = f.optional_value("min_reliability"); rel != nullptr) {
         if (!rel->is_number() || rel->get<double>() < 0 || rel->get<double>() > 100) {
           f.invalid("min_reliability", "must be a number from 0 to 100");

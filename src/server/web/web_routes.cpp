@@ -1,8 +1,12 @@
 // Serves the embedded dashboard. The dashboard routes with the URL fragment
 // (#/login, #/roles), so the server needs only "/" and each asset's path.
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
 
 #include "server/web/web_routes.hpp"
 
@@ -38,19 +42,31 @@ std::string_view content_type_for(std::string_view name) {
 // Development mode (web_dir set): assets are read from disk on every request, so
 // dashboard work needs no rebuild. Only plain file names directly in the folder.
 http::Response serve_from_dir(const std::string& dir, const std::string& name) {
+  // A NUL would end the name at the OS ("index.html\0.png" opens index.html, typed as a PNG).
   if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos ||
-      name.front() == '.') {
+      name.front() == '.' || name.find('\0') != std::string::npos) {
     return http::Response::error(core::ErrorCode::not_found, "no such file");
   }
-  std::ifstream in(dir + "/" + name, std::ios::binary);
-  if (!in) {
+  // Regular files only, opened without following a symlink: a link in the folder must not serve
+  // what it points at (/etc/passwd, the database).
+  const std::string file = dir + "/" + name;
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0) ::close(fd);
     // The npm library (uPlot) lives in web/node_modules, not in the folder: its embedded copy.
     if (const auto* vendored = web::find_asset("/" + name)) return serve(*vendored);
     return http::Response::error(core::ErrorCode::not_found, "no such file: /" + name);
   }
-  std::ostringstream body;
-  body << in.rdbuf();
-  const std::string text = body.str();
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const auto n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
   web::Asset a{name == "index.html" ? "/index.html" : "/dev", content_type_for(name), text};
   return serve(a);
 }

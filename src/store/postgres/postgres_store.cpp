@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "store/driver_util.hpp"
+#include "store/nul_in_text.hpp"
 
 namespace gpunex::store {
 
@@ -250,6 +251,9 @@ class PgTx final : public Tx {
         storage[i] = buf;
         types[i] = kFloat8Oid;
       } else if (const auto* s = std::get_if<std::string>(&v)) {
+        if (s->find('\0') != std::string::npos) {
+          throw NulInText("a text parameter holds a NUL byte [" + detail::sql_excerpt(sql) + "]");
+        }
         storage[i] = *s;  // type left to the server (unknown), as with a quoted literal
       } else {
         continue;  // NULL: values[i] stays nullptr

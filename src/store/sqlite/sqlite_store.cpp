@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "store/driver_util.hpp"
+#include "store/nul_in_text.hpp"
 
 namespace gpunex::store {
 
@@ -279,6 +280,10 @@ class SqliteTx final : public Tx {
             } else if constexpr (std::is_same_v<V, double>) {
               return sqlite3_bind_double(stmt, index, v);
             } else {
+              if (v.find('\0') != std::string::npos) {
+                sqlite3_clear_bindings(stmt);
+                throw NulInText("a text parameter holds a NUL byte [" + detail::sql_excerpt(sql) + "]");
+              }
               // The caller's params outlive the statement, and StatementReset clears the binding.
               return sqlite3_bind_text64(stmt, index, v.data(), v.size(), SQLITE_STATIC, SQLITE_UTF8);
             }

@@ -1,10 +1,12 @@
 // Mail through a real SMTP server (Debian python3-aiosmtpd on a loopback port):
 // the onboarding flow's mails arrive as proper RFC 5322 messages, the approval
-// mail carries the install command with this server's URL and the API key, the
+// mail carries the install command with this server's URL and, over this plain
+// SMTP (no TLS required), a link to the one-time reveal instead of the API key
+// (issue #19; the key-carrying path is tests/unit/mail_worker_test.cpp), the
 // rejection carries the reviewer's note, a mail queued while the SMTP server is
 // down survives a restart of both, a refused mail is retried with growing delays
-// and delivered once, a mail refused too often is given up with its API key
-// erased, and without SMTP each mail is an .eml file under <data dir>/mail/.
+// and delivered once, a mail refused too often is given up with no secret kept,
+// and without SMTP each mail is an .eml file under <data dir>/mail/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -94,7 +96,8 @@ test(`${BACKEND}: onboarding mails reach a real SMTP server`, async () => {
     const approved = await sink.waitFor(subjectHas('approved'), 'about the approval');
     assert.match(approved, /^Subject: GPUnex: you are approved as an Enterprise provider\r?\n/m);
     assert.ok(approved.includes(`curl -fsSL ${server.url}/agent/install.sh | bash`), approved);
-    assert.ok(approved.includes(key), 'the approval mail carries the API key');
+    assert.ok(!approved.includes(key) && !/gpx_/.test(approved), 'plain SMTP: the approval mail carries no API key');
+    assert.ok(approved.includes(`${server.url}/#/applications/${id}`), 'the approval mail links the one-time reveal');
     assert.ok(!server.logs.join('').includes(key), 'the API key never reaches the logs');
 
     // A rejection tells the applicant why, in the reviewer's words.
@@ -147,7 +150,7 @@ async function revealKey(server, email, keyId) {
   return shown.json.api_key;
 }
 
-// Submits one application and approves it: two mails, the second carrying the API key.
+// Submits one application and approves it: two mails, the second about the approval (no key over plain SMTP).
 async function applyAndApprove(server, email, name) {
   const { id } = await applyAndSubmit(server, email, name);
   server.createUser('rita@example.com', 'operator-password-1', 'reviewer');
@@ -168,7 +171,7 @@ test(`${BACKEND}: a refused mail is retried with growing delays and delivered on
   try {
     const key = await applyAndApprove(server, 'cy@example.com', 'Cy Retry');
     const approved = await sink.waitFor(subjectHas('approved'), 'about the approval after three refusals', 30000);
-    assert.ok(approved.includes(key), 'the retried approval mail still carries the API key');
+    assert.ok(!approved.includes(key), 'plain SMTP: the retried approval mail carries no API key');
     await until('both mails delivered', () => outbox(server).every((m) => m.sent), 30000, 100);
     await sleep(500);
 
@@ -194,7 +197,7 @@ test(`${BACKEND}: a refused mail is retried with growing delays and delivered on
   }
 });
 
-test(`${BACKEND}: a mail refused max-attempts times is given up and its API key erased`, async () => {
+test(`${BACKEND}: a mail refused max-attempts times is given up with no secret kept`, async () => {
   const smtpPort = await freePort();
   const sink = await new SmtpSink(smtpPort, mkdtempSync(path.join(tmpdir(), 'gpunex-smtp-')), { refuseEach: 1000 })
     .start();
@@ -218,7 +221,7 @@ test(`${BACKEND}: a mail refused max-attempts times is given up and its API key 
     assert.equal(sink.messages().length, 0);
     const approvalAttempts = sink.attempts().filter((a) => /approved/.test(a.text));
     assert.equal(approvalAttempts.length, 3);
-    assert.ok(approvalAttempts.every((a) => a.text.includes(key)), 'each attempt carried the key');
+    assert.ok(approvalAttempts.every((a) => !a.text.includes(key)), 'plain SMTP: no attempt carried the key');
     assert.ok(!server.logs.join('').includes(key), 'the API key never reaches the logs');
   } finally {
     await server.stop();

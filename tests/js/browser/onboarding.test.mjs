@@ -4,7 +4,7 @@
 // resubmits, the reviewer approves as Enterprise (after the console shows the 422 for a
 // schedule), the provider sees the approval and reveals the key issued at approval exactly
 // once on the application page (a new key on the keys page is likewise shown once), and the
-// approval mail with that key reached a real SMTP server.
+// approval mail reached a real SMTP server (with a link to the reveal, not the key, over plain SMTP).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -251,12 +251,13 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, approval k
     assert.match(await p.getByRole('row', { name: new RegExp(firstPrefix) }).textContent(), /revoked/);
     await shot(p, 'keys-rotated');
 
-    // The approval mail went out through SMTP with the approval key and the install command.
+    // The approval mail went out through SMTP with the install command and, over this plain SMTP (no TLS
+    // required), a link to the one-time reveal instead of the key (issue #19).
     const mail = await sink.waitFor(subjectHas('approved as an? Enterprise provider'), 'about the approval');
     assert.match(mail, /^To: alice@example\.com/m);
     assert.ok(mail.includes(`curl -fsSL ${server.url}/agent/install.sh | bash`));
-    assert.ok(mail.includes(firstPrefix), 'the mailed key is the one issued at approval');
-    assert.ok(mail.includes(approvalKey), 'the key revealed in the dashboard is the mailed one');
+    assert.ok(!mail.includes(approvalKey) && !/gpx_/.test(mail), 'plain SMTP: the approval key is not mailed');
+    assert.ok(mail.includes(appUrl.replace(/^.*#/, '#')), 'the mail links the one-time reveal');
     assert.ok(!mail.includes(key), 'keys made later are never mailed');
     assert.ok(mail.includes(appId));
     assert.deepEqual(errors, []);

@@ -1,7 +1,7 @@
 // The real gpunex-agent on simulated GPUs, reporting to a TestServer every second, for the
 // browser tests that need a machine with telemetry and benchmark results.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BIN } from './server.mjs';
@@ -19,10 +19,14 @@ export function startAgent(serverUrl, key, { simulate = 'L40S:1', args = [], dir
     writeFileSync(spec, simulate.map((g) => `[[gpu]]\n${Object.entries(g)
       .map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join('\n')}\n`).join('\n'));
   }
+  // The key as the installer hands it over: a 0600 file, never the command line or the environment.
+  const keyFile = path.join(dir, 'agent.key');
+  writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
+  chmodSync(keyFile, 0o600);
   const logs = [];
   const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dir,
-    '--heartbeat-interval', '1', '--simulate', spec, ...args],
-  { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+    '--api-key-file', keyFile, '--heartbeat-interval', '1', '--simulate', spec, ...args],
+  { env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout.on('data', (d) => logs.push(d.toString()));
   proc.stderr.on('data', (d) => logs.push(d.toString()));
   const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));

@@ -130,7 +130,11 @@ export class Client {
     const h = { ...headers };
     if (this.token && !h.Authorization) h.Authorization = `Bearer ${this.token}`;
     let payload;
-    if (raw !== undefined) payload = raw;
+    if (raw !== undefined) {
+      // The API takes only JSON bodies; a test of another type says so in its headers.
+      payload = raw;
+      if (!Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['Content-Type'] = 'application/json';
+    }
     else if (body !== undefined) {
       payload = JSON.stringify(body);
       h['Content-Type'] = 'application/json';

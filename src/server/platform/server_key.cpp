@@ -1,0 +1,78 @@
+#include "server/platform/server_key.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "util/crypto.hpp"
+
+namespace gpunex::server {
+
+namespace {
+
+core::Error key_error(const std::string& path, const std::string& what) {
+  return core::Error::make(core::ErrorCode::internal, "server key " + path + ": " + what);
+}
+
+//! The file's text when it exists; an error when it exists but cannot be read or is not a regular file.
+core::Result<std::optional<std::string>> read_key(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>{};
+    return key_error(path, std::strerror(errno));
+  }
+  struct stat st {};
+  std::string text;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  // An older or hand-made file readable by others is made the owner's alone.
+  if (ok && (st.st_mode & 077) != 0) ok = ::fchmod(fd, 0600) == 0;
+  char buf[256];
+  for (ssize_t n = 0; ok && (n = ::read(fd, buf, sizeof buf)) != 0;) {
+    if (n < 0) ok = false;
+    else text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  if (!ok) return key_error(path, "not a readable regular file of this user");
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.size() < 32) return key_error(path, "holds fewer than 32 characters");
+  return std::optional<std::string>{text};
+}
+
+}  // namespace
+
+core::Result<std::string> load_or_create_server_key(const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  const std::string path = (fs::path(data_dir) / "server.key").string();
+  auto existing = read_key(path);
+  if (!existing) return std::move(existing).error();
+  if (*existing) return **existing;
+  std::error_code ec;
+  if (!fs::exists(data_dir, ec)) {
+    fs::create_directories(data_dir, ec);
+    fs::permissions(data_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  }
+  // Written whole under a temporary name, then linked into place: a second server starting on the same
+  // folder either makes it first or reads the finished file, never a half-written one.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return key_error(tmp, std::strerror(errno));
+  const std::string key = util::random_token(32) + "\n";
+  const bool written = ::fchmod(fd, 0600) == 0 &&
+                       ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) && ::fsync(fd) == 0;
+  ::close(fd);
+  const bool linked = written && (::link(tmp.c_str(), path.c_str()) == 0 || errno == EEXIST);
+  const int link_errno = errno;
+  ::unlink(tmp.c_str());
+  if (!linked) return key_error(path, std::strerror(written ? link_errno : EIO));
+  auto made = read_key(path);
+  if (!made) return std::move(made).error();
+  if (!*made) return key_error(path, "vanished after it was made");
+  return **made;
+}
+
+}  // namespace gpunex::server
