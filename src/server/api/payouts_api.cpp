@@ -130,7 +130,7 @@ Response post_sepa_batch(Ctx& ctx) {
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
   core::ObjectReader r(*body);
-  const std::string rate_text = r.required_string("eur_per_usdc", 1, 20);
+  const std::string rate_text = r.required_line("eur_per_usdc", 1, 20);
   std::int64_t rate = 0;
   if (!r.failed("eur_per_usdc")) {
     if (auto parsed = core::sepa::parse_rate(rate_text); parsed) {
@@ -169,7 +169,7 @@ Response post_settle(Ctx& ctx, payouts::Outcome outcome) {
     auto body = ctx.json_body();
     if (!body) return Response::error(body.error());
     core::ObjectReader r(*body);
-    reason = r.required_string("reason", 1, 200);
+    reason = r.required_line("reason", 1, 200);
     if (auto st = r.finish(); !st) return Response::error(st.error());
   }
   const std::string link = earnings_link(ctx);

@@ -87,6 +87,8 @@ function endpoints() {
       body: { method: 'solana_usdc', wallet_address: 'GJRs4FwHtemZ5ZE9x3FNvJ8TMwitKTh21yxdRPqn7npE', schedule: 'weekly',
         password: 'correct-horse-battery' } },
     { method: 'POST', path: '/v1/provider/api-keys', as: 'provider', body: { revoke: ids.keyId } },
+    { method: 'POST', path: '/v1/admin/payout-runs/prun_nope/sepa-batch', as: 'admin', body: { eur_per_usdc: '0.92' } },
+    { method: 'POST', path: '/v1/admin/payouts/pay_nope/returned', as: 'admin', body: { reason: 'account closed' } },
     { method: 'POST', path: '/v1/agent/register', as: 'agent',
       body: { protocol_version: 1, agent_version: '0.1.0', machine_fingerprint: `sweep-fp-${process.pid}`, simulated: true,
         host: { hostname: 'sweep', cpu_model: 'EPYC', cpu_cores: 32, ram_mib: 262144, disk_free_mib: 900000,
@@ -114,6 +116,8 @@ function bodilessEndpoints() {
     ['POST', '/v1/provider/machines/mch_nope/benchmarks/run', 'provider'],
     ['POST', '/v1/rentals/rnt_nope/stop', 'customer'],
     ['POST', '/v1/provider/rentals/rnt_nope/stop', 'provider'],
+    ['POST', '/v1/admin/payouts/pay_nope/paid', 'admin'],
+    ['POST', '/v1/admin/sepa-batches/sepab_nope/sent', 'admin'],
   ];
 }
 
@@ -133,6 +137,8 @@ function getPaths() {
     ['/v1/rentals', 'customer'], ['/v1/rentals/rnt_nope', 'customer'], ['/v1/rentals/rnt_nope/logs', 'customer'],
     [`/v1/agent/rentals?machine_id=${ids.machine}&known=&wait_s=0`, 'agent'],
     ['/v1/bench/net/ping', 'agent'], ['/healthz', 'anonymous'], ['/readyz', 'anonymous'],
+    ['/v1/provider/payouts', 'provider'], ['/v1/admin/payout-runs', 'admin'], ['/v1/admin/hot-wallet', 'admin'],
+    ['/v1/admin/sepa-batches/sepab_nope/file', 'admin'],
   ];
 }
 
