@@ -123,4 +123,22 @@ bool equal_constant_time(std::string_view a, std::string_view b) {
   return sodium_memcmp(da.data(), db.data(), da.size()) == 0;
 }
 
+std::string base64_encode(const std::vector<std::uint8_t>& bytes) {
+  std::string out(sodium_base64_encoded_len(bytes.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+  sodium_bin2base64(out.data(), out.size(), bytes.data(), bytes.size(), sodium_base64_VARIANT_ORIGINAL);
+  out.pop_back();  // the terminating NUL
+  return out;
+}
+
+std::optional<std::vector<std::uint8_t>> base64_decode(std::string_view text) {
+  std::vector<std::uint8_t> out(text.size());
+  std::size_t len = 0;
+  if (sodium_base642bin(out.data(), out.size(), text.data(), text.size(), nullptr, &len, nullptr,
+                        sodium_base64_VARIANT_ORIGINAL) != 0) {
+    return std::nullopt;
+  }
+  out.resize(len);
+  return out;
+}
+
 }  // namespace gpunex::util

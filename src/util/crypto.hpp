@@ -2,9 +2,11 @@
 // Randomness, hashing and sealing (libsodium, OpenSSL). Call init_crypto() once at start-up.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpunex::util {
 
@@ -30,5 +32,8 @@ std::string seal(std::string_view context, std::string_view secret, std::string_
 std::optional<std::string> unseal(std::string_view context, std::string_view secret, std::string_view sealed);
 //! Constant-time comparison of two strings of possibly different length.
 bool equal_constant_time(std::string_view a, std::string_view b);
+//! Standard base64 with padding (Solana's wire encoding); decode answers nullopt for anything else.
+std::string base64_encode(const std::vector<std::uint8_t>& bytes);
+std::optional<std::vector<std::uint8_t>> base64_decode(std::string_view text);
 
 }  // namespace gpunex::util

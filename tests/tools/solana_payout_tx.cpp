@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/solana.hpp"
+#include "util/crypto.hpp"
 #include "util/ed25519.hpp"
 
 using namespace gpunex;  // NOLINT: test tool
@@ -54,9 +55,7 @@ int main(int argc, char** argv) {
   }
   const auto sig = util::ed25519_sign(secret, m->bytes);
   const auto wire = core::solana::transaction_bytes(sig, m->bytes);
-  std::string b64(sodium_base64_encoded_len(wire.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(b64.data(), b64.size(), wire.data(), wire.size(), sodium_base64_VARIANT_ORIGINAL);
-  b64.pop_back();
+  const std::string b64 = util::base64_encode(wire);
   const nlohmann::json out{
       {"transaction_base64", b64},
       {"signature", core::payout::base58_encode(std::vector<std::uint8_t>(sig.begin(), sig.end()))},

@@ -1,11 +1,10 @@
 #include "server/payouts/chain_client.hpp"
 
-#include <sodium.h>
-
 #include <atomic>
 
 #include <nlohmann/json.hpp>
 
+#include "util/crypto.hpp"
 #include "util/http_client.hpp"
 
 namespace gpunex::server::payouts {
@@ -15,13 +14,6 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 using nlohmann::json;
-
-std::string base64(const core::solana::Bytes& bytes) {
-  std::string out(sodium_base64_encoded_len(bytes.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(out.data(), out.size(), bytes.data(), bytes.size(), sodium_base64_VARIANT_ORIGINAL);
-  out.pop_back();
-  return out;
-}
 
 class JsonRpcClient : public ChainClient {
  public:
@@ -42,7 +34,7 @@ class JsonRpcClient : public ChainClient {
 
   core::Result<std::string> send_transaction(const core::solana::Bytes& wire) override {
     auto r = call("sendTransaction",
-                  json::array({base64(wire),
+                  json::array({util::base64_encode(wire),
                                {{"encoding", "base64"}, {"preflightCommitment", "confirmed"}, {"maxRetries", 0}}}));
     if (!r) return std::move(r).error();
     if (!r->is_string()) return bad("sendTransaction");

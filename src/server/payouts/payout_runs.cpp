@@ -212,6 +212,14 @@ RoundResult run_due_payouts(store::Store& store, const RunSettings& settings, st
   const date::sys_days today = day_of(now_ms);
   for (int back = 6; back >= 0; --back) {
     const date::sys_days day = today - date::days(back);
+    // Most days are nobody's payout day: skip them without a look at any provider.
+    bool due = false;
+    for (auto schedule : {payout::Schedule::weekly, payout::Schedule::monthly}) {
+      for (auto method : {payout::Method::solana_usdc, payout::Method::sepa}) {
+        due = due || payout::next_payout_day(schedule, method, day) == day;
+      }
+    }
+    if (!due) continue;
     const std::string day_str = day_text(day);
     for (const auto& pid : providers) {
       auto done = store.transact([&](store::Tx& tx) -> core::Status {

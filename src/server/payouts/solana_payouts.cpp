@@ -1,6 +1,5 @@
 #include "server/payouts/solana_payouts.hpp"
 
-#include <sodium.h>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -13,6 +12,7 @@
 #include "core/money.hpp"
 #include "server/payouts/payout_runs.hpp"
 #include "server/platform/notifications.hpp"
+#include "util/crypto.hpp"
 #include "util/log.hpp"
 
 namespace gpunex::server::payouts {
@@ -22,24 +22,6 @@ namespace {
 using core::Error;
 using core::ErrorCode;
 namespace solana = core::solana;
-
-std::string base64(const solana::Bytes& bytes) {
-  std::string out(sodium_base64_encoded_len(bytes.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(out.data(), out.size(), bytes.data(), bytes.size(), sodium_base64_VARIANT_ORIGINAL);
-  out.pop_back();
-  return out;
-}
-
-std::optional<solana::Bytes> unbase64(const std::string& text) {
-  solana::Bytes out(text.size());
-  std::size_t len = 0;
-  if (sodium_base642bin(out.data(), out.size(), text.data(), text.size(), nullptr, &len, nullptr,
-                        sodium_base64_VARIANT_ORIGINAL) != 0) {
-    return std::nullopt;
-  }
-  out.resize(len);
-  return out;
-}
 
 struct Signed {
   std::string signature;
@@ -70,7 +52,7 @@ core::Result<Signed> sign_payout(ChainClient& chain, const SolanaSettings& s, co
   if (!m) return std::move(m).error();
   const auto sig = util::ed25519_sign(s.hot_wallet, m->bytes);
   return Signed{core::payout::base58_encode(solana::Bytes(sig.begin(), sig.end())),
-                base64(solana::transaction_bytes(sig, m->bytes)), hash->last_valid_block_height};
+                util::base64_encode(solana::transaction_bytes(sig, m->bytes)), hash->last_valid_block_height};
 }
 
 struct Pending {
@@ -118,8 +100,9 @@ core::Result<std::map<std::string, bool>> check_funds(store::Store& store, Chain
   auto balance = chain.token_balance(source);
   if (!balance) return std::move(balance).error();
   std::uint64_t left = *balance;
-  for (const auto& [run_id, amount] : need) {
-    auto units = solana::token_amount(amount, s.decimals);
+  for (const auto& entry : need) {
+    const std::string run_id = entry.first;  // not a structured binding: clang 14 cannot capture one
+    auto units = solana::token_amount(entry.second, s.decimals);
     const bool fits = units && *units <= left;
     if (fits) left -= *units;
     may_sign[run_id] = fits;
@@ -243,7 +226,7 @@ SendRound send_solana_payouts(store::Store& store, ChainClient& chain, const Sol
       }
       if (!store_signed(store, p, *sgn, now_ms)) continue;  // another replica signed it
       ++round.signed_now;
-      if (auto wire = unbase64(sgn->raw)) {
+      if (auto wire = util::base64_decode(sgn->raw)) {
         if (chain.send_transaction(*wire)) ++round.sent;  // an error is judged by the statuses, later
       }
       continue;
@@ -267,13 +250,13 @@ SendRound send_solana_payouts(store::Store& store, ChainClient& chain, const Sol
       if (!sgn) return round;
       if (!store_signed(store, p, *sgn, now_ms)) continue;
       ++round.signed_now;
-      if (auto wire = unbase64(sgn->raw)) {
+      if (auto wire = util::base64_decode(sgn->raw)) {
         if (chain.send_transaction(*wire)) ++round.sent;
       }
       continue;
     }
     if (p.raw) {
-      if (auto wire = unbase64(*p.raw)) {
+      if (auto wire = util::base64_decode(*p.raw)) {
         if (chain.send_transaction(*wire)) ++round.sent;  // the same bytes again: harmless
       }
     }

@@ -27,6 +27,7 @@ export class SolanaTestChain {
     this.hot = Keypair.fromSeed(hotSeed);
     this.mint = Keypair.generate().publicKey.toBase58();
     this.faults = [];  // queued: 'drop' (work done, no answer), 'timeout' (no work, no answer), 'error'
+    this.methodFaults = {};  // the same, queued for one method only (sendTransaction: [...]), used first
     this.sent = [];    // signatures that reached the SVM successfully
     this.seen = new Map();  // signature -> {err, slot}
     this.height = 1n;
@@ -115,7 +116,7 @@ export class SolanaTestChain {
       req.on('end', () => {
         let request;
         try { request = JSON.parse(body); } catch { res.writeHead(400).end(); return; }
-        const fault = this.faults.shift();
+        const fault = (this.methodFaults[request.method] || []).shift() ?? this.faults.shift();
         if (fault === 'timeout') return;  // never answers; the client's timeout decides
         if (fault === 'error') {
           res.writeHead(503, { 'Content-Type': 'text/plain' }).end('upstream unavailable');

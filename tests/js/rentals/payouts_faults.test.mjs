@@ -20,6 +20,7 @@ const WEEKS = Number(process.env.GPUNEX_PAYOUT_FAULT_WEEKS || 20);
 const PROVIDERS = Number(process.env.GPUNEX_PAYOUT_FAULT_PROVIDERS || 10);
 const START = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const STEPS = ['before signing', 'after storing', 'after sending', 'before confirmation'];
 
 // A deterministic generator, so a failing run can be replayed (GPUNEX_PAYOUT_FAULT_SEED).
 function random(seed) {
@@ -86,6 +87,30 @@ test(`${BACKEND}: ${WEEKS * PROVIDERS} USDC payouts through dropped answers, tim
       await clockTo(now + 6000);
     };
 
+    // This week's payouts as the store has them: [id, status, signature].
+    const thisWeek = (day) => storeRows(server, `SELECT id, status, COALESCE(signature, '') FROM payouts WHERE payout_day = '${day}'`);
+    const stepsHit = new Set();
+    // Waits (polling the store and the chain) for the moment `step` names, then kills the server.
+    const killAt = async (step) => {
+      const day = new Date(now).toISOString().slice(0, 10);
+      if (step === 'before signing') chain.methodFaults.getTokenAccountBalance = ['timeout'];
+      if (step === 'after storing') chain.methodFaults.sendTransaction = ['timeout', 'timeout'];
+      if (step === 'after sending') chain.methodFaults.sendTransaction = ['drop', 'drop'];
+      let hit = false;
+      for (let i = 0; i < 400 && !hit; i++) {
+        const rows = thisWeek(day);
+        if (step === 'before signing') hit = rows.length > 0 && rows.every((r) => r[1] === 'pending');
+        if (step === 'after storing') hit = rows.some((r) => r[1] === 'sending' && !chain.seen.has(r[2]));
+        if (step === 'after sending') hit = rows.some((r) => r[1] === 'sending' && chain.seen.has(r[2]));
+        if (step === 'before confirmation') {
+          hit = rows.length === PROVIDERS && rows.every((r) => chain.seen.has(r[2])) && rows.some((r) => r[1] === 'sending');
+        }
+        if (!hit) await sleep(10);
+      }
+      chain.methodFaults = {};
+      return hit;
+    };
+
     for (let week = 0; week < WEEKS; week++) {
       // This week's earnings: a settlement per provider, an hour before now (before next Monday).
       for (const p of providers) {
@@ -106,13 +131,17 @@ test(`${BACKEND}: ${WEEKS * PROVIDERS} USDC payouts through dropped answers, tim
       const d = new Date(now);
       const monday = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + (((8 - d.getUTCDay()) % 7) || 7));
       await clockTo(monday + 3600e3);
-      if (rand() < 0.35) {
-        const at = Math.floor(rand() * 1500);
-        await sleep(at);
+      // Every other week the server is killed at one step of the run, in turn: before signing (the
+      // node's balance answer held back), after storing the signed bytes (the send held back), after
+      // sending (the answer lost), and before confirmation (landed, not yet seen as paid).
+      if (week % 2 === 1) {
+        const step = STEPS[((week - 1) / 2) % STEPS.length];
+        const hit = await killAt(step);
+        kills.push(`${step}${hit ? '' : ' (missed)'}`);
+        if (hit) stepsHit.add(step);
         if (rand() < 0.5) chain.expireBlockhash();
-        kills.push(at);
         await restart();
-      } else if (rand() < 0.2) {
+      } else if (rand() < 0.3) {
         await sleep(Math.floor(rand() * 1000));
         chain.expireBlockhash();
       }
@@ -144,7 +173,8 @@ test(`${BACKEND}: ${WEEKS * PROVIDERS} USDC payouts through dropped answers, tim
       `SELECT COALESCE(SUM(amount), 0) FROM ledger_entries WHERE account = 'platform:payouts_in_flight'`);
     assert.equal(Number(inFlight), 0, 'nothing left in flight');
     const [[resigned]] = storeRows(server, 'SELECT COUNT(*) FROM payouts WHERE signed_count > 1');
-    console.log(`# seed ${seed}: ${WEEKS * PROVIDERS} payouts, ${kills.length} kills, ${resigned} re-signed after expiry`);
+    console.log(`# seed ${seed}: ${WEEKS * PROVIDERS} payouts, kills: ${kills.join(', ')}; ${resigned} re-signed after expiry`);
+    if (WEEKS >= 8) assert.deepEqual([...stepsHit].sort(), [...STEPS].sort(), `killed at every step (${kills.join(', ')})`);
   } finally {
     await server.stop();
     await chain.stop();
