@@ -80,8 +80,15 @@ export class SolanaTestChain {
         if (this.seen.has(signature)) return signature;  // a re-send of landed bytes: the same id
         const result = this.svm.sendTransaction(tx);
         if (typeof result.err === 'function') {
-          const err = String(result.err());
-          if (/BlockhashNotFound|blockhash/i.test(err)) throw Object.assign(new Error(`Blockhash not found`), { code: -32002 });
+          const e = result.err();
+          // A fieldless error (BlockhashNotFound = 7, AlreadyProcessed = 6, a fee or signature failure) is
+          // what a node's preflight refuses: the transaction never executes and has no status. Only an
+          // error while executing (an instruction's) lands, fee paid, as a failed transaction.
+          if (typeof e === 'number') {
+            throw Object.assign(new Error(`Transaction simulation failed: ${e === 7 ? 'Blockhash not found' : `error ${e}`}`),
+              { code: -32002 });
+          }
+          const err = JSON.stringify(e, (k, v) => (typeof v === 'bigint' ? String(v) : v)) ?? String(e);
           this.seen.set(signature, { err, slot: Number(this.height) });
           throw Object.assign(new Error(`Transaction simulation failed: ${err}`), { code: -32002 });
         }
