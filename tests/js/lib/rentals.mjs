@@ -160,7 +160,12 @@ export async function earnOnTestClock(server, provider, minutes, rent = { image:
   const made = await customer.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id, ...rent } });
   if (made.status !== 201) throw new Error(`rent: ${made.status} ${made.body}`);
   await voice.send([{ rental_id: made.json.id, type: 'running', at: t0 }]);
-  for (let left = minutes * 60; left > 0; left -= 200) await clock(Math.min(200, left));
+  // In steps the machine's heartbeats (every second) keep up with: a machine silent for five minutes
+  // of server time is lost, and its rental ended at the last heartbeat.
+  for (let left = minutes * 60; left > 0; left -= 200) {
+    await clock(Math.min(200, left));
+    await new Promise((r) => setTimeout(r, 1300));
+  }
   const tEnd = await clock(0);
   await customer.request('POST', `/v1/rentals/${made.json.id}/stop`);
   await voice.send([{ rental_id: made.json.id, type: 'ended', exit_code: 0, at: tEnd }]);
