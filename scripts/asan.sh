@@ -27,7 +27,8 @@ build-asan/bin/rental_tests --gtest_brief=1
 # pass leaves it to api_sqlite and api_postgres and keeps `make test` within its 30 minutes.
 GPUNEX_TEST_EXCLUDE="make_run.test.mjs" \
   GPUNEX_BIN_DIR=$PWD/build-asan/bin GPUNEX_TEST_DB=sqlite tests/js/run-tests.sh tests/js/api --test-reporter=dot
-# Rentals: the API and the settlement crash, sanitized; the clock-driven and end-to-end files reach
-# the same server code (and the agent's is in rental_tests above) and are left to rentals_sqlite.
-GPUNEX_TEST_EXCLUDE="rentals_clock.test.mjs rentals_e2e.test.mjs" \
+# Rentals and payouts: the API, the settlement crash and the USDC payouts, sanitized; the clock-driven,
+# end-to-end and 200-payout fault files reach the same server code (and the agent's is in
+# rental_tests above) and are left to rentals_sqlite and rentals_postgres.
+GPUNEX_TEST_EXCLUDE="rentals_clock.test.mjs rentals_e2e.test.mjs payouts_faults.test.mjs" \
   GPUNEX_BIN_DIR=$PWD/build-asan/bin GPUNEX_TEST_DB=sqlite tests/js/run-tests.sh tests/js/rentals --test-reporter=dot
