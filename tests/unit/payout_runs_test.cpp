@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "core/ledger.hpp"
@@ -17,6 +18,10 @@
 #include "server/billing/ledger_repo.hpp"
 #include "server/payouts/payout_runs.hpp"
 #include "server/payouts/payout_settings.hpp"
+#include "server/payouts/solana_payouts.hpp"
+#include "core/payout_destination.hpp"
+#include "core/solana.hpp"
+#include "util/ed25519.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 namespace sepa = core::sepa;
@@ -330,3 +335,74 @@ TEST_F(PayoutRuns, APaidPayoutLeavesThroughMoneyOut) {
 }
 
 }  // namespace
+
+// ---- the Solana sender against a scripted chain: the moment a transaction lands ----
+
+namespace {
+
+//! A chain whose one pending transaction lands at the next look at the block height, which that same
+//! look also carries past the transaction's last valid height: the race between "is it known?" and
+//! "has it expired?" that must never end in a second signature.
+class LandsWhileAsked : public server::payouts::ChainClient {
+ public:
+  std::uint64_t height = 100;
+  bool land_at_next_height = false;
+  std::set<std::string> sent, landed;
+  std::string pending;
+  core::Result<server::payouts::LatestBlockhash> latest_blockhash() override {
+    server::payouts::LatestBlockhash b;
+    b.blockhash.fill(static_cast<std::uint8_t>(height));
+    b.last_valid_block_height = height + 5;
+    return b;
+  }
+  core::Result<std::string> send_transaction(const core::solana::Bytes& wire) override {
+    const std::string sig = core::payout::base58_encode(core::solana::Bytes(wire.begin() + 1, wire.begin() + 65));
+    sent.insert(sig);
+    pending = sig;
+    return sig;
+  }
+  core::Result<std::vector<std::optional<server::payouts::SignatureStatus>>> signature_statuses(
+      const std::vector<std::string>& sigs) override {
+    std::vector<std::optional<server::payouts::SignatureStatus>> out;
+    for (const auto& s : sigs) {
+      if (landed.count(s)) {
+        out.push_back(server::payouts::SignatureStatus{std::nullopt, "finalized"});
+      } else {
+        out.emplace_back(std::nullopt);
+      }
+    }
+    return out;
+  }
+  core::Result<std::uint64_t> block_height() override {
+    if (land_at_next_height && !pending.empty()) {
+      landed.insert(pending);
+      height += 50;  // past every last valid height handed out so far
+      land_at_next_height = false;
+    }
+    return height;
+  }
+  core::Result<std::uint64_t> token_balance(const core::solana::Key&) override { return std::uint64_t{1} << 40; }
+  core::Result<std::uint64_t> sol_balance(const core::solana::Key&) override { return std::uint64_t{1} << 40; }
+};
+
+}  // namespace
+
+TEST_F(PayoutRuns, ATransactionThatLandsWhileTheSenderLooksIsPaidOnceNeverSignedAgain) {
+  choose("solana_usdc", "weekly");
+  earn(30'000'000, kMonday - kDay);
+  ASSERT_EQ(round(kMonday + 1000).created, 1);
+  LandsWhileAsked chain;
+  server::payouts::SolanaSettings s;
+  s.hot_wallet = util::ed25519_from_seed({9});
+  s.mint = *core::solana::key_from_base58("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
+  auto first = server::payouts::send_solana_payouts(*store_, chain, s, "link", kMonday + 2000);
+  EXPECT_EQ(first.signed_now, 1);
+  ASSERT_EQ(chain.sent.size(), 1U);
+  chain.land_at_next_height = true;
+  auto second = server::payouts::send_solana_payouts(*store_, chain, s, "link", kMonday + 3000);
+  EXPECT_EQ(second.signed_now, 0) << "a transaction that may still land is never replaced";
+  EXPECT_EQ(second.paid, 1);
+  EXPECT_EQ(chain.sent.size(), 1U);
+  EXPECT_EQ(payouts()[0]["status"], "paid");
+  EXPECT_EQ(balance(ledger::Account::outgoing()), 30'000'000);
+}

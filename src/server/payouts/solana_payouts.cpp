@@ -198,7 +198,10 @@ SendRound send_solana_payouts(store::Store& store, ChainClient& chain, const Sol
     return round;
   }
 
-  // What the chain knows of the stored signatures, in one call.
+  // What the chain knows of the stored signatures, in one call. The block height is asked first: a
+  // transaction can land only while the height is at most its lastValidBlockHeight, so one unknown to
+  // statuses asked after the height had passed that can never land (asked the other way round, it
+  // could land between the two answers and be paid twice).
   std::vector<std::string> signatures;
   for (const auto& p : todo) {
     if (p.signature) signatures.push_back(*p.signature);
@@ -206,12 +209,12 @@ SendRound send_solana_payouts(store::Store& store, ChainClient& chain, const Sol
   std::map<std::string, std::optional<SignatureStatus>> known;
   std::optional<std::uint64_t> height;
   if (!signatures.empty()) {
-    auto statuses = chain.signature_statuses(signatures);
-    if (!statuses) return round;
-    for (std::size_t i = 0; i < signatures.size(); ++i) known[signatures[i]] = (*statuses)[i];
     auto h = chain.block_height();
     if (!h) return round;
     height = *h;
+    auto statuses = chain.signature_statuses(signatures);
+    if (!statuses) return round;
+    for (std::size_t i = 0; i < signatures.size(); ++i) known[signatures[i]] = (*statuses)[i];
   }
 
   for (const auto& p : todo) {
