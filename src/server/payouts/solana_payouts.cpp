@@ -25,7 +25,7 @@ namespace solana = core::solana;
 
 struct Signed {
   std::string signature;
-  std::string raw;  // base64 of the wire bytes
+  solana::Bytes wire;  // what is sent; stored as base64
   std::uint64_t last_valid_block_height = 0;
 };
 
@@ -52,7 +52,7 @@ core::Result<Signed> sign_payout(ChainClient& chain, const SolanaSettings& s, co
   if (!m) return std::move(m).error();
   const auto sig = util::ed25519_sign(s.hot_wallet, m->bytes);
   return Signed{core::payout::base58_encode(solana::Bytes(sig.begin(), sig.end())),
-                util::base64_encode(solana::transaction_bytes(sig, m->bytes)), hash->last_valid_block_height};
+                solana::transaction_bytes(sig, m->bytes), hash->last_valid_block_height};
 }
 
 struct Pending {
@@ -136,7 +136,8 @@ core::Result<std::map<std::string, bool>> check_funds(store::Store& store, Chain
 bool store_signed(store::Store& store, const Pending& p, const Signed& sgn, std::int64_t now_ms) {
   return store.transact([&](store::Tx& tx) {
     const std::string guard = p.signature ? "signature = ?" : "signature IS NULL";
-    store::Params params{sgn.signature, sgn.raw, static_cast<std::int64_t>(sgn.last_valid_block_height), now_ms, p.id};
+    store::Params params{sgn.signature, util::base64_encode(sgn.wire),
+                         static_cast<std::int64_t>(sgn.last_valid_block_height), now_ms, p.id};
     if (p.signature) params.push_back(*p.signature);
     auto changed = tx.query("UPDATE payouts SET status = 'sending', signature = ?, raw_tx = ?, "
                             "last_valid_block_height = ?, signed_count = signed_count + 1, updated_at = ? "
@@ -217,6 +218,17 @@ SendRound send_solana_payouts(store::Store& store, ChainClient& chain, const Sol
     for (std::size_t i = 0; i < signatures.size(); ++i) known[signatures[i]] = (*statuses)[i];
   }
 
+  // A send's error is judged later, by the statuses.
+  auto send = [&](const solana::Bytes& wire) {
+    if (chain.send_transaction(wire)) ++round.sent;
+  };
+  // Stored first, sent only then; nothing when another replica signed it first.
+  auto store_then_send = [&](const Pending& p, const Signed& sgn) {
+    if (!store_signed(store, p, sgn, now_ms)) return;
+    ++round.signed_now;
+    send(sgn.wire);
+  };
+
   for (const auto& p : todo) {
     if (!p.signature) {
       if (!(*may_sign)[p.run_id]) continue;
@@ -227,11 +239,7 @@ SendRound send_solana_payouts(store::Store& store, ChainClient& chain, const Sol
         if (st) ++round.failed;
         continue;
       }
-      if (!store_signed(store, p, *sgn, now_ms)) continue;  // another replica signed it
-      ++round.signed_now;
-      if (auto wire = util::base64_decode(sgn->raw)) {
-        if (chain.send_transaction(*wire)) ++round.sent;  // an error is judged by the statuses, later
-      }
+      store_then_send(p, *sgn);
       continue;
     }
     const auto& status = known[*p.signature];
@@ -251,17 +259,11 @@ SendRound send_solana_payouts(store::Store& store, ChainClient& chain, const Sol
       // Expired and unknown with history search on: it can never land. Sign anew, store, then send.
       auto sgn = sign_payout(chain, s, p.id, p.wallet, p.amount);
       if (!sgn) return round;
-      if (!store_signed(store, p, *sgn, now_ms)) continue;
-      ++round.signed_now;
-      if (auto wire = util::base64_decode(sgn->raw)) {
-        if (chain.send_transaction(*wire)) ++round.sent;
-      }
+      store_then_send(p, *sgn);
       continue;
     }
     if (p.raw) {
-      if (auto wire = util::base64_decode(*p.raw)) {
-        if (chain.send_transaction(*wire)) ++round.sent;  // the same bytes again: harmless
-      }
+      if (auto wire = util::base64_decode(*p.raw)) send(*wire);  // the same bytes again: harmless
     }
   }
   return round;

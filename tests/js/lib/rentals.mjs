@@ -151,9 +151,13 @@ export function storeRows(server, statement) {
 
 // The provider earns `minutes` of one GPU of its agentless machine (a customer rents it, the test
 // speaks for the agent), on the server's test clock; resolves once the earnings are settled.
+// Moves the server's test clock `seconds` on (as its admin client); answers the new time.
+async function moveTestClock(server, seconds) {
+  return (await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } })).json.now;
+}
+
 export async function earnOnTestClock(server, provider, minutes, rent = { image: 'docker.io/library/busybox:1.36' }) {
-  const clock = async (seconds) => (await server.adminClient.request('POST', '/v1/test/clock',
-    { body: { advance_seconds: seconds } })).json.now;
+  const clock = (seconds) => moveTestClock(server, seconds);
   const voice = new AgentVoice(server, provider.key, provider.machine.id);
   const customer = await customerWithCredit(server, '1000.00');
   const t0 = await clock(0);
@@ -179,8 +183,7 @@ export async function earnOnTestClock(server, provider, minutes, rent = { image:
 
 // Moves the server's test clock to the next Monday, 01:00 UTC (after that day's payout cut-off).
 export async function toNextMonday(server) {
-  const clock = async (seconds) => (await server.adminClient.request('POST', '/v1/test/clock',
-    { body: { advance_seconds: seconds } })).json.now;
+  const clock = (seconds) => moveTestClock(server, seconds);
   const now = new Date(await clock(0));
   const monday = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
   monday.setUTCDate(monday.getUTCDate() + (((8 - monday.getUTCDay()) % 7) || 7));
