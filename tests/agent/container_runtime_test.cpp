@@ -240,9 +240,10 @@ TEST_F(RealEngine, AForkBombStopsAtThePidsLimit) {
   ASSERT_TRUE(logs.ok()) << logs.error().message;
   const std::string text = *logs;
   EXPECT_EQ(text.find("survived"), std::string::npos) << text;
-  // The shell's last words say why. Once, on a loaded CI machine, the engine had not kept them
-  // (logs empty, exit non-zero, no "survived"): the limit held; the words are checked when kept.
-  if (!text.empty()) {
+  // The shell's last words say why. On a loaded CI machine the engine has twice not kept them
+  // (logs empty, or one bare newline; exit 2, no "survived"): the limit held; the words are
+  // checked when some were kept.
+  if (text.find_first_not_of(" \t\r\n") != std::string::npos) {
     EXPECT_NE(text.find("can't fork"), std::string::npos) << "exit " << done.exit_code << ": " << text;
   }
   ASSERT_TRUE(rt_->stop_and_remove(id, 1s).ok());
