@@ -222,7 +222,7 @@ int store_rounds(std::size_t n, std::string db) {
   const std::int64_t first_day = cr::day_of(kNow) - (kDays - 1) * cr::kDayMs;
   const auto fill_start = std::chrono::steady_clock::now();
   st->transact([&](gpunex::store::Tx& tx) {
-    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('u1', 'p@x', 'P', 'x', 0, 0)");
     tx.exec(
         "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES ('a1', 'u1', "
         "'approved', '{}', 0, 0)");

@@ -183,6 +183,49 @@ const pages = {
     return [form];
   },
 
+  // #/confirm-email/TOKEN: the link mailed to an address, opened (signed in or not).
+  async 'confirm-email'(token) {
+    document.title = 'Confirm your e-mail — GPUnex';
+    const r = await api('POST', '/v1/auth/confirm-email', { token: token || '' });
+    if (!r.ok) {
+      return [el('section', { class: 'card narrow' }, el('h1', {}, 'This link did not work'),
+        el('p', { role: 'alert' }, r.data && r.data.error ? r.data.error.message : 'Something went wrong; try again.'),
+        el('p', {}, state.user ? el('a', { href: '#/account' }, 'Send a new link from your account')
+          : el('a', { href: '#/login' }, 'Log in to send a new link')))];
+    }
+    if (state.user && state.user.id === r.data.id) state.user = r.data;
+    return [el('section', { class: 'card narrow' }, el('h1', {}, 'E-mail address confirmed'),
+      el('p', { role: 'status' }, 'GPUnex now sends your account\'s mail to ', el('strong', {}, r.data.email), '.'),
+      el('p', {}, el('a', { href: state.user ? '#/roles' : '#/login', class: 'button' }, state.user ? 'Continue' : 'Log in')))];
+  },
+
+  // #/account: the account's e-mail address, whether it is confirmed, and a change of address.
+  async account() {
+    document.title = 'Your account — GPUnex';
+    if (!state.user) { location.hash = '#/login'; return []; }
+    const u = state.user;
+    const form = el('form', { class: 'card narrow', novalidate: true, 'aria-labelledby': 'email-h' },
+      el('h2', { id: 'email-h' }, 'Change your e-mail address'),
+      el('p', { class: 'muted' }, 'We mail a link to the new address; your account keeps the old one until you open it.'),
+      field('email', 'New e-mail', 'email', { autocomplete: 'email', required: true }),
+      field('password', 'Your password', 'password', { autocomplete: 'current-password', required: true }),
+      el('div', { class: 'form-error', role: 'alert' }),
+      el('button', { type: 'submit' }, 'Send the link'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const r = await api('POST', '/v1/me/email', { email: form.email.value, password: form.password.value });
+      if (!r.ok) return showError(form, r.data && r.data.error);
+      state.flash = `We sent a link to ${r.data.pending_email}. Open it to move your account there.`;
+      route();
+    });
+    return [el('h1', {}, 'Your account'),
+      el('section', { class: 'card narrow', 'aria-labelledby': 'addr-h' }, el('h2', { id: 'addr-h' }, 'E-mail'),
+        el('p', { id: 'account-email' }, el('strong', {}, u.email), ' ',
+          el('span', { class: 'badge' }, u.email_verified ? 'confirmed' : 'not confirmed')),
+        u.pending_email ? el('p', { id: 'pending-email' }, `A link waits to be opened at ${u.pending_email}.`) : ''),
+      form];
+  },
+
   roles() {
     document.title = 'Roles — GPUnex';
     if (!state.user) { location.hash = '#/login'; return []; }
@@ -878,6 +921,25 @@ function decisionForm(app) {
   return form;
 }
 
+// Until the account opens the link mailed at signup, GPUnex mails it nothing else: every page says so.
+function unconfirmedBanner(pageName) {
+  const u = state.user;
+  if (!u || (u.email_verified && !u.pending_email) || pageName === 'confirm-email') return '';
+  const to = u.pending_email || u.email;
+  const said = el('span', { 'aria-live': 'polite' });
+  const resend = el('button', { type: 'button', class: 'ghost', onclick: async () => {
+    resend.disabled = true;
+    const r = await api('POST', '/v1/me/email/confirmation');
+    said.textContent = r.ok ? ` Sent again to ${r.data.pending_email}.`
+      : ` ${r.data && r.data.error ? r.data.error.message : 'Something went wrong; try again.'}`;
+    resend.disabled = false;
+  } }, 'Send the link again');
+  return el('div', { class: 'banner', id: 'confirm-banner', role: 'region', 'aria-label': 'Address confirmation' },
+    u.email_verified ? `Open the link we sent to ${to} to move your account there. `
+      : `Confirm your e-mail address: open the link we sent to ${to}. Until then GPUnex sends you no mail. `,
+    resend, said);
+}
+
 let routeSeq = 0;
 
 async function route() {
@@ -898,7 +960,7 @@ async function route() {
   updateChrome(pages[name] ? name : 'home');
   const flash = state.flash;
   state.flash = null;
-  render(flash ? el('div', { class: 'flash', role: 'status' }, flash) : '', ...nodes);
+  render(flash ? el('div', { class: 'flash', role: 'status' }, flash) : '', unconfirmedBanner(name), ...nodes);
 }
 
 async function boot() {

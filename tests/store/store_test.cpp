@@ -657,7 +657,7 @@ TEST_P(StoreTest, MarketVersionCountsOfferChangesButNotHeartbeats) {
     return version() - before;
   };
   store_->transact([](Tx& tx) {
-    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('u1', 'p@x', 'P', 'x', 0, 0)");
     tx.exec(
         "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
         "VALUES ('a1', 'u1', 'approved', '{}', 0, 0)");
@@ -730,7 +730,7 @@ TEST_P(StoreTest, FiftyCustomersRacingForTenGpusGetExactlyTen) {
   gpunex::store::migrate(*store_);
   constexpr int kCustomers = 50, kGpus = 10;
   store_->transact([&](Tx& tx) {
-    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('up', 'p@x', 'P', 'x', 0)");
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('up', 'p@x', 'P', 'x', 0, 0)");
     tx.exec(
         "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
         "VALUES ('a1', 'up', 'approved', '{}', 0, 0)");
@@ -742,7 +742,7 @@ TEST_P(StoreTest, FiftyCustomersRacingForTenGpusGetExactlyTen) {
         "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
         "VALUES ('m1', 'p1', 'fp', 'rig', '{}', 1, '0.1', 1, 'online', '550', '12.4', 0, 0, 0)");
     for (int i = 0; i < kCustomers; ++i) {
-      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES (?, ?, 'C', 'x', 0)",
+      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES (?, ?, 'C', 'x', 0, 0)",
               {"c" + std::to_string(i), "c" + std::to_string(i) + "@x"});
     }
   });

@@ -22,7 +22,7 @@ TEST(Accounts, PasswordIsStoredAsASaltedArgon2idHash) {
   store::migrate(*store);
   const std::string password = "correct-horse-battery";
   const auto stored_hash = [&](const std::string& email) {
-    auto user = server::create_user(*store, server::NewUser{email, password, "Ann", "customer"}, kClock.now_ms());
+    auto user = server::create_user(*store, server::NewUser{email, password, "Ann", "customer"}, kClock.now_ms(), true);
     EXPECT_TRUE(user.ok());
     return store->transact(
         [&](store::Tx& tx) { return tx.query_one("SELECT password_hash FROM users WHERE id = ?", {user->id})->str(0); },

@@ -228,7 +228,7 @@ namespace {
 void add_provider_with_gpu(store::Tx& tx, int n, const std::string& region, bool online, bool listed) {
   const std::string id = std::to_string(n);
   if (n != 1) {
-    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES (?, ?, 'P', 'x', 0)",
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES (?, ?, 'P', 'x', 0, 0)",
             {"u" + id, "p" + id + "@x"});
     tx.exec("INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
             "VALUES (?, ?, 'approved', '{}', 0, 0)",

@@ -26,7 +26,7 @@ class OnboardingRepo : public ::testing::Test {
   void SetUp() override {
     store_ = test_support::store_with_provider();
     store_->transact([](store::Tx& tx) {
-      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u2', 'a@x', 'A', 'x', 0)");
+      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('u2', 'a@x', 'A', 'x', 0, 0)");
     });
   }
   server::Application draft(const std::string& id, std::int64_t at = kNow) {

@@ -176,7 +176,7 @@ class PayoutRuns : public ::testing::Test {
   void SetUp() override {
     store_ = test_support::store_with_provider();
     store_->transact([](store::Tx& tx) {
-      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('c1', 'c@x', 'C', 'x', 0)");
+      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('c1', 'c@x', 'C', 'x', 0, 0)");
     });
   }
   //! The provider earns `amount` at `at_ms` (a settlement from customer c1).

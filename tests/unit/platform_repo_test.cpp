@@ -22,7 +22,7 @@ class PlatformRepo : public ::testing::Test {
   void SetUp() override {
     store_ = store::open_store("sqlite::memory:");
     store::migrate(*store_);
-    ASSERT_TRUE(tx([](store::Tx& t) { return repo::insert_user(t, {"u1", "a@x", "Ada", kNow}, "hash"); }));
+    ASSERT_TRUE(tx([](store::Tx& t) { return repo::insert_user(t, {"u1", "a@x", "Ada", kNow, kNow}, "hash"); }));
   }
   std::unique_ptr<store::Store> store_;
 };
@@ -30,7 +30,7 @@ class PlatformRepo : public ::testing::Test {
 }  // namespace
 
 TEST_F(PlatformRepo, UsersAndRoles) {
-  EXPECT_FALSE(tx([](store::Tx& t) { return repo::insert_user(t, {"u2", "a@x", "Other", kNow}, "h"); }));
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::insert_user(t, {"u2", "a@x", "Other", kNow, std::nullopt}, "h"); }));
   EXPECT_EQ(tx([](store::Tx& t) { return repo::find_user(t, "u1"); })->full_name, "Ada");
   EXPECT_EQ(tx([](store::Tx& t) { return repo::find_credentials(t, "a@x"); })->password_hash, "hash");
   EXPECT_FALSE(tx([](store::Tx& t) { return repo::any_user_with_role(t, core::Role::admin); }));
@@ -43,6 +43,28 @@ TEST_F(PlatformRepo, UsersAndRoles) {
   EXPECT_TRUE(tx([](store::Tx& t) { return repo::any_user_with_role(t, core::Role::admin); }));
   EXPECT_EQ(tx([](store::Tx& t) { return repo::roles_of(t, "u1"); }),
             (std::vector<core::Role>{core::Role::admin, core::Role::reviewer}));
+}
+
+TEST_F(PlatformRepo, EmailConfirmationsAndVerifiedAddresses) {
+  ASSERT_TRUE(tx([](store::Tx& t) { return repo::insert_user(t, {"u2", "b@x", "Bea", kNow, std::nullopt}, "h"); }));
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::verified_email(t, "u1"); }), "a@x");
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::verified_email(t, "u2"); })) << "not confirmed: no mail goes there";
+  tx([](store::Tx& t) {
+    repo::insert_email_confirmation(t, {"t1", "u2", "b@x", kNow, kNow + 100, {}});
+    repo::insert_email_confirmation(t, {"t2", "u2", "new@x", kNow + 1, kNow + 100, {}});
+    return 0;
+  });
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::pending_email(t, "u2", kNow + 2); }), "new@x") << "the newest";
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::pending_email(t, "u2", kNow + 100); })) << "expired";
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::count_email_confirmations_since(t, "u2", kNow + 1); }), 1);
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::use_email_confirmation(t, "t2", kNow + 3); }));
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::use_email_confirmation(t, "t2", kNow + 4); })) << "once";
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_email_confirmation(t, "t2"); })->used_at_ms, kNow + 3);
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::pending_email(t, "u2", kNow + 5); }), "b@x");
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::set_verified_email(t, "u2", "a@x", kNow); })) << "u1's address";
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::set_verified_email(t, "u2", "new@x", kNow + 6); }));
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::verified_email(t, "u2"); }), "new@x");
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_user(t, "u2"); })->email_verified_at_ms, kNow + 6);
 }
 
 TEST_F(PlatformRepo, SessionsExpire) {

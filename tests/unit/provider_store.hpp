@@ -16,7 +16,7 @@ inline std::unique_ptr<store::Store> store_with_provider() {
   store::migrate(*store);
   server::seed_catalog(*store, util::SystemClock{}.now_ms());
   store->transact([](store::Tx& tx) {
-    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('u1', 'p@x', 'P', 'x', 0, 0)");
     tx.exec(
         "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
         "VALUES ('a1', 'u1', 'approved', '{}', 0, 0)");

@@ -3,6 +3,9 @@
 #include "core/json_reader.hpp"
 #include "core/text.hpp"
 #include "server/api/routes.hpp"
+#include "server/platform/email_addresses.hpp"
+#include "server/platform/platform_repo.hpp"
+#include "util/crypto.hpp"
 #include "server/platform/request_pipeline.hpp"
 
 namespace gpunex::server {
@@ -22,6 +25,11 @@ std::string cookie(std::string_view name, std::string_view value, std::int64_t m
   return c;
 }
 
+EmailConfirmationSettings confirmation_settings(Ctx& ctx) {
+  const auto& c = ctx.config();
+  return {c.base_url(), std::int64_t{c.email_confirmation_ttl_hours} * 3'600'000, c.email_confirmations_per_hour};
+}
+
 Response signup(Ctx& ctx) {
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
@@ -39,7 +47,12 @@ Response signup(Ctx& ctx) {
     if (auto v = validate_new_user(present); !v) all.add(std::move(v).error());
     return Response::error(all.status().error());
   }
-  auto user = create_user(ctx.store(), u, ctx.now_ms());
+  // The address is the account's once it opens the link mailed to it; until then nothing else is mailed.
+  const auto settings = confirmation_settings(ctx);
+  const auto now = ctx.now_ms();
+  auto user = create_user(ctx.store(), u, now, /*verified=*/false, [&](store::Tx& tx, const User& made) {
+    return send_email_confirmation(tx, made, made.email, /*changing=*/false, settings, now);
+  });
   if (!user) return Response::error(user.error());
   return Response::json(201, user->to_json());
 }
@@ -97,7 +110,93 @@ Response logout(Ctx& ctx) {
   return resp;
 }
 
-Response me(Ctx& ctx) { return Response::json(200, ctx.principal->user.to_json()); }
+Response me(Ctx& ctx) {
+  auto body = ctx.principal->user.to_json();
+  const auto pending = ctx.store().transact(
+      [&](store::Tx& tx) { return pending_email(tx, ctx.principal->user.id, ctx.now_ms()); }, store::TxMode::read);
+  // The address a link was sent to and not opened yet (a change, or the signup address).
+  body["pending_email"] = pending ? nlohmann::json(*pending) : nlohmann::json(nullptr);
+  return Response::json(200, body);
+}
+
+//! POST /v1/auth/confirm-email {token}: the link from the mail, opened by the dashboard (signed in or not).
+Response confirm_email_handler(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  core::ObjectReader r(*body);
+  const std::string token = r.required_string("token", 1, 200);
+  if (auto s = r.finish(); !s) return Response::error(s.error());
+  const auto base_url = ctx.config().base_url();
+  auto user = ctx.store().transact(
+      [&](store::Tx& tx) { return confirm_email(tx, token, base_url, ctx.now_ms()); });
+  if (!user) return Response::error(user.error());
+  return Response::json(200, user->to_json());
+}
+
+//! POST /v1/me/email {email, password}: moves the account to a new address once a link mailed there is
+//! opened. The password is asked again, so a session left open somewhere cannot take the account's mail.
+Response change_email(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  core::ObjectReader r(*body, "", "", {{"email", {"e-mail", ""}}});
+  const std::string email_in = r.required_string("email", 1, 254);
+  const std::string password = r.required_string("password", 1, 1024);
+  if (auto s = r.finish(); !s) return Response::error(s.error());
+  const std::string email = core::to_lower_ascii(core::trim(email_in));
+  if (!core::is_valid_email(email)) {
+    return Response::error(Error::make(ErrorCode::invalid_field,
+                                       "E-mail is not a valid e-mail address (like name@example.com)", "email"));
+  }
+  const User& me = ctx.principal->user;
+  auto& throttle = ctx.app.login_throttle();
+  const std::string& ip = ctx.req.remote_ip;
+  if (const auto wait = throttle.wait(me.email, ip); wait.count() > 0) {
+    auto refused = Response::error(
+        Error::make(ErrorCode::rate_limited, "too many wrong passwords; wait " + std::to_string(wait.count()) +
+                                                 " s before trying again")
+            .with_code("too_many_failed_logins"));
+    refused.header("Retry-After", std::to_string(wait.count()));
+    return refused;
+  }
+  const auto creds = ctx.store().transact(
+      [&](store::Tx& tx) { return platform_repo::find_credentials(tx, me.email); }, store::TxMode::read);
+  if (!creds || !util::verify_password(password, creds->password_hash)) {
+    throttle.failed(me.email, ip);
+    return Response::error(Error::make(ErrorCode::invalid_field, "Password is wrong", "password"));
+  }
+  throttle.succeeded(me.email, ip);
+  const auto settings = confirmation_settings(ctx);
+  auto sent = ctx.store().transact([&](store::Tx& tx) -> core::Status {
+    if (email == me.email && me.email_verified) {
+      return Error::make(ErrorCode::invalid_field, "This is the account's e-mail address already", "email");
+    }
+    if (auto other = platform_repo::find_user_by_email(tx, email); other && other->id != me.id) {
+      return Error::make(ErrorCode::conflict, "an account with this e-mail already exists", "email")
+          .with_code("email_taken");
+    }
+    return send_email_confirmation(tx, me, email, /*changing=*/email != me.email, settings, ctx.now_ms());
+  });
+  if (!sent) return Response::error(sent.error());
+  return Response::json(202, {{"status", "confirmation_sent"}, {"pending_email", email}});
+}
+
+//! POST /v1/me/email/confirmation: sends the link again, to the address waiting for one.
+Response resend_confirmation(Ctx& ctx) {
+  const User& me = ctx.principal->user;
+  const auto settings = confirmation_settings(ctx);
+  std::string to;
+  auto sent = ctx.store().transact([&](store::Tx& tx) -> core::Status {
+    const auto pending = pending_email(tx, me.id, ctx.now_ms());
+    if (!pending && me.email_verified) {
+      return Error::make(ErrorCode::conflict, "the account's e-mail address is confirmed; nothing waits for a link")
+          .with_code("already_confirmed");
+    }
+    to = pending ? *pending : me.email;
+    return send_email_confirmation(tx, me, to, /*changing=*/to != me.email, settings, ctx.now_ms());
+  });
+  if (!sent) return Response::error(sent.error());
+  return Response::json(202, {{"status", "confirmation_sent"}, {"pending_email", to}});
+}
 
 }  // namespace
 
@@ -109,6 +208,12 @@ void register_auth_api(App& app) {
             RouteOptions::public_route().no_idempotency().rate_limited().slow_work(), login_handler);
   app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency(), logout);
   app.route(Method::get, "/v1/me", RouteOptions::signed_in(), me);
+  app.route(Method::post, "/v1/auth/confirm-email", RouteOptions::public_route().no_idempotency().rate_limited(),
+            confirm_email_handler);  // the body holds the link's token
+  app.route(Method::post, "/v1/me/email", RouteOptions::signed_in().sealed_idempotency().slow_work(),
+            change_email);  // the body holds a password
+  app.route(Method::post, "/v1/me/email/confirmation", RouteOptions::signed_in().no_idempotency(),
+            resend_confirmation);
 }
 
 }  // namespace gpunex::server

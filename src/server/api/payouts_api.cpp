@@ -67,7 +67,7 @@ Response put_settings(Ctx& ctx) {
     const auto change = payouts::record_change(tx, pid, *wanted, ctx.principal->user.id, cooldown_ms, now);
     if (change.new_destination) {
       if (auto who = provider_contact(tx, pid)) {
-        announce(tx, who->user_id, who->email,
+        announce(tx, who->user_id,
                  mail::payout_destination_changed(payouts::method_text(change.settings.method),
                                                   payouts::destination_text(change.settings),
                                                   change.settings.effective_at_ms, link),

@@ -48,7 +48,7 @@ nlohmann::json opt_json(const auto& v) {
 void tell_provider(Tx& tx, const std::string& provider_id, const mail::Announcement& a, std::int64_t now) {
   auto who = provider_contact(tx, provider_id);
   if (!who) return;
-  announce(tx, who->user_id, who->email, a, std::nullopt, now);
+  announce(tx, who->user_id, a, std::nullopt, now);
 }
 
 }  // namespace

@@ -171,4 +171,34 @@ Announcement reliability_low(const ReliabilityFacts& f) {
   return {std::move(mail), std::move(notice)};
 }
 
+MailText email_confirmation(const std::string& full_name, const std::string& email, const std::string& link,
+                            std::int64_t expires_at_ms, bool changing) {
+  const std::string until = day_text(expires_at_ms) + " at " + core::format_rfc3339_ms(expires_at_ms).substr(11, 5) +
+                            " UTC";
+  MailText m;
+  m.kind = "email_confirmation";
+  m.subject = "Confirm your e-mail address for GPUnex";
+  m.body = "Hello " + full_name + ",\n\n" +
+           (changing ? "You asked to change the e-mail address of your GPUnex account to " + email + "."
+                     : "You signed up for GPUnex with " + email + ".") +
+           " Confirm it by opening this link:\n\n" + link + "\n\nThe link works once, until " + until +
+           ". Until you confirm, GPUnex sends no other mail to this address" +
+           (changing ? " and your account keeps its old one" : "") +
+           ".\n\nIf you did not ask for this, ignore this mail: nothing changes.\n";
+  return m;
+}
+
+Announcement email_changed(const std::string& old_email, const std::string& new_email, const std::string& link) {
+  Announcement a;
+  a.mail.kind = "email_changed";
+  a.mail.subject = "The e-mail address of your GPUnex account was changed";
+  a.mail.body = "The e-mail address of your GPUnex account is now " + new_email + " (it was " + old_email +
+                ").\n\nGPUnex sends its mail there from now on. If you did not make this change, contact support "
+                "at once: " +
+                link + "\n";
+  a.notice = {"email_changed", "E-mail address changed", "Your account's e-mail address is now " + new_email + ".",
+              link};
+  return a;
+}
+
 }  // namespace gpunex::server::mail

@@ -105,4 +105,11 @@ struct ReliabilityFacts {
 //! The machine's reliability score fell below the alert level: why, what to do, and how long until it recovers.
 Announcement reliability_low(const ReliabilityFacts& facts);
 
+//! Confirms that `email` is the account's: the link (to the dashboard, the token in kSecretPlaceholder)
+//! expires at `expires_at_ms`. `changing` says the account asked to move to this address.
+MailText email_confirmation(const std::string& full_name, const std::string& email, const std::string& link,
+                            std::int64_t expires_at_ms, bool changing);
+//! Sent to the old address when the account's address moved to `new_email`.
+Announcement email_changed(const std::string& old_email, const std::string& new_email, const std::string& link);
+
 }  // namespace gpunex::server::mail

@@ -22,13 +22,6 @@ using core::ErrorCode;
 
 namespace {
 
-//! Where mail about an application goes: the applicant's account address, never the form's `email`
-//! (anyone could type someone else's there and have the platform write to them; issue #19).
-std::string account_address(store::Tx& tx, const Application& app) {
-  auto user = find_user(tx, app.user_id);
-  return user ? user->email : std::string();
-}
-
 bool known_time_zone(std::string_view name) {
   try {
     return date::locate_zone(name) != nullptr;
@@ -159,7 +152,7 @@ core::Result<Application> submit_application(store::Tx& tx, Application app, con
   app.submitted_at_ms = now_ms;
   append_history(tx, app, by.id, from, *to, from == ApplicationStatus::needs_info ? "resubmitted" : "submitted", now_ms);
   const auto expected = core::add_business_days(now_ms, core::kReviewPromiseBusinessDays);
-  announce(tx, app.user_id, account_address(tx, app), mail::application_submitted(facts_of(app, base_url), expected),
+  announce(tx, app.user_id, mail::application_submitted(facts_of(app, base_url), expected),
            std::nullopt, now_ms);
   return app;
 }
@@ -256,7 +249,7 @@ core::Result<DecisionResult> approve(store::Tx& tx, Application app, const User&
   out.provider_id = provider.id;
   out.api_key = key.key;
   out.api_key_id = key.id;
-  announce(tx, app.user_id, account_address(tx, app),
+  announce(tx, app.user_id,
            mail::application_approved(facts_of(app, base_url), *tier, d.note, base_url, settings.mail_carries_key),
            settings.mail_carries_key ? std::optional<std::string>(key.key) : std::nullopt, now);
   out.app = std::move(app);
@@ -274,7 +267,7 @@ core::Result<DecisionResult> send_back(store::Tx& tx, Application app, const Use
   if (reject) app.decided_at_ms = now;
   append_history(tx, app, reviewer.id, from, to, d.note, now);
   const auto facts = facts_of(app, base_url);
-  announce(tx, app.user_id, account_address(tx, app),
+  announce(tx, app.user_id,
            reject ? mail::application_rejected(facts, d.note) : mail::application_needs_info(facts, d.note),
            std::nullopt, now);
   DecisionResult out;

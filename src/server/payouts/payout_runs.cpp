@@ -157,7 +157,7 @@ core::Status return_payout(store::Tx& tx, const store::Row& p, const std::string
           {std::string(status), reason, now_ms, id});
   if (auto who = provider_contact(tx, provider_id)) {
     auto method = payout::parse_method(p.str(5));
-    announce(tx, who->user_id, who->email,
+    announce(tx, who->user_id,
              mail::payout_returned(core::format_usdc(amount),
                                    method_text(method ? *method : payout::Method::sepa), reason, link),
              std::nullopt, now_ms);

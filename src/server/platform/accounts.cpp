@@ -29,6 +29,7 @@ bool User::has_role(std::string_view role) const {
 nlohmann::json User::to_json() const {
   return {{"id", id},
           {"email", email},
+          {"email_verified", email_verified},
           {"full_name", full_name},
           {"roles", roles},
           {"created_at", util::rfc3339(created_at_ms)}};
@@ -65,15 +66,18 @@ std::vector<std::string> role_names(store::Tx& tx, const std::string& user_id) {
 
 }  // namespace
 
-core::Result<User> create_user(store::Store& store, const NewUser& input, std::int64_t now_ms) {
+core::Result<User> create_user(store::Store& store, const NewUser& input, std::int64_t now_ms, bool verified,
+                               const std::function<core::Status(store::Tx&, const User&)>& on_created) {
   NewUser u = input;
   u.email = core::to_lower_ascii(core::trim(u.email));
   u.full_name = core::trim(u.full_name);
   if (auto s = validate_new_user(u); !s) return std::move(s).error();
   const std::string hash = util::hash_password(u.password);
   return store.transact([&](store::Tx& tx) -> core::Result<User> {
-    User user{util::new_id("usr"), u.email, u.full_name, {}, now_ms};
-    if (!platform_repo::insert_user(tx, {user.id, user.email, user.full_name, user.created_at_ms}, hash)) {
+    User user{util::new_id("usr"), u.email, u.full_name, {}, now_ms, verified};
+    const auto verified_at = verified ? std::optional<std::int64_t>(now_ms) : std::nullopt;
+    if (!platform_repo::insert_user(tx, {user.id, user.email, user.full_name, user.created_at_ms, verified_at},
+                                    hash)) {
       return Error::make(ErrorCode::conflict, "an account with this e-mail already exists", "email")
           .with_code("email_taken");
     }
@@ -81,6 +85,9 @@ core::Result<User> create_user(store::Store& store, const NewUser& input, std::i
       platform_repo::grant_role(tx, user.id, role, user.created_at_ms);
     }
     user.roles = role_names(tx, user.id);
+    if (on_created) {
+      if (auto sent = on_created(tx, user); !sent) return std::move(sent).error();
+    }
     return user;
   });
 }
@@ -88,7 +95,8 @@ core::Result<User> create_user(store::Store& store, const NewUser& input, std::i
 std::optional<User> find_user(store::Tx& tx, const std::string& user_id) {
   auto row = platform_repo::find_user(tx, user_id);
   if (!row) return std::nullopt;
-  return User{row->id, row->email, row->full_name, role_names(tx, user_id), row->created_at_ms};
+  return User{row->id, row->email, row->full_name, role_names(tx, user_id), row->created_at_ms,
+              row->email_verified_at_ms.has_value()};
 }
 
 core::Result<NewSession> login(store::Store& store, const std::string& email_in, const std::string& password,

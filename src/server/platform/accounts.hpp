@@ -4,6 +4,7 @@
 // platform_repo.hpp; the role names in core/account.hpp.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,10 +26,11 @@ struct User {
   std::string full_name;
   std::vector<std::string> roles;
   std::int64_t created_at_ms = 0;
+  bool email_verified = false;  // the account confirmed `email`: its mail goes there
 
   bool has_role(std::string_view role) const;
   bool has_role(core::Role role) const { return has_role(core::role_name(role)); }
-  //! The API shape of /v1/me: {id, email, full_name, roles, created_at}.
+  //! The API shape of /v1/me: {id, email, email_verified, full_name, roles, created_at}.
   nlohmann::json to_json() const;
 };
 
@@ -42,7 +44,10 @@ struct NewUser {
 //! Checks signup input; errors name the field (email, password, full_name, role).
 core::Status validate_new_user(const NewUser& u);
 //! Validates, hashes the password (outside any transaction) and inserts the user; 409 if the e-mail is taken.
-core::Result<User> create_user(store::Store& store, const NewUser& u, std::int64_t now_ms);
+//! `verified`: the address counts as confirmed (an operator made the account); else the account
+//! confirms it by the link `on_created` sends, in the same transaction.
+core::Result<User> create_user(store::Store& store, const NewUser& u, std::int64_t now_ms, bool verified,
+                               const std::function<core::Status(store::Tx&, const User&)>& on_created = {});
 std::optional<User> find_user(store::Tx& tx, const std::string& user_id);
 
 //! A new login: the token is returned here once and stored only as its hash.

@@ -25,7 +25,8 @@ int admin_create_user(const std::string& db_url, const std::string& email, const
   try {
     auto store = store::open_store(db_url);
     store::migrate(*store);
-    auto user = create_user(*store, NewUser{email, password, full_name.empty() ? email : full_name, role}, util::SystemClock{}.now_ms());
+    auto user = create_user(*store, NewUser{email, password, full_name.empty() ? email : full_name, role}, util::SystemClock{}.now_ms(),
+                            /*verified=*/true);
     if (!user) {
       err << "error: " << user.error().message << "\n";
       return 1;
@@ -75,7 +76,8 @@ int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, st
     const std::string password = util::random_token(12);
     // The file first: an account whose password could not be kept anywhere would be locked for good.
     if (!output.to_terminal && !write_login_file(output.login_file, email, password, err)) return 1;
-    auto user = create_user(*store, NewUser{email, password, "Administrator", std::string(core::role_name(core::Role::admin))}, util::SystemClock{}.now_ms());
+    auto user = create_user(*store, NewUser{email, password, "Administrator", std::string(core::role_name(core::Role::admin))},
+                            util::SystemClock{}.now_ms(), /*verified=*/true);
     if (!user) {
       std::error_code ec;
       if (!output.to_terminal) std::filesystem::remove(output.login_file, ec);

@@ -277,6 +277,11 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(string_key("log_level", "trace, debug, info, warn, error or off", &Config::log_level, check_level));
     k.push_back(int_key("db_pool_size", "store connections", &Config::db_pool_size, 1, 256));
     k.push_back(int_key("session_ttl_hours", "how long a login lasts", &Config::session_ttl_hours, 1, 24 * 365));
+    k.push_back(int_key("email_confirmation_ttl_hours", "hours a link confirming an e-mail address works",
+                        &Config::email_confirmation_ttl_hours, 1, 24 * 30));
+    k.push_back(int_key("email_confirmations_per_hour",
+                        "confirmation mails one account may ask for in an hour (signup, change, resend)",
+                        &Config::email_confirmations_per_hour, 1, 1000));
     k.push_back(int_key("idempotency_retention_hours",
                         "how long a mutating request's answer is kept for Idempotency-Key replay",
                         &Config::idempotency_retention_hours, 1, 24 * 365));

@@ -41,6 +41,8 @@ struct Config {
   std::string log_level = "info";
   int db_pool_size = 8;
   int session_ttl_hours = 168;
+  int email_confirmation_ttl_hours = 48;   // how long a link confirming an e-mail address works
+  int email_confirmations_per_hour = 5;    // confirmation mails one account may ask for in an hour
   int idempotency_retention_hours = 24;  // an Idempotency-Key's answer is replayed this long
   int auth_rate_limit_per_minute = 60;
   int login_free_failures = 10;  // failed logins per address (and per account) before waits begin (1 s, doubling)

@@ -71,10 +71,12 @@ std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms) {
   return std::min(d, kMax);
 }
 
-void announce(store::Tx& tx, const std::string& user_id, const std::string& to, const mail::Announcement& a,
+bool announce(store::Tx& tx, const std::string& user_id, const mail::Announcement& a,
               const std::optional<std::string>& secret, std::int64_t now_ms) {
-  enqueue_mail(tx, OutgoingMail{a.mail.kind, to, a.mail.subject, a.mail.body, secret}, now_ms);
+  const auto to = platform_repo::verified_email(tx, user_id);
+  if (to) enqueue_mail(tx, OutgoingMail{a.mail.kind, *to, a.mail.subject, a.mail.body, secret}, now_ms);
   notify_user(tx, user_id, a.notice.kind, a.notice.title, a.notice.body, a.notice.link, now_ms);
+  return to.has_value();
 }
 
 void notify_user(store::Tx& tx, const std::string& user_id, const std::string& kind, const std::string& title,

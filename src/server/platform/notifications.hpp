@@ -52,9 +52,11 @@ void give_up_mail(store::Tx& tx, const std::string& id, const std::string& error
 //! The delay before retry number `attempts` (1-based): base · 2^(attempts-1), at most one hour.
 std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms);
 
-//! Tells a user an event both ways, in this order: queues `a.mail` to `to` (with `secret` kept apart
-//! when given) and adds `a.notice` to their notifications.
-void announce(store::Tx& tx, const std::string& user_id, const std::string& to, const mail::Announcement& a,
+//! Tells a user an event both ways: queues `a.mail` (with `secret` kept apart when given) to the
+//! account's confirmed address, and adds `a.notice` to their notifications. An account that has not
+//! confirmed its address gets the notification only: account mail never goes to an address nobody
+//! has shown to be theirs. Returns whether a mail was queued.
+bool announce(store::Tx& tx, const std::string& user_id, const mail::Announcement& a,
               const std::optional<std::string>& secret, std::int64_t now_ms);
 
 //! Adds an in-app notification for a user.

@@ -16,22 +16,82 @@ std::string role_value(core::Role r) { return std::string(core::role_name(r)); }
 
 bool insert_user(store::Tx& tx, const UserRow& user, const std::string& password_hash) {
   auto inserted = tx.query(
-      "INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES (?, ?, ?, ?, ?) "
+      "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES (?, ?, ?, ?, ?, ?) "
       "ON CONFLICT (email) DO NOTHING RETURNING id",
-      {user.id, user.email, user.full_name, password_hash, user.created_at_ms});
+      {user.id, user.email, user.full_name, password_hash, user.created_at_ms,
+       user.email_verified_at_ms ? store::Value(*user.email_verified_at_ms) : store::Value(nullptr)});
   return !inserted.empty();
 }
 
+namespace {
+
+constexpr const char* kUserColumns = "SELECT id, email, full_name, created_at, email_verified_at FROM users ";
+
+UserRow user_row(const store::Row& r) {
+  return UserRow{r.str(0), r.str(1), r.str(2), r.i64(3), r.opt_i64(4)};
+}
+
+}  // namespace
+
 std::optional<UserRow> find_user(store::Tx& tx, const std::string& user_id) {
-  auto r = tx.query_one("SELECT id, email, full_name, created_at FROM users WHERE id = ?", {user_id});
+  auto r = tx.query_one(std::string(kUserColumns) + "WHERE id = ?", {user_id});
   if (!r) return std::nullopt;
-  return UserRow{r->str(0), r->str(1), r->str(2), r->i64(3)};
+  return user_row(*r);
 }
 
 std::optional<UserRow> find_user_by_email(store::Tx& tx, const std::string& email) {
-  auto r = tx.query_one("SELECT id, email, full_name, created_at FROM users WHERE email = ?", {email});
+  auto r = tx.query_one(std::string(kUserColumns) + "WHERE email = ?", {email});
   if (!r) return std::nullopt;
-  return UserRow{r->str(0), r->str(1), r->str(2), r->i64(3)};
+  return user_row(*r);
+}
+
+std::optional<std::string> verified_email(store::Tx& tx, const std::string& user_id) {
+  auto r = tx.query_one("SELECT email FROM users WHERE id = ? AND email_verified_at IS NOT NULL", {user_id});
+  if (!r) return std::nullopt;
+  return r->str(0);
+}
+
+bool set_verified_email(store::Tx& tx, const std::string& user_id, const std::string& email, std::int64_t now_ms) {
+  auto other = tx.query_one("SELECT id FROM users WHERE email = ? AND id <> ?", {email, user_id});
+  if (other) return false;
+  tx.exec("UPDATE users SET email = ?, email_verified_at = ? WHERE id = ?", {email, now_ms, user_id});
+  return true;
+}
+
+void insert_email_confirmation(store::Tx& tx, const EmailConfirmationRow& c) {
+  tx.exec("INSERT INTO email_confirmations (token_hash, user_id, email, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+          {c.token_hash, c.user_id, c.email, c.created_at_ms, c.expires_at_ms});
+}
+
+std::optional<EmailConfirmationRow> find_email_confirmation(store::Tx& tx, const std::string& token_hash) {
+  auto r = tx.query_one(
+      "SELECT token_hash, user_id, email, created_at, expires_at, used_at FROM email_confirmations "
+      "WHERE token_hash = ?",
+      {token_hash});
+  if (!r) return std::nullopt;
+  return EmailConfirmationRow{r->str(0), r->str(1), r->str(2), r->i64(3), r->i64(4), r->opt_i64(5)};
+}
+
+bool use_email_confirmation(store::Tx& tx, const std::string& token_hash, std::int64_t now_ms) {
+  return !tx.query("UPDATE email_confirmations SET used_at = ? WHERE token_hash = ? AND used_at IS NULL "
+                   "RETURNING token_hash",
+                   {now_ms, token_hash})
+              .empty();
+}
+
+std::optional<std::string> pending_email(store::Tx& tx, const std::string& user_id, std::int64_t now_ms) {
+  auto r = tx.query_one(
+      "SELECT email FROM email_confirmations WHERE user_id = ? AND used_at IS NULL AND expires_at > ? "
+      "ORDER BY created_at DESC, token_hash LIMIT 1",
+      {user_id, now_ms});
+  if (!r) return std::nullopt;
+  return r->str(0);
+}
+
+std::int64_t count_email_confirmations_since(store::Tx& tx, const std::string& user_id, std::int64_t since_ms) {
+  auto r = tx.query_one("SELECT COUNT(*) FROM email_confirmations WHERE user_id = ? AND created_at >= ?",
+                        {user_id, since_ms});
+  return r ? r->i64(0) : 0;
 }
 
 void grant_role(store::Tx& tx, const std::string& user_id, core::Role role, std::int64_t granted_at_ms) {

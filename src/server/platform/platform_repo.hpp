@@ -23,6 +23,7 @@ struct UserRow {
   std::string email;
   std::string full_name;
   std::int64_t created_at_ms = 0;
+  std::optional<std::int64_t> email_verified_at_ms;  // when the account confirmed `email`; none: not yet
 };
 
 //! Inserts the user; false when the e-mail is taken (nothing written then).
@@ -43,6 +44,29 @@ struct Credentials {
   std::string password_hash;
 };
 std::optional<Credentials> find_credentials(store::Tx& tx, const std::string& email);
+
+//! The account's address once it is confirmed: where its mail goes. None before.
+std::optional<std::string> verified_email(store::Tx& tx, const std::string& user_id);
+//! Moves the account to `email`, confirmed at `now_ms`; false when another account has that address.
+bool set_verified_email(store::Tx& tx, const std::string& user_id, const std::string& email, std::int64_t now_ms);
+
+//! A link that confirms `email` for the account; the store keeps only the token's SHA-256.
+struct EmailConfirmationRow {
+  std::string token_hash;
+  std::string user_id;
+  std::string email;
+  std::int64_t created_at_ms = 0;
+  std::int64_t expires_at_ms = 0;
+  std::optional<std::int64_t> used_at_ms;
+};
+void insert_email_confirmation(store::Tx& tx, const EmailConfirmationRow& c);
+std::optional<EmailConfirmationRow> find_email_confirmation(store::Tx& tx, const std::string& token_hash);
+//! Marks it used; false when it was used already (the one who marked it first wins).
+bool use_email_confirmation(store::Tx& tx, const std::string& token_hash, std::int64_t now_ms);
+//! The address of the account's newest unused, unexpired confirmation, if any.
+std::optional<std::string> pending_email(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
+//! How many confirmations the account was sent since `since_ms` (a resend limit).
+std::int64_t count_email_confirmations_since(store::Tx& tx, const std::string& user_id, std::int64_t since_ms);
 
 struct SessionRow {
   std::string token_hash;

@@ -221,7 +221,7 @@ cr::Score refresh_machine(Tx& tx, const MachineForScore& m, const JobSource& job
       }
       facts.recovers_in_days = recovery_of(j, now, s.score).days;
       facts.link = s.base_url + "/#/machines/" + m.id + "/performance";
-      announce(tx, who->user_id, who->email, mail::reliability_low(facts), std::nullopt, now);
+      announce(tx, who->user_id, mail::reliability_low(facts), std::nullopt, now);
     }
     p.alerted = true;
   } else if (p.alerted && (score.is_new || shown >= s.alert_below + s.alert_rearm_points)) {

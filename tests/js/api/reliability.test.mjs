@@ -131,7 +131,7 @@ test(`${BACKEND}: reliability over 30 simulated days: DST schedule, two days dow
         const r = await admin.request('POST', '/v1/test/clock', { body: { now: new Date(t).toISOString() } });
         assert.equal(r.status, 200, r.body);
       };
-      const provider = await approvedProvider(server, 'rel@example.com');
+      const provider = await approvedProvider(server, 'rel@example.com', { confirmEmail: true });
       const agent = new Client(server.url);
       agent.token = provider.key;
       const must = async (what, p, status = 200) => {

@@ -248,7 +248,7 @@ test('the approval key is sealed at rest and mailed only over TLS; the mail drop
   const s = await new TestServer(['--mail-poll-interval-ms', '100']).start();
   try {
     const me = email('sealed');
-    const p = await approvedProvider(s, me, { reveal: false });
+    const p = await approvedProvider(s, me, { reveal: false, confirmEmail: true });
     const rows = storeRows(s, `SELECT secret FROM api_key_reveals WHERE api_key_id = '${p.keyId}'`);
     assert.equal(rows.length, 1);
     assert.ok(rows[0][0].length > 40, 'a sealed copy is kept');
@@ -358,6 +358,7 @@ test('mail about an application goes to the account\'s address, never the form\'
     const c = new Client(s.url);
     const me = email('acct');
     await c.signupAndLogin(me);
+    await s.confirmEmail(c, me);
     const victim = email('victim');
     const app = await c.request('POST', '/v1/applications', { body: { full_name: 'Mallory', email: victim, ups: false,
       commitment_months: 3, gpus: [{ model: 'L40S', count: 1, system_ram_gb: 64, download_gbps: 1, upload_gbps: 1,
@@ -365,7 +366,7 @@ test('mail about an application goes to the account\'s address, never the form\'
     assert.equal(app.status, 201, app.body);
     assert.equal((await c.request('POST', `/v1/applications/${app.json.id}/submit`)).status, 200);
     const rows = await until('the submission mail', () => {
-      const r = storeRows(s, 'SELECT to_addr FROM outbox');
+      const r = storeRows(s, "SELECT to_addr FROM outbox WHERE kind = 'application_submitted'");
       return r.length ? r : null;
     }, 10000);
     assert.deepEqual(rows.map((r) => r[0]), [me]);

@@ -58,6 +58,19 @@ test(`${BACKEND}: apply, needs_info, resubmit, approve as Enterprise, approval k
     await p.getByRole('heading', { name: 'Roles' }).waitFor();
     await shot(p, 'roles');
 
+    // Every page asks to confirm the address until the link mailed to it is opened (no other mail goes
+    // there before); opening it from the mail confirms it and the banner is gone.
+    const banner = p.getByRole('region', { name: 'Address confirmation' });
+    assert.match(await banner.textContent(), /open the link we sent to alice@example\.com/);
+    const confirmMail = await sink.waitFor((m) => /^To: alice@example\.com/m.test(m) && subjectHas('Confirm your e-mail')(m),
+      'with the confirmation link');
+    await p.goto(/http:\/\/\S+#\/confirm-email\/[A-Za-z0-9_-]+/.exec(confirmMail)[0]);
+    await p.getByRole('heading', { name: 'E-mail address confirmed' }).waitFor();
+    assert.match(await p.getByRole('status').textContent(), /sends your account's mail to alice@example\.com/);
+    await p.getByRole('link', { name: 'Continue' }).click();
+    await p.getByRole('heading', { name: 'Roles' }).waitFor();
+    assert.equal(await banner.count(), 0, 'no banner once confirmed');
+
     await p.getByRole('link', { name: 'Apply to Provide GPUs' }).click();
     await p.getByRole('heading', { name: 'Apply to provide GPUs' }).waitFor();
     assert.equal(await p.getByLabel('Full legal name').inputValue(), 'Alice Provider');

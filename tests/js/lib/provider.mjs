@@ -5,10 +5,13 @@ import { Client } from './server.mjs';
 
 let reviewers = 0;
 
-// { reveal: false } leaves the approval key unrevealed (key undefined; keyId names it).
-export async function approvedProvider(server, email, { gpus, reveal = true } = {}) {
+// { reveal: false } leaves the approval key unrevealed (key undefined; keyId names it). { confirmEmail: true }
+// opens the signup's confirmation link from the mail drop, so the provider's mail is sent (a test that reads
+// it runs the server with a short --mail-poll-interval-ms).
+export async function approvedProvider(server, email, { gpus, reveal = true, confirmEmail = false } = {}) {
   const provider = new Client(server.url);
   await provider.signupAndLogin(email);
+  if (confirmEmail) await server.confirmEmail(provider, email);
   const app = {
     full_name: 'Bench Provider', email, company: 'Bench Ltd',
     gpus: gpus || [{ model: 'L40S', count: 2, system_ram_gb: 256, download_gbps: 10, upload_gbps: 10,

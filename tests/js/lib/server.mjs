@@ -2,7 +2,7 @@
 // PostgreSQL database (GPUNEX_TEST_DB=postgres with GPUNEX_TEST_PG_URL), on a
 // free loopback port, and stops it afterwards.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -110,6 +110,26 @@ export class TestServer {
     return r;
   }
 
+  // The mails in the drop (<data dir>/mail, where the server writes them without smtp_url), oldest first.
+  mailDrop() {
+    const dir = path.join(this.dir, 'mail');
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir).filter((f) => f.endsWith('.eml')).sort()
+      .map((f) => readFileSync(path.join(dir, f), 'utf8'));
+  }
+
+  // Opens, as `client`, the newest confirmation link mailed to `email`, read from `readMails()` (the
+  // mail drop unless the test has an SMTP sink): the account's address is then confirmed, as a user
+  // who clicked it. The server's mail worker must poll often (--mail-poll-interval-ms).
+  async confirmEmail(client, email, readMails = () => this.mailDrop()) {
+    const to = new RegExp(`^To: ${email.replace(/[.+]/g, '\\$&')}\r?$`, 'mi');
+    const mail = await until(`the confirmation mail to ${email}`, () => readMails()
+      .filter((m) => to.test(m) && /^Subject: Confirm your e-mail address/m.test(m)).pop(), 30000, 50);
+    const r = await client.request('POST', '/v1/auth/confirm-email', { body: { token: confirmationToken(mail) } });
+    if (r.status !== 200) throw new Error(`confirm-email: ${r.status} ${r.body}`);
+    return r.json;
+  }
+
   // Runs `gpunex-server admin create-user` against this server's store.
   createUser(email, password, role, fullName = 'Test Operator') {
     execFileSync(path.join(BIN, 'gpunex-server'),
@@ -117,6 +137,13 @@ export class TestServer {
         '--password-stdin'],
       { input: `${password}\n`, stdio: ['pipe', 'pipe', 'pipe'] });
   }
+}
+
+// The token of the confirmation link in a mail's text.
+export function confirmationToken(mailText) {
+  const m = /\/#\/confirm-email\/([A-Za-z0-9_-]+)/.exec(mailText);
+  if (!m) throw new Error(`no confirmation link in:\n${mailText}`);
+  return m[1];
 }
 
 // A small JSON client: keeps a bearer token or cookies, returns {status, headers, body, json}.
