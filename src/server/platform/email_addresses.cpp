@@ -58,6 +58,7 @@ core::Result<User> confirm_email(store::Tx& tx, const std::string& token, const 
     return Error::make(ErrorCode::invalid_field, "this confirmation link was used already", "token")
         .with_code("token_used");
   }
+  platform_repo::use_all_email_confirmations(tx, c->user_id, now_ms);
   if (!platform_repo::set_verified_email(tx, c->user_id, c->email, now_ms)) {
     return Error::make(ErrorCode::conflict, "another account has this e-mail address now", "email")
         .with_code("email_taken");

@@ -31,9 +31,9 @@ std::string email_confirmation_link(const std::string& base_url, const std::stri
 core::Status send_email_confirmation(store::Tx& tx, const User& user, const std::string& email, bool changing,
                                      const EmailConfirmationSettings& s, std::int64_t now_ms);
 
-//! Opens a link: the account's address becomes the link's, confirmed. Errors name `token` (not a
-//! link GPUnex sent, used already, expired) or `email` (another account has the address since).
-//! A move tells the old address.
+//! Opens a link: the account's address becomes the link's, confirmed, and every other link the
+//! account was sent stops working. Errors name `token` (not a link GPUnex sent, used already,
+//! expired) or `email` (another account has the address since). A move tells the old address.
 core::Result<User> confirm_email(store::Tx& tx, const std::string& token, const std::string& base_url,
                                  std::int64_t now_ms);
 

@@ -79,6 +79,10 @@ bool use_email_confirmation(store::Tx& tx, const std::string& token_hash, std::i
               .empty();
 }
 
+void use_all_email_confirmations(store::Tx& tx, const std::string& user_id, std::int64_t now_ms) {
+  tx.exec("UPDATE email_confirmations SET used_at = ? WHERE user_id = ? AND used_at IS NULL", {now_ms, user_id});
+}
+
 std::optional<std::string> pending_email(store::Tx& tx, const std::string& user_id, std::int64_t now_ms) {
   auto r = tx.query_one(
       "SELECT email FROM email_confirmations WHERE user_id = ? AND used_at IS NULL AND expires_at > ? "

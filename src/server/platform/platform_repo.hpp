@@ -63,6 +63,9 @@ void insert_email_confirmation(store::Tx& tx, const EmailConfirmationRow& c);
 std::optional<EmailConfirmationRow> find_email_confirmation(store::Tx& tx, const std::string& token_hash);
 //! Marks it used; false when it was used already (the one who marked it first wins).
 bool use_email_confirmation(store::Tx& tx, const std::string& token_hash, std::int64_t now_ms);
+//! Marks every unused confirmation of the account used: once one is opened, an older link (to this
+//! address or another) can no longer move the account.
+void use_all_email_confirmations(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
 //! The address of the account's newest unused, unexpired confirmation, if any.
 std::optional<std::string> pending_email(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
 //! How many confirmations the account was sent since `since_ms` (a resend limit).

@@ -121,8 +121,16 @@ test(`${BACKEND}: a change of address needs the password and the new address's l
         () => mailsTo(server, 'bo@new.example').find(subject('Confirm your e-mail')));
       assert.match(link, /change the e-mail address of your GPUnex account to bo@new\.example/);
 
+      // A second request for a change: after the first link is opened, the second no longer moves the account.
+      const second = await c.request('POST', '/v1/me/email', { body: { email: 'bo@other.example', password: 'correct-horse-battery' } });
+      assert.equal(second.status, 202, second.body);
+      const stale = await until('the link to the other address',
+        () => mailsTo(server, 'bo@other.example').find(subject('Confirm your e-mail')));
       const opened = await c.request('POST', '/v1/auth/confirm-email', { body: { token: confirmationToken(link) } });
       assert.equal(opened.status, 200, opened.body);
+      const late = await c.request('POST', '/v1/auth/confirm-email', { body: { token: confirmationToken(stale) } });
+      assert.equal(late.status, 400, late.body);
+      assert.equal(late.json.error.code, 'token_used');
       who = (await c.request('GET', '/v1/me')).json;
       assert.equal(who.email, 'bo@new.example');
       assert.equal(who.email_verified, true);

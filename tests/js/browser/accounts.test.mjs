@@ -1,7 +1,7 @@
 // Browser: sign up, log in, see the Roles page, log out.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKEND, TestServer } from '../lib/server.mjs';
+import { BACKEND, TestServer, confirmationToken, until } from '../lib/server.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
 test(`${BACKEND}: sign up, log in, Roles page, log out`, async () => {
@@ -65,6 +65,65 @@ test(`${BACKEND}: sign up, log in, Roles page, log out`, async () => {
     for (const visit of ['visit-home', 'visit-signup', 'visit-roles', 'visit-login']) {
       assert.ok(shot.saved.includes(visit), `${visit} not in ${shot.saved}`);
     }
+  } finally {
+    await browser.close();
+    await server.stop();
+  }
+});
+
+// The account page: the address and whether it is confirmed; the banner's resend; a change of address
+// mailed to the new one and opened from the mail, after which the account shows the new address.
+test(`${BACKEND}: account page: confirm the address, resend, change it through the new address's link`, async () => {
+  const server = await new TestServer(['--mail-poll-interval-ms', '50']).start();
+  const shot = screenshotter(`account-email-${BACKEND}`);
+  const browser = await launchBrowser(shot);
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${server.url}/#/signup`);
+    await page.getByLabel('Full name').fill('Kay Example');
+    await page.getByLabel('E-mail').fill('kay@example.com');
+    await page.getByLabel(/^Password/).fill('correct-horse-battery');
+    await page.getByRole('button', { name: 'Sign up' }).click();
+    await page.getByRole('heading', { name: 'Roles' }).waitFor();
+
+    const banner = page.getByRole('region', { name: 'Address confirmation' });
+    await banner.getByRole('button', { name: 'Send the link again' }).click();
+    await banner.getByText('Sent again to kay@example.com.').waitFor();
+    await page.locator('#who').click();
+    await page.getByRole('heading', { name: 'Your account' }).waitFor();
+    assert.match(await page.locator('#account-email').textContent(), /kay@example\.com\s*not confirmed/);
+    await shot(page, 'account-unconfirmed');
+    const links = await until('two links', () => {
+      const m = server.mailDrop().filter((t) => /^Subject: Confirm your e-mail/m.test(t));
+      return m.length === 2 && m;
+    }, 20000, 50);
+    await page.goto(`${server.url}/#/confirm-email/${confirmationToken(links[1])}`);
+    await page.getByRole('heading', { name: 'E-mail address confirmed' }).waitFor();
+    await page.goto(`${server.url}/#/account`);
+    await page.getByRole('heading', { name: 'Your account' }).waitFor();
+    assert.match(await page.locator('#account-email').textContent(), /kay@example\.com\s*confirmed/);
+    assert.equal(await banner.count(), 0);
+
+    // A wrong password is named beside its field; the right one sends the link to the new address.
+    await page.getByLabel('New e-mail').fill('kay@new.example');
+    await page.getByLabel('Your password').fill('not-my-password');
+    await page.getByRole('button', { name: 'Send the link' }).click();
+    await page.locator('#f-password-error', { hasText: 'Password is wrong' }).waitFor();
+    await page.getByLabel('Your password').fill('correct-horse-battery');
+    await page.getByRole('button', { name: 'Send the link' }).click();
+    await page.locator('.flash', { hasText: 'We sent a link to kay@new.example.' }).waitFor();
+    assert.match(await page.locator('#pending-email').textContent(), /kay@new\.example/);
+    assert.match(await page.locator('#account-email').textContent(), /kay@example\.com/, 'the old address until opened');
+    await shot(page, 'account-change-pending');
+    const moved = await until('the link to the new address', () => server.mailDrop()
+      .find((t) => /^To: kay@new\.example\r?$/m.test(t) && /^Subject: Confirm your e-mail/m.test(t)), 20000, 50);
+    await page.goto(`${server.url}/#/confirm-email/${confirmationToken(moved)}`);
+    await page.getByRole('heading', { name: 'E-mail address confirmed' }).waitFor();
+    assert.match(await page.getByRole('status').textContent(), /mail to kay@new\.example\./);
+    assert.equal(await page.locator('#who').textContent(), 'kay@new.example');
+    assert.deepEqual(errors, []);
   } finally {
     await browser.close();
     await server.stop();
