@@ -2,6 +2,7 @@
 
 #include "core/json_reader.hpp"
 #include "core/text.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 
@@ -103,12 +104,21 @@ Response me(Ctx& ctx) { return Response::json(200, ctx.principal->user.to_json()
 
 void register_auth_api(App& app) {
   app.route(Method::post, "/v1/auth/signup",
-            RouteOptions::public_route().rate_limited().sealed_idempotency().slow_work(),
+            RouteOptions::public_route().rate_limited().sealed_idempotency().slow_work().doc(
+                {.summary = "Create an account",
+                 .body = openapi::object({{"email", openapi::text(1, 254)},
+                                          {"password", openapi::text(1, 1024)},
+                                          {"full_name", openapi::text(1, 200)}},
+                                         {"email", "password", "full_name"})}),
             signup);  // the body holds a password
   app.route(Method::post, "/v1/auth/login",
-            RouteOptions::public_route().no_idempotency().rate_limited().slow_work(), login_handler);
-  app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency(), logout);
-  app.route(Method::get, "/v1/me", RouteOptions::signed_in(), me);
+            RouteOptions::public_route().no_idempotency().rate_limited().slow_work().doc(
+                {.summary = "Sign in: a session token, and the session and CSRF cookies",
+                 .body = openapi::object({{"email", openapi::text(1, 254)}, {"password", openapi::text(1, 1024)}},
+                                         {"email", "password"})}),
+            login_handler);
+  app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency().doc({.summary = "End this session"}), logout);
+  app.route(Method::get, "/v1/me", RouteOptions::signed_in().doc({.summary = "The signed-in account"}), me);
 }
 
 }  // namespace gpunex::server
