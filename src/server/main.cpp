@@ -375,6 +375,18 @@ int main(int argc, char** argv) {
   credit->add_option("--reference", credit_request.reference,
                      "the payment it is for (a bank transfer, an invoice); the same reference is never credited twice")
       ->required();
+  std::string backup_file;
+  bool restore_replace = false;
+  auto* backup = admin->add_subcommand(
+      "backup", "copy a SQLite store, while the server runs, to a new file (mode 0600); PostgreSQL: use pg_dump");
+  backup->add_option("--db", db, "store URL")->required()->envname("GPUNEX_DB");
+  backup->add_option("--to", backup_file, "the backup file to create (never overwritten)")->required();
+  auto* restore = admin->add_subcommand(
+      "restore", "restore a backup into a SQLite store: a new path, or --replace one no server has open");
+  restore->add_option("--db", db, "store URL of the database to create or replace")->required()->envname("GPUNEX_DB");
+  restore->add_option("--from", backup_file, "a file made by admin backup")->required();
+  restore->add_flag("--replace", restore_replace,
+                    "replace an existing database (refused while a process has it open; the old one is kept beside it)");
   admin->require_subcommand(1);
 
   try {
@@ -382,6 +394,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return cli.exit(e);
   }
+  if (*backup) return server::admin_backup(db, backup_file, std::cout, std::cerr);
+  if (*restore) return server::admin_restore(db, backup_file, restore_replace, std::cout, std::cerr);
   if (*create) return server::admin_create_user(db, email, full_name, role, std::cin, std::cout, std::cerr);
   if (*credit) {
     const char* user = std::getenv("USER");

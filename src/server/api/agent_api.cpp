@@ -4,6 +4,7 @@
 #include "protocol/heartbeat.hpp"
 #include "protocol/register.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/machines.hpp"
@@ -128,13 +129,21 @@ http::Response install_script(Ctx& ctx) {
 
 void register_agent_api(App& app) {
   // Sequence numbers make agent messages idempotent; Idempotency-Key replay is not needed here.
-  auto agent = RouteOptions::signed_in().no_idempotency().api_key_allowed();
-  app.route(http::Method::post, "/v1/agent/register", agent, agent_register);
-  app.route_async(http::Method::post, "/v1/agent/heartbeat", agent, agent_heartbeat);
+  auto agent = RouteOptions::signed_in().no_idempotency().agent_key_only();
+  app.route(http::Method::post, "/v1/agent/register",
+            agent.doc({.summary = "Agent: register a machine and its GPUs", .body = openapi::any_object()}),
+            agent_register);
+  app.route_async(http::Method::post, "/v1/agent/heartbeat",
+                  agent.doc({.summary = "Agent: heartbeat with telemetry; answers commands", .body = openapi::any_object()}),
+                  agent_heartbeat);
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
-  app.route(http::Method::get, "/agent/install.sh", RouteOptions::public_route(), install_script);
-  app.route(http::Method::get, "/v1/provider/machines", provider, provider_machines);
-  app.route(http::Method::get, "/v1/provider/machines/{id}", provider, provider_machine);
+  app.route(http::Method::get, "/agent/install.sh",
+            RouteOptions::public_route().doc({.summary = "The agent installer, with this server's URL filled in"}),
+            install_script);
+  app.route(http::Method::get, "/v1/provider/machines", provider.doc({.summary = "My machines", .query = {"limit", "cursor"}}),
+            provider_machines);
+  app.route(http::Method::get, "/v1/provider/machines/{id}", provider.doc({.summary = "One of my machines"}),
+            provider_machine);
 }
 
 }  // namespace gpunex::server

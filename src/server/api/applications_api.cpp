@@ -6,6 +6,7 @@
 #include "core/merge_patch.hpp"
 #include "core/text.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/onboarding/applications.hpp"
@@ -166,6 +167,30 @@ core::Status read_add_model(nlohmann::json model, Decision& d) {
   return core::ok_status();
 }
 
+//! The application form's JSON Schema (core::parse_application_form checks it, with what a schema cannot say).
+nlohmann::json application_form_schema() {
+  using namespace openapi;  // NOLINT: the schema builders read as a grammar
+  const auto location = object({{"city", text(1, 200)}, {"country", text(1, 200)}, {"region", text(1, 200)}}, {});
+  const auto gpu = object({{"model", text(1, 64)},
+                           {"model_other", text(0, 200)},
+                           {"count", integer(core::kMinGpuCount, core::kMaxGpuCount)},
+                           {"system_ram_gb", integer(core::kMinRamGb, core::kMaxRamGb)},
+                           {"download_gbps", number()},
+                           {"upload_gbps", number()},
+                           {"availability", {{"oneOf", {{{"const", "24/7"}}, any_object()}}}},
+                           {"location", location}},
+                          {"model", "count", "system_ram_gb", "download_gbps", "upload_gbps", "availability",
+                           "location"});
+  return object({{"full_name", text(1, 200)},
+                 {"email", text(1, 254)},
+                 {"company", text(0, 200)},
+                 {"gpus", array(gpu, static_cast<int>(core::kMaxGpuEntries))},
+                 {"ups", boolean()},
+                 {"commitment_months", integer(1, 120)},
+                 {"maintenance_notes", text(0, 4000)}},
+                {"full_name", "email", "gpus", "ups", "commitment_months"});
+}
+
 //! A reviewer's decision body: {decision, tier?, note?, add_model?}.
 core::Result<Decision> read_decision(const nlohmann::json& body) {
   core::ObjectReader r(body);
@@ -232,16 +257,37 @@ Response decide(Ctx& ctx) {
 }  // namespace
 
 void register_applications_api(App& app) {
-  app.route(Method::post, "/v1/applications", RouteOptions::signed_in(), create);
-  app.route(Method::get, "/v1/applications", RouteOptions::signed_in(), list_mine);
-  app.route(Method::get, "/v1/applications/{id}", RouteOptions::signed_in(), get_one);
-  app.route(Method::put, "/v1/applications/{id}", RouteOptions::signed_in(), put_application);
-  app.route(Method::patch, "/v1/applications/{id}", RouteOptions::signed_in(), patch_application);
-  app.route(Method::post, "/v1/applications/{id}/submit", RouteOptions::signed_in(), submit);
-  app.route(Method::get, "/v1/review/applications", RouteOptions::for_roles({"reviewer"}), queue);
+  app.route(Method::post, "/v1/applications",
+            RouteOptions::signed_in().doc({.summary = "Create a draft provider application", .body = application_form_schema()}),
+            create);
+  app.route(Method::get, "/v1/applications",
+            RouteOptions::signed_in().doc({.summary = "My applications", .query = {"limit", "cursor"}}), list_mine);
+  app.route(Method::get, "/v1/applications/{id}",
+            RouteOptions::signed_in().doc({.summary = "One application, with its history (owner or reviewer)"}), get_one);
+  app.route(Method::put, "/v1/applications/{id}",
+            RouteOptions::signed_in().doc({.summary = "Replace a draft's form (draft or needs_info)",
+                                           .body = application_form_schema()}),
+            put_application);
+  app.route(Method::patch, "/v1/applications/{id}",
+            RouteOptions::signed_in().doc({.summary = "Change part of a draft's form: a JSON Merge Patch (RFC 7396)",
+                                           .body = openapi::any_object()}),
+            patch_application);
+  app.route(Method::post, "/v1/applications/{id}/submit",
+            RouteOptions::signed_in().doc({.summary = "Submit an application for review"}), submit);
+  app.route(Method::get, "/v1/review/applications",
+            RouteOptions::for_roles({"reviewer"}).doc(
+                {.summary = "The review queue", .query = {"status", "limit", "cursor"}}),
+            queue);
   // The approval answer names the issued key (never its value); replays stay sealed all the same.
   app.route(Method::post, "/v1/review/applications/{id}/decision",
-            RouteOptions::for_roles({"reviewer"}).sealed_idempotency(), decide);
+            RouteOptions::for_roles({"reviewer"}).sealed_idempotency().doc(
+                {.summary = "Decide on a submitted application: approve, reject or needs_info",
+                 .body = openapi::object({{"decision", openapi::one_of({"approve", "reject", "needs_info"})},
+                                          {"tier", openapi::one_of({"community", "enterprise"})},
+                                          {"note", openapi::text(0, 4000)},
+                                          {"add_model", openapi::any_object()}},
+                                         {"decision"})}),
+            decide);
 }
 
 }  // namespace gpunex::server

@@ -2,11 +2,12 @@
 
 #include "core/json_reader.hpp"
 #include "core/text.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/email_addresses.hpp"
 #include "server/platform/platform_repo.hpp"
-#include "util/crypto.hpp"
 #include "server/platform/request_pipeline.hpp"
+#include "util/crypto.hpp"
 
 namespace gpunex::server {
 
@@ -202,17 +203,36 @@ Response resend_confirmation(Ctx& ctx) {
 
 void register_auth_api(App& app) {
   app.route(Method::post, "/v1/auth/signup",
-            RouteOptions::public_route().rate_limited().sealed_idempotency().slow_work(),
+            RouteOptions::public_route().rate_limited().sealed_idempotency().slow_work().doc(
+                {.summary = "Create an account",
+                 .body = openapi::object({{"email", openapi::text(1, 254)},
+                                          {"password", openapi::text(1, 1024)},
+                                          {"full_name", openapi::text(1, 200)}},
+                                         {"email", "password", "full_name"})}),
             signup);  // the body holds a password
   app.route(Method::post, "/v1/auth/login",
-            RouteOptions::public_route().no_idempotency().rate_limited().slow_work(), login_handler);
-  app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency(), logout);
-  app.route(Method::get, "/v1/me", RouteOptions::signed_in(), me);
-  app.route(Method::post, "/v1/auth/confirm-email", RouteOptions::public_route().no_idempotency().rate_limited(),
+            RouteOptions::public_route().no_idempotency().rate_limited().slow_work().doc(
+                {.summary = "Sign in: a session token, and the session and CSRF cookies",
+                 .body = openapi::object({{"email", openapi::text(1, 254)}, {"password", openapi::text(1, 1024)}},
+                                         {"email", "password"})}),
+            login_handler);
+  app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency().doc({.summary = "End this session"}), logout);
+  app.route(Method::get, "/v1/me",
+            RouteOptions::signed_in().doc({.summary = "The signed-in account, with its pending e-mail address"}), me);
+  app.route(Method::post, "/v1/auth/confirm-email",
+            RouteOptions::public_route().no_idempotency().rate_limited().doc(
+                {.summary = "Open an e-mail confirmation link: the address becomes the account's",
+                 .body = openapi::object({{"token", openapi::text(1, 200)}}, {"token"})}),
             confirm_email_handler);  // the body holds the link's token
-  app.route(Method::post, "/v1/me/email", RouteOptions::signed_in().sealed_idempotency().slow_work(),
+  app.route(Method::post, "/v1/me/email",
+            RouteOptions::signed_in().sealed_idempotency().slow_work().doc(
+                {.summary = "Change the account's e-mail address: a link is mailed to the new one",
+                 .body = openapi::object({{"email", openapi::text(1, 254)}, {"password", openapi::text(1, 1024)}},
+                                         {"email", "password"})}),
             change_email);  // the body holds a password
-  app.route(Method::post, "/v1/me/email/confirmation", RouteOptions::signed_in().no_idempotency(),
+  app.route(Method::post, "/v1/me/email/confirmation",
+            RouteOptions::signed_in().no_idempotency().doc(
+                {.summary = "Mail the e-mail confirmation link again"}),
             resend_confirmation);
 }
 

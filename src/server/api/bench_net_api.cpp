@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 
@@ -60,9 +61,11 @@ http::Response upload(Ctx& ctx) {
 void register_bench_net_api(App& app) {
   using http::Method;
   auto opts = RouteOptions::for_roles({"provider"}).api_key_allowed().no_idempotency();
-  app.route(Method::get, "/v1/bench/net/ping", opts, ping);
-  app.route(Method::get, "/v1/bench/net/download", opts, download);
-  app.route(Method::post, "/v1/bench/net/upload", RouteOptions(opts).counted_body(kMaxUploadBytes), upload);
+  app.route(Method::get, "/v1/bench/net/ping", opts.doc({.summary = "Agent network benchmark: latency"}), ping);
+  app.route(Method::get, "/v1/bench/net/download",
+            opts.doc({.summary = "Agent network benchmark: download bytes", .query = {"bytes"}}), download);
+  app.route(Method::post, "/v1/bench/net/upload", RouteOptions(opts).counted_body(kMaxUploadBytes).doc({.summary = "Agent network benchmark: upload bytes"}),
+            upload);
 }
 
 }  // namespace gpunex::server

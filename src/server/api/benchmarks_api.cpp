@@ -2,6 +2,7 @@
 // view per machine and the rate-limited re-run button.
 
 #include "server/api/handlers.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/fleet/benchmarks.hpp"
@@ -64,11 +65,14 @@ http::Response rerun(Ctx& ctx) {
 }  // namespace
 
 void register_benchmarks_api(App& app) {
-  app.route(http::Method::post, "/v1/agent/benchmarks", RouteOptions::signed_in().no_idempotency().api_key_allowed(),
+  app.route(http::Method::post, "/v1/agent/benchmarks", RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
+                {.summary = "Agent: a benchmark run's results", .body = openapi::any_object()}),
             agent_benchmarks);
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
-  app.route(http::Method::get, "/v1/provider/machines/{id}/benchmarks", provider, provider_benchmarks);
-  app.route(http::Method::post, "/v1/provider/machines/{id}/benchmarks/run", provider, rerun);
+  app.route(http::Method::get, "/v1/provider/machines/{id}/benchmarks",
+            provider.doc({.summary = "A machine's benchmark runs", .query = {"limit", "cursor"}}), provider_benchmarks);
+  app.route(http::Method::post, "/v1/provider/machines/{id}/benchmarks/run",
+            provider.doc({.summary = "Ask for a new benchmark run"}), rerun);
 }
 
 }  // namespace gpunex::server

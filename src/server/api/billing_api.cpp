@@ -5,6 +5,7 @@
 #include "core/text.hpp"
 #include "core/ledger.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "core/rfc3339.hpp"
 #include "server/billing/credits.hpp"
@@ -156,10 +157,20 @@ Response post_credit(Ctx& ctx) {
 }  // namespace
 
 void register_billing_api(App& app) {
-  app.route(http::Method::get, "/v1/billing/balance", RouteOptions::signed_in(), get_balance);
-  app.route(http::Method::get, "/v1/billing/history", RouteOptions::signed_in(), get_history);
-  app.route(http::Method::post, "/v1/admin/credits", RouteOptions::for_roles({"admin"}), post_credit);
-  app.route(http::Method::get, "/v1/provider/earnings", RouteOptions::for_roles({"provider"}).api_key_allowed(),
+  app.route(http::Method::get, "/v1/billing/balance",
+            RouteOptions::signed_in().doc({.summary = "My balance and what is being spent"}), get_balance);
+  app.route(http::Method::get, "/v1/billing/history",
+            RouteOptions::signed_in().doc({.summary = "My ledger history", .query = {"limit", "cursor"}}), get_history);
+  app.route(http::Method::post, "/v1/admin/credits",
+            RouteOptions::for_roles({"admin"}).doc(
+                {.summary = "Credit a customer's balance (one ledger transaction per payment reference)",
+                 .body = openapi::object({{"email", openapi::text(3, 254)},
+                                          {"amount", openapi::money()},
+                                          {"reference", openapi::text(1, 200)}},
+                                         {"email", "amount", "reference"})}),
+            post_credit);
+  app.route(http::Method::get, "/v1/provider/earnings", RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
+                {.summary = "My earnings, grouped", .query = {"from", "to", "group_by", "format"}}),
             provider_earnings);
 }
 

@@ -12,6 +12,7 @@
 #include "core/price_recommendation.hpp"
 #include "core/schedule.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/onboarding/gpu_catalog.hpp"
@@ -272,13 +273,23 @@ Response offers(Ctx& ctx, OfferCache& cache, ScheduleCache& schedules) {
 void register_market_api(App& app, OfferCache& offer_cache, ScheduleCache& schedules) {
   // Prices and schedules are provider automation too: an API key may set them.
   const auto provider = [] { return RouteOptions::for_roles({"provider"}).api_key_allowed(); };
-  app.route(Method::put, "/v1/provider/prices/{model}", provider(), put_price);
-  app.route(Method::get, "/v1/provider/prices", provider(), list_prices);
-  app.route(Method::get, "/v1/provider/prices/{model}", provider(), price_history_handler);
-  app.route(Method::get, "/v1/provider/price-recommendations", provider(), recommendation);
-  app.route(Method::put, "/v1/provider/machines/{id}/schedule", provider(), put_schedule);
-  app.route(Method::get, "/v1/provider/machines/{id}/schedule", provider(), get_schedule);
-  app.route(Method::get, "/v1/marketplace/offers", RouteOptions::public_route(),
+  app.route(Method::put, "/v1/provider/prices/{model}",
+            provider().doc({.summary = "Set my rate for a GPU model",
+                            .body = openapi::object({{"usdc_per_gpu_hour", openapi::money()}}, {"usdc_per_gpu_hour"})}),
+            put_price);
+  app.route(Method::get, "/v1/provider/prices", provider().doc({.summary = "My rates", .query = {"limit", "cursor"}}), list_prices);
+  app.route(Method::get, "/v1/provider/prices/{model}",
+            provider().doc({.summary = "A model's rate history", .query = {"limit", "cursor"}}), price_history_handler);
+  app.route(Method::get, "/v1/provider/price-recommendations",
+            provider().doc({.summary = "A recommended rate from the market", .query = {"model", "region"}}), recommendation);
+  app.route(Method::put, "/v1/provider/machines/{id}/schedule",
+            provider().doc({.summary = "Set a machine's availability schedule", .body = openapi::any_object()}), put_schedule);
+  app.route(Method::get, "/v1/provider/machines/{id}/schedule",
+            provider().doc({.summary = "A machine's availability schedule"}), get_schedule);
+  app.route(Method::get, "/v1/marketplace/offers",
+            RouteOptions::public_route().doc(
+                {.summary = "Offers visible now",
+                 .query = {"model", "region", "min_vram_gb", "max_price", "min_reliability", "tier", "sort", "limit", "cursor"}}),
             [&offer_cache, &schedules](Ctx& ctx) { return offers(ctx, offer_cache, schedules); });
 }
 

@@ -9,6 +9,7 @@
 #include "core/payout_calendar.hpp"
 #include "core/sepa.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/onboarding/providers.hpp"
 #include "server/payouts/chain_client.hpp"
@@ -182,25 +183,36 @@ Response post_settle(Ctx& ctx, payouts::Outcome outcome) {
 
 void register_payouts_api(App& app) {
   const auto provider = RouteOptions::for_roles({"provider"});
-  app.route(http::Method::get, "/v1/provider/payout-settings", provider, get_settings);
+  app.route(http::Method::get, "/v1/provider/payout-settings", provider.doc({.summary = "My payout method and schedule"}),
+            get_settings);
   // A change is confirmed with the account password (argon2): checked off the I/O threads.
-  app.route(http::Method::put, "/v1/provider/payout-settings", RouteOptions::for_roles({"provider"}).slow_work(),
+  app.route(http::Method::put, "/v1/provider/payout-settings", RouteOptions::for_roles({"provider"}).slow_work().doc(
+                {.summary = "Change my payout settings (confirmed with the account password)",
+                 .body = openapi::any_object()}),
             put_settings);
-  app.route(http::Method::get, "/v1/provider/payouts", RouteOptions::for_roles({"provider"}).api_key_allowed(),
+  app.route(http::Method::get, "/v1/provider/payouts", RouteOptions::for_roles({"provider"}).api_key_allowed().doc({.summary = "My payouts", .query = {"limit", "cursor"}}),
             get_payouts);
 
   const auto admin = RouteOptions::for_roles({"admin"});
-  app.route(http::Method::get, "/v1/admin/payout-runs", admin, get_runs);
+  app.route(http::Method::get, "/v1/admin/payout-runs", admin.doc({.summary = "Payout runs", .query = {"limit", "cursor"}}), get_runs);
   // Asks the Solana node (up to solana_rpc_timeout_ms a call): off the I/O threads.
-  app.route(http::Method::get, "/v1/admin/hot-wallet", RouteOptions::for_roles({"admin"}).slow_work(), get_hot_wallet);
-  app.route(http::Method::post, "/v1/admin/payout-runs/{id}/sepa-batch", admin, post_sepa_batch);
-  app.route(http::Method::get, "/v1/admin/sepa-batches/{id}/file", admin, get_batch_file);
-  app.route(http::Method::post, "/v1/admin/sepa-batches/{id}/sent", admin, [](Ctx& ctx) {
+  app.route(http::Method::get, "/v1/admin/hot-wallet", RouteOptions::for_roles({"admin"}).slow_work().doc({.summary = "The Solana hot wallet's balances"}),
+            get_hot_wallet);
+  app.route(http::Method::post, "/v1/admin/payout-runs/{id}/sepa-batch",
+            admin.doc({.summary = "Make a run's SEPA batch (pain.001)",
+                       .body = openapi::object({{"eur_per_usdc", openapi::text(1, 20)}}, {"eur_per_usdc"})}),
+            post_sepa_batch);
+  app.route(http::Method::get, "/v1/admin/sepa-batches/{id}/file",
+            admin.doc({.summary = "A SEPA batch's pain.001 XML file"}), get_batch_file);
+  app.route(http::Method::post, "/v1/admin/sepa-batches/{id}/sent",
+            admin.doc({.summary = "Record that a SEPA batch was sent to the bank"}), [](Ctx& ctx) {
     return respond(ctx, [&](store::Tx& tx) { return payouts::mark_batch_sent(tx, ctx.req.param("id"), ctx.now_ms()); });
   });
-  app.route(http::Method::post, "/v1/admin/payouts/{id}/paid", admin,
+  app.route(http::Method::post, "/v1/admin/payouts/{id}/paid", admin.doc({.summary = "Record a payout as paid"}),
             [](Ctx& ctx) { return post_settle(ctx, payouts::Outcome::paid); });
-  app.route(http::Method::post, "/v1/admin/payouts/{id}/returned", admin,
+  app.route(http::Method::post, "/v1/admin/payouts/{id}/returned",
+            admin.doc({.summary = "Record a payout as returned by the bank",
+                       .body = openapi::object({{"reason", openapi::text(1, 200)}}, {"reason"})}),
             [](Ctx& ctx) { return post_settle(ctx, payouts::Outcome::returned); });
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/json_reader.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/onboarding/gpu_catalog.hpp"
@@ -144,18 +145,28 @@ Response read_notification(Ctx& ctx) {
 void register_provider_api(App& app) {
   // An API key may read its provider's profile and keys (what an agent needs); creating and
   // revoking keys needs a logged-in session, so a leaked key cannot mint new ones.
-  app.route(Method::get, "/v1/provider/profile", RouteOptions::for_roles({"provider"}).api_key_allowed(), profile);
-  app.route(Method::get, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).api_key_allowed(), list_keys);
-  app.route(Method::post, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).sealed_idempotency(),
+  app.route(Method::get, "/v1/provider/profile",
+            RouteOptions::for_roles({"provider"}).api_key_allowed().doc({.summary = "My provider profile"}), profile);
+  app.route(Method::get, "/v1/provider/api-keys",
+            RouteOptions::for_roles({"provider"}).api_key_allowed().doc({.summary = "My API keys (never their values)", .query = {"limit", "cursor"}}),
+            list_keys);
+  app.route(Method::post, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).sealed_idempotency().doc(
+                {.summary = "Create an API key (shown once); with revoke, rotate: revoke that key in the same step",
+                 .body = openapi::object({{"revoke", openapi::text(1, 64)}}, {})}),
             create_key);
-  app.route(Method::del, "/v1/provider/api-keys/{id}", RouteOptions::for_roles({"provider"}), delete_key);
+  app.route(Method::del, "/v1/provider/api-keys/{id}",
+            RouteOptions::for_roles({"provider"}).doc({.summary = "Revoke an API key"}), delete_key);
   // The key issued at approval, once, to its owner's session; the answer is a secret, so never replayed.
-  app.route(Method::post, "/v1/provider/api-keys/{id}/reveal", RouteOptions::for_roles({"provider"}).no_idempotency(),
+  app.route(Method::post, "/v1/provider/api-keys/{id}/reveal", RouteOptions::for_roles({"provider"}).no_idempotency().doc(
+                {.summary = "Reveal, once, the API key issued at approval"}),
             reveal_key);
-  app.route(Method::get, "/v1/catalog/gpus", RouteOptions::public_route(), catalog);
-  app.route(Method::get, "/v1/catalog/gpus/{id}", RouteOptions::public_route(), catalog_one);
-  app.route(Method::get, "/v1/notifications", RouteOptions::signed_in(), notifications);
-  app.route(Method::post, "/v1/notifications/{id}/read", RouteOptions::signed_in(), read_notification);
+  app.route(Method::get, "/v1/catalog/gpus", RouteOptions::public_route().doc({.summary = "The GPU catalog"}), catalog);
+  app.route(Method::get, "/v1/catalog/gpus/{id}",
+            RouteOptions::public_route().doc({.summary = "One GPU model of the catalog"}), catalog_one);
+  app.route(Method::get, "/v1/notifications",
+            RouteOptions::signed_in().doc({.summary = "My notifications", .query = {"limit", "cursor"}}), notifications);
+  app.route(Method::post, "/v1/notifications/{id}/read",
+            RouteOptions::signed_in().doc({.summary = "Mark a notification read"}), read_notification);
 }
 
 }  // namespace gpunex::server

@@ -3,6 +3,7 @@
 // here (rentals/ comes after it): rentals::reliability_jobs is its JobSource.
 
 #include "server/api/handlers.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/reliability/reliability.hpp"
 #include "server/rentals/rentals.hpp"
@@ -29,7 +30,8 @@ http::Response machine_reliability(Ctx& ctx) {
 
 void register_reliability_api(App& app) {
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
-  app.route(http::Method::get, "/v1/provider/machines/{id}/reliability", provider, machine_reliability);
+  app.route(http::Method::get, "/v1/provider/machines/{id}/reliability",
+            provider.doc({.summary = "A machine's reliability score and its parts"}), machine_reliability);
 }
 
 }  // namespace gpunex::server

@@ -7,6 +7,7 @@
 #include "core/marketplace.hpp"
 #include "protocol/rentals.hpp"
 #include "server/api/handlers.hpp"
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/billing/settlement.hpp"
 #include "server/fleet/machines.hpp"
@@ -202,9 +203,10 @@ Response agent_rental_events(Ctx& ctx, rentals::AgentPolls& polls) {
 
 void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules, rentals::AgentPolls& polls) {
   const auto customer = RouteOptions::signed_in();
-  app.route(http::Method::post, "/v1/rentals", customer,
+  app.route(http::Method::post, "/v1/rentals",
+            customer.doc({.summary = "Start a rental", .body = openapi::any_object()}),
             [&](Ctx& ctx) { return create_rental(ctx, offers, schedules, polls); });
-  app.route(http::Method::get, "/v1/rentals", customer, [](Ctx& ctx) {
+  app.route(http::Method::get, "/v1/rentals", customer.doc({.summary = "My rentals", .query = {"limit", "cursor"}}), [](Ctx& ctx) {
     const auto now = ctx.now_ms();
     return list_response(ctx, [&](store::Tx& tx) {
       auto items = nlohmann::json::array();
@@ -214,7 +216,7 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
       return items;
     });
   });
-  app.route(http::Method::get, "/v1/rentals/{id}", customer, [](Ctx& ctx) {
+  app.route(http::Method::get, "/v1/rentals/{id}", customer.doc({.summary = "One of my rentals"}), [](Ctx& ctx) {
     const auto now = ctx.now_ms();
     return respond(
         ctx,
@@ -225,13 +227,14 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
         },
         store::TxMode::read);
   });
-  app.route(http::Method::post, "/v1/rentals/{id}/stop", customer, [&](Ctx& ctx) {
+  app.route(http::Method::post, "/v1/rentals/{id}/stop", customer.doc({.summary = "Stop my rental"}), [&](Ctx& ctx) {
     return stop_rental(ctx, polls, own_rental, rental::EndReason::customer_stopped, rentals::customer_json);
   });
-  app.route(http::Method::get, "/v1/rentals/{id}/logs", customer, rental_logs);
+  app.route(http::Method::get, "/v1/rentals/{id}/logs", customer.doc({.summary = "My rental's logs"}), rental_logs);
 
   const auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
-  app.route(http::Method::get, "/v1/provider/rentals", provider, [](Ctx& ctx) {
+  app.route(http::Method::get, "/v1/provider/rentals", provider.doc({.summary = "Rentals on my machines"}),
+            [](Ctx& ctx) {
     const auto now = ctx.now_ms();
     return respond(
         ctx,
@@ -244,15 +247,19 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
         },
         store::TxMode::read);
   });
-  app.route(http::Method::post, "/v1/provider/rentals/{id}/stop", provider, [&](Ctx& ctx) {
+  app.route(http::Method::post, "/v1/provider/rentals/{id}/stop",
+            provider.doc({.summary = "Stop a rental on my machine"}), [&](Ctx& ctx) {
     return stop_rental(ctx, polls, provider_rental, rental::EndReason::provider_stopped, rentals::provider_json);
   });
 
   // Sequence numbers make agent messages idempotent; Idempotency-Key replay is not needed here.
-  auto agent = RouteOptions::signed_in().no_idempotency().api_key_allowed();
-  app.route_async(http::Method::get, std::string(protocol::kAgentRentalsPath), agent,
+  auto agent = RouteOptions::signed_in().no_idempotency().agent_key_only();
+  app.route_async(http::Method::get, std::string(protocol::kAgentRentalsPath),
+                  agent.doc({.summary = "Agent: its machine's rentals (a long poll)",
+                             .query = {"machine_id", "known", "wait_s"}}),
                   [&](Ctx& ctx, http::Reply reply) { agent_rentals_poll(ctx, reply, polls); });
-  app.route(http::Method::post, std::string(protocol::kRentalEventsPath), agent,
+  app.route(http::Method::post, std::string(protocol::kRentalEventsPath),
+            agent.doc({.summary = "Agent: rental events (starting, running, ended, logs)", .body = openapi::any_object()}),
             [&](Ctx& ctx) { return agent_rental_events(ctx, polls); });
 }
 

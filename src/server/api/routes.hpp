@@ -33,6 +33,8 @@ void register_market_api(App& app, OfferCache& offers, ScheduleCache& schedules)
 void register_billing_api(App& app);
 void register_reliability_api(App& app);
 void register_payouts_api(App& app);
+//! GET /v1/openapi.json: the API document, built from the route table at its first request (openapi.hpp).
+void register_openapi_api(App& app);
 namespace rentals {
 class AgentPolls;
 }

@@ -1,5 +1,6 @@
 // /healthz (liveness), /readyz (readiness) and /metrics.
 
+#include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/platform_repo.hpp"
 #include "server/platform/request_pipeline.hpp"
@@ -83,11 +84,15 @@ http::Response move_test_clock(Ctx& ctx) {
 }  // namespace
 
 void register_system_api(App& app) {
-  app.route(http::Method::get, "/healthz", RouteOptions::public_route(), healthz);
-  app.route(http::Method::get, "/readyz", RouteOptions::public_route(), readyz);
-  app.route(http::Method::get, "/metrics", RouteOptions::public_route(), metrics);
+  app.route(http::Method::get, "/healthz", RouteOptions::public_route().doc({.summary = "Liveness: 200 while the process serves"}), healthz);
+  app.route(http::Method::get, "/readyz",
+            RouteOptions::public_route().doc({.summary = "Readiness: 200 when the store answers with the schema this server needs, else 503"}),
+            readyz);
+  app.route(http::Method::get, "/metrics", RouteOptions::public_route().doc({.summary = "Prometheus metrics (text format)"}), metrics);
   if (app.test_clock()) {
-    app.route(http::Method::post, "/v1/test/clock", RouteOptions::for_roles({"admin"}).no_idempotency(),
+    app.route(http::Method::post, "/v1/test/clock", RouteOptions::for_roles({"admin"}).no_idempotency().doc(
+                  {.summary = "Move the test clock (servers started with a test clock only)",
+                   .body = openapi::any_object()}),
               move_test_clock);
   }
 }

@@ -8,9 +8,12 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 #include "server/platform/accounts.hpp"
 #include "server/platform/platform_repo.hpp"
+#include "store/backup.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
 #include "util/crypto.hpp"
@@ -91,6 +94,56 @@ int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, st
           << " (mode 0600; standard output is not a terminal, so it is not printed)\n";
     }
     out.flush();
+    return 0;
+  } catch (const store::StoreError& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+namespace {
+
+//! The SQLite file a sqlite:PATH URL names; nullopt (after saying what to use instead) for PostgreSQL.
+std::optional<std::string> sqlite_path(const std::string& db_url, std::string_view pg_advice, std::ostream& err) {
+  if (db_url.rfind("postgresql://", 0) == 0 || db_url.rfind("postgres://", 0) == 0) {
+    err << "error: this store is PostgreSQL: " << pg_advice << "\n";
+    return std::nullopt;
+  }
+  if (db_url.rfind("sqlite:", 0) != 0) {
+    err << "error: expected --db sqlite:PATH or a postgresql:// URL\n";
+    return std::nullopt;
+  }
+  return db_url.substr(7);
+}
+
+}  // namespace
+
+int admin_backup(const std::string& db_url, const std::string& to, std::ostream& out, std::ostream& err) {
+  const auto path = sqlite_path(
+      db_url, "back it up with pg_dump (pg_dump -Fc -f gpunex.dump \"$GPUNEX_DB\"; see the README's Backups section)",
+      err);
+  if (!path) return 1;
+  try {
+    const auto report = store::backup_sqlite(*path, to);
+    out << "backed up " << *path << " to " << to << " (" << report.bytes << " bytes, " << report.pages
+        << " pages, schema version " << report.schema_version << ", integrity ok, mode 0600)\n";
+    return 0;
+  } catch (const store::StoreError& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int admin_restore(const std::string& db_url, const std::string& from, bool replace, std::ostream& out,
+                  std::ostream& err) {
+  const auto path = sqlite_path(
+      db_url, "restore a pg_dump archive with pg_restore (see the README's Backups section)", err);
+  if (!path) return 1;
+  try {
+    const auto report = store::restore_sqlite(from, *path, replace);
+    out << "restored " << from << " into " << *path << " (" << report.bytes << " bytes, schema version "
+        << report.schema_version << ", integrity ok, mode 0600)\n";
+    if (!report.kept_old.empty()) out << "the database it replaced is kept as " << report.kept_old << "\n";
     return 0;
   } catch (const store::StoreError& e) {
     err << "error: " << e.what() << "\n";

@@ -19,4 +19,14 @@ struct BootstrapOutput {
 //! Creates admin@localhost with a random password when no admin exists; see BootstrapOutput. Returns the exit code.
 int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, std::ostream& out, std::ostream& err);
 
+//! Copies a running SQLite store to a new file `to` (mode 0600) as one consistent snapshot (online backup
+//! API), safe while the server serves. On PostgreSQL it says to use pg_dump and fails. Returns the exit code.
+int admin_backup(const std::string& db_url, const std::string& to, std::ostream& out, std::ostream& err);
+
+//! Restores a backup made by admin_backup into the SQLite store `db_url`: a new path, or with `replace` an
+//! existing database no process has open (kept beside it). On PostgreSQL it says to use pg_restore and fails.
+//! Returns the exit code.
+int admin_restore(const std::string& db_url, const std::string& from, bool replace, std::ostream& out,
+                  std::ostream& err);
+
 }  // namespace gpunex::server

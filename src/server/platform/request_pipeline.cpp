@@ -82,6 +82,7 @@ void App::set_bound_port(std::uint16_t port) {
 
 void App::route(http::Method method, std::string pattern, RouteOptions options, ApiHandler handler) {
   const auto counted = options.counted_body_limit;
+  route_table_.push_back(RouteInfo{method, pattern, options});
   router_.add(method, std::move(pattern), {}, counted);
   routes_.push_back(AppRoute{std::move(options), std::move(handler), {}});
 }
@@ -89,6 +90,7 @@ void App::route(http::Method method, std::string pattern, RouteOptions options, 
 void App::route_async(http::Method method, std::string pattern, RouteOptions options, AsyncApiHandler handler) {
   if (options.idempotent) throw std::logic_error("an asynchronous route cannot replay Idempotency-Key: " + pattern);
   const auto counted = options.counted_body_limit;
+  route_table_.push_back(RouteInfo{method, pattern, options});
   router_.add(method, std::move(pattern), {}, counted);
   routes_.push_back(AppRoute{std::move(options), {}, std::move(handler)});
 }
@@ -305,6 +307,11 @@ std::optional<http::Response> App::admit(http::Request& req, const RouteOptions&
     return http::Response::error(Error::make(ErrorCode::forbidden,
                                              "a provider API key cannot be used here; log in with a session")
                                      .with_code("api_key_not_allowed"));
+  }
+  if (options.api_key_only && principal && principal->via != Principal::Via::api_key) {
+    return http::Response::error(
+        Error::make(ErrorCode::forbidden, "agent endpoints take a provider API key (Authorization: Bearer gpx_...)")
+            .with_code("api_key_required"));
   }
   if (principal && principal->via == Principal::Via::session_cookie && is_mutation(req.method)) {
     // A cookie travels with any request the browser makes; the CSRF header proves the page is ours.

@@ -50,6 +50,18 @@ enum class Access {
   user,    // any signed-in account
 };
 
+//! What the API document (GET /v1/openapi.json) says of a route beyond what RouteOptions already tells
+//! (its path, method and who may call it). Written beside the route, so the two cannot part.
+struct RouteDoc {
+  std::string summary = {};
+  //! The JSON Schema of the request body; null: the route takes none (or not JSON).
+  nlohmann::json body = nullptr;
+  //! The query parameters it reads.
+  std::vector<std::string> query = {};
+  //! Not part of the API: the dashboard's files, left out of the document.
+  bool internal = false;
+};
+
 struct RouteOptions {
   Access access = Access::user;
   //! When non-empty, the caller needs one of these roles (admin passes every role check).
@@ -69,6 +81,8 @@ struct RouteOptions {
   //! the agent and provider automation; account and session endpoints (logout, applications,
   //! review, key creation) need a logged-in session and answer 403 api_key_not_allowed.
   bool allow_api_key = false;
+  //! The agent's endpoints: only a provider API key may call them (403 api_key_required for a session).
+  bool api_key_only = false;
   //! When set, the request body is counted (Request::body_length) and discarded as it streams in, up to
   //! this many bytes, instead of kept in Request::body under the server's body limit.
   std::optional<std::uint64_t> counted_body_limit;
@@ -91,11 +105,29 @@ struct RouteOptions {
   RouteOptions& sealed_idempotency() { sealed_replay = true; return *this; }
   RouteOptions& rate_limited() { auth_rate_limited = true; return *this; }
   RouteOptions& api_key_allowed() { allow_api_key = true; return *this; }
+  RouteOptions& agent_key_only() {
+    allow_api_key = api_key_only = true;
+    return *this;
+  }
   RouteOptions& slow_work() { off_io_threads = true; return *this; }
   RouteOptions& counted_body(std::uint64_t limit) {
     counted_body_limit = limit;
     return *this;
   }
+  //! A copy with this documentation: options shared by several routes stay as they are.
+  RouteOptions doc(RouteDoc d) const {
+    RouteOptions o = *this;
+    o.documentation = std::move(d);
+    return o;
+  }
+  RouteDoc documentation;
+};
+
+//! One registered route, as the API document reads it.
+struct RouteInfo {
+  http::Method method;
+  std::string pattern;
+  RouteOptions options;
 };
 
 class App;
@@ -147,6 +179,9 @@ class App {
   //! For http::ServerOptions::body_plan: a route with a counted body (large uploads) admits the caller
   //! (authentication, roles) from the header, before any of the body is read; others keep their body.
   http::BodyPlan body_plan(const http::Request& head);
+
+  //! Every route, in the order registered.
+  const std::vector<RouteInfo>& route_table() const { return route_table_; }
 
   store::Store& store() { return *store_; }
   //! Records the port actually bound (listen port 0), so base_url() in mails names the real one.
@@ -220,6 +255,7 @@ class App {
   ApiKeyCache api_keys_;
   http::Router router_;
   std::vector<AppRoute> routes_;  // routes_[i] is router_'s route i
+  std::vector<RouteInfo> route_table_;  // route_table_[i] describes routes_[i]
   std::vector<std::shared_ptr<void>> kept_;  // keep(): shared_ptr<void> only erases the type, one owner each
   GroupCommit group_commit_;      // its thread uses the store and the metrics
   WorkQueue slow_work_;           // RouteOptions::off_io_threads handlers; stopped first

@@ -76,19 +76,19 @@ http::Response serve_from_dir(const std::string& dir, const std::string& name) {
 void register_web(App& app) {
   if (!app.config().web_dir.empty()) {
     const std::string dir = app.config().web_dir;
-    app.route(http::Method::get, "/{file}", RouteOptions::public_route(),
+    app.route(http::Method::get, "/{file}", RouteOptions::public_route().doc({.internal = true}),
               [dir](Ctx& ctx) { return serve_from_dir(dir, ctx.req.param("file")); });
-    app.route(http::Method::get, "/", RouteOptions::public_route(),
+    app.route(http::Method::get, "/", RouteOptions::public_route().doc({.internal = true}),
               [dir](Ctx&) { return serve_from_dir(dir, "index.html"); });
     return;
   }
   for (const auto& asset : web::assets()) {
     const web::Asset* a = &asset;
-    app.route(http::Method::get, std::string(a->path), RouteOptions::public_route(),
+    app.route(http::Method::get, std::string(a->path), RouteOptions::public_route().doc({.internal = true}),
               [a](Ctx&) { return serve(*a); });
   }
   if (const auto* index = web::find_asset("/index.html")) {
-    app.route(http::Method::get, "/", RouteOptions::public_route(), [index](Ctx&) { return serve(*index); });
+    app.route(http::Method::get, "/", RouteOptions::public_route().doc({.internal = true}), [index](Ctx&) { return serve(*index); });
   }
 }
 

@@ -1,0 +1,39 @@
+#pragma once
+// The API document, OpenAPI 3.1, served at GET /v1/openapi.json: built from the App's route table
+// (path, method, who may call it, from each route's RouteOptions) and the RouteDoc written beside each
+// route (summary, query parameters, the request body's JSON Schema), so it lists exactly the routes the
+// server answers. The small schema builders below are for those RouteDocs.
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/platform/request_pipeline.hpp"
+
+namespace gpunex::server::openapi {
+
+//! A string of `min`..`max` characters (max 0: no upper bound).
+nlohmann::json text(int min = 0, int max = 0);
+//! One of these strings.
+nlohmann::json one_of(std::initializer_list<const char*> values);
+//! USDC as a decimal string with up to 6 decimals ("1.850000").
+nlohmann::json money();
+nlohmann::json integer(long long min, long long max);
+nlohmann::json number();
+nlohmann::json boolean();
+nlohmann::json array(nlohmann::json items, int max_items = 0);
+//! An object of these members, `required` among them; no other member (the API refuses unknown fields).
+nlohmann::json object(std::vector<std::pair<std::string, nlohmann::json>> members,
+                      std::vector<std::string> required);
+//! Any JSON object (its members checked by the handler, not described here).
+nlohmann::json any_object();
+//! `schema` or null.
+nlohmann::json nullable(nlohmann::json schema);
+
+//! The OpenAPI 3.1 document of every route in `app` not marked internal.
+nlohmann::json document(const App& app);
+
+}  // namespace gpunex::server::openapi

