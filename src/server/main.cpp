@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
   for (const auto& key : server::config_keys()) {
     auto* opt = cli.add_option(key.flag, flags[key.name], key.help)->type_name(key.type_name);
     // A true-or-false key's flag alone means true: `--allow-simulated-offers` as `--allow-simulated-offers true`.
-    if (key.type_name == "BOOL") opt->expected(0, 1)->default_str("true");
+    if (key.type_name == "BOOL") opt->expected(0, 1);
   }
 
   auto* admin = cli.add_subcommand("admin", "operator commands");
