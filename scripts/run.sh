@@ -43,7 +43,9 @@ stop_all() {
 trap 'stop_all; exit 130' INT
 trap 'stop_all; exit 143' TERM
 
-"$BIN/gpunex-server" --db "$DB" --listen "$LISTEN" --data-dir "$VAR" &
+# Demo mode: the demo agent's simulated GPUs are offered (each offer says "simulated"); a real
+# deployment never sets it, and then only machines with real GPUs reach the marketplace.
+"$BIN/gpunex-server" --db "$DB" --listen "$LISTEN" --data-dir "$VAR" --allow-simulated-offers &
 server_pid=$!
 
 for _ in $(seq 1 100); do

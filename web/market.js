@@ -271,6 +271,7 @@
       el('div', { class: 'offer-head' },
         el('h2', {}, `${o.gpu_count_available} × ${o.model}`),
         el('span', { class: `badge tier tier-${o.tier}` }, o.tier === 'enterprise' ? 'Enterprise' : 'Community'),
+        o.simulated ? el('span', { class: 'badge sim', title: 'Demo mode: simulated GPUs, not real hardware.' }, 'simulated') : '',
         el('span', { class: 'offer-price' }, `${money(o.usdc_per_gpu_hour)}/GPU-h`),
         el('a', { class: 'button rent', href: `#/rent/${encodeURIComponent(o.machine_id)}/${encodeURIComponent(o.model)}`,
           'aria-label': `Rent ${o.model} on ${o.machine_id}` }, 'Rent')),

@@ -22,10 +22,13 @@ std::string offers_text(const nlohmann::json& j) {
          format_fixed(member(o, "perf_score"), 1),
          format_fixed(member(o, "reliability"), 1) + (o.value("reliability_is_prior", false) ? " (prior)" : ""),
          format_text(member(o, "tier")), format_text(member(member(o, "location"), "region")),
-         format_fixed(member(o, "rank"), 4)});
+         format_fixed(member(o, "rank"), 4),
+         // Only the operator's demo mode offers simulated GPUs; such an offer says so (issue 21).
+         std::string(o.value("simulated", false) ? "simulated" : "no")});
   }
   std::string out =
-      format_table({"MACHINE", "MODEL", "GPUS", "USDC/GPU-H", "PERF", "RELIABILITY", "TIER", "REGION", "RANK"}, rows);
+      format_table({"MACHINE", "MODEL", "GPUS", "USDC/GPU-H", "PERF", "RELIABILITY", "TIER", "REGION", "RANK",
+                                "SIMULATED"}, rows);
   const auto shown = member(j, "items").size();
   out += std::to_string(shown) + (shown == 1 ? " offer" : " offers");
   if (member(j, "total").is_number()) out += " of " + format_fixed(member(j, "total"), 0);

@@ -31,7 +31,7 @@ std::optional<BenchmarkReason> parse_run_reason(std::string_view s);
 
 //! Why a machine is due a run now, or nothing: a first run when none completed, again after a GPU or
 //! driver change since the last completed run, and when the last one is `interval_ms` old.
-//! `hardware_changed` is whether a GPU or driver change was recorded after `last_completed_ms`.
+//! `hardware_changed` is whether a GPU, driver or simulated-flag change was recorded after `last_completed_ms`.
 std::optional<BenchmarkReason> due_reason(std::optional<std::int64_t> last_completed_ms, bool hardware_changed,
                                           std::int64_t interval_ms, std::int64_t now_ms);
 

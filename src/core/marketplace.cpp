@@ -121,6 +121,7 @@ nlohmann::json to_json(const Offer& o) {
           {"reliability", r2(o.rank.reliability)},
           {"reliability_is_prior", o.rank.reliability_is_prior},
           {"tier", tier_name(c.tier)},
+          {"simulated", c.simulated},
           {"location", {{"city", c.city}, {"country", c.country}, {"region", c.region}}},
           {"rank", std::round(o.rank.rank * 10000.0) / 10000.0},
           {"rank_explanation", to_json(o.rank)},

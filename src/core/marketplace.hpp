@@ -38,6 +38,7 @@ struct OfferCandidate {
   std::string city, country, region;
   double vram_gib = 0;
   std::shared_ptr<const Schedule> schedule;  // null: always available (shared: machines share schedules)
+  bool simulated = false;  // the machine's GPUs are simulated: offered only in demo mode, and said so
 };
 
 enum class OfferSort { rank, price, perf };

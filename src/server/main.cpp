@@ -265,7 +265,9 @@ bool load_config(server::Config& cfg, const std::string& config_file, const CLI:
   }
   std::vector<std::pair<std::string, std::string>> flag_values;
   for (const auto& key : server::config_keys()) {
-    if (cli.count(key.flag) > 0) flag_values.emplace_back(key.name, flags.at(key.name));
+    if (cli.count(key.flag) == 0) continue;
+    const std::string& v = flags.at(key.name);
+    flag_values.emplace_back(key.name, v.empty() && key.type_name == "BOOL" ? "true" : v);
   }
   if (auto s = server::apply_config_values(cfg, flag_values, "command line"); !s) {
     std::cerr << "error: " << s.error().message << "\n";
@@ -346,7 +348,9 @@ int main(int argc, char** argv) {
   cli.add_option("--config", config_file, "TOML configuration file")->envname("GPUNEX_CONFIG");
   std::map<std::string, std::string> flags;
   for (const auto& key : server::config_keys()) {
-    cli.add_option(key.flag, flags[key.name], key.help)->type_name(key.type_name);
+    auto* opt = cli.add_option(key.flag, flags[key.name], key.help)->type_name(key.type_name);
+    // A true-or-false key's flag alone means true: `--allow-simulated-offers` as `--allow-simulated-offers true`.
+    if (key.type_name == "BOOL") opt->expected(0, 1);
   }
 
   auto* admin = cli.add_subcommand("admin", "operator commands");

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -106,7 +107,7 @@ TEST_F(MarketStore, OfferCacheFollowsEveryChangeToTheMarket) {
       tx.exec(
           "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
           "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
-          "last_seq) VALUES (?, 'p1', ?, 'h', '{}', 1, '1', 1, 'online', '', '', 0, 0, 0, 0)",
+          "last_seq) VALUES (?, 'p1', ?, 'h', '{}', 0, '1', 1, 'online', '', '', 0, 0, 0, 0)",
           {std::string(m), std::string(m)});
       for (const char* g : {"g1", "g2"}) {
         tx.exec(
@@ -166,6 +167,40 @@ TEST_F(MarketStore, OfferCacheFollowsEveryChangeToTheMarket) {
   EXPECT_EQ(tuesday->search({}).total, 2u);
 }
 
+// Issue 21: a machine on simulated GPUs is never offered unless the operator's demo mode is on, and
+// then its offers say so; a real machine's offers say simulated false either way.
+TEST_F(MarketStore, SimulatedMachinesAreOfferedOnlyInDemoMode) {
+  server::ScheduleCache schedules;
+  store_->transact([&](store::Tx& tx) {
+    for (const auto& [m, sim] : {std::pair{"real", 0}, std::pair{"sim", 1}}) {
+      tx.exec(
+          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
+          "last_seq) VALUES (?, 'p1', ?, 'h', '{}', ?, '1', 1, 'online', '', '', 0, 0, 0, 0)",
+          {std::string(m), std::string(m), std::int64_t{sim}});
+      tx.exec(
+          "INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, "
+          "first_seen_at, updated_at) VALUES (?, 'g1', 0, 'NVIDIA L4', 'L4', 23034, '{}', 1, 0, 0)",
+          {std::string(m)});
+      tx.exec("INSERT INTO gpu_listing (machine_id, uuid, listed, perf_score, updated_at) VALUES (?, 'g1', 1, 15, 0)",
+              {std::string(m)});
+    }
+    ASSERT_TRUE(server::set_price(tx, provider_, "L4", 400'000, "u1", 1000).ok());
+  });
+  const auto offered = [&](bool allow) {
+    std::vector<std::string> out;
+    auto c = store_->transact([&](store::Tx& tx) { return server::offer_candidates(tx, schedules, allow); });
+    for (const auto& o : c) out.push_back(o.machine_id + (o.simulated ? " simulated" : " real"));
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(offered(false), std::vector<std::string>{"real real"});
+  EXPECT_EQ(offered(true), (std::vector<std::string>{"real real", "sim simulated"}));
+  core::Offer o;
+  o.candidate.simulated = true;
+  EXPECT_EQ(core::to_json(o)["simulated"], true);
+}
+
 // A reload slower than the cache's max_wait: the searches answer from the previous book once
 // max_wait has passed since the change was seen, and the next search once the reload is done sees
 // the change.
@@ -187,7 +222,7 @@ TEST_F(MarketStore, OfferCacheAnswersFromThePreviousBookWhileASlowReloadRuns) {
     tx.exec(
         "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
         "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
-        "last_seq) VALUES ('m1', 'p1', 'm1', 'h', '{}', 1, '1', 1, 'online', '', '', 0, 0, 0, 0)");
+        "last_seq) VALUES ('m1', 'p1', 'm1', 'h', '{}', 0, '1', 1, 'online', '', '', 0, 0, 0, 0)");
     tx.exec(
         "INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, "
         "first_seen_at, updated_at) VALUES ('m1', 'g1', 0, 'NVIDIA L4', 'L4', 23034, '{}', 1, 0, 0)");
@@ -241,7 +276,7 @@ void add_provider_with_gpu(store::Tx& tx, int n, const std::string& region, bool
           {"p" + id, region});
   tx.exec("INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
           "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, last_seq) "
-          "VALUES (?, ?, ?, 'h', '{}', 1, '0.1.0', 1, ?, '550', '12.4', 0, 0, 0, 0)",
+          "VALUES (?, ?, ?, 'h', '{}', 0, '0.1.0', 1, ?, '550', '12.4', 0, 0, 0, 0)",
           {"m" + id, "p" + id, "f" + id, std::string(online ? "online" : "offline")});
   tx.exec("INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, first_seen_at, "
           "updated_at) VALUES (?, 'GPU-0', 0, 'NVIDIA L40S', 'L40S', 46068, '{}', 1, 0, 0)",

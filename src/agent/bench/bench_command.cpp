@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <ostream>
 #include <thread>
 
@@ -153,6 +154,35 @@ core::Result<nlohmann::json> submit_report(const core::bench::RunReport& report,
   return body;
 }
 
+core::Result<std::string> request_run(const std::string& machine_id, const std::string& server_url,
+                                      const std::string& api_key, const std::string& ca_file) {
+  util::HttpClientOptions opts;
+  opts.ca_file = ca_file;
+  util::HttpClient client(server_url, opts);
+  const std::vector<std::pair<std::string, std::string>> auth{{"Authorization", "Bearer " + api_key}};
+  const std::string base = "/v1/provider/machines/" + machine_id + "/benchmarks";
+  auto r = client.request("POST", base + "/run", "", auth);
+  if (!r) return r.error();
+  auto body = nlohmann::json::parse(r->body, nullptr, false);
+  if (r->status == 202 && body.is_object() && body.contains("run_id")) return body["run_id"].get<std::string>();
+  if (r->status == 409) {  // a run is open already: that one is taken
+    auto runs = client.request("GET", base, "", auth);
+    if (!runs) return runs.error();
+    auto list = nlohmann::json::parse(runs->body, nullptr, false);
+    if (runs->status == 200 && list.is_object() && list.contains("runs")) {
+      for (const auto& run : list["runs"]) {
+        const std::string status = run.value("status", "");
+        if (status == "requested" || status == "delivered") return run.value("id", "");
+      }
+    }
+  }
+  std::string msg = "the server did not grant a benchmark run: HTTP " + std::to_string(r->status);
+  if (body.is_object() && body.contains("error") && body["error"].contains("message")) {
+    msg += ": " + body["error"]["message"].get<std::string>();
+  }
+  return Error::make(r->status == 401 ? ErrorCode::unauthenticated : ErrorCode::unavailable, msg);
+}
+
 namespace {
 
 SuiteOptions suite_options(const BenchCommandOptions& o, std::vector<std::string> only) {
@@ -226,6 +256,16 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
     err << "gpunex-agent bench: " << only.error().message << "\n";
     return 2;
   }
+  std::optional<std::string> run_id = o.run_id;
+  if (o.submit && !run_id) {
+    auto asked = request_run(o.machine_id, o.server_url, o.api_key, o.ca_file);
+    if (!asked) {
+      err << "gpunex-agent bench: " << asked.error().message << "\n";
+      return 1;
+    }
+    run_id = *asked;
+    if (!o.json) err << "  benchmark run " << *run_id << " requested of the server\n";
+  }
   const SuiteOptions so = suite_options(o, *only);
   SuiteRun probe(so);
   auto selected = [&](auto&& pred) {
@@ -241,7 +281,7 @@ int run_bench_command(const std::vector<GpuTarget>& gpus, const BenchCommandOpti
   if (!o.json) progress = [&err](const std::string& line) { err << "  " << line << "\n" << std::flush; };
   auto report = run_suite(gpus, so, progress);
   report.machine_id = o.machine_id;
-  report.run_id = o.run_id;
+  report.run_id = run_id;
 
   const core::bench::Policy policy{};
   bool pass = gpus_pass(report, gpus, policy);

@@ -40,6 +40,11 @@ core::Result<std::vector<GpuTarget>> simulated_targets(const std::string& spec);
 std::vector<GpuTarget> cuda_targets();
 
 //! POSTs a run to the server; the reply (scores, listing) or the server's error.
+//! A run the server requests of `machine_id` for `bench --submit` without --run-id (the server takes
+//! results only for runs it requested): a new one as the provider's re-run button asks, or the one already
+//! open. Returns its id.
+core::Result<std::string> request_run(const std::string& machine_id, const std::string& server_url,
+                                      const std::string& api_key, const std::string& ca_file);
 core::Result<nlohmann::json> submit_report(const core::bench::RunReport& report, const std::string& server_url,
                                            const std::string& api_key, const std::string& ca_file);
 

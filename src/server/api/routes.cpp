@@ -15,7 +15,8 @@ std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store
   // so the book (and its thread) goes first.
   auto& schedules = app->keep(std::make_unique<ScheduleCache>());
   auto& offers = app->keep(std::make_unique<OfferCache>(
-      std::chrono::milliseconds(app->config().market_search_wait_ms), OfferCache::Loader{},
+      std::chrono::milliseconds(app->config().market_search_wait_ms),
+      OfferCache::store_loader(app->config().allow_simulated_offers),
       [&metrics = app->metrics()](double seconds) { metrics.observe_offer_reload(seconds); }));
   register_system_api(*app);
   register_auth_api(*app);

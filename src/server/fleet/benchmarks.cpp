@@ -111,6 +111,17 @@ std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s,
   return opened;
 }
 
+void require_verification(Tx& tx, const std::string& machine_id, BenchmarkReason reason, std::int64_t now) {
+  BenchmarksRepo repo(tx);
+  repo.unlist_machine(machine_id,
+                      "the machine's GPUs, driver or simulated flag changed: it is verified again before it is "
+                      "listed",
+                      "keep the agent running: a new benchmark run was requested and relists the GPUs when it passes",
+                      now);
+  repo.expire_delivered_before(machine_id, now + 1);
+  if (!repo.has_open_run(machine_id)) repo.open_run(machine_id, reason, now);
+}
+
 nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const BenchmarkSettings& s, std::int64_t now) {
   BenchmarksRepo repo(tx);
   repo.expire_delivered_before(machine_id, now - s.run_timeout_ms);
@@ -147,6 +158,8 @@ core::Result<CheckedRun> check_report(Tx& tx, const std::string& provider_id, st
     return Error::make(ErrorCode::invalid_field, "machine_id is not one of this provider's machines", "machine_id");
   }
   run.machine = std::move(*m);
+  // The report's own flag is not believed: a run is simulated when its machine registered as simulated.
+  run.rep.simulated = run.machine.simulated;
   for (auto& g : machines.present_gpus(rep.machine_id)) run.known[g.uuid] = std::move(g);
   run.specs.reserve(rep.gpus.size());
   for (std::size_t i = 0; i < rep.gpus.size(); ++i) {
@@ -164,18 +177,22 @@ core::Result<CheckedRun> check_report(Tx& tx, const std::string& provider_id, st
   return run;
 }
 
-//! The run a report completes: the one it names (which must be this machine's, not yet reported), or a
-//! new one the agent ran unasked. Returns its id and reason.
+//! The run a report completes: the one it names, which the server requested of this machine and which
+//! was not reported yet. A report of a run nobody asked for is refused: results the server did not
+//! request could have been measured anywhere (issue 21). Returns its id and reason.
 core::Result<std::pair<std::string, BenchmarkReason>> run_of_report(BenchmarksRepo& repo, const cb::RunReport& rep) {
   if (!rep.run_id) {
-    const std::string id = util::new_id("bench");
-    repo.insert_agent_run(id, rep.machine_id, rep.started_at_ms);
-    return std::make_pair(id, BenchmarkReason::agent);
+    return Error::make(ErrorCode::invalid_field,
+                       "run_id is required: results are accepted only for a run the server requested (a "
+                       "run_benchmark command in a heartbeat reply, or POST /v1/provider/machines/{id}/benchmarks/run)",
+                       "run_id")
+        .with_code("run_not_requested");
   }
   auto r = repo.find_run(*rep.run_id, rep.machine_id);
   if (!r) return Error::make(ErrorCode::invalid_field, "run_id is not a run of this machine", "run_id");
   if (!core::can_move(r->status, core::BenchmarkRunStatus::completed)) {
-    return Error::make(ErrorCode::invalid_field, "run_id was already reported", "run_id");
+    return Error::make(ErrorCode::invalid_field, "run_id was already reported", "run_id")
+        .with_code("run_already_reported");
   }
   return std::make_pair(*rep.run_id, r->reason);
 }

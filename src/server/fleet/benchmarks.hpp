@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/benchmark.hpp"
+#include "core/benchmark_run.hpp"
 #include "core/reliability.hpp"
 #include "core/result.hpp"
 #include "server/platform/config.hpp"
@@ -42,6 +43,13 @@ BenchmarkSettings benchmark_settings(const Config& c);
 std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s, std::int64_t now_ms,
                                 std::size_t chunk = 200,
                                 std::chrono::milliseconds pause = std::chrono::milliseconds(50));
+
+//! A machine is verified before it is offered (issue 21): when it first registers, and when it registers
+//! again with other GPUs, another driver or another simulated flag. Its listed GPUs are delisted (saying
+//! why) until a run requested now, for `reason`, passes. A run delivered before the change is expired (the
+//! agent that had it is gone); one still waiting for delivery is kept and serves.
+void require_verification(store::Tx& tx, const std::string& machine_id, core::BenchmarkReason reason,
+                          std::int64_t now_ms);
 
 //! The commands for a heartbeat reply: a `run_benchmark` for a requested run (marked delivered), else none.
 //! Expires runs delivered longer ago than the timeout first.

@@ -123,15 +123,6 @@ std::optional<BenchmarkRunState> BenchmarksRepo::find_run(const std::string& run
   return BenchmarkRunState{status_of(r->str(0)), reason_of(r->str(1))};
 }
 
-void BenchmarksRepo::insert_agent_run(const std::string& run_id, const std::string& machine_id,
-                                      std::int64_t started_ms) {
-  static const std::string q = "INSERT INTO benchmark_runs (id, machine_id, reason, status, requested_at, simulated) "
-                               "VALUES (?, ?, " +
-                               sql(core::run_reason_name(BenchmarkReason::agent)) + ", " +
-                               sql(BenchmarkRunStatus::delivered) + ", ?, 0)";
-  tx_.exec(q, {run_id, machine_id, started_ms});
-}
-
 void BenchmarksRepo::complete_run(const std::string& run_id, bool simulated, const std::string& report_json,
                                   const std::string& machine_failures_json, std::int64_t now) {
   static const std::string q = "UPDATE benchmark_runs SET status = " + sql(BenchmarkRunStatus::completed) +
@@ -238,6 +229,14 @@ void BenchmarksRepo::upsert_listing(const ListingWrite& l, std::int64_t now) {
       "updated_at = excluded.updated_at",
       {l.machine_id, l.uuid, std::int64_t{l.listed}, opt(l.perf_score), opt(l.quality_ratio), opt(l.delist_reason),
        opt(l.recommendation), l.last_run_id, now});
+}
+
+std::int64_t BenchmarksRepo::unlist_machine(const std::string& machine_id, const std::string& reason,
+                                            const std::string& recommendation, std::int64_t now) {
+  return tx_.exec(
+      "UPDATE gpu_listing SET listed = 0, delist_reason = ?, recommendation = ?, updated_at = ? "
+      "WHERE machine_id = ? AND listed = 1",
+      {reason, recommendation, now, machine_id});
 }
 
 std::vector<GpuListingRow> BenchmarksRepo::present_gpu_listings(const std::string& machine_id) {

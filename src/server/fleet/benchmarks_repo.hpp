@@ -116,8 +116,6 @@ class BenchmarksRepo {
   void mark_delivered(const std::string& run_id, std::int64_t now_ms);
 
   std::optional<BenchmarkRunState> find_run(const std::string& run_id, const std::string& machine_id);
-  //! A run the agent reports unasked: Delivered, reason agent, requested when it started.
-  void insert_agent_run(const std::string& run_id, const std::string& machine_id, std::int64_t started_ms);
   void complete_run(const std::string& run_id, bool simulated, const std::string& report_json,
                     const std::string& machine_failures_json, std::int64_t now_ms);
   //! When the provider last asked for a re-run of the machine.
@@ -140,6 +138,9 @@ class BenchmarksRepo {
   //! The listing before a run: listed or not, none when never benchmarked; with the perf score.
   std::optional<std::pair<bool, std::optional<double>>> listing(const std::string& machine_id, const std::string& uuid);
   void upsert_listing(const ListingWrite& l, std::int64_t now_ms);
+  //! Every listed GPU of the machine delisted with this reason until a run passes; returns how many.
+  std::int64_t unlist_machine(const std::string& machine_id, const std::string& reason,
+                              const std::string& recommendation, std::int64_t now_ms);
   //! The machine's present GPUs by index, with their listing.
   std::vector<GpuListingRow> present_gpu_listings(const std::string& machine_id);
 

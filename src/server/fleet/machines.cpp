@@ -6,6 +6,7 @@
 
 #include "core/default_schedule.hpp"
 #include "core/gpu_catalog.hpp"
+#include "server/fleet/benchmarks.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "server/fleet/schedules.hpp"
 #include "server/onboarding/applications.hpp"
@@ -170,8 +171,9 @@ void start_with_declared_schedule(Tx& tx, const std::string& provider_id, const 
                   {"schedule", core::schedule_to_json(declared->schedule)}});
 }
 
-//! A known machine registering again: its row updated, with events for what changed since.
-void reattach(MachinesRepo& repo, const MachineRecord& m, const RegisterRequest& req, const MachineRegistration& reg,
+//! A known machine registering again: its row updated, with events for what changed since. Returns whether
+//! its GPUs, driver or simulated flag changed (then it is verified again before it is offered).
+bool reattach(MachinesRepo& repo, const MachineRecord& m, const RegisterRequest& req, const MachineRegistration& reg,
               std::int64_t now) {
   const std::set<std::string> before = repo.gpu_uuids(m.id, /*present_only=*/true);
   std::set<std::string> after;
@@ -195,6 +197,7 @@ void reattach(MachinesRepo& repo, const MachineRecord& m, const RegisterRequest&
   }
   if (m.simulated != req.simulated) repo.add_event(m.id, now, "simulated_changed", {{"simulated", req.simulated}});
   repo.mark_gpus_absent(m.id, now);
+  return !added.empty() || !removed.empty() || m.driver_version != reg.driver_version || m.simulated != req.simulated;
 }
 
 //! One sample's contribution to its minute's aggregates.
@@ -238,14 +241,16 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
 
   const MachineRegistration reg = registration_of(provider_id, req);
   std::string id;
+  std::optional<core::BenchmarkReason> verify;
   if (!m) {
     id = util::new_id("mch");
     repo.insert(id, reg, now);
     repo.add_event(id, now, "registered",
                    {{"gpus", req.gpus.size()}, {"simulated", req.simulated}, {"driver_version", reg.driver_version}});
+    verify = core::BenchmarkReason::first_registration;
   } else {
     id = m->id;
-    reattach(repo, *m, req, reg, now);
+    if (reattach(repo, *m, req, reg, now)) verify = core::BenchmarkReason::hardware_change;
   }
   std::vector<std::string> models;
   const auto catalog = list_models(tx);  // once per registration, not once per GPU
@@ -255,6 +260,7 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
     repo.upsert_gpu(id, MachineGpuWrite{g.uuid, g.index, g.name, model, g.memory_mib, g.facts().dump()}, now);
   }
   if (!m && !load_schedule(tx, id)) start_with_declared_schedule(tx, provider_id, id, models, now);
+  if (verify) require_verification(tx, id, *verify, now);
   return nlohmann::json{{"machine_id", id}, {"heartbeat_interval_s", settings.heartbeat_interval_s}};
 }
 

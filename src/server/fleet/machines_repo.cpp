@@ -304,7 +304,7 @@ std::vector<MachineEvent> MachinesRepo::recent_events(const std::string& machine
 bool MachinesRepo::hardware_changed_since(const std::string& machine_id, std::int64_t after) {
   return tx_
       .query_one("SELECT 1 FROM machine_events WHERE machine_id = ? AND kind IN ('gpus_changed', "
-                 "'driver_changed') AND at > ?",
+                 "'driver_changed', 'simulated_changed') AND at > ?",
                  {machine_id, after})
       .has_value();
 }
@@ -341,9 +341,9 @@ std::int64_t MachinesRepo::prune_before(std::int64_t oldest, std::int64_t limit)
 }
 
 std::optional<MachineHostFacts> MachinesRepo::host_facts(const std::string& machine_id) {
-  auto m = tx_.query_one("SELECT provider_id, host, hostname FROM machines WHERE id = ?", {machine_id});
+  auto m = tx_.query_one("SELECT provider_id, host, hostname, simulated FROM machines WHERE id = ?", {machine_id});
   if (!m) return std::nullopt;
-  return MachineHostFacts{m->str(0), m->str(1), m->str(2)};
+  return MachineHostFacts{m->str(0), m->str(1), m->str(2), m->i64(3) != 0};
 }
 
 std::vector<PresentGpu> MachinesRepo::present_gpus(const std::string& machine_id) {

@@ -123,6 +123,7 @@ struct MachineHostFacts {
   std::string provider_id;
   std::string host_json;
   std::string hostname;
+  bool simulated = false;  // as the machine registered: a run is simulated when its machine is
 };
 
 //! A present GPU, as the benchmark judgement needs it.
@@ -197,7 +198,7 @@ class MachinesRepo {
   std::optional<ScoredMachineRow> scored_machine(const std::string& machine_id);
   //! The newest events, newest first.
   std::vector<MachineEvent> recent_events(const std::string& machine_id, std::int64_t limit);
-  //! Whether a GPU or driver change was recorded after `after_ms`.
+  //! Whether a GPU, driver or simulated-flag change was recorded after `after_ms`.
   bool hardware_changed_since(const std::string& machine_id, std::int64_t after_ms);
 
   //! Online machines last seen before `cutoff_ms`, the longest silent first.

@@ -132,14 +132,15 @@ void MarketRepo::delete_listing_activity_before(std::int64_t before_ms) {
 std::vector<OfferMachineRow> MarketRepo::online_offer_machines() {
   static const std::string q =
       "SELECT m.id, m.provider_id, COALESCE(mp.city, ''), COALESCE(mp.country, ''), "
-      "COALESCE(mp.region, ''), COALESCE(mp.commitment_months, 0), ms.spec "
+      "COALESCE(mp.region, ''), COALESCE(mp.commitment_months, 0), ms.spec, m.simulated "
       "FROM machines m LEFT JOIN provider_market_profiles mp ON mp.provider_id = m.provider_id "
       "LEFT JOIN machine_schedules ms ON ms.machine_id = m.id "
       "WHERE m.status = '" +
       std::string(core::machine_status_name(core::MachineStatus::online)) + "'";
   std::vector<OfferMachineRow> out;
   for (const auto& r : tx_.query(q)) {
-    out.push_back(OfferMachineRow{r.str(0), r.str(1), r.str(2), r.str(3), r.str(4), r.i64(5), r.opt_str(6)});
+    out.push_back(OfferMachineRow{r.str(0), r.str(1), r.str(2), r.str(3), r.str(4), r.i64(5), r.opt_str(6),
+                                  r.i64(7) != 0});
   }
   return out;
 }

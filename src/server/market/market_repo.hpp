@@ -42,6 +42,7 @@ struct OfferMachineRow {
   std::string city, country, region;
   std::int64_t commitment_months = 0;
   std::optional<std::string> schedule_spec;
+  bool simulated = false;  // the machine's own flag (machines.simulated), never a benchmark report's
 };
 
 //! A present, listed, scored GPU of a catalog model.

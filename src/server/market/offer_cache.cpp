@@ -10,20 +10,26 @@ namespace {
 // One snapshot for the version and offer_candidates' queries, so the candidates are exactly those of
 // the version (SQLite reads a whole transaction at one snapshot; PostgreSQL does so from REPEATABLE
 // READ on, and a read-only transaction there never fails to serialise).
-OfferCache::Loaded load_candidates(store::Store& store, ScheduleCache& schedules) {
+OfferCache::Loaded load_candidates(store::Store& store, ScheduleCache& schedules, bool allow_simulated) {
   return store.transact(
       [&](store::Tx& tx) {
         MarketRepo(tx).read_one_snapshot();
-        return std::make_pair(market_version(tx), offer_candidates(tx, schedules));
+        return std::make_pair(market_version(tx), offer_candidates(tx, schedules, allow_simulated));
       },
       store::TxMode::read);
 }
 
 }  // namespace
 
+OfferCache::Loader OfferCache::store_loader(bool allow_simulated) {
+  return [allow_simulated](store::Store& store, ScheduleCache& schedules) {
+    return load_candidates(store, schedules, allow_simulated);
+  };
+}
+
 OfferCache::OfferCache(std::chrono::milliseconds max_wait, Loader loader, std::function<void(double)> on_reload)
     : max_wait_(max_wait),
-      loader_(loader ? std::move(loader) : Loader(load_candidates)),
+      loader_(loader ? std::move(loader) : store_loader(false)),
       on_reload_(std::move(on_reload)) {}
 
 OfferCache::~OfferCache() {

@@ -38,6 +38,9 @@ class OfferCache {
   using Loaded = std::pair<std::int64_t, std::vector<core::OfferCandidate>>;
   using Loader = std::function<Loaded(store::Store&, ScheduleCache&)>;
 
+  //! offer_candidates() from one store snapshot, simulated machines included only if `allow_simulated`.
+  static Loader store_loader(bool allow_simulated);
+
   //! on_reload: told each background reload's seconds (the metrics).
   explicit OfferCache(std::chrono::milliseconds max_wait = std::chrono::milliseconds{25}, Loader loader = {},
                       std::function<void(double)> on_reload = {});

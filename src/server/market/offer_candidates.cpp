@@ -32,17 +32,19 @@ struct OfferMachine {
   std::string city, country, region;
   std::int64_t commitment_months = 0;
   std::shared_ptr<const core::Schedule> schedule;
+  bool simulated = false;
 };
 
 //! The online machines by id, with their provider's tier (onboarding's, joined here by provider id),
 //! their schedules parsed (once per distinct text).
 std::unordered_map<std::string, OfferMachine> online_machines(store::Tx& tx, MarketRepo& repo,
-                                                              ScheduleCache& schedules) {
+                                                              ScheduleCache& schedules, bool allow_simulated) {
   const auto tiers = onboarding_repo::provider_tiers(tx);
   std::unordered_map<std::string, OfferMachine> machines;
   for (auto& r : repo.online_offer_machines()) {
     const auto tier = tiers.find(r.provider_id);
     if (tier == tiers.end()) continue;  // no such provider (machines.provider_id references one)
+    if (r.simulated && !allow_simulated) continue;  // never offered outside the operator's demo mode
     OfferMachine m;
     m.provider_id = std::move(r.provider_id);
     m.tier = tier->second;
@@ -50,6 +52,7 @@ std::unordered_map<std::string, OfferMachine> online_machines(store::Tx& tx, Mar
     m.country = std::move(r.country);
     m.region = std::move(r.region);
     m.commitment_months = r.commitment_months;
+    m.simulated = r.simulated;
     if (r.schedule_spec) m.schedule = schedules.get(*r.schedule_spec);
     machines.emplace(std::move(r.machine_id), std::move(m));
   }
@@ -58,12 +61,12 @@ std::unordered_map<std::string, OfferMachine> online_machines(store::Tx& tx, Mar
 
 }  // namespace
 
-std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules) {
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules, bool allow_simulated) {
   // Plain queries joined here by key, rather than one seven-way join: the planners misjudge that
   // join at this size (PostgreSQL estimates a handful of rows for 100,000 GPUs and picks nested
   // loops), and each query alone is a scan or an index walk.
   MarketRepo repo(tx);
-  const auto machines = online_machines(tx, repo, schedules);
+  const auto machines = online_machines(tx, repo, schedules, allow_simulated);
   std::unordered_map<std::string, core::MicroUsdc> prices;  // by provider id + '\n' + model
   for (const auto& p : repo.all_current_prices()) prices.emplace(p.provider_id + '\n' + p.model, p.usdc_micro);
   const auto vram = model_vram_gib(tx);
@@ -100,6 +103,7 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache&
       c.commitment_months = machine->commitment_months;
       c.vram_gib = v->second;
       c.schedule = machine->schedule;
+      c.simulated = machine->simulated;
       if (const auto r = reliability.find(machine_id); r != reliability.end()) c.reliability = r->second;
       out.push_back(std::move(c));
     }

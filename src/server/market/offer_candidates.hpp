@@ -36,7 +36,10 @@ class ScheduleCache {
 //! and the filters are applied by core::OfferBook, so each offer is ranked against its whole model.
 //! Uses machines/machine_gpus (issue 4), gpu_listing's listed/perf_score (issue 5) and the reliability
 //! score each machine shows (reliability/, issue 17; none while a machine is new).
-std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules);
+//! Machines on simulated GPUs are left out unless `allow_simulated` (the operator's demo mode,
+//! allow_simulated_offers); then their candidates carry simulated = true.
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules,
+                                                   bool allow_simulated = false);
 
 //! The store's market version: bumped (by triggers, migration 6) in every transaction that
 //! changes what offer_candidates reads, so an unchanged version means unchanged candidates.

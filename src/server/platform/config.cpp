@@ -348,6 +348,10 @@ const std::vector<ConfigKey>& config_keys() {
                              }
                              return std::nullopt;
                            }));
+    k.push_back(bool_key("allow_simulated_offers",
+                         "demo mode: offer machines on simulated GPUs to customers, each offer marked "
+                         "\"simulated\": true (true or false; never in production)",
+                         &Config::allow_simulated_offers));
     k.push_back(int_key("market_search_wait_ms",
                         "milliseconds marketplace searches wait for the offers to reload after a change, "
                         "before answering from the previous ones until the reload is done",

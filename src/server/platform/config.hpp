@@ -57,6 +57,9 @@ struct Config {
   //! <data_dir>/server.key, made (0600) at the first start; replicas sharing a database must share it.
   std::string server_secret;
   std::string mail_from = "GPUnex <noreply@gpunex.localhost>";
+  //! Demo mode: machines on simulated GPUs are offered to customers (each offer says "simulated": true).
+  //! Off, the marketplace offers only machines whose agent found real GPUs.
+  bool allow_simulated_offers = false;
   int market_search_wait_ms = 25;              // how long searches wait for the offer book's reload
   int mail_poll_interval_ms = 5000;            // how often the mail worker looks at the outbox
   int mail_retry_base_ms = 30000;              // first retry delay; doubles per failed attempt, capped at one hour

@@ -11,7 +11,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer, Client, until } from '../lib/server.mjs';
-import { approvedProvider } from '../lib/provider.mjs';
+import { approvedProvider, requestedRunId } from '../lib/provider.mjs';
 
 
 class Agent {
@@ -171,7 +171,7 @@ test(`${BACKEND}: forged and malformed results are refused, nothing stored`, asy
     const idA = await onlyMachine(a.client);
     const idB = await onlyMachine(b.client);
     const runsA = await completedRuns(a.client, idA, 1);
-    await completedRuns(b.client, idB, 1);
+    const runsB = await completedRuns(b.client, idB, 1);
     const uuid = runsA.gpus[0].uuid;
 
     const good = {
@@ -187,6 +187,8 @@ test(`${BACKEND}: forged and malformed results are refused, nothing stored`, asy
       ['absurd figure', a.key, { ...good, gpus: [{ ...good.gpus[0], results: [{ ...good.gpus[0].results[0], median: 5000, samples: [5000] }] }] }, 'gpus[0].results[0].median'],
       ['another GPU', a.key, { ...good, gpus: [{ ...good.gpus[0], uuid: 'GPU-not-mine' }] }, 'gpus[0].uuid'],
       ['unknown run', a.key, { ...good, run_id: 'bench_nope' }, 'run_id'],
+      ['no run: results the server did not ask for', a.key, good, 'run_id'],
+      ['another machine\'s run', a.key, { ...good, run_id: runsB.runs[0].id }, 'run_id'],
     ];
     for (const [name, key, body, field] of cases) {
       const r = await post(key, body);
@@ -200,8 +202,15 @@ test(`${BACKEND}: forged and malformed results are refused, nothing stored`, asy
     const after = await a.client.request('GET', `/v1/provider/machines/${idA}/benchmarks`);
     assert.equal(after.json.runs.filter((r) => r.status === 'completed').length, 1, 'nothing stored');
     assert.equal(after.json.gpus[0].history.length, 1);
-    const ok = await post(a.key, good);
+    // A run the server requested is taken once; the report's simulated flag is not believed.
+    const runId = await requestedRunId(a.client, idA);
+    const ok = await post(a.key, { ...good, run_id: runId, simulated: false });
     assert.equal(ok.status, 200, ok.body);
+    const stored = await a.client.request('GET', `/v1/provider/machines/${idA}/benchmarks`);
+    assert.equal(stored.json.runs.find((r) => r.id === runId).simulated, true, 'the machine is simulated');
+    const twice = await post(a.key, { ...good, run_id: runId });
+    assert.equal(twice.status, 400, twice.body);
+    assert.equal(twice.json.error.field, 'run_id');
   } finally {
     for (const ag of agents) await ag.stop();
     await server.stop();

@@ -185,8 +185,9 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
     const offers = parseTable(table.out.split('\n').slice(0, -2).join('\n'));
     assert.equal(offers.length, 1, table.out);
     assert.deepEqual(
-      [offers[0].MACHINE, offers[0].MODEL, offers[0].GPUS, offers[0]['USDC/GPU-H'], offers[0].TIER, offers[0].REGION],
-      [machine.id, 'L40S', '1', '0.950000', 'enterprise', 'eu-west']);
+      [offers[0].MACHINE, offers[0].MODEL, offers[0].GPUS, offers[0]['USDC/GPU-H'], offers[0].TIER, offers[0].REGION,
+        offers[0].SIMULATED],
+      [machine.id, 'L40S', '1', '0.950000', 'enterprise', 'eu-west', 'simulated']);  // demo mode: says so
     assert.match(table.out, /\n1 offer of 1\n$/);
 
     // A model filter that names no catalog model says which models exist.

@@ -11,7 +11,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer, Client, until } from '../lib/server.mjs';
-import { approvedProvider } from '../lib/provider.mjs';
+import { approvedProvider, requestedRunId } from '../lib/provider.mjs';
 
 const MIN = 60_000;
 const DAY = 86_400_000;
@@ -148,8 +148,8 @@ test(`${BACKEND}: reliability over 30 simulated days: DST schedule, two days dow
           cuda_version: '12.4', pci_bus_id: '00000000:17:00.0' }],
       } }));
       const machine = reg.machine_id;
-      const benchmark = (factor, telemetry) => must('benchmark', agent.request('POST', '/v1/agent/benchmarks', { body: {
-        protocol: 1, machine_id: machine, simulated: true, started_at_ms: 1000, finished_at_ms: 2000,
+      const benchmark = async (factor, telemetry) => must('benchmark', agent.request('POST', '/v1/agent/benchmarks', { body: {
+        protocol: 1, machine_id: machine, run_id: await requestedRunId(agent, machine), simulated: true, started_at_ms: 1000, finished_at_ms: 2000,
         gpus: [{ index: 0, uuid, name: 'NVIDIA L40S', ecc_uncorrected: 0, telemetry, results: [
           { key: 'compute.fp16_tensor', status: 'ok', median: 289.64 * factor, samples: [289.64 * factor] },
           { key: 'compute.fp32', status: 'ok', median: 82.44 * factor, samples: [82.44 * factor] },

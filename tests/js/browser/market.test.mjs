@@ -76,6 +76,7 @@ test(`${BACKEND}: price → offer on the marketplace → a schedule excluding no
     assert.match(await offer.textContent(), /0\.95 USDC/);
     assert.match(await offer.textContent(), /prior/);
     assert.match(await offer.textContent(), /Enterprise/);
+    assert.match(await offer.locator('.badge.sim').textContent(), /simulated/);  // demo mode says so (issue 21)
     await offer.getByText('Why this rank').click();
     await offer.getByText(/Reliability: factor/).waitFor();
     // Filters: a max price below the rate hides it.

@@ -1,10 +1,12 @@
 // postedMachine: a listed, priced machine with no real agent or container engine (lib/rentals.mjs
 // has listedMachine, the real agent on simulated GPUs): the test posts the agent's own
-// messages with the provider's API key (register, a passing benchmark run, heartbeats every second)
+// messages with the provider's API key (register, a passing benchmark run of the run the server
+// requested at registration, heartbeats every second)
 // as tests/scenarios/market_offers_model_filter.scn does, and drives rentals through their states
 // with the agent's rental messages (src/protocol/rentals.hpp): the poll for the machine's rentals,
 // and rental events sequenced with the heartbeats.
 import { Client } from './server.mjs';
+import { requestedRunId } from './provider.mjs';
 
 const PROTOCOL_VERSION = 1;
 
@@ -38,7 +40,8 @@ export async function postedMachine(server, provider, { gpus = 1, price = '0.50'
   } }));
   const machineId = reg.machine_id;
   await must('benchmarks', agent.request('POST', '/v1/agent/benchmarks', { body: {
-    protocol: PROTOCOL_VERSION, machine_id: machineId, simulated: true, started_at_ms: 1000, finished_at_ms: 2000,
+    protocol: PROTOCOL_VERSION, machine_id: machineId, run_id: await requestedRunId(agent, machineId),
+    simulated: true, started_at_ms: 1000, finished_at_ms: 2000,
     gpus: uuids.map((uuid, index) => ({ index, uuid, name: 'NVIDIA L40S', ecc_uncorrected: 0, results: l40sResults(), telemetry: [] })),
     machine: [],
   } }));

@@ -79,6 +79,9 @@ export class TestServer {
       // Searches wait for the offers to reload after every change (the server answers from the
       // previous offers after 25 ms by default; unit tests cover that): a test sees what it just did.
       '--market-search-wait-ms', '10000',
+      // Demo mode: the tests rent simulated GPUs, which only demo mode offers (issue 21). A test of the
+      // gate passes ['--allow-simulated-offers', 'false'].
+      ...(this.extraArgs.includes('--allow-simulated-offers') ? [] : ['--allow-simulated-offers', 'true']),
       ...(process.env.GPUNEX_WEB_DIR ? ['--web-dir', process.env.GPUNEX_WEB_DIR] : []), ...this.extraArgs,
     ], { env: { ...process.env, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stdout.on('data', (d) => this.logs.push(d.toString()));

@@ -1,0 +1,203 @@
+#include "core/challenge.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace gpunex::core::challenge {
+
+namespace {
+
+constexpr std::array<std::uint32_t, 64> kK = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+
+constexpr std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+void compress(std::array<std::uint32_t, 8>& h, const std::uint8_t* block) {
+  std::array<std::uint32_t, 64> w{};
+  for (int i = 0; i < 16; ++i) {
+    w[i] = (std::uint32_t{block[4 * i]} << 24) | (std::uint32_t{block[4 * i + 1]} << 16) |
+           (std::uint32_t{block[4 * i + 2]} << 8) | std::uint32_t{block[4 * i + 3]};
+  }
+  for (int i = 16; i < 64; ++i) {
+    const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  auto v = h;
+  for (int i = 0; i < 64; ++i) {
+    const std::uint32_t s1 = rotr(v[4], 6) ^ rotr(v[4], 11) ^ rotr(v[4], 25);
+    const std::uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
+    const std::uint32_t t1 = v[7] + s1 + ch + kK[i] + w[i];
+    const std::uint32_t s0 = rotr(v[0], 2) ^ rotr(v[0], 13) ^ rotr(v[0], 22);
+    const std::uint32_t maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
+    const std::uint32_t t2 = s0 + maj;
+    v = {t1 + t2, v[0], v[1], v[2], v[3] + t1, v[4], v[5], v[6]};
+  }
+  for (int i = 0; i < 8; ++i) h[i] += v[i];
+}
+
+std::uint64_t splitmix64(std::uint64_t& x) {
+  std::uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+std::uint64_t reduce(unsigned __int128 x) {
+  // x mod 2^61 − 1 for x < 2^122: fold the high bits onto the low ones twice.
+  std::uint64_t r = static_cast<std::uint64_t>(x & kPrime) + static_cast<std::uint64_t>(x >> 61);
+  r = (r & kPrime) + (r >> 61);
+  return r >= kPrime ? r - kPrime : r;
+}
+
+std::uint64_t mod_p(std::int64_t x) {
+  const std::int64_t p = static_cast<std::int64_t>(kPrime);
+  const std::int64_t r = x % p;
+  return static_cast<std::uint64_t>(r < 0 ? r + p : r);
+}
+
+std::uint64_t mul_add(std::uint64_t acc, std::uint64_t a, std::uint64_t b) {
+  return reduce(static_cast<unsigned __int128>(a) * b + acc);
+}
+
+//! M·r modulo p.
+std::vector<std::uint64_t> times(const Matrix& m, const std::vector<std::uint64_t>& r) {
+  std::vector<std::uint64_t> out(m.rows, 0);
+  for (std::size_t i = 0; i < m.rows; ++i) {
+    std::uint64_t acc = 0;
+    for (std::size_t j = 0; j < m.cols; ++j) acc = mul_add(acc, mod_p(m.at(i, j)), r[j]);
+    out[i] = acc;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::array<std::uint8_t, 32> sha256(std::string_view data) {
+  std::array<std::uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  const auto* p = reinterpret_cast<const std::uint8_t*>(data.data());
+  std::size_t full = data.size() / 64;
+  for (std::size_t i = 0; i < full; ++i) compress(h, p + 64 * i);
+  std::array<std::uint8_t, 128> tail{};
+  const std::size_t rest = data.size() - 64 * full;
+  if (rest > 0) std::memcpy(tail.data(), p + 64 * full, rest);
+  tail[rest] = 0x80;
+  const std::size_t blocks = rest + 9 <= 64 ? 1 : 2;
+  const std::uint64_t bits = static_cast<std::uint64_t>(data.size()) * 8;
+  for (int i = 0; i < 8; ++i) tail[64 * blocks - 1 - i] = static_cast<std::uint8_t>(bits >> (8 * i));
+  for (std::size_t i = 0; i < blocks; ++i) compress(h, tail.data() + 64 * i);
+  std::array<std::uint8_t, 32> out{};
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<std::uint8_t>(h[i] >> (24 - 8 * j));
+  }
+  return out;
+}
+
+std::array<std::uint8_t, 32> hmac_sha256(std::string_view key, std::string_view data) {
+  std::string k(key);
+  if (k.size() > 64) {
+    const auto d = sha256(k);
+    k.assign(d.begin(), d.end());
+  }
+  k.resize(64, '\0');
+  std::string inner(64, '\0'), outer(64, '\0');
+  for (std::size_t i = 0; i < 64; ++i) {
+    inner[i] = static_cast<char>(k[i] ^ 0x36);
+    outer[i] = static_cast<char>(k[i] ^ 0x5c);
+  }
+  inner.append(data);
+  const auto ih = sha256(inner);
+  outer.append(ih.begin(), ih.end());
+  return sha256(outer);
+}
+
+Seeds derive_seeds(std::string_view server_secret, std::string_view challenge_id) {
+  const auto d = hmac_sha256(server_secret, "gpunex-challenge-v1:" + std::string(challenge_id));
+  const auto word = [&](int i) {
+    std::uint64_t w = 0;
+    for (int j = 0; j < 8; ++j) w = (w << 8) | d[8 * i + j];
+    return w;
+  };
+  return Seeds{word(0), word(1), word(2), word(3)};
+}
+
+Xoshiro256::Xoshiro256(std::uint64_t seed) {
+  for (auto& s : s_) s = splitmix64(seed);
+}
+
+std::uint64_t Xoshiro256::next() {
+  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const std::uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+std::uint64_t Xoshiro256::below(std::uint64_t bound) {
+  const std::uint64_t limit = UINT64_MAX - UINT64_MAX % bound;  // draws at or above it would bias
+  for (;;) {
+    const std::uint64_t x = next();
+    if (x < limit) return x % bound;
+  }
+}
+
+Matrix generate_matrix(std::uint64_t seed, std::size_t n, std::int64_t max_abs) {
+  Xoshiro256 rng(seed);
+  Matrix m{n, n, std::vector<std::int64_t>(n * n)};
+  const auto span = static_cast<std::uint64_t>(2 * max_abs + 1);
+  for (auto& x : m.v) x = static_cast<std::int64_t>(rng.below(span)) - max_abs;
+  return m;
+}
+
+bool gemm_exact_in_fp32(std::size_t n, std::int64_t max_abs) {
+  const double largest = static_cast<double>(n) * static_cast<double>(max_abs) * static_cast<double>(max_abs);
+  return largest < 16777216.0;  // 2^24: every partial sum is an integer FP32 represents exactly
+}
+
+unsigned repetitions(double per_round, double target) {
+  if (!(per_round > 0 && per_round < 1 && target > 0 && target < 1)) return 0;
+  auto k = static_cast<unsigned>(std::ceil(std::log(target) / std::log(per_round)));
+  while (std::pow(per_round, k) >= target) ++k;  // per_round^k must be strictly below the target
+  while (k > 1 && std::pow(per_round, k - 1) < target) --k;
+  return k;
+}
+
+double per_round_false_pass() {
+  return 1.0 / static_cast<double>(kPrime);
+}
+
+bool freivalds_check(const Matrix& a, const Matrix& b, const Matrix& c, std::uint64_t verifier_seed,
+                     unsigned rounds) {
+  if (a.cols != b.rows || c.rows != a.rows || c.cols != b.cols) return false;
+  if (a.v.size() != a.rows * a.cols || b.v.size() != b.rows * b.cols || c.v.size() != c.rows * c.cols) return false;
+  Xoshiro256 rng(verifier_seed);
+  for (unsigned k = 0; k < rounds; ++k) {
+    std::vector<std::uint64_t> r(b.cols);
+    for (auto& x : r) x = rng.below(kPrime);
+    if (times(a, times(b, r)) != times(c, r)) return false;
+  }
+  return true;
+}
+
+double max_gemm_seconds(std::size_t n, double claimed_tflops, double relative_margin, double fixed_margin_s) {
+  const double nd = static_cast<double>(n);
+  const double ideal = 2.0 * nd * nd * nd / (claimed_tflops * 1e12);
+  return ideal * (1.0 + relative_margin) + fixed_margin_s;
+}
+
+}  // namespace gpunex::core::challenge

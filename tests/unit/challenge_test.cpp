@@ -1,0 +1,157 @@
+// The challenge math of issue 21 (core/challenge.hpp): seeds, Freivalds' check, the number of rounds
+// and the timing bound. Each test can fail: a wrong product, a wrong hash or a non-monotonic bound.
+#include "core/challenge.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "util/crypto.hpp"
+
+namespace gpunex {
+namespace {
+
+using namespace core::challenge;  // NOLINT: the test reads like the header
+
+std::string hex(const std::array<std::uint8_t, 32>& d) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (auto b : d) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+Matrix product(const Matrix& a, const Matrix& b) {
+  Matrix c{a.rows, b.cols, std::vector<std::int64_t>(a.rows * b.cols, 0)};
+  for (std::size_t i = 0; i < a.rows; ++i)
+    for (std::size_t k = 0; k < a.cols; ++k)
+      for (std::size_t j = 0; j < b.cols; ++j) c.at(i, j) += a.at(i, k) * b.at(k, j);
+  return c;
+}
+
+TEST(Challenge, Sha256MatchesFipsVectorsAndLibsodium) {
+  EXPECT_EQ(hex(sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(hex(sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hex(sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // Every padding case (one block, two blocks, exact multiples) against the server's libsodium.
+  std::string s;
+  for (int len = 0; len < 200; ++len) {
+    EXPECT_EQ(hex(sha256(s)), util::sha256_hex(s)) << len;
+    s += static_cast<char>('a' + len % 26);
+  }
+}
+
+TEST(Challenge, HmacMatchesRfc4231) {
+  EXPECT_EQ(hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  // Test case 6: a key longer than the block is hashed first.
+  EXPECT_EQ(hex(hmac_sha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+TEST(Challenge, SeedsAreDeterministicPerChallengeAndSecret) {
+  const std::string secret(32, 's');
+  const auto a = derive_seeds(secret, "chl_1");
+  EXPECT_EQ(a, derive_seeds(secret, "chl_1"));  // every replica, every restart
+  EXPECT_NE(a, derive_seeds(secret, "chl_2"));
+  EXPECT_NE(a, derive_seeds(std::string(32, 't'), "chl_1"));
+  EXPECT_NE(a.matrix_a, a.matrix_b);
+  EXPECT_NE(a.verifier, a.slices);
+}
+
+TEST(Challenge, MatricesComeFromTheSeedWithinTheirBound) {
+  const auto m = generate_matrix(42, 16);
+  EXPECT_EQ(m.v, generate_matrix(42, 16).v);
+  EXPECT_NE(m.v, generate_matrix(43, 16).v);
+  int low = 0, high = 0;
+  for (auto x : m.v) {
+    EXPECT_GE(x, -8);
+    EXPECT_LE(x, 8);
+    low += x == -8;
+    high += x == 8;
+  }
+  EXPECT_GT(low + high, 0);  // both ends are reachable
+}
+
+TEST(Challenge, Fp32ComputesTheProductExactlyOnlyWhileSumsStayBelow2To24) {
+  EXPECT_TRUE(gemm_exact_in_fp32(8192));
+  EXPECT_TRUE(gemm_exact_in_fp32(262143, 8));
+  EXPECT_FALSE(gemm_exact_in_fp32(262144, 8));  // 262144 · 64 = 2^24
+  EXPECT_FALSE(gemm_exact_in_fp32(8192, 64));
+}
+
+TEST(Challenge, FreivaldsAcceptsTheProductAndCatchesOneWrongEntry) {
+  const std::size_t n = 48;
+  const auto a = generate_matrix(1, n);
+  const auto b = generate_matrix(2, n);
+  const auto c = product(a, b);
+  const unsigned k = repetitions(per_round_false_pass(), 1e-9);
+  EXPECT_TRUE(freivalds_check(a, b, c, 7, k));
+  // One wrong entry anywhere, by any amount (including a multiple of nothing small), is caught.
+  for (std::size_t i : {std::size_t{0}, n / 2, n - 1}) {
+    for (std::size_t j : {std::size_t{0}, n / 3, n - 1}) {
+      for (std::int64_t delta : {std::int64_t{1}, std::int64_t{-1}, std::int64_t{1} << 40}) {
+        auto wrong = c;
+        wrong.at(i, j) += delta;
+        EXPECT_FALSE(freivalds_check(a, b, wrong, 7, k)) << i << "," << j << " by " << delta;
+      }
+    }
+  }
+  // Random answers, the product of other matrices, and a smaller product are all refused.
+  EXPECT_FALSE(freivalds_check(a, b, generate_matrix(3, n, 1000), 7, k));
+  EXPECT_FALSE(freivalds_check(a, b, product(generate_matrix(4, n), b), 7, k));
+  const auto small = product(generate_matrix(1, n / 2), generate_matrix(2, n / 2));
+  EXPECT_FALSE(freivalds_check(a, b, small, 7, k));
+  // Over many verifier seeds, a single wrong entry never passes.
+  auto wrong = c;
+  wrong.at(5, 9) += 1;
+  for (std::uint64_t seed = 0; seed < 300; ++seed) EXPECT_FALSE(freivalds_check(a, b, wrong, seed, 1)) << seed;
+}
+
+TEST(Challenge, FreivaldsIsExactForNegativeAndLargeEntries) {
+  Matrix a{2, 3, {-5, 7, 0, 3, -2, 9}};
+  Matrix b{3, 2, {1, -4, 6, 2, -8, 5}};
+  const auto c = product(a, b);
+  EXPECT_TRUE(freivalds_check(a, b, c, 11, 3));
+  EXPECT_FALSE(freivalds_check(a, b, Matrix{2, 2, {c.v[0], c.v[1], c.v[2], c.v[3] + 1}}, 11, 3));
+  EXPECT_FALSE(freivalds_check(a, b, Matrix{2, 2, {c.v[0], c.v[1], c.v[2]}}, 11, 3));  // malformed
+}
+
+TEST(Challenge, RoundsBringAFalsePassBelowTheTarget) {
+  // Vectors of 0s and 1s: a false answer passes a round with probability at most 1/2.
+  EXPECT_EQ(repetitions(0.5, 1e-9), 30u);
+  EXPECT_LT(std::pow(0.5, 30), 1e-9);
+  EXPECT_GE(std::pow(0.5, 29), 1e-9);
+  // Vectors in Z_p: one round is enough (1/p ≈ 4.3e-19).
+  EXPECT_EQ(repetitions(per_round_false_pass(), 1e-9), 1u);
+  for (double per : {0.5, 0.1, 1.0 / 3, 0.9, 1e-3}) {
+    const unsigned k = repetitions(per, 1e-9);
+    EXPECT_LT(std::pow(per, k), 1e-9) << per;
+    EXPECT_GE(std::pow(per, k - 1), 1e-9) << per;  // and no more rounds than needed
+  }
+  EXPECT_EQ(repetitions(1.0, 1e-9), 0u);  // no bound: no number of rounds helps
+}
+
+TEST(Challenge, TimingBoundFollowsTheClaimedSpeed) {
+  // 2·8192³ operations at 100 TFLOP/s take 11 ms; with 25% and 50 ms of margin, 63.7 ms.
+  EXPECT_NEAR(max_gemm_seconds(8192, 100, 0.25, 0.05), 2.0 * 8192.0 * 8192.0 * 8192.0 / 1e14 * 1.25 + 0.05, 1e-12);
+  double last = 0;
+  for (std::size_t n = 256; n <= 32768; n *= 2) {
+    const double t = max_gemm_seconds(n, 100, 0.25, 0.05);
+    EXPECT_GT(t, last) << n;  // larger matrices are allowed longer
+    last = t;
+  }
+  EXPECT_LT(max_gemm_seconds(8192, 400, 0.25, 0.05), max_gemm_seconds(8192, 100, 0.25, 0.05));  // a faster claim
+  EXPECT_GT(max_gemm_seconds(8192, 100, 0.5, 0.05), max_gemm_seconds(8192, 100, 0.25, 0.05));
+  // A GPU 2x slower than it claims is late beyond a 25% margin once the fixed part is small.
+  const double n = 16384;
+  const double slow = 2.0 * n * n * n / (50e12);
+  EXPECT_GT(slow, max_gemm_seconds(16384, 100, 0.25, 0.05));
+}
+
+}  // namespace
+}  // namespace gpunex
