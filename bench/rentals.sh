@@ -46,7 +46,8 @@ start_server() { # DB_URL LOG_NAME EXTRA_ARGS...
   shift 2
   rm -f "$WORK/port"
   "$BIN/gpunex-server" --listen 127.0.0.1:0 --port-file "$WORK/port" --db "$db" --data-dir "$WORK/data" \
-    --log-level warn --access-log false --auth-rate-limit-per-minute 100000 "$@" >>"$WORK/server-$log.log" 2>&1 &
+    --log-level warn --access-log false --auth-rate-limit-per-minute 100000 --allow-simulated-offers "$@" \
+    >>"$WORK/server-$log.log" 2>&1 &
   SPID=$!
   for _ in $(seq 300); do [ -s "$WORK/port" ] && break; sleep 0.1; done
   [ -s "$WORK/port" ] || { echo "gpunex-server did not start:" >&2; cat "$WORK/server-$log.log" >&2; exit 1; }
