@@ -15,7 +15,7 @@ const TOKEN_ACCOUNT = 'DeqZejBFrRwWraY4g4besYmibTY1QcV1Fcg6VfoEvn4T';  // the wa
 test(`${BACKEND}: payout settings: password, cool-down, mail, audit history, bad input`, async () => {
   const server = await new TestServer(['--mail-poll-interval-ms', '100']).start();
   try {
-    const { client, key } = await approvedProvider(server, 'payee@example.com');
+    const { client, key } = await approvedProvider(server, 'payee@example.com', { confirmEmail: true });
     const put = (body) => client.request('PUT', '/v1/provider/payout-settings', { body });
     assert.deepEqual((await client.request('GET', '/v1/provider/payout-settings')).json,
       { current: null, pending: null, history: [] });
