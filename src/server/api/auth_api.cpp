@@ -1,4 +1,6 @@
-// /v1/auth/* and /v1/me: signup, login, logout, the current user.
+// /v1/auth/* and /v1/me: signup, login, logout, the current user, and its confirmed e-mail address.
+
+#include <chrono>
 
 #include "core/json_reader.hpp"
 #include "core/text.hpp"
@@ -24,6 +26,16 @@ std::string cookie(std::string_view name, std::string_view value, std::int64_t m
   if (http_only) c += "; HttpOnly";
   if (secure) c += "; Secure";
   return c;
+}
+
+//! 429 with Retry-After: the login throttle holds this account and address back for `wait`.
+Response must_wait(const std::string& what, std::chrono::seconds wait) {
+  auto refused = Response::error(
+      Error::make(ErrorCode::rate_limited,
+                  "too many " + what + "; wait " + std::to_string(wait.count()) + " s before trying again")
+          .with_code("too_many_failed_logins"));
+  refused.header("Retry-After", std::to_string(wait.count()));
+  return refused;
 }
 
 EmailConfirmationSettings confirmation_settings(Ctx& ctx) {
@@ -74,14 +86,7 @@ Response login_handler(Ctx& ctx) {
   const std::string& ip = ctx.req.remote_ip;
   const std::string account = core::to_lower_ascii(core::trim(email));
   auto& throttle = ctx.app.login_throttle();
-  if (const auto wait = throttle.wait(account, ip); wait.count() > 0) {
-    auto refused = Response::error(
-        Error::make(ErrorCode::rate_limited, "too many failed logins; wait " + std::to_string(wait.count()) +
-                                                 " s before trying again")
-            .with_code("too_many_failed_logins"));
-    refused.header("Retry-After", std::to_string(wait.count()));
-    return refused;
-  }
+  if (const auto wait = throttle.wait(account, ip); wait.count() > 0) return must_wait("failed logins", wait);
   const std::int64_t ttl_ms = std::int64_t{ctx.config().session_ttl_hours} * 3600 * 1000;
   auto session = login(ctx.store(), email, password, ttl_ms, ctx.now_ms());
   if (!session) {
@@ -151,14 +156,7 @@ Response change_email(Ctx& ctx) {
   const User& me = ctx.principal->user;
   auto& throttle = ctx.app.login_throttle();
   const std::string& ip = ctx.req.remote_ip;
-  if (const auto wait = throttle.wait(me.email, ip); wait.count() > 0) {
-    auto refused = Response::error(
-        Error::make(ErrorCode::rate_limited, "too many wrong passwords; wait " + std::to_string(wait.count()) +
-                                                 " s before trying again")
-            .with_code("too_many_failed_logins"));
-    refused.header("Retry-After", std::to_string(wait.count()));
-    return refused;
-  }
+  if (const auto wait = throttle.wait(me.email, ip); wait.count() > 0) return must_wait("wrong passwords", wait);
   const auto creds = ctx.store().transact(
       [&](store::Tx& tx) { return platform_repo::find_credentials(tx, me.email); }, store::TxMode::read);
   if (!creds || !util::verify_password(password, creds->password_hash)) {
