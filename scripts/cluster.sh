@@ -8,6 +8,8 @@
 #   scripts/cluster.sh up [N]        start N replicas (default 2) and the rest; prints the
 #                                    balancer's URL, the only line on stdout
 #   scripts/cluster.sh start-replica I   start replica I again (after a crash), on its port
+#   scripts/cluster.sh restart-db    restart PostgreSQL on its port (a chaos test: replicas report
+#                                    not ready meanwhile, then reconnect)
 #   scripts/cluster.sh status        each process, and each replica's /readyz
 #   scripts/cluster.sh down          stop everything `up` started (logs are kept)
 #
@@ -26,7 +28,7 @@ DIR=$(cd "$DIR" && pwd)
 NGX=$DIR/nginx
 
 usage() {
-  echo "usage: $0 up [N] | start-replica I | status | down" >&2
+  echo "usage: $0 up [N] | start-replica I | restart-db | status | down" >&2
   exit 2
 }
 
@@ -128,8 +130,9 @@ up() {
   mkdir -p "$NGX/logs"
   local replicas=""
   for p in "${ports[@]}"; do replicas+="server 127.0.0.1:$p max_fails=1 fail_timeout=5s;\n    "; done
-  sed -e "s|@LISTEN@|127.0.0.1:$nport|" -e "s|@REPLICAS@|${replicas%\\n    }|" -e "s|@LOG_DIR@|$NGX/logs|" \
-    deploy/nginx/gpunex.conf >"$NGX/gpunex.conf"
+  # Comment lines keep their placeholders: they document them.
+  sed -e "/^[[:space:]]*#/!s|@LISTEN@|127.0.0.1:$nport|" -e "/^[[:space:]]*#/!s|@REPLICAS@|${replicas%\\n    }|" \
+    -e "/^[[:space:]]*#/!s|@LOG_DIR@|$NGX/logs|" deploy/nginx/gpunex.conf >"$NGX/gpunex.conf"
   {
     echo "# Written by scripts/cluster.sh around deploy/nginx/gpunex.conf (rendered beside it)."
     # As root (CI), nginx would run its workers as nobody, who may not enter a private folder.
@@ -225,6 +228,7 @@ case $1 in
     start_replica "$2"
     wait_ready "$2"
     ;;
+  restart-db) scripts/pg.sh restart "$DIR/pg" ;;
   status) status ;;
   down) down ;;
   *) usage ;;
