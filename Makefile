@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test test-asan fuzz bench format clean
+.PHONY: all deps configure build run cluster cluster-down test test-asan fuzz bench format clean
 
 all: build
 
@@ -19,6 +19,14 @@ build: deps configure
 # Builds, then serves on SQLite at http://127.0.0.1:8080 with a local agent.
 run: build
 	@scripts/run.sh
+
+# Builds, then starts PostgreSQL, N replicas (default 2) and nginx on loopback (scripts/cluster.sh).
+N ?= 2
+cluster: build
+	@scripts/cluster.sh up $(N)
+
+cluster-down:
+	@scripts/cluster.sh down
 
 # Builds and runs every test: unit, store (SQLite and PostgreSQL), API, browser, fuzz, sanitizers.
 test: deps

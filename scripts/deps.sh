@@ -13,10 +13,12 @@ PACKAGES=(
   libgtest-dev tzdata
   # run and test
   postgresql sqlite3 faketime python3 python3-aiosmtpd chromium bats curl openssl libxml2-utils
+  # the load balancer of scripts/cluster.sh (and the benchmarks' static baseline)
+  nginx
   # customer containers in tests: Podman's Docker API service with runc, networks, the busybox test image
   podman runc netavark aardvark-dns iptables busybox-static
   # benchmarks
-  wrk nginx-light fio iperf3
+  wrk fio iperf3
 )
 
 # Node.js may come from Debian (nodejs + npm) or from a nodejs package that bundles npm.

@@ -4,13 +4,15 @@
 #   scripts/pg.sh start DIR   initialise a cluster in DIR/data if needed, start it on a free
 #                             loopback port, and print its URL (the only line on stdout)
 #   scripts/pg.sh stop DIR    stop it
+#   scripts/pg.sh restart DIR stop it (fast: open connections are ended) and start it again on the
+#                             same port (chaos tests)
 #
 # Trust authentication, 127.0.0.1 only, fsync off: for tests, never for data that matters.
 # As root (CI), initdb and postgres refuse to run, so they run as the `postgres` system user.
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start|stop DIR" >&2
+  echo "usage: $0 start|stop|restart DIR" >&2
   exit 2
 }
 [[ $# -eq 2 ]] || usage
@@ -106,8 +108,14 @@ stop() {
   fi
 }
 
+restart() {
+  # pg_ctl restart keeps the options the server was started with, its port among them.
+  as_pg "$bindir/pg_ctl" -D "$data" -l "$log" -m fast -w -t 60 restart >&2
+}
+
 case $cmd in
   start) start ;;
   stop) stop ;;
+  restart) restart ;;
   *) usage ;;
 esac

@@ -248,6 +248,13 @@ int migrate(Store& store, const std::vector<Migration>& list) {
 }
 
 
+// ---- changes ----
+
+void notify_change(Tx& tx, std::string_view topic) {
+  if (tx.dialect() != Dialect::postgres) return;
+  tx.query("SELECT pg_notify(?, ?)", {std::string(kChangeChannel), std::string(topic)});
+}
+
 // ---- leases ----
 
 bool try_take_lease(Tx& tx, std::string_view name, std::string_view holder, std::int64_t now_ms,

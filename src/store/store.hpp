@@ -97,6 +97,25 @@ struct StoreOptions {
   std::chrono::milliseconds busy_timeout{5000};
 };
 
+//! What a ChangeFeed tells its owner, on the feed's own thread.
+struct ChangeHandlers {
+  //! A change another process (or this one) committed, as the topic given to notify_change().
+  std::function<void(std::string_view topic)> on_change;
+  //! Changes may have been missed (the feed was not listening): forget everything cached. Called when
+  //! listening starts or starts again, and every retry interval while it cannot listen (the fallback poll).
+  std::function<void()> on_missed;
+  //! Told when listening starts (true) or stops (false, with libpq's reason): for the logs. May be empty.
+  std::function<void(bool listening, const std::string& detail)> on_state;
+};
+
+//! Listens for notify_change() of every process on the same database until destroyed.
+class ChangeFeed {
+ public:
+  virtual ~ChangeFeed() = default;
+  //! Whether notifications arrive now (false while reconnecting).
+  virtual bool listening() const = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -104,6 +123,13 @@ class Store {
   //! A short description for logs, with no password ("sqlite:var/gpunex.db", "postgresql://host:5432/db").
   virtual std::string describe() const = 0;
   void set_observer(StoreObserver observer) { observer_ = std::move(observer); }
+  //! Starts listening for the changes notify_change() announces, on a connection and thread of its own
+  //! that reconnect by themselves (retrying every `retry`). Null where one process owns the database
+  //! (SQLite): there the process that changes something tells its own caches directly.
+  virtual std::unique_ptr<ChangeFeed> listen(ChangeHandlers /*handlers*/,
+                                             std::chrono::milliseconds /*retry*/ = std::chrono::milliseconds{500}) {
+    return nullptr;
+  }
 
   //! Runs fn(Tx&) in one transaction. Commits when fn returns normally, unless it returns a falsy
   //! result (a Result holding an Error, or false): then rolls back and returns that value. Any
@@ -146,6 +172,13 @@ std::unique_ptr<Store> open_store(const std::string& url, const StoreOptions& op
 //! Applies every migration not yet recorded, in order, inside one transaction
 //! (serialised across replicas). Returns the schema version reached.
 int migrate(Store& store);
+
+//! The PostgreSQL channel notify_change() sends on and ChangeFeed listens to.
+inline constexpr const char* kChangeChannel = "gpunex_invalidate";
+
+//! Tells every replica's ChangeFeed that what `topic` names changed ("api_key:ID"): sent only if, and
+//! when, `tx` commits (PostgreSQL's pg_notify). Nothing on SQLite, which one process owns.
+void notify_change(Tx& tx, std::string_view topic);
 
 //! A named lease, so that a singleton worker runs on one replica at a time.
 //! Taken by a conditional upsert: succeeds if the lease is free, expired, or

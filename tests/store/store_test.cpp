@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <latch>
@@ -824,6 +825,68 @@ TEST_P(StoreTest, FiftyCustomersRacingForTenGpusGetExactlyTen) {
   EXPECT_EQ(ended->state, gpunex::core::rental::State::ended);
   EXPECT_EQ(ended->end_reason, gpunex::core::rental::EndReason::customer_stopped);
   EXPECT_EQ(ended->gpu_uuids.size(), 1u) << "the rental keeps the record of the GPU it had";
+}
+
+// The change feed (cache invalidation across replicas): notify_change() is heard by a listener once
+// its transaction commits, never after a rollback; a listener whose connection the server dropped says
+// it may have missed changes, reconnects and hears again. SQLite has no feed: one process owns it.
+TEST_P(StoreTest, ChangeFeedHearsCommitsOnlyAndReconnects) {
+  gpunex::store::migrate(*store_);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> topics;
+  int missed = 0;
+  auto feed = store_->listen({.on_change =
+                                  [&](std::string_view topic) {
+                                    std::lock_guard lock(mu);
+                                    topics.emplace_back(topic);
+                                    cv.notify_all();
+                                  },
+                              .on_missed =
+                                  [&] {
+                                    std::lock_guard lock(mu);
+                                    ++missed;
+                                    cv.notify_all();
+                                  },
+                              .on_state = {}},
+                             std::chrono::milliseconds{100});
+  if (GetParam() == "sqlite") {
+    EXPECT_EQ(feed, nullptr);
+    store_->transact([](Tx& tx) { gpunex::store::notify_change(tx, "api_key:x"); });  // a no-op there
+    return;
+  }
+  ASSERT_NE(feed, nullptr);
+  const auto wait = [&](auto done) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(10), [&] { return done(); });
+  };
+  ASSERT_TRUE(wait([&] { return missed >= 1 && feed->listening(); })) << "the feed never started listening";
+
+  store_->transact([](Tx& tx) {
+    gpunex::store::notify_change(tx, "api_key:rolled-back");
+    return false;
+  });
+  store_->transact([](Tx& tx) { gpunex::store::notify_change(tx, "api_key:one"); });
+  ASSERT_TRUE(wait([&] { return !topics.empty(); }));
+  EXPECT_EQ(topics, std::vector<std::string>{"api_key:one"}) << "a rolled-back change is never announced";
+
+  // The server drops the feed's connection (a restart, an operator): the feed says so and listens again.
+  int missed_before = 0;
+  {
+    std::lock_guard lock(mu);
+    missed_before = missed;
+  }
+  const auto dropped = store_->transact([](Tx& tx) {
+    return tx.query_one("SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND query = 'LISTEN gpunex_invalidate'")
+        ->i64(0);
+  });
+  ASSERT_EQ(dropped, 1);
+  ASSERT_TRUE(wait([&] { return missed >= missed_before + 2 && feed->listening(); }))
+      << "lost, then listening again: on_missed each time";
+  store_->transact([](Tx& tx) { gpunex::store::notify_change(tx, "api_key:two"); });
+  ASSERT_TRUE(wait([&] { return topics.size() >= 2; }));
+  EXPECT_EQ(topics.back(), "api_key:two");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("sqlite", "postgres"),

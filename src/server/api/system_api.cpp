@@ -17,7 +17,8 @@ namespace {
 http::Response healthz(Ctx&) { return http::Response::json(200, {{"status", "ok"}}); }
 
 // Readiness: the store answers and its schema is the one this binary was built for. A load
-// balancer sends traffic only while this is 200; 503 says why not.
+// balancer sends traffic only while this is 200; 503 says why not. A change feed that is
+// reconnecting does not make a replica unready: its caches fall back to polling meanwhile.
 http::Response readyz(Ctx& ctx) {
   const int expected = store::migrations().empty() ? 0 : store::migrations().back().version;
   std::int64_t applied = 0;
@@ -35,7 +36,10 @@ http::Response readyz(Ctx& ctx) {
               {"schema_version", applied},
               {"expected_schema_version", expected}});
   }
-  return http::Response::json(200, {{"status", "ready"}, {"schema_version", applied}});
+  nlohmann::json ready = {{"status", "ready"}, {"schema_version", applied}};
+  // Replicas only: whether other replicas' changes are heard now, or caches are emptied on a poll meanwhile.
+  if (const auto* feed = ctx.app.change_feed()) ready["change_feed"] = feed->listening() ? "listening" : "polling";
+  return http::Response::json(200, ready);
 }
 
 bool is_loopback(const std::string& ip) { return ip.rfind("127.", 0) == 0 || ip == "::1" || ip == "::ffff:127.0.0.1"; }

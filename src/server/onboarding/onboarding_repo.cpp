@@ -211,6 +211,7 @@ std::optional<ApiKeyRow> find_api_key_of(store::Tx& tx, const std::string& provi
 
 void set_api_key_revoked(store::Tx& tx, const std::string& key_id, std::int64_t now_ms) {
   tx.exec("UPDATE api_keys SET revoked_at = ? WHERE id = ?", {now_ms, key_id});
+  store::notify_change(tx, "api_key:" + key_id);  // other replicas evict it from their caches on commit
 }
 
 std::optional<LiveApiKey> find_live_api_key_by_hash(store::Tx& tx, const std::string& key_hash) {

@@ -123,6 +123,7 @@ void insert_api_key(store::Tx& tx, const ApiKeyRow& key);
 std::vector<ApiKeyRow> api_keys_of(store::Tx& tx, const std::string& provider_id);
 //! One of the provider's keys (revoked or not; key_hash not read).
 std::optional<ApiKeyRow> find_api_key_of(store::Tx& tx, const std::string& provider_id, const std::string& key_id);
+//! Revokes the key and tells every replica's API-key cache on commit (store::notify_change "api_key:ID").
 void set_api_key_revoked(store::Tx& tx, const std::string& key_id, std::int64_t now_ms);
 //! A live (unrevoked) key found by its hash, with its provider's user.
 struct LiveApiKey {

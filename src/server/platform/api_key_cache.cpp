@@ -31,6 +31,12 @@ void ApiKeyCache::note_used(const std::string& key_hash, std::int64_t at_ms) {
   if (auto it = slots_.find(key_hash); it != slots_.end()) it->second.entry.key.last_used_at_ms = at_ms;
 }
 
+void ApiKeyCache::invalidate_key(const std::string& key_id) {
+  std::lock_guard lock(mu_);
+  ++generation_;
+  std::erase_if(slots_, [&](const auto& slot) { return slot.second.entry.key.key_id == key_id; });
+}
+
 void ApiKeyCache::invalidate_all() {
   std::lock_guard lock(mu_);
   ++generation_;

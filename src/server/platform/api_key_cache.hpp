@@ -3,9 +3,12 @@
 // every heartbeat does not read its key, user and roles again. Revoking a key
 // in this process clears the cache before the revoke is answered, and a lookup
 // that raced the revoke cannot put the key back (generation check), so a revoked
-// key is refused at once here. Entries also expire after a short TTL, which
-// bounds how long a revoke made by another replica (or a role granted later)
-// takes to be seen; heartbeats re-check their key inside their transaction anyway.
+// key is refused at once here. A revoke made by another replica arrives through
+// the store's change feed (store::notify_change "api_key:ID", PostgreSQL NOTIFY)
+// and evicts the key within milliseconds; while that feed is down it empties the
+// cache every retry instead. Entries also expire after a short TTL, which bounds
+// how long a role granted later takes to be seen; heartbeats re-check their key
+// inside their transaction anyway.
 
 #include <chrono>
 #include <cstddef>
@@ -41,6 +44,8 @@ class ApiKeyCache {
   void note_used(const std::string& key_hash, std::int64_t at_ms);
   //! Forgets every key: call after a revoke commits, before answering it.
   void invalidate_all();
+  //! Forgets the key with this id (a revoke another replica committed); lookups under way are not kept.
+  void invalidate_key(const std::string& key_id);
 
  private:
   struct Slot {

@@ -68,9 +68,28 @@ App::App(Config config, std::unique_ptr<store::Store> store, std::unique_ptr<con
   // Only a server configured with a test clock offers POST /v1/test/clock, even if a test hands in
   // a settable clock of its own.
   if (config_.test_clock_start_ms) test_clock_ = std::dynamic_pointer_cast<util::SettableClock>(clock_);
+  change_feed_ = store_->listen({
+      .on_change = [this](std::string_view topic) { on_store_change(topic); },
+      .on_missed = [this] { api_keys_.invalidate_all(); },
+      .on_state =
+          [](bool listening, const std::string& detail) {
+            if (listening) {
+              util::log_event("info", "listening for other replicas' changes", {{"channel", store::kChangeChannel}});
+            } else {
+              util::log_event("warn", "not hearing other replicas' changes; emptying caches until heard again",
+                              {{"error", detail}});
+            }
+          },
+  });
+}
+
+void App::on_store_change(std::string_view topic) {
+  constexpr std::string_view kApiKey = "api_key:";
+  if (topic.substr(0, kApiKey.size()) == kApiKey) api_keys_.invalidate_key(std::string(topic.substr(kApiKey.size())));
 }
 
 App::~App() {
+  change_feed_.reset();  // its thread calls into the caches
   slow_work_.stop();  // its jobs use the store
   group_commit_.stop();
   while (!kept_.empty()) kept_.pop_back();

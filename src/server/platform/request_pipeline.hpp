@@ -197,8 +197,11 @@ class App {
   LoginThrottle& login_throttle() { return login_throttle_; }
   //! The agents' heartbeats commit here, many per transaction.
   GroupCommit& group_commit() { return group_commit_; }
-  //! Call invalidate_all() after revoking a key, before answering.
+  //! Call invalidate_all() after revoking a key, before answering (other replicas hear of it through
+  //! the store's change feed: the revoke must store::notify_change("api_key:ID") in its transaction).
   ApiKeyCache& api_keys() { return api_keys_; }
+  //! The store's change feed, which hears other replicas' changes; null where there are none (SQLite).
+  const store::ChangeFeed* change_feed() const { return change_feed_.get(); }
   //! Keeps an area's state that its handlers use (the market's offer book, which has a thread) for
   //! as long as the App: destroyed after the group commit stops, before the store, metrics and clock
   //! it may use, the last kept first.
@@ -243,6 +246,8 @@ class App {
   http::Response run_with_idempotency(Ctx& ctx, const RouteOptions& options, const ApiHandler& handler);
   core::Result<std::optional<Principal>> authenticate(const http::Request& req);
   core::Result<std::optional<Principal>> authenticate_api_key(const std::string& key);
+  //! A change another replica (or this one) committed, from the store's change feed.
+  void on_store_change(std::string_view topic);
 
   Config config_;
   std::shared_ptr<util::Clock> clock_;
@@ -253,6 +258,7 @@ class App {
   LoginThrottle login_throttle_;
   std::unique_ptr<const ApiKeyDirectory> api_key_directory_;
   ApiKeyCache api_keys_;
+  std::unique_ptr<store::ChangeFeed> change_feed_;  // after what it invalidates; stopped first in ~App
   http::Router router_;
   std::vector<AppRoute> routes_;  // routes_[i] is router_'s route i
   std::vector<RouteInfo> route_table_;  // route_table_[i] describes routes_[i]

@@ -1,17 +1,24 @@
 // The PostgreSQL driver: libpq connections in a pool, '?' placeholders
 // rewritten to $n, statements prepared once per connection, parameters sent as
-// text, results typed by column OID.
+// text, results typed by column OID; and the change feed, a LISTEN connection
+// of its own.
 
 #include "store/postgres/postgres_store.hpp"
 
+#include <fcntl.h>
 #include <libpq-fe.h>
+#include <poll.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -305,10 +312,145 @@ std::string describe_url(const std::string& url) {
   return out;
 }
 
+//! LISTENs on kChangeChannel on a connection and thread of its own. A lost connection is reported
+//! (on_state, on_missed) and made again every `retry`, calling on_missed each time: while nothing
+//! can be heard, the owner's caches are emptied that often instead (the fallback poll).
+class PgChangeFeed final : public ChangeFeed {
+ public:
+  PgChangeFeed(std::string url, ChangeHandlers handlers, std::chrono::milliseconds retry)
+      : url_(std::move(url)), handlers_(std::move(handlers)), retry_(retry) {
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw StoreError("postgres: cannot make the change feed's pipe");
+    thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+  }
+
+  ~PgChangeFeed() override {
+    thread_.request_stop();
+    char c = 0;
+    [[maybe_unused]] auto n = ::write(wake_[1], &c, 1);  // out of poll() at once
+    thread_.join();
+    ::close(wake_[0]);
+    ::close(wake_[1]);
+  }
+
+  PgChangeFeed(const PgChangeFeed&) = delete;
+  PgChangeFeed& operator=(const PgChangeFeed&) = delete;
+
+  bool listening() const override { return listening_.load(); }
+
+ private:
+  //! A connection that LISTENs, or null with `error` set.
+  ConnPtr connect(std::string& error) const {
+    // Keepalives, so a peer that vanished without closing the socket is noticed within about 25 s.
+    const char* keys[] = {"dbname", "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval",
+                          "keepalives_count", nullptr};
+    const char* values[] = {url_.c_str(), "3", "1", "10", "5", "3", nullptr};
+    ConnPtr conn(PQconnectdbParams(keys, values, /*expand_dbname=*/1));
+    if (!conn) {
+      error = "out of memory";
+      return nullptr;
+    }
+    if (PQstatus(conn.get()) != CONNECTION_OK) {
+      error = trim_message(PQerrorMessage(conn.get()));
+      return nullptr;
+    }
+    PQsetNoticeProcessor(conn.get(), [](void*, const char*) {}, nullptr);
+    const std::string listen = std::string("LISTEN ") + kChangeChannel;
+    ResultPtr res(PQexec(conn.get(), listen.c_str()));
+    if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK) {
+      error = trim_message(PQerrorMessage(conn.get()));
+      return nullptr;
+    }
+    return conn;
+  }
+
+  void run(std::stop_token stop) {
+    bool report_failure = true;  // once per outage, not on every retry
+    while (!stop.stop_requested()) {
+      std::string error;
+      ConnPtr conn = connect(error);
+      if (!conn) {
+        if (report_failure) tell_state(false, error);
+        report_failure = false;
+        tell_missed();
+        wait_for_wake(static_cast<int>(retry_.count()));
+        continue;
+      }
+      listening_ = true;
+      tell_state(true, "");
+      tell_missed();  // whatever committed before LISTEN took effect went unheard
+      error = pump(conn.get(), stop);
+      listening_ = false;
+      if (stop.stop_requested()) return;
+      tell_state(false, error);
+      report_failure = false;
+      tell_missed();
+    }
+  }
+
+  //! Hands on every notification until the connection fails (its reason) or a stop is asked ("").
+  std::string pump(PGconn* conn, const std::stop_token& stop) {
+    while (!stop.stop_requested()) {
+      pollfd fds[2] = {{PQsocket(conn), POLLIN, 0}, {wake_[0], POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return "poll failed";
+      }
+      if (fds[1].revents != 0) {
+        drain_wake();
+        continue;
+      }
+      if (PQconsumeInput(conn) == 0) return trim_message(PQerrorMessage(conn));
+      while (PGnotify* n = PQnotifies(conn)) {
+        const std::string topic = n->extra ? n->extra : "";
+        PQfreemem(n);
+        if (handlers_.on_change) guarded([&] { handlers_.on_change(topic); });
+      }
+      if (PQstatus(conn) != CONNECTION_OK) return "connection lost";
+    }
+    return "";
+  }
+
+  void wait_for_wake(int timeout_ms) {
+    pollfd fd{wake_[0], POLLIN, 0};
+    if (::poll(&fd, 1, timeout_ms) > 0) drain_wake();
+  }
+
+  void drain_wake() {
+    char buf[16];
+    while (::read(wake_[0], buf, sizeof buf) > 0) {
+    }
+  }
+
+  void tell_missed() {
+    if (handlers_.on_missed) guarded([&] { handlers_.on_missed(); });
+  }
+
+  void tell_state(bool listening, const std::string& detail) {
+    if (handlers_.on_state) guarded([&] { handlers_.on_state(listening, detail); });
+  }
+
+  //! A handler that throws must not end the process from this thread; the feed carries on.
+  template <class F>
+  static void guarded(F&& f) noexcept {
+    try {
+      f();
+    } catch (...) {
+    }
+  }
+
+  const std::string url_;
+  const ChangeHandlers handlers_;
+  const std::chrono::milliseconds retry_;
+  int wake_[2] = {-1, -1};
+  std::atomic<bool> listening_{false};
+  std::jthread thread_;  // last: started once the rest is ready
+};
+
 class PgStore final : public Store {
  public:
   PgStore(const std::string& url, const StoreOptions& options)
-      : described_(describe_url(url)),
+      : url_(url),
+        described_(describe_url(url)),
         pool_(static_cast<std::size_t>(options.pool_size), options.busy_timeout,
               [url, described = described_] { return std::make_unique<PgConnection>(url, described); }) {
     auto first = pool_.acquire();  // connect one now, so a bad URL or server fails here
@@ -316,6 +458,9 @@ class PgStore final : public Store {
 
   Dialect dialect() const override { return Dialect::postgres; }
   std::string describe() const override { return described_; }
+  std::unique_ptr<ChangeFeed> listen(ChangeHandlers handlers, std::chrono::milliseconds retry) override {
+    return std::make_unique<PgChangeFeed>(url_, std::move(handlers), retry);
+  }
 
  protected:
   void run_in_tx(TxMode /*mode*/, const std::function<bool(Tx&)>& body) override {
@@ -360,6 +505,7 @@ class PgStore final : public Store {
     }
   }
 
+  std::string url_;
   std::string described_;
   detail::ConnectionPool<PgConnection> pool_;
 };

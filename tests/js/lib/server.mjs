@@ -65,6 +65,15 @@ export class TestServer {
     return this;
   }
 
+  // Serves the same database as `other` (replicas of one PostgreSQL store), from a data folder of its
+  // own. Call before start(); `other` need not be started.
+  sharing(other) {
+    other.prepare();
+    this.dir = mkdtempSync(path.join(tmpdir(), 'gpunex-srv-'));
+    this.db = other.db;
+    return this;
+  }
+
   // A second start() after stop() reuses the same data folder and database (restart tests), and with
   // keepPort set the same port, so agents pointed at it find the server again.
   async start() {

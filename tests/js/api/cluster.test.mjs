@@ -1,0 +1,221 @@
+// The cluster started by one command (issue 20): scripts/cluster.sh up 2 starts PostgreSQL, two
+// replicas and nginx (deploy/nginx/gpunex.conf) on loopback. Through nginx a user signs up and logs
+// in; nginx's access log shows both replicas answering; one replica killed with SIGKILL, requests
+// through nginx still succeed (reads and writes); `down` leaves no process behind. And PostgreSQL
+// restarted under the cluster while logins are written: the replicas answer not ready meanwhile,
+// come back by themselves, lose no acknowledged write, and hear each other's changes again. Run
+// once, in the PostgreSQL suite: the cluster starts a PostgreSQL of its own.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { BACKEND, BIN, ROOT, Client, until } from '../lib/server.mjs';
+import { approvedProvider } from '../lib/provider.mjs';
+
+const skip = BACKEND !== 'postgres' && 'the cluster runs on PostgreSQL (run in the api_postgres suite)';
+
+// Each test's balancer on ports of its own: fetch keeps connections to an origin open, and one to
+// the previous test's nginx on the same port would fail a POST.
+const basePort = new Map();
+
+function clusterEnv(dir) {
+  return { ...process.env, GPUNEX_CLUSTER_DIR: dir, GPUNEX_BIN_DIR: BIN, GPUNEX_CLUSTER_PORT: basePort.get(dir) };
+}
+
+function newClusterDir() {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-cluster-'));
+  chmodSync(dir, 0o755);  // nginx's workers enter it
+  basePort.set(dir, String(8000 + 100 * basePort.size));
+  return dir;
+}
+
+function cluster(dir, ...args) {
+  return execFileSync(path.join(ROOT, 'scripts', 'cluster.sh'), args, {
+    env: clusterEnv(dir), encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'], timeout: 120000,
+  }).trim();
+}
+
+// The same, without blocking the event loop (requests go on meanwhile).
+async function clusterAsync(dir, ...args) {
+  const { stdout } = await promisify(execFile)(path.join(ROOT, 'scripts', 'cluster.sh'), args, {
+    env: clusterEnv(dir), encoding: 'utf8', timeout: 120000,
+  });
+  return stdout.trim();
+}
+
+// A process that has not exited (a zombie, exited but not yet reaped by its new parent, has).
+function alive(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+// Every process whose parent is `pid` (nginx's workers, PostgreSQL's backends).
+function children(pid) {
+  const out = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(e));
+    } catch { /* gone meanwhile */ }
+  }
+  return out;
+}
+
+// The replica address of each access-log line for `route` ("upstream=A" or, when nginx moved on
+// from a replica that refused, "upstream=A, B": the last one answered).
+function upstreams(dir, route) {
+  const log = readFileSync(path.join(dir, 'nginx', 'logs', 'gpunex-access.log'), 'utf8');
+  return log.split('\n').filter((l) => l.includes(` ${route} `)).map((l) => /upstream=(.*?) upstream_status/.exec(l)[1]);
+}
+
+test(`${BACKEND}: scripts/cluster.sh up 2: both replicas serve through nginx, one killed, down leaves nothing`, { skip }, async () => {
+  const dir = newClusterDir();
+  let pids = [];
+  try {
+    const url = cluster(dir, 'up', '2');
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    const ports = readFileSync(path.join(dir, 'replica-ports'), 'utf8').trim().split('\n');
+    assert.equal(ports.length, 2);
+    const replicaPids = [1, 2].map((i) => Number(readFileSync(path.join(dir, `replica-${i}`, 'pid'), 'utf8')));
+    const nginxPid = Number(readFileSync(path.join(dir, 'nginx', 'nginx.pid'), 'utf8'));
+    const pgPid = Number(readFileSync(path.join(dir, 'pg', 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    pids = [...replicaPids, nginxPid, ...children(nginxPid), pgPid, ...children(pgPid)];
+    assert.ok(pids.every(alive));
+
+    const user = new Client(url);
+    await user.signupAndLogin('cluster@example.com');
+    for (let i = 0; i < 20; i++) {
+      const me = await user.request('GET', '/v1/me');
+      assert.equal(me.status, 200, me.body);
+      assert.equal(me.json.email, 'cluster@example.com');
+    }
+    const served = upstreams(dir, '/v1/me');
+    const counts = Object.fromEntries(ports.map((p) => [p, served.filter((u) => u === `127.0.0.1:${p}`).length]));
+    console.log(`GET /v1/me through nginx, answers per replica port: ${JSON.stringify(counts)}`);
+    for (const p of ports) assert.ok(counts[p] >= 5, `replica on port ${p} answered ${counts[p]} of 20`);
+
+    // One replica dies without a word: every request through nginx still succeeds, writes included.
+    process.kill(replicaPids[0], 'SIGKILL');
+    let moved = 0;
+    for (let i = 0; i < 20; i++) {
+      const me = await user.request('GET', '/v1/me');
+      assert.equal(me.status, 200, `request ${i} after the kill: ${me.status} ${me.body}`);
+    }
+    // Writes: a login (a new session) and its logout.
+    const again = new Client(url);
+    await again.login('cluster@example.com', 'correct-horse-battery');
+    assert.equal((await again.request('POST', '/v1/auth/logout')).status, 200);
+    assert.equal((await again.request('GET', '/v1/me')).status, 401);
+    const after = upstreams(dir, '/v1/me').slice(20, 40);
+    moved = after.filter((u) => u.includes(',')).length;
+    assert.ok(after.every((u) => u.endsWith(`127.0.0.1:${ports[1]}`)), `after the kill: ${after.join(' | ')}`);
+    console.log(`after SIGKILL of replica 1: ${after.length} of ${after.length} answered by replica 2; ` +
+      `${moved} retried past the dead one by nginx`);
+    const status = cluster(dir, 'status');
+    assert.match(status, /replica 1: not running/);
+  } finally {
+    cluster(dir, 'down');
+  }
+  const left = pids.filter(alive);
+  assert.deepEqual(left, [], `processes left after down: ${left.join(' ')}`);
+  assert.ok(!existsSync(path.join(dir, 'url')));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test(`${BACKEND}: PostgreSQL restarted under the cluster: not ready meanwhile, back by itself, nothing lost`, { skip }, async () => {
+  const dir = newClusterDir();
+  try {
+    const url = cluster(dir, 'up', '2');
+    const ports = readFileSync(path.join(dir, 'replica-ports'), 'utf8').trim().split('\n');
+    const replica = ports.map((p) => `http://127.0.0.1:${p}`);
+    const db = readFileSync(path.join(dir, 'db-url'), 'utf8').trim();
+    // approvedProvider() through the balancer; its reviewer is made with the admin command on the store.
+    const server = {
+      url,
+      createUser(email, password, role) {
+        execFileSync(path.join(BIN, 'gpunex-server'), ['admin', 'create-user', '--db', db, '--email', email, '--role',
+          role, '--full-name', 'Reviewer', '--password-stdin'], { input: `${password}\n`, stdio: ['pipe', 'pipe', 'pipe'] });
+      },
+    };
+    const { client: provider, key } = await approvedProvider(server, 'chaos@example.com');
+
+    // Logins (each a session written) one after another through nginx while PostgreSQL restarts,
+    // and each replica's /readyz watched.
+    const user = new Client(url);
+    await user.signupAndLogin('logins@example.com');
+    const acknowledged = [];
+    const refused = {};
+    const notReady = [0, 0];
+    let stop = false;
+    const writer = (async () => {
+      while (!stop) {
+        const r = await new Client(url).request('POST', '/v1/auth/login',
+          { body: { email: 'logins@example.com', password: 'correct-horse-battery' } });
+        if (r.status === 200) acknowledged.push(r.json.token);
+        else refused[r.status] = (refused[r.status] || 0) + 1;
+        await sleep(100);
+      }
+    })();
+    const watcher = (async () => {
+      while (!stop) {
+        for (const i of [0, 1]) {
+          const r = await fetch(`${replica[i]}/readyz`).catch(() => null);
+          if (r && r.status === 503) notReady[i]++;
+        }
+        await sleep(25);
+      }
+    })();
+    await sleep(1000);
+    const before = acknowledged.length;
+    const t0 = performance.now();
+    await clusterAsync(dir, 'restart-db');
+    const restartMs = performance.now() - t0;
+    const backMs = await until('both replicas ready and listening again', async () => {
+      const answers = await Promise.all(replica.map((u) => new Client(u).request('GET', '/readyz')));
+      return answers.every((a) => a.status === 200 && a.json.change_feed === 'listening') && performance.now() - t0;
+    }, 30000, 50);
+    await sleep(1000);
+    stop = true;
+    await Promise.all([writer, watcher]);
+    console.log(`PostgreSQL restart took ${restartMs.toFixed(0)} ms; replicas ready and listening again ` +
+      `${backMs.toFixed(0)} ms after it began; /readyz 503 seen ${notReady.join(' and ')} times; logins ` +
+      `acknowledged ${acknowledged.length} (${before} before the restart), refused ${JSON.stringify(refused)}`);
+    assert.ok(before >= 3 && acknowledged.length > before, 'logins went on before and after the restart');
+    assert.ok(notReady.every((n) => n > 0), `each replica said not ready while PostgreSQL was down: ${notReady}`);
+    for (const status of Object.keys(refused)) assert.equal(Number(status), 503, `refused with ${status}`);
+
+    // Nothing acknowledged is lost: every session answered 200 still works, on either replica.
+    for (const [i, token] of acknowledged.entries()) {
+      const c = new Client(replica[i % 2]);
+      c.token = token;
+      assert.equal((await c.request('GET', '/v1/me')).status, 200, `session ${i} of ${acknowledged.length}`);
+    }
+    // The replicas hear each other again: a key revoked through replica 1 is refused by replica 2 within 1 s.
+    const onTwo = new Client(replica[1]);
+    onTwo.token = key;
+    assert.equal((await onTwo.request('GET', '/v1/provider/profile')).status, 200);
+    const keys = await provider.request('GET', '/v1/provider/api-keys');
+    const revokeOnOne = new Client(replica[0]);
+    revokeOnOne.token = provider.token;
+    assert.equal((await revokeOnOne.request('DELETE', `/v1/provider/api-keys/${keys.json.items[0].id}`)).status, 200);
+    const t1 = performance.now();
+    await until('the revoked key refused on replica 2', async () =>
+      (await onTwo.request('GET', '/v1/provider/profile')).status === 401, 5000, 50);
+    const revokeMs = performance.now() - t1;
+    console.log(`after the restart, revoked on replica 1, refused on replica 2 after ${revokeMs.toFixed(0)} ms`);
+    assert.ok(revokeMs < 1000);
+  } finally {
+    cluster(dir, 'down');
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
