@@ -110,8 +110,8 @@ core::Result<ChallengeAnswer> parse_challenge_answer(const nlohmann::json& body)
     } else {
       for (const auto& x : *d) {
         if (!x.is_string() || x.get<std::string>().size() > 64) {
-          r.fail(Error::make(ErrorCode::invalid_field, "must be an array of hex SHA-256 digests",
-                             std::string("digests")));
+          r.fail(
+              Error::make(ErrorCode::invalid_field, "must be an array of hex SHA-256 digests", std::string("digests")));
           break;
         }
         v.push_back(x.get<std::string>());
@@ -119,8 +119,8 @@ core::Result<ChallengeAnswer> parse_challenge_answer(const nlohmann::json& body)
       a.digests = std::move(v);
     }
   }
-  if (!r.failed() && static_cast<int>(a.c.has_value()) + static_cast<int>(a.filled) +
-                             static_cast<int>(a.digests.has_value()) != 1) {
+  if (!r.failed() &&
+      static_cast<int>(a.c.has_value()) + static_cast<int>(a.filled) + static_cast<int>(a.digests.has_value()) != 1) {
     r.fail(Error::make(ErrorCode::invalid_field, "an answer carries exactly one of c, filled and digests",
                        std::string("c")));
   }

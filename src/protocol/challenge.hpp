@@ -63,9 +63,9 @@ struct ChallengeAnswer {
   int protocol_version = kProtocolVersion;
   std::string machine_id;
   std::string challenge_id;
-  std::optional<std::vector<std::int64_t>> c;        // gemm: C row-major, n·n entries
-  bool filled = false;                               // vram, first post
-  std::optional<std::vector<std::string>> digests;   // vram, second post: per picked slice, hex SHA-256
+  std::optional<std::vector<std::int64_t>> c;       // gemm: C row-major, n·n entries
+  bool filled = false;                              // vram, first post
+  std::optional<std::vector<std::string>> digests;  // vram, second post: per picked slice, hex SHA-256
   nlohmann::json to_json() const;
   bool operator==(const ChallengeAnswer&) const = default;
 };

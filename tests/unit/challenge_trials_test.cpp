@@ -68,9 +68,8 @@ Trials run_trials(LieMode lie, const std::string& model) {
     EXPECT_TRUE(answer);
     const auto n = static_cast<std::size_t>(gemm.n);
     const cc::Matrix c{n, n, answer->c};
-    const bool gemm_ok = c.v.size() == n * n &&
-                         cc::judge_gemm(seeds, n, c, answer->emulated_s + kOverheadS, gemm.allowed_s) ==
-                             cc::Outcome::passed;
+    const bool gemm_ok = c.v.size() == n * n && cc::judge_gemm(seeds, n, c, answer->emulated_s + kOverheadS,
+                                                               gemm.allowed_s) == cc::Outcome::passed;
 
     protocol::ChallengeSpec vram;
     vram.kind = "vram";
@@ -78,16 +77,17 @@ Trials run_trials(LieMode lie, const std::string& model) {
     vram.slices = registered_mib * 9 / 10;
     vram.slice_words = 128;
     EXPECT_TRUE(solver.fill(vram, target));
-    const auto picked = cc::pick_slices(seeds.slices, static_cast<std::uint64_t>(vram.slices),
-                                        static_cast<std::size_t>(s.vram_picks));
+    const auto picked =
+        cc::pick_slices(seeds.slices, static_cast<std::uint64_t>(vram.slices), static_cast<std::size_t>(s.vram_picks));
     const bool vram_ok = cc::judge_vram(vram.fill_seed, picked, 128, solver.digests(picked), kOverheadS,
                                         s.sim_vram_allowed_s) == cc::Outcome::passed;
     if (t < 0) continue;
     out.gemm_failed += !gemm_ok;
     out.vram_failed += !vram_ok;
   }
-  std::printf("  %-8s %-9s GEMM failed %3d/%d, VRAM failed %3d/%d\n", std::string(agent::bench::lie_mode_name(lie)).c_str(),
-              model.c_str(), out.gemm_failed, kTrials, out.vram_failed, kTrials);
+  std::printf("  %-8s %-9s GEMM failed %3d/%d, VRAM failed %3d/%d\n",
+              std::string(agent::bench::lie_mode_name(lie)).c_str(), model.c_str(), out.gemm_failed, kTrials,
+              out.vram_failed, kTrials);
   return out;
 }
 

@@ -66,7 +66,7 @@ std::string_view lie_mode_name(LieMode m) {
 
 struct ChallengeSolver::Fill {
   std::uint64_t slice_words = 0;
-  std::uint64_t slices_held = 0;  // whole slices in memory
+  std::uint64_t slices_held = 0;    // whole slices in memory
   std::vector<std::uint64_t> host;  // simulated GPU
 #ifdef GPUNEX_HAVE_CUDA
   std::unique_ptr<gpu::cuda::DeviceFill> device;

@@ -37,8 +37,8 @@ inline constexpr std::int64_t kVramLieFactor = 2;
 //! The GPU a challenge is for.
 struct ChallengeTarget {
   bool simulated = false;
-  double true_tflops = 0;          // simulated: the FP16 tensor figure it really has (reference × factors)
-  std::int64_t memory_mib = 0;     // what it really has (the registration may claim more under a lie)
+  double true_tflops = 0;       // simulated: the FP16 tensor figure it really has (reference × factors)
+  std::int64_t memory_mib = 0;  // what it really has (the registration may claim more under a lie)
   int cuda_ordinal = -1;
 };
 

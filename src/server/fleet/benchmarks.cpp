@@ -62,6 +62,7 @@ BenchmarkSettings benchmark_settings(const Config& c) {
   s.policy.min_quality_ratio = c.benchmark_min_quality_pct / 100.0;
   s.policy.host_ram_per_vram = c.benchmark_host_ram_pct / 100.0;
   s.challenges.require_answers = c.require_challenge_answers;
+  s.challenges.base_url = s.base_url;
   return s;
 }
 

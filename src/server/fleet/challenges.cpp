@@ -100,8 +100,10 @@ core::bench::Finding failure_finding(const ChallengeRow& c, cc::Outcome outcome,
                                   round_text(f.expected, 2) +
                                   " s: the GPU is slower than its benchmark figures, or was busy or throttled; "
                                   "free the GPU and re-run the benchmarks"
-                            : "the VRAM digests came " + round_text(elapsed_s, 2) + " s after the slices were "
-                                  "picked, more than the " + round_text(f.expected, 1) +
+                            : "the VRAM digests came " + round_text(elapsed_s, 2) +
+                                  " s after the slices were "
+                                  "picked, more than the " +
+                                  round_text(f.expected, 1) +
                                   " s allowed: keep the GPU's memory free during benchmarks and re-run them";
   } else {
     f.cause = "challenge_wrong";
@@ -138,7 +140,8 @@ void fail(Tx& tx, const ChallengeRow& c, std::string_view status, cc::Outcome ou
     }
   }
   if (auto who = provider_contact(tx, facts->provider_id)) {
-    const mail::GpuFacts gpu{mail::gpu_display_name(index, name, facts->hostname), ""};
+    const mail::GpuFacts gpu{mail::gpu_display_name(index, name, facts->hostname),
+                             s.base_url + "/#/machines/" + c.machine_id + "/benchmarks"};
     announce(tx, who->user_id, mail::gpu_delisted(gpu, {finding}), std::nullopt, now);
   }
   tx.exec("UPDATE providers SET challenge_failures = challenge_failures + 1 WHERE id = ?", {facts->provider_id});
@@ -170,8 +173,7 @@ double gemm_allowed_s(bool simulated, std::optional<double> claimed, std::int64_
 }
 
 nlohmann::json issue_challenges(Tx& tx, const std::string& run_id, const std::string& machine_id, bool simulated,
-                                const std::vector<ChallengedGpu>& gpus, const ChallengeSettings& s,
-                                std::int64_t now) {
+                                const std::vector<ChallengedGpu>& gpus, const ChallengeSettings& s, std::int64_t now) {
   static const std::string q =
       "INSERT INTO benchmark_challenges (id, run_id, machine_id, gpu_uuid, kind, status, seed_a, seed_b, "
       "seed_verifier, seed_slices, size, slice_words, claimed_tflops, allowed_ms, issued_at, deadline_at) "
@@ -205,11 +207,11 @@ nlohmann::json issue_challenges(Tx& tx, const std::string& run_id, const std::st
         deadline = now + s.fill_allowed_ms;
       }
       const auto allowed_ms = static_cast<std::int64_t>(std::ceil(spec.allowed_s * 1000));
-      tx.exec(q, {spec.id, run_id, machine_id, g.uuid, std::string(kind), protocol::seed_text(seeds.matrix_a),
-                  protocol::seed_text(seeds.matrix_b), protocol::seed_text(seeds.verifier),
-                  protocol::seed_text(seeds.slices), size, slice_words,
-                  g.claimed_tflops ? store::Value(*g.claimed_tflops) : store::Value(nullptr), allowed_ms, now,
-                  deadline});
+      tx.exec(q,
+              {spec.id, run_id, machine_id, g.uuid, std::string(kind), protocol::seed_text(seeds.matrix_a),
+               protocol::seed_text(seeds.matrix_b), protocol::seed_text(seeds.verifier),
+               protocol::seed_text(seeds.slices), size, slice_words,
+               g.claimed_tflops ? store::Value(*g.claimed_tflops) : store::Value(nullptr), allowed_ms, now, deadline});
       out.push_back(spec.to_json());
     }
   }
@@ -248,25 +250,24 @@ core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provide
     const auto n = static_cast<std::size_t>(c->size);
     if (!a.c) return Error::make(ErrorCode::invalid_field, "a GEMM challenge is answered with c", "c");
     cc::Matrix m{n, n, *a.c};
-    decide(m.v.size() == n * n ? cc::judge_gemm(c->seeds, n, m, elapsed_s, allowed_s) : cc::Outcome::wrong,
-           elapsed_s);
+    decide(m.v.size() == n * n ? cc::judge_gemm(c->seeds, n, m, elapsed_s, allowed_s) : cc::Outcome::wrong, elapsed_s);
     return reply.to_json();
   }
   if (c->status == kIssued) {
-    if (!a.filled) return Error::make(ErrorCode::invalid_field, "a VRAM challenge is answered with filled first",
-                                      "filled");
-    reply.slices = cc::pick_slices(c->seeds.slices, static_cast<std::uint64_t>(c->size),
-                                   static_cast<std::size_t>(s.vram_picks));
+    if (!a.filled)
+      return Error::make(ErrorCode::invalid_field, "a VRAM challenge is answered with filled first", "filled");
+    reply.slices =
+        cc::pick_slices(c->seeds.slices, static_cast<std::uint64_t>(c->size), static_cast<std::size_t>(s.vram_picks));
     reply.status = "pending";
     reply.allowed_s = allowed_s;
     tx.exec("UPDATE benchmark_challenges SET status = ?, slices = ?, deadline_at = ? WHERE id = ?",
             {std::string(kFilled), nlohmann::json(reply.slices).dump(), now + c->allowed_ms, c->id});
     return reply.to_json();
   }
-  if (!a.digests) return Error::make(ErrorCode::invalid_field, "a filled VRAM challenge is answered with digests",
-                                     "digests");
-  decide(cc::judge_vram(c->seeds.matrix_a, c->slices, static_cast<std::uint64_t>(c->slice_words), *a.digests,
-                        elapsed_s, allowed_s),
+  if (!a.digests)
+    return Error::make(ErrorCode::invalid_field, "a filled VRAM challenge is answered with digests", "digests");
+  decide(cc::judge_vram(c->seeds.matrix_a, c->slices, static_cast<std::uint64_t>(c->slice_words), *a.digests, elapsed_s,
+                        allowed_s),
          elapsed_s);
   return reply.to_json();
 }

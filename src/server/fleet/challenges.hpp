@@ -29,26 +29,26 @@ struct ChallengeSettings {
   double vram_allowed_s = 5.0;       // from the slices' reply to their digests
   double sim_vram_allowed_s = 2.0;
   std::int64_t fill_allowed_ms = 10LL * 60 * 1000;  // from the issue to `filled`
-  std::int64_t review_after = 3;     // failed challenges before the provider is flagged for review
-  bool require_answers = true;       // an unanswered challenge fails at its deadline
+  std::int64_t review_after = 3;                    // failed challenges before the provider is flagged for review
+  bool require_answers = true;                      // an unanswered challenge fails at its deadline
+  std::string base_url;                             // for the link in the provider's mail
 };
 
 //! A reported GPU as a challenge needs it.
 struct ChallengedGpu {
   std::string uuid;
   std::optional<double> claimed_tflops;  // the run's FP16 tensor figure, else the model's reference
-  std::int64_t memory_mib = 0;            // as registered
+  std::int64_t memory_mib = 0;           // as registered
 };
 
 //! The n of a GEMM challenge, and the seconds its answer may take from the issue (pure; the trials test
 //! reads them). A simulated GPU's speed is dilated by core::challenge::kSimDilation.
 std::int64_t gemm_challenge_n(bool simulated, std::optional<double> claimed_tflops, const ChallengeSettings& s);
-double gemm_allowed_s(bool simulated, std::optional<double> claimed_tflops, std::int64_t n,
-                      const ChallengeSettings& s);
+double gemm_allowed_s(bool simulated, std::optional<double> claimed_tflops, std::int64_t n, const ChallengeSettings& s);
 
 //! Issues a GEMM and a VRAM challenge per GPU of the run; returns their protocol::ChallengeSpec JSON.
-nlohmann::json issue_challenges(store::Tx& tx, const std::string& run_id, const std::string& machine_id,
-                                bool simulated, const std::vector<ChallengedGpu>& gpus, const ChallengeSettings& s,
+nlohmann::json issue_challenges(store::Tx& tx, const std::string& run_id, const std::string& machine_id, bool simulated,
+                                const std::vector<ChallengedGpu>& gpus, const ChallengeSettings& s,
                                 std::int64_t now_ms);
 
 //! POST /v1/agent/challenges: judges an answer (or records a VRAM fill and picks the slices). 400 for a
