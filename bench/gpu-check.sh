@@ -8,12 +8,23 @@
 # cublasGemmEx of the same size. Then, when the agent's own dependencies are
 # installed, the same through `gpunex-agent bench --only compute,memory`.
 # Stays under 5 minutes. Usage: bench/gpu-check.sh [DEVICE]
+# Then the benchmark challenges (issue 21, bench/challenge_check.cpp) and their
+# overhead as a share of a benchmark run (target < 5%).
+# Without a GPU it says it skips, and why, and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 START=$SECONDS
 DEV=${1:-0}
+if ! command -v nvidia-smi >/dev/null; then
+  echo "SKIP gpu-check: no nvidia-smi on this machine (no NVIDIA driver, so no GPU to measure)"
+  exit 0
+fi
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "SKIP gpu-check: nvidia-smi lists no GPU ($(nvidia-smi -L 2>&1 | head -1))"
+  exit 0
+fi
 NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-[ -x "$NVCC" ] || { echo "nvcc not found: install the CUDA toolkit" >&2; exit 1; }
+[ -x "$NVCC" ] || { echo "SKIP gpu-check: nvcc not found: install the CUDA toolkit"; exit 0; }
 OUT=${GPU_CHECK_OUT:-build-gpu-check}
 mkdir -p "$OUT"
 
@@ -68,6 +79,15 @@ awk -F'\t' -v row="$ROW" '
   }
 ' FS=' ' "$OUT/gpu_check.txt" "$OUT/gpu_check.txt"
 echo "(TFLOP/s for compute, GB/s for memory and host link; expected = spec x efficiency: tensor 0.80, FMA 0.90, memory 0.88, host link 0.80 of PCIe x16)"
+
+# The challenges: the CUDA part by nvcc, the rest (core/challenge.cpp is C++20) by the host compiler.
+echo
+echo "== benchmark challenges (device $DEV)"
+"$NVCC" -std=c++17 -O2 "${ARCH[@]}" -Isrc -c -o "$OUT/cuda_bench.o" src/gpu/cuda/cuda_bench.cu
+CUDA_HOME=$(dirname "$(dirname "$NVCC")")
+c++ -std=c++20 -O2 -Isrc -I"$CUDA_HOME/include" -o "$OUT/challenge_check" bench/challenge_check.cpp \
+  src/core/challenge.cpp "$OUT/cuda_bench.o" -L"$CUDA_HOME/lib64" -lcublasLt -lcublas -lcudart -lpthread
+timeout 200 "$OUT/challenge_check" "$DEV" | tee "$OUT/challenge_check.txt" || echo "(challenges FAILED, see above)"
 
 # The agent itself, when its libraries are installed and there is time left (a 5-minute budget).
 if [ $((SECONDS - START)) -lt 120 ] && cmake -S . -B "$OUT/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUNEX_TESTS=OFF \

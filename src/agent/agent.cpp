@@ -299,8 +299,8 @@ void Runner::handle_commands(const std::vector<protocol::Command>& commands) {
       continue;
     }
     if (!bench_) {
-      bench::BenchRunConfig bc{cfg_.server_url, cfg_.api_key, cfg_.ca_file, state_.data_dir(), cfg_.bench_storage_mib,
-                               cfg_.bench_net_mib};
+      bench::BenchRunConfig bc{cfg_.server_url,        cfg_.api_key,       cfg_.ca_file, state_.data_dir(),
+                               cfg_.bench_storage_mib, cfg_.bench_net_mib, cfg_.test_lie};
       bench_.emplace(backend_, backend_mu_, std::move(bc));
     }
     if (!bench_->start(c, gpus_, state_.identity().machine_id)) {
@@ -363,6 +363,9 @@ ExitCode Runner::run() {
     return ExitCode::failure;
   }
   gpus_ = std::move(*gpus);
+  if (cfg_.test_lie == bench::LieMode::vram) {
+    for (auto& g : gpus_) g.memory_mib *= bench::kVramLieFactor;  // registered, not present
+  }
   gpu_lost_.assign(gpus_.size(), false);
   util::log_event("info", "GPUs found", {{"backend", backend_.describe()}, {"count", gpus_.size()}});
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/bench/challenge_solver.hpp"
 #include "agent/rentals.hpp"
 #include "agent/runtime/container_runtime.hpp"
 #include "agent/spool.hpp"
@@ -46,6 +47,7 @@ struct AgentConfig {
   std::uint64_t max_heartbeats = 0;  // stop after this many heartbeats are delivered (0: run until stopped)
   unsigned bench_storage_mib = 256;  // benchmark runs the server asks for: storage test file
   unsigned bench_net_mib = 256;      // ... and bytes per network throughput sample
+  bench::LieMode test_lie = bench::LieMode::none;  // tests only (--test-lie): see bench/challenge_solver.hpp
   //! Rentals: the public ports, the stop grace, the engine (docker_host; empty: found as Docker's tools
   //! find it). The machine's facts (GPUs, RAM, cores, simulated) are filled in at start.
   RentalManagerOptions rentals;

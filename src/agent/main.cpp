@@ -53,6 +53,7 @@ struct Options {
   unsigned stop_grace_s = 10;
   bool info_json = false;
   gpunex::agent::bench::BenchCommandOptions bench;
+  std::string test_lie;      // run --test-lie MODE: a lying agent, for the tests of issue 21
   std::string api_key_file;  // run: the key from this file (the installer's 0600 file), never on the command line
 };
 
@@ -113,6 +114,8 @@ CLI::App* add_run_command(CLI::App& app, Options& o) {
       ->envname("GPUNEX_PUBLIC_PORTS");
   run->add_option("--stop-grace-s", o.stop_grace_s, "seconds a stopped rental gets between SIGTERM and SIGKILL");
   run->add_option("--nvml-library", o.nvml_library, "NVML library to load")->group("");
+  // Hidden (group ""): a modified agent that lies, for the tests that show the server catches it.
+  run->add_option("--test-lie", o.test_lie, "TESTS ONLY: inflate, random, smaller, vram or replay")->group("");
   run->add_option("--bench-storage-mib", o.run.bench_storage_mib,
                   "storage benchmark file size for server-requested runs");
   run->add_option("--bench-net-mib", o.run.bench_net_mib,
@@ -263,6 +266,15 @@ int run_command(Options& o) {
     return code(ExitCode::usage);
   }
   if (o.heartbeat_override > 0) cfg.heartbeat_interval_s = o.heartbeat_override;
+  if (!o.test_lie.empty()) {
+    auto lie = gpunex::agent::bench::parse_lie_mode(o.test_lie);
+    if (!lie) {
+      std::fprintf(stderr, "gpunex-agent: --test-lie: unknown mode '%s'\n", o.test_lie.c_str());
+      return code(ExitCode::usage);
+    }
+    cfg.test_lie = *lie;
+    gpunex::util::log_event("warn", "TEST ONLY: this agent lies about its GPUs (--test-lie " + o.test_lie + ")");
+  }
   auto ports = gpunex::agent::parse_port_range(o.public_ports);
   if (!ports) {
     std::fprintf(stderr, "gpunex-agent: --public-ports: %s\n", ports.error().message.c_str());

@@ -1,5 +1,6 @@
 #include "core/challenge.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -156,12 +157,58 @@ std::uint64_t Xoshiro256::below(std::uint64_t bound) {
   }
 }
 
-Matrix generate_matrix(std::uint64_t seed, std::size_t n, std::int64_t max_abs) {
-  Xoshiro256 rng(seed);
-  Matrix m{n, n, std::vector<std::int64_t>(n * n)};
+std::int64_t matrix_entry(std::uint64_t seed, std::uint64_t k, std::int64_t max_abs) {
+  std::uint64_t x = seed ^ (k * 0xd1b54a32d192ed03ULL);
+  const std::uint64_t r = splitmix64(x) >> 32;
   const auto span = static_cast<std::uint64_t>(2 * max_abs + 1);
-  for (auto& x : m.v) x = static_cast<std::int64_t>(rng.below(span)) - max_abs;
+  return static_cast<std::int64_t>((r * span) >> 32) - max_abs;
+}
+
+Matrix generate_matrix(std::uint64_t seed, std::size_t n, std::int64_t max_abs) {
+  Matrix m{n, n, std::vector<std::int64_t>(n * n)};
+  for (std::size_t k = 0; k < m.v.size(); ++k) m.v[k] = matrix_entry(seed, k, max_abs);
   return m;
+}
+
+Matrix multiply(const Matrix& a, const Matrix& b) {
+  Matrix c{a.rows, b.cols, std::vector<std::int64_t>(a.rows * b.cols, 0)};
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    for (std::size_t k = 0; k < a.cols; ++k) {
+      const std::int64_t x = a.at(i, k);
+      for (std::size_t j = 0; j < b.cols; ++j) c.v[i * b.cols + j] += x * b.at(k, j);
+    }
+  }
+  return c;
+}
+
+std::uint64_t vram_word(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t x = seed ^ (i * 0x9e6c63d0676a9a99ULL);
+  return splitmix64(x);
+}
+
+std::string vram_slice_digest(std::uint64_t seed, std::uint64_t slice, std::uint64_t slice_words) {
+  std::string bytes(slice_words * 8, '\0');
+  for (std::uint64_t w = 0; w < slice_words; ++w) {
+    const std::uint64_t v = vram_word(seed, slice * slice_words + w);
+    for (int b = 0; b < 8; ++b) bytes[w * 8 + static_cast<std::uint64_t>(b)] = static_cast<char>(v >> (8 * b));
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (auto byte : sha256(bytes)) {
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> pick_slices(std::uint64_t seed, std::uint64_t slices, std::size_t count) {
+  Xoshiro256 rng(seed);
+  std::vector<std::uint64_t> out;
+  while (out.size() < count && out.size() < slices) {
+    const std::uint64_t s = rng.below(slices);
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  return out;
 }
 
 bool gemm_exact_in_fp32(std::size_t n, std::int64_t max_abs) {
@@ -198,6 +245,41 @@ double max_gemm_seconds(std::size_t n, double claimed_tflops, double relative_ma
   const double nd = static_cast<double>(n);
   const double ideal = 2.0 * nd * nd * nd / (claimed_tflops * 1e12);
   return ideal * (1.0 + relative_margin) + fixed_margin_s;
+}
+
+std::size_t sim_gemm_n(double claimed_tflops, double target_s) {
+  const double flops = target_s * claimed_tflops * 1e12 * kSimDilation;
+  const double n = std::cbrt(flops / 2.0);
+  const auto rounded = static_cast<std::size_t>(n / 32.0 + 0.5) * 32;
+  return std::clamp<std::size_t>(rounded, 64, 256);
+}
+
+std::string_view outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::passed:
+      return "passed";
+    case Outcome::wrong:
+      return "wrong";
+    case Outcome::late:
+      return "late";
+  }
+  return "wrong";
+}
+
+Outcome judge_gemm(const Seeds& seeds, std::size_t n, const Matrix& c, double elapsed_s, double allowed_s) {
+  const auto a = generate_matrix(seeds.matrix_a, n);
+  const auto b = generate_matrix(seeds.matrix_b, n);
+  if (!freivalds_check(a, b, c, seeds.verifier, repetitions(per_round_false_pass(), 1e-9))) return Outcome::wrong;
+  return elapsed_s <= allowed_s ? Outcome::passed : Outcome::late;
+}
+
+Outcome judge_vram(std::uint64_t fill_seed, const std::vector<std::uint64_t>& slices, std::uint64_t slice_words,
+                   const std::vector<std::string>& digests, double elapsed_s, double allowed_s) {
+  if (digests.size() != slices.size()) return Outcome::wrong;
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    if (digests[i] != vram_slice_digest(fill_seed, slices[i], slice_words)) return Outcome::wrong;
+  }
+  return elapsed_s <= allowed_s ? Outcome::passed : Outcome::late;
 }
 
 }  // namespace gpunex::core::challenge

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -55,8 +56,21 @@ struct Matrix {
   std::int64_t& at(std::size_t r, std::size_t c) { return v[r * cols + c]; }
 };
 
-//! The challenge's n×n input from its seed: entries uniform in [-max_abs, max_abs].
+//! Entry k (row-major) of a challenge matrix: counter-based, so a GPU thread computes its own entry
+//! without a sequential generator. Uniform in [-max_abs, max_abs] up to a bias below 2^-32.
+//! The CUDA kernel (gpu/cuda/cuda_bench.cu) repeats this function; both must stay the same.
+std::int64_t matrix_entry(std::uint64_t seed, std::uint64_t k, std::int64_t max_abs = 8);
+//! The challenge's n×n input from its seed: matrix_entry for every entry.
 Matrix generate_matrix(std::uint64_t seed, std::size_t n, std::int64_t max_abs = 8);
+//! A·B over the integers (the simulated backend's answer, and the tests').
+Matrix multiply(const Matrix& a, const Matrix& b);
+
+//! Word `i` of a VRAM challenge's fill pattern (counter-based, like matrix_entry).
+std::uint64_t vram_word(std::uint64_t seed, std::uint64_t i);
+//! The hex SHA-256 of slice `slice` (`slice_words` words from word slice·slice_words, little-endian).
+std::string vram_slice_digest(std::uint64_t seed, std::uint64_t slice, std::uint64_t slice_words);
+//! `count` distinct slice numbers below `slices`, from the server's slices seed (count ≤ slices).
+std::vector<std::uint64_t> pick_slices(std::uint64_t seed, std::uint64_t slices, std::size_t count);
 
 //! Whether an n-term dot product of entries bounded by max_abs stays exact in FP32's 24-bit mantissa.
 bool gemm_exact_in_fp32(std::size_t n, std::int64_t max_abs = 8);
@@ -81,4 +95,22 @@ bool freivalds_check(const Matrix& a, const Matrix& b, const Matrix& c, std::uin
 //! transfer. An answer later than this is late.
 double max_gemm_seconds(std::size_t n, double claimed_tflops, double relative_margin, double fixed_margin_s);
 
+//! A simulated GPU runs the challenge GEMM on the CPU at small n, so its "speed" is dilated: it answers
+//! as a GPU of T TFLOP/s would if T were T · kSimDilation. The agent waits that long before answering;
+//! the server's deadline for a simulated machine uses the same factor. Timing is thereby tested here.
+inline constexpr double kSimDilation = 1e-8;
+//! The n of a simulated GEMM challenge: about `target_s` at the claimed (dilated) speed, in 64..256,
+//! a multiple of 32.
+std::size_t sim_gemm_n(double claimed_tflops, double target_s = 1.0);
+
+//! Why a challenge failed, or passed.
+enum class Outcome { passed, wrong, late };
+std::string_view outcome_name(Outcome o);
+
+//! A GEMM answer judged: the product must pass Freivalds (to false-pass probability < 1e-9) and arrive
+//! within `allowed_s` of the issue.
+Outcome judge_gemm(const Seeds& seeds, std::size_t n, const Matrix& c, double elapsed_s, double allowed_s);
+//! A VRAM answer judged: one digest per picked slice, each as vram_slice_digest gives it.
+Outcome judge_vram(std::uint64_t fill_seed, const std::vector<std::uint64_t>& slices, std::uint64_t slice_words,
+                   const std::vector<std::string>& digests, double elapsed_s, double allowed_s);
 }  // namespace gpunex::core::challenge

@@ -696,6 +696,37 @@ CREATE TABLE email_confirmations (
 );
 CREATE INDEX email_confirmations_user ON email_confirmations (user_id, created_at);
 )sql"},
+      // Migration 16: benchmark challenges (issue 21). Each keeps its seeds (so a check needs no secret and
+      // survives a restart), when it was issued and must be answered, and its outcome. A provider whose
+      // challenges fail repeatedly is flagged for an admin's review.
+      {16, "benchmarks: challenges, and providers flagged for review",
+       R"sql(
+CREATE TABLE benchmark_challenges (
+  id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL REFERENCES benchmark_runs(id),
+  machine_id TEXT NOT NULL REFERENCES machines(id),
+  gpu_uuid TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  status TEXT NOT NULL,
+  seed_a TEXT NOT NULL,
+  seed_b TEXT NOT NULL,
+  seed_verifier TEXT NOT NULL,
+  seed_slices TEXT NOT NULL,
+  size BIGINT NOT NULL,
+  slice_words BIGINT NOT NULL,
+  claimed_tflops DOUBLE PRECISION,
+  allowed_ms BIGINT NOT NULL,
+  issued_at BIGINT NOT NULL,
+  deadline_at BIGINT NOT NULL,
+  slices TEXT,
+  answered_at BIGINT,
+  result TEXT
+);
+CREATE INDEX benchmark_challenges_machine ON benchmark_challenges (machine_id, status, deadline_at);
+ALTER TABLE providers ADD COLUMN challenge_failures BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE providers ADD COLUMN review_flagged_at BIGINT;
+ALTER TABLE providers ADD COLUMN review_reason TEXT;
+)sql"},
   };
   return list;
 }

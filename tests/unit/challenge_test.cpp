@@ -155,3 +155,50 @@ TEST(Challenge, TimingBoundFollowsTheClaimedSpeed) {
 
 }  // namespace
 }  // namespace gpunex
+
+namespace gpunex::core::challenge {
+namespace {
+
+// The CUDA kernels (gpu/cuda/cuda_bench.cu) repeat matrix_entry and vram_word; these values pin both
+// (computed independently, in Python, from the definitions in challenge.hpp).
+TEST(Challenge, MatrixEntriesAndVramWordsArePinned) {
+  const std::vector<std::int64_t> first = {4, 5, 8, -3, 8, 3, 5, 7};
+  for (std::size_t k = 0; k < first.size(); ++k) EXPECT_EQ(matrix_entry(42, k), first[k]) << k;
+  EXPECT_EQ(generate_matrix(42, 4).v[5], 3);
+  EXPECT_EQ(vram_word(7, 0), 0x63cbe1e459320dd7ULL);
+  EXPECT_EQ(vram_word(7, 1), 0x372de566b14634eaULL);
+  EXPECT_EQ(vram_word(7, 2), 0x17bbbca660b05bb7ULL);
+}
+
+TEST(Challenge, JudgesAnswerAndTime) {
+  const Seeds s{11, 12, 13, 14};
+  const auto c = multiply(generate_matrix(11, 64), generate_matrix(12, 64));
+  EXPECT_EQ(judge_gemm(s, 64, c, 0.5, 1.0), Outcome::passed);
+  EXPECT_EQ(judge_gemm(s, 64, c, 1.5, 1.0), Outcome::late);
+  auto wrong = c;
+  wrong.v[100] += 1;
+  EXPECT_EQ(judge_gemm(s, 64, wrong, 0.5, 1.0), Outcome::wrong);  // wrong before late
+  const auto picked = pick_slices(99, 1000, 16);
+  EXPECT_EQ(picked.size(), 16u);
+  EXPECT_EQ(pick_slices(99, 3, 16).size(), 3u);  // never more than there are
+  std::vector<std::string> digests;
+  for (auto p : picked) digests.push_back(vram_slice_digest(5, p, 128));
+  EXPECT_EQ(judge_vram(5, picked, 128, digests, 0.1, 2.0), Outcome::passed);
+  EXPECT_EQ(judge_vram(5, picked, 128, digests, 2.1, 2.0), Outcome::late);
+  digests.back()[0] = digests.back()[0] == 'a' ? 'b' : 'a';
+  EXPECT_EQ(judge_vram(5, picked, 128, digests, 0.1, 2.0), Outcome::wrong);
+  EXPECT_EQ(judge_vram(5, picked, 128, {}, 0.1, 2.0), Outcome::wrong);
+}
+
+TEST(Challenge, SimulatedGemmSizeTracksTheClaimedSpeed) {
+  EXPECT_EQ(sim_gemm_n(1), 64u);       // clamped below
+  EXPECT_EQ(sim_gemm_n(100000), 256u);  // and above
+  const auto n = sim_gemm_n(300);
+  EXPECT_EQ(n % 32, 0u);
+  const double t = 2.0 * static_cast<double>(n * n * n) / (300e12 * kSimDilation);
+  EXPECT_GT(t, 0.5);
+  EXPECT_LT(t, 2.0);
+}
+
+}  // namespace
+}  // namespace gpunex::core::challenge

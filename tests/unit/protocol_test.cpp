@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/rfc3339.hpp"
+#include "protocol/challenge.hpp"
 #include "protocol/heartbeat.hpp"
 #include "protocol/register.hpp"
 #include "protocol/rentals.hpp"
@@ -377,6 +378,67 @@ TEST(ProtocolRoundTrip, RentalEvents) {
   auto other = sent.to_json();
   other["protocol_version"] = 99;
   EXPECT_EQ(parse_rental_events(other).error().detail_code, "unsupported_protocol_version");
+}
+
+}  // namespace
+}  // namespace gpunex::protocol
+
+// ---- benchmark challenges (issue 21) ----
+
+namespace gpunex::protocol {
+namespace {
+
+TEST(ChallengeProtocol, SpecsRoundTripAndUnreadableOnesAreLeftOut) {
+  ChallengeSpec g{"chl_1", std::string(kGemmChallenge), "GPU-1", 1.75, 0xfedcba9876543210ULL, 7, 128, 0, 0, 0};
+  ChallengeSpec v{"chl_2", std::string(kVramChallenge), "GPU-1", 2.0, 0, 0, 0, 0x0123456789abcdefULL, 41472, 128};
+  nlohmann::json list = nlohmann::json::array({g.to_json(), v.to_json()});
+  EXPECT_EQ(list[0]["seed_a"], "fedcba9876543210");  // 64 bits as text: a JSON number holds 53 exactly
+  list.push_back({{"id", "chl_3"}, {"kind", "telemetry"}, {"gpu_uuid", "GPU-1"}});       // a kind from later
+  list.push_back({{"id", "chl_4"}, {"kind", "gemm"}, {"gpu_uuid", "GPU-1"}, {"n", 64}});  // no seeds
+  list.push_back({{"id", "chl_5"}, {"kind", "gemm"}, {"gpu_uuid", "GPU-1"}, {"n", 512}, {"seed_a", "0000000000000001"},
+                  {"seed_b", "0000000000000002"}});  // C too large to travel
+  const auto back = parse_challenge_specs(list);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0], g);
+  EXPECT_EQ(back[1], v);
+  EXPECT_TRUE(parse_challenge_specs(nlohmann::json::object()).empty());
+}
+
+TEST(ChallengeProtocol, AnswersRoundTripWithExactlyOnePayload) {
+  ChallengeAnswer gemm{kProtocolVersion, "mch_1", "chl_1", std::vector<std::int64_t>{1, -2, 3, 16384}, false, {}};
+  ChallengeAnswer filled{kProtocolVersion, "mch_1", "chl_2", std::nullopt, true, std::nullopt};
+  ChallengeAnswer digests{kProtocolVersion, "mch_1", "chl_2", std::nullopt, false,
+                          std::vector<std::string>{std::string(64, 'a'), std::string(64, 'b')}};
+  for (const auto& a : {gemm, filled, digests}) {
+    auto back = parse_challenge_answer(a.to_json());
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(*back, a);
+  }
+  auto both = gemm.to_json();
+  both["filled"] = true;
+  EXPECT_FALSE(parse_challenge_answer(both));
+  auto none = filled.to_json();
+  none.erase("filled");
+  EXPECT_FALSE(parse_challenge_answer(none));
+  auto bad = gemm.to_json();
+  bad["c"][1] = 2.5;
+  auto e = parse_challenge_answer(bad);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().field, "c");
+  auto old = gemm.to_json();
+  old["protocol_version"] = kProtocolVersion + 1;
+  EXPECT_FALSE(parse_challenge_answer(old));
+}
+
+TEST(ChallengeProtocol, RepliesRoundTrip) {
+  ChallengeReply pending{"chl_2", "pending", {3, 99, 41000}, 2.0, std::nullopt};
+  ChallengeReply failed{"chl_1", "late", {}, std::nullopt, std::string("took 3.1 s")};
+  EXPECT_EQ(parse_challenge_reply(pending.to_json()), pending);
+  EXPECT_EQ(parse_challenge_reply(failed.to_json()), failed);
+  EXPECT_EQ(parse_challenge_reply(nlohmann::json::array()), ChallengeReply{});
+  EXPECT_EQ(parse_seed(seed_text(0xffffffffffffffffULL)), 0xffffffffffffffffULL);
+  EXPECT_FALSE(parse_seed("xyz"));
+  EXPECT_FALSE(parse_seed("00000000000000001"));
 }
 
 }  // namespace

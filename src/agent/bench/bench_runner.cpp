@@ -2,9 +2,112 @@
 
 #include "agent/bench/backend_targets.hpp"
 #include "agent/bench/bench_command.hpp"
+#include "core/challenge.hpp"
+#include "protocol/challenge.hpp"
+#include "util/http_client.hpp"
 #include "util/log.hpp"
 
+#include <chrono>
+#include <thread>
+
 namespace gpunex::agent::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ChallengeTarget challenge_target(const GpuTarget& g, LieMode lie) {
+  ChallengeTarget t;
+  t.simulated = g.simulated;
+  t.cuda_ordinal = g.cuda_ordinal;
+  t.memory_mib = static_cast<std::int64_t>(g.memory_total_gib.value_or(0) * 1024.0 + 0.5);
+  if (lie == LieMode::vram) t.memory_mib /= kVramLieFactor;  // what it has, not what it registered
+  if (g.simulated && g.model) {
+    // The speed the simulated GPU really has: what its honest run reports for FP16 tensor.
+    if (auto e = core::bench::expected_figure(*g.model, core::bench::Metric::fp16_tensor, {})) {
+      t.true_tflops = *e * g.sim_perf_factor * g.sim_compute_derate;
+    }
+  }
+  return t;
+}
+
+core::Result<protocol::ChallengeReply> post_answer(util::HttpClient& client, const BenchRunConfig& config,
+                                                   const protocol::ChallengeAnswer& a) {
+  auto r = client.request("POST", std::string(protocol::kAgentChallengesPath), a.to_json().dump(),
+                          {{"Authorization", "Bearer " + config.api_key}});
+  if (!r) return r.error();
+  if (r->status != 200) {
+    return core::Error::make(core::ErrorCode::unavailable,
+                             "the server refused the challenge answer: HTTP " + std::to_string(r->status) + " " +
+                                 r->body.substr(0, 300));
+  }
+  return protocol::parse_challenge_reply(nlohmann::json::parse(r->body, nullptr, false));
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> answer_challenges(const nlohmann::json& results_reply,
+                                                                   const std::vector<GpuTarget>& targets,
+                                                                   const std::string& machine_id,
+                                                                   const BenchRunConfig& config) {
+  const auto t0 = Clock::now();
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!results_reply.is_object() || !results_reply.contains("challenges")) return out;
+  const auto specs = protocol::parse_challenge_specs(results_reply["challenges"]);
+  util::HttpClientOptions opts;
+  opts.ca_file = config.ca_file;
+  util::HttpClient client(config.server_url, opts);
+  ChallengeSolver solver(config.lie, static_cast<std::uint64_t>(t0.time_since_epoch().count()));
+  const auto target_of = [&](const std::string& uuid) -> const GpuTarget* {
+    for (const auto& t : targets) {
+      if (t.uuid == uuid) return &t;
+    }
+    return nullptr;
+  };
+  const auto record = [&](const std::string& id, const core::Result<protocol::ChallengeReply>& r) {
+    out.emplace_back(id, r ? r->status : "error: " + r.error().message);
+  };
+  for (const auto kind : {protocol::kGemmChallenge, protocol::kVramChallenge}) {
+    for (const auto& spec : specs) {
+      if (spec.kind != kind) continue;
+      const auto* g = target_of(spec.gpu_uuid);
+      if (g == nullptr) {
+        out.emplace_back(spec.id, "error: not a GPU of this machine");
+        continue;
+      }
+      const auto target = challenge_target(*g, config.lie);
+      protocol::ChallengeAnswer a;
+      a.machine_id = machine_id;
+      a.challenge_id = spec.id;
+      if (kind == protocol::kGemmChallenge) {
+        auto answer = solver.gemm(spec, target);
+        if (!answer) {
+          out.emplace_back(spec.id, "error: " + answer.error().message);
+          continue;
+        }
+        // A simulated GPU answers when a GPU of its speed would have (core::challenge::kSimDilation).
+        std::this_thread::sleep_until(t0 + std::chrono::duration<double>(answer->emulated_s));
+        a.c = std::move(answer->c);
+        record(spec.id, post_answer(client, config, a));
+        continue;
+      }
+      if (auto f = solver.fill(spec, target); !f) {
+        out.emplace_back(spec.id, "error: " + f.error().message);
+        continue;
+      }
+      a.filled = true;
+      auto picked = post_answer(client, config, a);
+      if (!picked || picked->status != "pending") {
+        record(spec.id, picked);
+        continue;
+      }
+      a.filled = false;
+      a.digests = solver.digests(picked->slices);
+      record(spec.id, post_answer(client, config, a));
+    }
+  }
+  return out;
+}
 
 BackgroundBench::BackgroundBench(gpu::GpuBackend& backend, std::mutex& backend_mutex, BenchRunConfig config)
     : backend_(backend), backend_mutex_(backend_mutex), config_(std::move(config)) {}
@@ -40,9 +143,22 @@ bool BackgroundBench::start(const protocol::Command& command, const std::vector<
     }
     report.machine_id = machine_id;
     report.run_id = run_id;
+    if (config_.lie == LieMode::inflate) {
+      for (auto& g : report.gpus) {
+        for (auto& r : g.results) {
+          if (!core::bench::metric_key(r.metric).starts_with("compute.")) continue;
+          r.median *= kInflateFactor;
+          for (auto& x : r.samples) x *= kInflateFactor;
+        }
+      }
+    }
     auto sent = submit_report(report, config_.server_url, config_.api_key, config_.ca_file);
     if (sent) {
       util::log_event("info", "benchmark results accepted", {{"run_id", run_id.value_or("")}, {"server", *sent}});
+      for (const auto& [id, outcome] : answer_challenges(*sent, targets, machine_id, config_)) {
+        util::log_event(outcome == "passed" ? "info" : "warn", "benchmark challenge " + outcome,
+                        {{"run_id", run_id.value_or("")}, {"challenge_id", id}});
+      }
     } else {
       util::log_event("error", "benchmark results not accepted: " + sent.error().message,
                       {{"run_id", run_id.value_or("")}});

@@ -11,8 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "agent/bench/challenge_solver.hpp"
 #include "gpu/gpu_backend.hpp"
 #include "protocol/heartbeat.hpp"
+#include "agent/bench/suite.hpp"
 #include "protocol/register.hpp"
 
 namespace gpunex::agent::bench {
@@ -24,7 +26,15 @@ struct BenchRunConfig {
   std::string data_dir;
   unsigned storage_mib = 256;  // the storage benchmark's file
   unsigned net_mib = 256;      // per network throughput sample
+  LieMode lie = LieMode::none;  // tests only: `run --test-lie MODE`
 };
+
+//! Answers the challenges in a results' reply (protocol/challenge.hpp): every GEMM first, timed from when
+//! the reply came, then every VRAM fill. Returns each challenge's outcome by id ("passed", "wrong", "late",
+//! or the error that kept it from being answered).
+std::vector<std::pair<std::string, std::string>> answer_challenges(
+    const nlohmann::json& results_reply, const std::vector<GpuTarget>& targets, const std::string& machine_id,
+    const BenchRunConfig& config);
 
 class BackgroundBench {
  public:

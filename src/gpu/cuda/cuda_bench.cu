@@ -495,4 +495,101 @@ Result<std::vector<double>> host_link(int ordinal, Direction dir, std::size_t by
   });
 }
 
+// ---- benchmark challenges (protocol/challenge.hpp) ----
+
+namespace {
+
+// The same functions as core::challenge::matrix_entry and vram_word (core/challenge.cpp); a change to
+// one is a change to both, or every real GPU fails its challenges (challenge_test pins the values).
+__device__ std::uint64_t challenge_splitmix(std::uint64_t x) {
+  std::uint64_t z = x + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+__global__ void challenge_matrix_kernel(float* m, std::uint64_t seed, std::uint64_t count) {
+  for (std::uint64_t k = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; k < count;
+       k += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    const std::uint64_t r = challenge_splitmix(seed ^ (k * 0xd1b54a32d192ed03ULL)) >> 32;
+    m[k] = static_cast<float>(static_cast<std::int64_t>((r * 17) >> 32) - 8);
+  }
+}
+
+__global__ void challenge_fill_kernel(std::uint64_t* w, std::uint64_t seed, std::uint64_t first, std::uint64_t count) {
+  for (std::uint64_t k = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; k < count;
+       k += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+    w[k] = challenge_splitmix(seed ^ ((first + k) * 0x9e6c63d0676a9a99ULL));
+  }
+}
+
+constexpr std::uint64_t kChunkWords = (1ull << 30) / 8;  // 1 GiB per device buffer
+
+}  // namespace
+
+Result<std::vector<std::int64_t>> challenge_gemm(int ordinal, std::uint64_t seed_a, std::uint64_t seed_b, int n) {
+  if (n < 1 || n > 4096) return Error::make(ErrorCode::invalid_field, "challenge n out of range");
+  if (auto s = use_device(ordinal); !s) return s.error();
+  const std::uint64_t count = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(n);
+  DeviceBuffer a, b, c;
+  GPX_CUDA(a.alloc(count * sizeof(float)));
+  GPX_CUDA(b.alloc(count * sizeof(float)));
+  GPX_CUDA(c.alloc(count * sizeof(float)));
+  challenge_matrix_kernel<<<256, 256>>>(static_cast<float*>(a.ptr), seed_a, count);
+  if (auto s = launched(); !s) return s.error();
+  challenge_matrix_kernel<<<256, 256>>>(static_cast<float*>(b.ptr), seed_b, count);
+  if (auto s = launched(); !s) return s.error();
+  CublasHandle h;
+  GPX_CUBLAS(cublasCreate(&h.h));
+  const float one = 1.0f, zero = 0.0f;
+  // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: cuBLAS reads the row-major buffers as their transposes.
+  GPX_CUBLAS(cublasSgemm(h.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, static_cast<const float*>(b.ptr), n,
+                         static_cast<const float*>(a.ptr), n, &zero, static_cast<float*>(c.ptr), n));
+  std::vector<float> host(count);
+  GPX_CUDA(cudaMemcpy(host.data(), c.ptr, count * sizeof(float), cudaMemcpyDeviceToHost));
+  std::vector<std::int64_t> out(count);
+  for (std::uint64_t k = 0; k < count; ++k) out[k] = static_cast<std::int64_t>(host[k] < 0 ? host[k] - 0.5f : host[k] + 0.5f);
+  return out;
+}
+
+Result<std::unique_ptr<DeviceFill>> DeviceFill::create(int ordinal, std::uint64_t seed, std::uint64_t words) {
+  if (auto s = use_device(ordinal); !s) return s.error();
+  auto f = std::make_unique<DeviceFill>();
+  f->ordinal_ = ordinal;
+  while (f->words_ < words) {
+    const std::uint64_t n = std::min(kChunkWords, words - f->words_);
+    void* p = nullptr;
+    if (cudaMalloc(&p, n * 8) != cudaSuccess) {
+      cudaGetLastError();  // out of memory: keep what was filled, the server's slices beyond it fail
+      break;
+    }
+    f->chunks_.push_back(p);
+    challenge_fill_kernel<<<1024, 256>>>(static_cast<std::uint64_t*>(p), seed, f->words_, n);
+    if (auto s = launched(); !s) return s.error();
+    f->words_ += n;
+  }
+  GPX_CUDA(cudaDeviceSynchronize());
+  return Result<std::unique_ptr<DeviceFill>>(std::move(f));
+}
+
+DeviceFill::~DeviceFill() {
+  for (void* p : chunks_) cudaFree(p);
+}
+
+Result<std::vector<std::uint64_t>> DeviceFill::read(std::uint64_t first, std::uint64_t count) const {
+  if (first + count > words_) return Error::make(ErrorCode::invalid_field, "slice outside the fill");
+  if (auto s = use_device(ordinal_); !s) return s.error();
+  std::vector<std::uint64_t> out(count);
+  std::uint64_t done = 0;
+  while (done < count) {
+    const std::uint64_t at = first + done;
+    const std::uint64_t chunk = at / kChunkWords, off = at % kChunkWords;
+    const std::uint64_t n = std::min(count - done, kChunkWords - off);
+    GPX_CUDA(cudaMemcpy(out.data() + done, static_cast<const std::uint64_t*>(chunks_[chunk]) + off, n * 8,
+                        cudaMemcpyDeviceToHost));
+    done += n;
+  }
+  return out;
+}
+
 }  // namespace gpunex::gpu::cuda

@@ -6,6 +6,8 @@
 // figure per repeat; the caller takes the median and samples NVML meanwhile.
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,5 +61,30 @@ core::Result<std::vector<double>> memory_bandwidth(int ordinal, MemOp op, std::s
 enum class Direction { host_to_device, device_to_host };
 //! Pinned-memory cudaMemcpyAsync bandwidth over `bytes`, GB/s.
 core::Result<std::vector<double>> host_link(int ordinal, Direction dir, std::size_t bytes, const Timing& t);
+
+//! The GEMM challenge (protocol/challenge.hpp): A and B generated on the GPU from the seeds, entry by entry
+//! as core::challenge::matrix_entry does, C = A·B by cuBLAS SGEMM (exact: the entries are small integers
+//! and n ≤ 256), copied back row-major as integers.
+core::Result<std::vector<std::int64_t>> challenge_gemm(int ordinal, std::uint64_t seed_a, std::uint64_t seed_b, int n);
+
+//! The VRAM challenge's fill: words core::challenge::vram_word(seed, i), in device buffers of up to 1 GiB,
+//! held until destroyed so that the slices the server picks afterwards are read back from GPU memory.
+class DeviceFill {
+ public:
+  //! Fills `words` words, or as many as the GPU can hold (words() says how many).
+  static core::Result<std::unique_ptr<DeviceFill>> create(int ordinal, std::uint64_t seed, std::uint64_t words);
+  ~DeviceFill();
+  DeviceFill(const DeviceFill&) = delete;
+  DeviceFill& operator=(const DeviceFill&) = delete;
+  DeviceFill() = default;  // empty; create() fills one
+  std::uint64_t words() const { return words_; }
+  //! `count` words from word `first`, copied from the device.
+  core::Result<std::vector<std::uint64_t>> read(std::uint64_t first, std::uint64_t count) const;
+
+ private:
+  int ordinal_ = 0;
+  std::uint64_t words_ = 0;
+  std::vector<void*> chunks_;  // device pointers, kChunkWords words each (the last may be shorter)
+};
 
 }  // namespace gpunex::gpu::cuda

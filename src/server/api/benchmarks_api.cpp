@@ -6,6 +6,7 @@
 #include "server/api/routes.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/fleet/benchmarks.hpp"
+#include "server/fleet/challenges.hpp"
 #include "server/fleet/machines.hpp"
 
 namespace gpunex::server {
@@ -62,12 +63,43 @@ http::Response rerun(Ctx& ctx) {
   return http::Response::json(202, *out);
 }
 
+http::Response agent_challenges(Ctx& ctx) {
+  if (ctx.principal == nullptr || ctx.principal->via != Principal::Via::api_key) {
+    return http::Response::error(
+        Error::make(ErrorCode::forbidden, "agent endpoints take a provider API key (Authorization: Bearer gpx_...)")
+            .with_code("api_key_required"));
+  }
+  const auto settings = settings_of(ctx.config());
+  // The time of arrival, taken before the transaction waits for the write lock: the agent is not late for it.
+  const auto now = ctx.now_ms();
+  auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    const std::string pid = provider_id_for_api_key(tx, ctx.principal->api_key_id);
+    if (pid.empty()) {
+      return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
+    }
+    return answer_challenge(tx, pid, ctx.req.body, settings.challenges, now);
+  });
+  if (!out) return http::Response::error(out.error());
+  return http::Response::json(200, *out);
+}
+
+http::Response admin_flagged(Ctx& ctx) {
+  auto out = ctx.store().transact([&](store::Tx& tx) { return flagged_providers(tx); }, store::TxMode::read);
+  return http::Response::json(200, nlohmann::json{{"providers", std::move(out)}});
+}
+
 }  // namespace
 
 void register_benchmarks_api(App& app) {
   app.route(http::Method::post, "/v1/agent/benchmarks", RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
                 {.summary = "Agent: a benchmark run's results", .body = openapi::any_object()}),
             agent_benchmarks);
+  app.route(http::Method::post, "/v1/agent/challenges", RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
+                {.summary = "Agent: a benchmark challenge's answer", .body = openapi::any_object()}),
+            agent_challenges);
+  app.route(http::Method::get, "/v1/admin/providers/flagged",
+            RouteOptions::for_roles({"admin"}).doc({.summary = "Providers flagged for review (failed challenges)"}),
+            admin_flagged);
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
   app.route(http::Method::get, "/v1/provider/machines/{id}/benchmarks",
             provider.doc({.summary = "A machine's benchmark runs", .query = {"limit", "cursor"}}), provider_benchmarks);

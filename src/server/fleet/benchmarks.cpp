@@ -61,6 +61,8 @@ BenchmarkSettings benchmark_settings(const Config& c) {
   s.policy = c.benchmark_policy;
   s.policy.min_quality_ratio = c.benchmark_min_quality_pct / 100.0;
   s.policy.host_ram_per_vram = c.benchmark_host_ram_pct / 100.0;
+  s.challenges.require_answers = c.require_challenge_answers;
+  s.challenges.base_url = s.base_url;
   return s;
 }
 
@@ -125,6 +127,7 @@ void require_verification(Tx& tx, const std::string& machine_id, BenchmarkReason
 nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const BenchmarkSettings& s, std::int64_t now) {
   BenchmarksRepo repo(tx);
   repo.expire_delivered_before(machine_id, now - s.run_timeout_ms);
+  expire_challenges(tx, machine_id, s.challenges, now);
   nlohmann::json cmds = nlohmann::json::array();
   auto r = repo.oldest_requested(machine_id);
   if (!r) return cmds;
@@ -312,14 +315,24 @@ core::Result<nlohmann::json> record_benchmark_run(Tx& tx, const std::string& pro
 
   const std::string link = s.base_url + "/#/machines/" + run.rep.machine_id + "/benchmarks";
   nlohmann::json out_gpus = nlohmann::json::array();
+  std::vector<ChallengedGpu> challenged;
   for (std::size_t i = 0; i < run.rep.gpus.size(); ++i) {
-    out_gpus.push_back(
-        record_gpu(tx, run, i, judge_gpu(run, i, machine_failures, s.policy), run_id, provider_id, link, now));
+    const auto judged = judge_gpu(run, i, machine_failures, s.policy);
+    out_gpus.push_back(record_gpu(tx, run, i, judged, run_id, provider_id, link, now));
+    // The speed the GEMM challenge is timed by: what the run claims, else what the model promises.
+    std::optional<double> claimed;
+    if (auto f = judged.figures.find(cb::Metric::fp16_tensor); f != judged.figures.end()) claimed = f->second;
+    if (!claimed && run.models[i] && run.specs[i].fp16_tensor_tflops > 0) claimed = run.specs[i].fp16_tensor_tflops;
+    const auto& uuid = run.rep.gpus[i].uuid;
+    challenged.push_back({uuid, claimed, run.known.at(uuid).memory_mib});
   }
+  auto challenges =
+      issue_challenges(tx, run_id, run.rep.machine_id, run.machine.simulated, challenged, s.challenges, now);
   return nlohmann::json{{"run_id", run_id},
                         {"reason", core::run_reason_name(reason)},
                         {"gpus", std::move(out_gpus)},
-                        {"machine_failures", std::move(mf)}};
+                        {"machine_failures", std::move(mf)},
+                        {"challenges", std::move(challenges)}};
 }
 
 core::Result<nlohmann::json> machine_benchmarks(Tx& tx, const std::string& provider_id, const std::string& machine_id) {
@@ -376,6 +389,7 @@ core::Result<nlohmann::json> machine_benchmarks(Tx& tx, const std::string& provi
                     {"delivered_at_ms", opt_json(r.delivered_ms)},
                     {"completed_at_ms", opt_json(r.completed_ms)},
                     {"simulated", r.simulated},
+                    {"challenges", run_challenges(tx, r.id)},
                     {"machine_failures", r.machine_failures_json
                                              ? nlohmann::json::parse(*r.machine_failures_json, nullptr, false)
                                              : nlohmann::json::array()}});

@@ -22,6 +22,7 @@
 #include "core/benchmark_run.hpp"
 #include "core/reliability.hpp"
 #include "core/result.hpp"
+#include "server/fleet/challenges.hpp"
 #include "server/platform/config.hpp"
 #include "store/store.hpp"
 
@@ -33,6 +34,7 @@ struct BenchmarkSettings {
   std::int64_t run_timeout_ms = 2LL * 3600 * 1000;      // a delivered run with no result expires
   std::int64_t rerun_min_interval_ms = 3600 * 1000;     // a provider's re-run button, per machine
   std::string base_url;                                  // for links in mails
+  ChallengeSettings challenges;                          // issued with every requested run's results
 };
 
 //! The settings from the server's configuration.

@@ -352,6 +352,10 @@ const std::vector<ConfigKey>& config_keys() {
                          "demo mode: offer machines on simulated GPUs to customers, each offer marked "
                          "\"simulated\": true (true or false; never in production)",
                          &Config::allow_simulated_offers));
+    k.push_back(bool_key("require_challenge_answers",
+                         "a benchmark challenge the agent does not answer by its deadline delists the GPU "
+                         "(true or false; false only for tests that post benchmark results by hand)",
+                         &Config::require_challenge_answers));
     k.push_back(int_key("market_search_wait_ms",
                         "milliseconds marketplace searches wait for the offers to reload after a change, "
                         "before answering from the previous ones until the reload is done",

@@ -1,0 +1,123 @@
+// The benchmark challenges (issue 21) on a real GPU, for bench/gpu-check.sh: the GEMM challenge as the server
+// issues it to a real GPU (n = 256, matrices generated on the GPU, cuBLAS), judged by the server's check;
+// the VRAM challenge over 90% of the GPU's memory, 16 slices read back and judged; and their wall time
+// against the GPU part of a benchmark run (the suite's compute and memory cases at the suite's sizes and
+// timings). Prints "key value" lines and the overhead as a share of the run (target < 5%).
+// Exit status: 0 when both challenges pass, 1 otherwise.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/challenge.hpp"
+#include "gpu/cuda/cuda_bench.hpp"
+
+namespace cu = gpunex::gpu::cuda;
+namespace cc = gpunex::core::challenge;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string hex_digest(const std::vector<std::uint64_t>& words) {
+  std::string bytes(words.size() * 8, '\0');
+  for (std::size_t w = 0; w < words.size(); ++w) {
+    for (std::size_t b = 0; b < 8; ++b) bytes[w * 8 + b] = static_cast<char>(words[w] >> (8 * b));
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (auto byte : cc::sha256(bytes)) {
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int dev = argc > 1 ? std::stoi(argv[1]) : 0;
+  if (cu::device_count() <= dev) {
+    std::fprintf(stderr, "challenge_check: no CUDA device %d\n", dev);
+    return 1;
+  }
+  auto p = cu::device_props(dev);
+  if (!p) {
+    std::fprintf(stderr, "challenge_check: %s\n", p.error().message.c_str());
+    return 1;
+  }
+  std::printf("name %s\n", p->name.c_str());
+
+  // The GPU part of a benchmark run, as the agent's suite runs it.
+  const int g = cu::gemm_size_for_memory(static_cast<double>(p->total_mem) / (1ull << 30));
+  auto t = Clock::now();
+  (void)cu::fma_fp32(dev, cu::kFmaTiming);
+  (void)cu::fma_fp16(dev, cu::kFmaTiming);
+  (void)cu::gemm_lt(dev, cu::GemmType::fp16, g, g, g, cu::kGemmTiming);
+  (void)cu::gemm_lt(dev, cu::GemmType::bf16, g, g, g, cu::kGemmTiming);
+  if (p->cc_major * 10 + p->cc_minor >= 89) (void)cu::gemm_lt(dev, cu::GemmType::fp8_e4m3, g, g, g, cu::kGemmTiming);
+  for (auto op : {cu::MemOp::read, cu::MemOp::write, cu::MemOp::copy}) {
+    (void)cu::memory_bandwidth(dev, op, 1ull << 30, cu::kMemoryTiming);
+  }
+  const double bench_s = since(t);
+  std::printf("benchmark_run_gpu_s %.3f\n", bench_s);
+
+  std::mt19937_64 rng(std::random_device{}());
+  const auto seeds = cc::derive_seeds(std::to_string(rng()), "chl_gpu_check");
+  bool ok = true;
+
+  // GEMM, n = 256: generated on the GPU, multiplied by cuBLAS, judged by Freivalds as the server does.
+  const int n = 256;
+  t = Clock::now();
+  auto c = cu::challenge_gemm(dev, seeds.matrix_a, seeds.matrix_b, n);
+  const double gemm_s = since(t);
+  if (!c) {
+    std::printf("gemm ERROR %s\n", c.error().message.c_str());
+    return 1;
+  }
+  t = Clock::now();
+  const auto outcome = cc::judge_gemm(seeds, n, cc::Matrix{n, n, *c}, 0, 1);
+  std::printf("gemm_challenge_s %.4f\ngemm_check_s %.4f\ngemm_outcome %s\n", gemm_s, since(t),
+              std::string(cc::outcome_name(outcome)).c_str());
+  ok = ok && outcome == cc::Outcome::passed;
+
+  // VRAM: 90% of the memory in 1 MiB slices, as the server asks of a real GPU; 16 picked afterwards.
+  const std::uint64_t slice_words = (1 << 20) / 8;
+  const std::uint64_t slices = (p->total_mem >> 20) * 9 / 10;
+  const std::uint64_t free_slices = (p->free_mem >> 20) * 95 / 100;
+  const std::uint64_t fill_slices = std::min(slices, free_slices);
+  t = Clock::now();
+  auto fill = cu::DeviceFill::create(dev, seeds.matrix_a, fill_slices * slice_words);
+  const double fill_s = since(t);
+  if (!fill) {
+    std::printf("vram ERROR %s\n", fill.error().message.c_str());
+    return 1;
+  }
+  const std::uint64_t held = (*fill)->words() / slice_words;
+  const auto picked = cc::pick_slices(seeds.slices, held, 16);
+  t = Clock::now();
+  std::vector<std::string> digests;
+  for (auto s : picked) {
+    auto words = (*fill)->read(s * slice_words, slice_words);
+    digests.push_back(words ? hex_digest(*words) : std::string());
+  }
+  const double read_s = since(t);
+  const auto vram = cc::judge_vram(seeds.matrix_a, picked, slice_words, digests, 0, 1);
+  std::printf("vram_slices %llu of %llu\nvram_fill_s %.3f\nvram_read_s %.4f\nvram_outcome %s\n",
+              static_cast<unsigned long long>(held), static_cast<unsigned long long>(slices), fill_s, read_s,
+              std::string(cc::outcome_name(vram)).c_str());
+  ok = ok && vram == cc::Outcome::passed;
+  fill->reset();
+
+  const double overhead = (gemm_s + fill_s + read_s) / bench_s;
+  std::printf("challenge_overhead_pct %.2f\n", overhead * 100);
+  std::printf("== challenges: %.3f s against a %.1f s benchmark run (GPU part): %.2f%% (target < 5%%): %s\n",
+              gemm_s + fill_s + read_s, bench_s, overhead * 100, overhead < 0.05 ? "OK" : "OVER");
+  return ok ? 0 : 1;
+}

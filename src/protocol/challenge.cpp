@@ -1,0 +1,154 @@
+#include "protocol/challenge.hpp"
+
+#include <charconv>
+
+#include "core/json_reader.hpp"
+#include "protocol/fields.hpp"
+
+namespace gpunex::protocol {
+
+using core::Error;
+using core::ErrorCode;
+using core::ObjectReader;
+
+std::string seed_text(std::uint64_t seed) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, seed >>= 4) s[static_cast<std::size_t>(i)] = kHex[seed & 15];
+  return s;
+}
+
+std::optional<std::uint64_t> parse_seed(std::string_view text) {
+  if (text.size() != 16) return std::nullopt;
+  std::uint64_t v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v, 16);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+nlohmann::json ChallengeSpec::to_json() const {
+  nlohmann::json j = {{"id", id}, {"kind", kind}, {"gpu_uuid", gpu_uuid}, {"allowed_s", allowed_s}};
+  if (kind == kGemmChallenge) {
+    j.update({{"seed_a", seed_text(seed_a)}, {"seed_b", seed_text(seed_b)}, {"n", n}});
+  } else {
+    j.update({{"fill_seed", seed_text(fill_seed)}, {"slices", slices}, {"slice_words", slice_words}});
+  }
+  return j;
+}
+
+std::vector<ChallengeSpec> parse_challenge_specs(const nlohmann::json& list) {
+  std::vector<ChallengeSpec> out;
+  if (!list.is_array()) return out;
+  for (const auto& j : list) {
+    if (!j.is_object()) continue;
+    ChallengeSpec s;
+    s.id = j.value("id", "");
+    s.kind = j.value("kind", "");
+    s.gpu_uuid = j.value("gpu_uuid", "");
+    s.allowed_s = j.contains("allowed_s") && j["allowed_s"].is_number() ? j["allowed_s"].get<double>() : 0;
+    if (s.id.empty() || s.gpu_uuid.empty()) continue;
+    const auto seed = [&](const char* key) { return parse_seed(j.value(key, "")); };
+    const auto count = [&](const char* key) {
+      return j.contains(key) && j[key].is_number_integer() ? j[key].get<std::int64_t>() : std::int64_t{0};
+    };
+    if (s.kind == kGemmChallenge) {
+      const auto a = seed("seed_a"), b = seed("seed_b");
+      s.n = count("n");
+      if (!a || !b || s.n < 1 || s.n > kMaxGemmN) continue;
+      s.seed_a = *a;
+      s.seed_b = *b;
+    } else if (s.kind == kVramChallenge) {
+      const auto f = seed("fill_seed");
+      s.slices = count("slices");
+      s.slice_words = count("slice_words");
+      if (!f || s.slices < 1 || s.slice_words < 1) continue;
+      s.fill_seed = *f;
+    } else {
+      continue;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+nlohmann::json ChallengeAnswer::to_json() const {
+  nlohmann::json j = {
+      {"protocol_version", protocol_version}, {"machine_id", machine_id}, {"challenge_id", challenge_id}};
+  if (c) j["c"] = *c;
+  if (filled) j["filled"] = true;
+  if (digests) j["digests"] = *digests;
+  return j;
+}
+
+core::Result<ChallengeAnswer> parse_challenge_answer(const nlohmann::json& body) {
+  ChallengeAnswer a;
+  ObjectReader r(body);
+  a.protocol_version = detail::protocol_version(r);
+  a.machine_id = r.required_string("machine_id", 1, 64);
+  a.challenge_id = r.required_string("challenge_id", 1, 64);
+  a.filled = r.optional_bool("filled").value_or(false);
+  if (const auto* c = r.optional_value("c"); c != nullptr) {
+    if (!c->is_array() || c->size() > static_cast<std::size_t>(kMaxGemmN * kMaxGemmN)) {
+      r.fail(Error::make(ErrorCode::invalid_field, "must be an array of at most 65536 integers", std::string("c")));
+    } else {
+      std::vector<std::int64_t> v;
+      v.reserve(c->size());
+      for (const auto& x : *c) {
+        if (!x.is_number_integer()) {
+          r.fail(Error::make(ErrorCode::invalid_field, "must be an array of integers", std::string("c")));
+          break;
+        }
+        v.push_back(x.get<std::int64_t>());
+      }
+      a.c = std::move(v);
+    }
+  }
+  if (const auto* d = r.optional_value("digests"); d != nullptr) {
+    std::vector<std::string> v;
+    if (!d->is_array() || d->size() > static_cast<std::size_t>(kMaxVramSlices)) {
+      r.fail(Error::make(ErrorCode::invalid_field, "must be an array of at most 64 digests", std::string("digests")));
+    } else {
+      for (const auto& x : *d) {
+        if (!x.is_string() || x.get<std::string>().size() > 64) {
+          r.fail(
+              Error::make(ErrorCode::invalid_field, "must be an array of hex SHA-256 digests", std::string("digests")));
+          break;
+        }
+        v.push_back(x.get<std::string>());
+      }
+      a.digests = std::move(v);
+    }
+  }
+  if (!r.failed() &&
+      static_cast<int>(a.c.has_value()) + static_cast<int>(a.filled) + static_cast<int>(a.digests.has_value()) != 1) {
+    r.fail(Error::make(ErrorCode::invalid_field, "an answer carries exactly one of c, filled and digests",
+                       std::string("c")));
+  }
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  return a;
+}
+
+nlohmann::json ChallengeReply::to_json() const {
+  nlohmann::json j = {{"challenge_id", challenge_id}, {"status", status}};
+  if (!slices.empty()) j["slices"] = slices;
+  if (allowed_s) j["allowed_s"] = *allowed_s;
+  if (reason) j["reason"] = *reason;
+  return j;
+}
+
+ChallengeReply parse_challenge_reply(const nlohmann::json& body) {
+  ChallengeReply r;
+  if (!body.is_object()) return r;
+  r.challenge_id = body.value("challenge_id", "");
+  r.status = body.value("status", "");
+  if (body.contains("slices") && body["slices"].is_array()) {
+    for (const auto& s : body["slices"]) {
+      if (s.is_number_unsigned()) r.slices.push_back(s.get<std::uint64_t>());
+    }
+  }
+  if (body.contains("allowed_s") && body["allowed_s"].is_number()) r.allowed_s = body["allowed_s"].get<double>();
+  if (body.contains("reason") && body["reason"].is_string()) r.reason = body["reason"].get<std::string>();
+  return r;
+}
+
+}  // namespace gpunex::protocol

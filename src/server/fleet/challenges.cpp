@@ -1,0 +1,319 @@
+#include "server/fleet/challenges.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/benchmark.hpp"
+#include "core/challenge.hpp"
+#include "protocol/challenge.hpp"
+#include "server/fleet/machines_repo.hpp"
+#include "server/mail/templates.hpp"
+#include "server/onboarding/providers.hpp"
+#include "server/platform/notifications.hpp"
+#include "util/crypto.hpp"
+
+namespace gpunex::server {
+
+namespace {
+
+using core::Error;
+using core::ErrorCode;
+using store::Tx;
+namespace cc = core::challenge;
+
+constexpr std::string_view kIssued = "issued";  // sent; the answer (or the VRAM fill) is awaited
+constexpr std::string_view kFilled = "filled";  // VRAM filled, slices sent, their digests awaited
+constexpr std::string_view kUnanswered = "unanswered";
+
+//! A stored challenge, as the checks read it.
+struct ChallengeRow {
+  std::string id, run_id, machine_id, gpu_uuid, kind, status;
+  cc::Seeds seeds;
+  std::int64_t size = 0, slice_words = 0, allowed_ms = 0, issued_at = 0, deadline_at = 0;
+  std::optional<double> claimed_tflops;
+  std::vector<std::uint64_t> slices;
+};
+
+const char* kColumns =
+    "id, run_id, machine_id, gpu_uuid, kind, status, seed_a, seed_b, seed_verifier, seed_slices, size, "
+    "slice_words, allowed_ms, issued_at, deadline_at, claimed_tflops, slices";
+
+std::uint64_t seed_of(const std::string& text) {
+  return protocol::parse_seed(text).value_or(0);
+}
+
+ChallengeRow row_of(const store::Row& r) {
+  ChallengeRow c;
+  c.id = r.str(0);
+  c.run_id = r.str(1);
+  c.machine_id = r.str(2);
+  c.gpu_uuid = r.str(3);
+  c.kind = r.str(4);
+  c.status = r.str(5);
+  c.seeds = {seed_of(r.str(6)), seed_of(r.str(7)), seed_of(r.str(8)), seed_of(r.str(9))};
+  c.size = r.i64(10);
+  c.slice_words = r.i64(11);
+  c.allowed_ms = r.i64(12);
+  c.issued_at = r.i64(13);
+  c.deadline_at = r.i64(14);
+  c.claimed_tflops = r.opt_f64(15);
+  if (!r.is_null(16)) {
+    const auto j = nlohmann::json::parse(r.str(16), nullptr, false);
+    if (j.is_array()) {
+      for (const auto& s : j) c.slices.push_back(s.get<std::uint64_t>());
+    }
+  }
+  return c;
+}
+
+std::optional<ChallengeRow> find_challenge(Tx& tx, const std::string& id) {
+  auto r = tx.query_one(std::string("SELECT ") + kColumns + " FROM benchmark_challenges WHERE id = ?", {id});
+  if (!r) return std::nullopt;
+  return row_of(*r);
+}
+
+std::string round_text(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+//! What the provider reads when a challenge fails: what happened, and what to do.
+core::bench::Finding failure_finding(const ChallengeRow& c, cc::Outcome outcome, double elapsed_s, bool unanswered) {
+  core::bench::Finding f;
+  const bool gemm = c.kind == protocol::kGemmChallenge;
+  f.metric = gemm ? "challenge.gemm" : "challenge.vram";
+  f.label = gemm ? "GEMM challenge" : "VRAM challenge";
+  f.unit = "s";
+  f.expected = static_cast<double>(c.allowed_ms) / 1000.0;
+  f.measured = elapsed_s;
+  if (unanswered) {
+    f.cause = "challenge_unanswered";
+    f.recommendation = "the agent did not answer the " + f.label + " within " + round_text(f.expected, 1) +
+                       " s: keep the official gpunex-agent running, unmodified, with the GPU free, and re-run the "
+                       "benchmarks";
+  } else if (outcome == cc::Outcome::late) {
+    f.cause = "challenge_late";
+    f.recommendation = gemm ? "the GEMM answer took " + round_text(elapsed_s, 2) + " s where the reported " +
+                                  round_text(c.claimed_tflops.value_or(0), 1) + " TFLOP/s allow " +
+                                  round_text(f.expected, 2) +
+                                  " s: the GPU is slower than its benchmark figures, or was busy or throttled; "
+                                  "free the GPU and re-run the benchmarks"
+                            : "the VRAM digests came " + round_text(elapsed_s, 2) +
+                                  " s after the slices were "
+                                  "picked, more than the " +
+                                  round_text(f.expected, 1) +
+                                  " s allowed: keep the GPU's memory free during benchmarks and re-run them";
+  } else {
+    f.cause = "challenge_wrong";
+    f.recommendation = gemm ? "the GEMM answer was not the product of the challenge's matrices: the GPU computes "
+                              "wrong results (check it with nvidia-smi and dcgmi diag) or the agent is not the "
+                              "official one; reinstall the agent and re-run the benchmarks"
+                            : "the VRAM digests did not match the pattern: the GPU has less usable memory than "
+                              "registered, or its memory is faulty (dcgmi diag -r 3); re-register with the real "
+                              "memory size or replace the GPU";
+  }
+  return f;
+}
+
+//! A failed challenge: stored, the GPU delisted with the reason, the provider told and counted.
+void fail(Tx& tx, const ChallengeRow& c, std::string_view status, cc::Outcome outcome, double elapsed_s,
+          std::int64_t now, const ChallengeSettings& s) {
+  const bool unanswered = status == kUnanswered;
+  const auto finding = failure_finding(c, outcome, elapsed_s, unanswered);
+  tx.exec("UPDATE benchmark_challenges SET status = ?, answered_at = ?, result = ? WHERE id = ?",
+          {std::string(status), unanswered ? store::Value(nullptr) : store::Value(now), finding.recommendation, c.id});
+  tx.exec(
+      "UPDATE gpu_listing SET listed = 0, delist_reason = ?, recommendation = ?, updated_at = ? "
+      "WHERE machine_id = ? AND uuid = ?",
+      {finding.label + " failed", finding.recommendation, now, c.machine_id, c.gpu_uuid});
+  MachinesRepo machines(tx);
+  const auto facts = machines.host_facts(c.machine_id);
+  if (!facts) return;
+  std::string name = c.gpu_uuid;
+  std::int64_t index = 0;
+  for (const auto& g : machines.present_gpus(c.machine_id)) {
+    if (g.uuid == c.gpu_uuid) {
+      index = g.index;
+      name = g.model.value_or(g.uuid);
+    }
+  }
+  if (auto who = provider_contact(tx, facts->provider_id)) {
+    const mail::GpuFacts gpu{mail::gpu_display_name(index, name, facts->hostname),
+                             s.base_url + "/#/machines/" + c.machine_id + "/benchmarks"};
+    announce(tx, who->user_id, mail::gpu_delisted(gpu, {finding}), std::nullopt, now);
+  }
+  tx.exec("UPDATE providers SET challenge_failures = challenge_failures + 1 WHERE id = ?", {facts->provider_id});
+  tx.exec(
+      "UPDATE providers SET review_flagged_at = ?, review_reason = ? WHERE id = ? AND review_flagged_at IS NULL AND "
+      "challenge_failures >= ?",
+      {now,
+       std::to_string(s.review_after) + " or more benchmark challenges failed (the latest: " + finding.label + " " +
+           std::string(status) + " on machine " + c.machine_id + ")",
+       facts->provider_id, s.review_after});
+}
+
+void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now) {
+  tx.exec("UPDATE benchmark_challenges SET status = 'passed', answered_at = ?, result = ? WHERE id = ?",
+          {now, "answered in " + round_text(elapsed_s, 3) + " s", c.id});
+}
+
+}  // namespace
+
+std::int64_t gemm_challenge_n(bool simulated, std::optional<double> claimed, const ChallengeSettings& s) {
+  return simulated ? static_cast<std::int64_t>(cc::sim_gemm_n(claimed.value_or(0))) : s.real_gemm_n;
+}
+
+double gemm_allowed_s(bool simulated, std::optional<double> claimed, std::int64_t n, const ChallengeSettings& s) {
+  const double fixed = simulated ? s.sim_fixed_margin_s : s.fixed_margin_s;
+  if (!claimed || *claimed <= 0) return fixed;
+  const double speed = simulated ? *claimed * cc::kSimDilation : *claimed;
+  return cc::max_gemm_seconds(static_cast<std::size_t>(n), speed, s.relative_margin, fixed);
+}
+
+nlohmann::json issue_challenges(Tx& tx, const std::string& run_id, const std::string& machine_id, bool simulated,
+                                const std::vector<ChallengedGpu>& gpus, const ChallengeSettings& s, std::int64_t now) {
+  static const std::string q =
+      "INSERT INTO benchmark_challenges (id, run_id, machine_id, gpu_uuid, kind, status, seed_a, seed_b, "
+      "seed_verifier, seed_slices, size, slice_words, claimed_tflops, allowed_ms, issued_at, deadline_at) "
+      "VALUES (?, ?, ?, ?, ?, 'issued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& g : gpus) {
+    for (const auto kind : {protocol::kGemmChallenge, protocol::kVramChallenge}) {
+      protocol::ChallengeSpec spec;
+      spec.id = util::new_id("chl");
+      spec.kind = std::string(kind);
+      spec.gpu_uuid = g.uuid;
+      // A fresh random key per challenge: the seeds are unpredictable, and kept with the challenge.
+      const auto seeds = cc::derive_seeds(util::random_token(32), spec.id);
+      std::int64_t size = 0, slice_words = 0, deadline = 0;
+      if (kind == protocol::kGemmChallenge) {
+        size = gemm_challenge_n(simulated, g.claimed_tflops, s);
+        spec.allowed_s = gemm_allowed_s(simulated, g.claimed_tflops, size, s);
+        spec.seed_a = seeds.matrix_a;
+        spec.seed_b = seeds.matrix_b;
+        spec.n = size;
+        deadline = now + static_cast<std::int64_t>(std::ceil(spec.allowed_s * 1000));
+      } else {
+        // A slice per MiB of 90% of the registered memory (the driver keeps some); a simulated GPU holds a
+        // KiB per MiB, dilated like its speed.
+        size = std::max<std::int64_t>(1, g.memory_mib * 9 / 10);
+        slice_words = simulated ? 128 : (1 << 20) / 8;
+        spec.allowed_s = simulated ? s.sim_vram_allowed_s : s.vram_allowed_s;
+        spec.fill_seed = seeds.matrix_a;
+        spec.slices = size;
+        spec.slice_words = slice_words;
+        deadline = now + s.fill_allowed_ms;
+      }
+      const auto allowed_ms = static_cast<std::int64_t>(std::ceil(spec.allowed_s * 1000));
+      tx.exec(q,
+              {spec.id, run_id, machine_id, g.uuid, std::string(kind), protocol::seed_text(seeds.matrix_a),
+               protocol::seed_text(seeds.matrix_b), protocol::seed_text(seeds.verifier),
+               protocol::seed_text(seeds.slices), size, slice_words,
+               g.claimed_tflops ? store::Value(*g.claimed_tflops) : store::Value(nullptr), allowed_ms, now, deadline});
+      out.push_back(spec.to_json());
+    }
+  }
+  return out;
+}
+
+core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provider_id, std::string_view body,
+                                              const ChallengeSettings& s, std::int64_t now) {
+  const auto json = nlohmann::json::parse(body, nullptr, false);
+  if (json.is_discarded()) return Error::make(ErrorCode::invalid_field, "the body is not JSON");
+  auto parsed = protocol::parse_challenge_answer(json);
+  if (!parsed) return parsed.error();
+  const auto& a = *parsed;
+  const auto owner = MachinesRepo(tx).owner(a.machine_id);
+  auto c = find_challenge(tx, a.challenge_id);
+  if (!owner || *owner != provider_id || !c || c->machine_id != a.machine_id) {
+    return Error::make(ErrorCode::not_found, "no such challenge on this provider's machine");
+  }
+  if (c->status != kIssued && c->status != kFilled) {
+    return Error::make(ErrorCode::conflict, "the challenge was already decided: " + c->status)
+        .with_code("challenge_decided");
+  }
+  protocol::ChallengeReply reply{c->id, "", {}, std::nullopt, std::nullopt};
+  const auto decide = [&](cc::Outcome o, double elapsed_s) {
+    reply.status = std::string(cc::outcome_name(o));
+    if (o == cc::Outcome::passed) {
+      pass(tx, *c, elapsed_s, now);
+    } else {
+      fail(tx, *c, reply.status, o, elapsed_s, now, s);
+      reply.reason = failure_finding(*c, o, elapsed_s, false).recommendation;
+    }
+  };
+  const double allowed_s = static_cast<double>(c->allowed_ms) / 1000.0;
+  const double elapsed_s = static_cast<double>(now - (c->deadline_at - c->allowed_ms)) / 1000.0;
+  if (c->kind == protocol::kGemmChallenge) {
+    const auto n = static_cast<std::size_t>(c->size);
+    if (!a.c) return Error::make(ErrorCode::invalid_field, "a GEMM challenge is answered with c", "c");
+    cc::Matrix m{n, n, *a.c};
+    decide(m.v.size() == n * n ? cc::judge_gemm(c->seeds, n, m, elapsed_s, allowed_s) : cc::Outcome::wrong, elapsed_s);
+    return reply.to_json();
+  }
+  if (c->status == kIssued) {
+    if (!a.filled)
+      return Error::make(ErrorCode::invalid_field, "a VRAM challenge is answered with filled first", "filled");
+    reply.slices =
+        cc::pick_slices(c->seeds.slices, static_cast<std::uint64_t>(c->size), static_cast<std::size_t>(s.vram_picks));
+    reply.status = "pending";
+    reply.allowed_s = allowed_s;
+    tx.exec("UPDATE benchmark_challenges SET status = ?, slices = ?, deadline_at = ? WHERE id = ?",
+            {std::string(kFilled), nlohmann::json(reply.slices).dump(), now + c->allowed_ms, c->id});
+    return reply.to_json();
+  }
+  if (!a.digests)
+    return Error::make(ErrorCode::invalid_field, "a filled VRAM challenge is answered with digests", "digests");
+  decide(cc::judge_vram(c->seeds.matrix_a, c->slices, static_cast<std::uint64_t>(c->slice_words), *a.digests, elapsed_s,
+                        allowed_s),
+         elapsed_s);
+  return reply.to_json();
+}
+
+std::size_t expire_challenges(Tx& tx, const std::string& machine_id, const ChallengeSettings& s, std::int64_t now) {
+  if (!s.require_answers) return 0;
+  std::vector<ChallengeRow> due;
+  for (const auto& r : tx.query(std::string("SELECT ") + kColumns +
+                                    " FROM benchmark_challenges WHERE machine_id = ? AND status IN ('issued', "
+                                    "'filled') AND deadline_at < ?",
+                                {machine_id, now})) {
+    due.push_back(row_of(r));
+  }
+  for (const auto& c : due) {
+    fail(tx, c, kUnanswered, cc::Outcome::late, static_cast<double>(now - c.issued_at) / 1000.0, now, s);
+  }
+  return due.size();
+}
+
+nlohmann::json run_challenges(Tx& tx, const std::string& run_id) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : tx.query("SELECT id, gpu_uuid, kind, status, allowed_ms, issued_at, answered_at, result FROM "
+                                "benchmark_challenges WHERE run_id = ? ORDER BY issued_at, id",
+                                {run_id})) {
+    out.push_back({{"id", r.str(0)},
+                   {"gpu_uuid", r.str(1)},
+                   {"kind", r.str(2)},
+                   {"status", r.str(3)},
+                   {"allowed_ms", r.i64(4)},
+                   {"issued_at_ms", r.i64(5)},
+                   {"answered_at_ms", r.is_null(6) ? nlohmann::json(nullptr) : nlohmann::json(r.i64(6))},
+                   {"result", r.is_null(7) ? nlohmann::json(nullptr) : nlohmann::json(r.str(7))}});
+  }
+  return out;
+}
+
+nlohmann::json flagged_providers(Tx& tx) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : tx.query("SELECT id, challenge_failures, review_flagged_at, review_reason FROM providers "
+                                "WHERE review_flagged_at IS NOT NULL ORDER BY review_flagged_at DESC, id")) {
+    out.push_back({{"provider_id", r.str(0)},
+                   {"challenge_failures", r.i64(1)},
+                   {"flagged_at_ms", r.i64(2)},
+                   {"reason", r.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(r.str(3))}});
+  }
+  return out;
+}
+
+}  // namespace gpunex::server

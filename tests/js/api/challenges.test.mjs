@@ -1,0 +1,154 @@
+// Issue 21, "challenges a lying agent cannot pass", end to end with the real gpunex-agent on simulated
+// GPUs: an honest agent answers every challenge in time and stays listed; an agent run with
+// --test-lie (random answers, or inflated figures) fails them, is delisted with a reason the provider can
+// act on, and its provider is flagged for review. The hundreds of trials per lie are in
+// tests/unit/challenge_trials_test.cpp.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BACKEND, BENCH_SERVER_ARGS, Client, TestServer, until } from '../lib/server.mjs';
+import { startAgent } from '../lib/agent.mjs';
+import { approvedProvider, requestedRunId } from '../lib/provider.mjs';
+
+const ARGS = [...BENCH_SERVER_ARGS, '--benchmark-cpu-cores-per-gpu', '1', '--require-challenge-answers', 'true'];
+const AGENT_ARGS = ['--bench-storage-mib', '32', '--bench-net-mib', '8'];
+
+async function flaggedProviders(server) {
+  if (!server.adminClient) {
+    server.createUser(`root.${process.pid}@example.com`, 'operator-password-1', 'admin');
+    server.adminClient = new Client(server.url);
+    await server.adminClient.login(`root.${process.pid}@example.com`, 'operator-password-1');
+  }
+  const r = await server.adminClient.request('GET', '/v1/admin/providers/flagged');
+  assert.equal(r.status, 200, r.body);
+  return r.json.providers;
+}
+
+async function decidedChallenges(client) {
+  const id = await until('the machine to register', async () => {
+    const r = await client.request('GET', '/v1/provider/machines');
+    return r.status === 200 && r.json.items.length === 1 ? r.json.items[0].id : null;
+  });
+  return until('every challenge of the first run decided', async () => {
+    const r = await client.request('GET', `/v1/provider/machines/${id}/benchmarks`);
+    assert.equal(r.status, 200, r.body);
+    const run = r.json.runs.find((x) => x.status === 'completed');
+    if (!run || run.challenges.length === 0) return null;
+    return run.challenges.every((c) => !['issued', 'filled'].includes(c.status)) ? { ...r.json, run } : null;
+  }, 90000);
+}
+
+test(`${BACKEND}: an honest agent passes its GEMM and VRAM challenges and stays listed`, async () => {
+  const server = await new TestServer(ARGS).start();
+  let agent;
+  try {
+    const { client, key } = await approvedProvider(server, 'honest@example.com');
+    agent = startAgent(server.url, key, { simulate: 'L40S:2', args: AGENT_ARGS });
+    const bench = await decidedChallenges(client);
+    assert.deepEqual(bench.run.challenges.map((c) => c.kind).sort(), ['gemm', 'gemm', 'vram', 'vram']);
+    for (const c of bench.run.challenges) assert.equal(c.status, 'passed', JSON.stringify(c) + agent.logs.join(''));
+    for (const g of bench.gpus) assert.equal(g.listed, true, JSON.stringify(g));
+    assert.deepEqual(await flaggedProviders(server), []);
+  } finally {
+    if (agent) await agent.stop();
+    await server.stop();
+  }
+});
+
+// An answer later than its deadline is 'late', or 'unanswered' when a heartbeat came between the two.
+for (const [lie, kinds] of [['random', { gemm: ['wrong'], vram: ['wrong'] }],
+  ['inflate', { gemm: ['late', 'unanswered'], vram: ['passed'] }]]) {
+  test(`${BACKEND}: an agent that lies (${lie}) is caught, delisted with a reason, and flagged`, async () => {
+    const server = await new TestServer(ARGS).start();
+    let agent;
+    try {
+      const { client, key } = await approvedProvider(server, `${lie}@example.com`);
+      agent = startAgent(server.url, key, { simulate: 'L40S:2', args: [...AGENT_ARGS, '--test-lie', lie] });
+      const bench = await decidedChallenges(client);
+      for (const c of bench.run.challenges) assert.ok(kinds[c.kind].includes(c.status), JSON.stringify(c));
+      for (const g of bench.gpus) {
+        assert.equal(g.listed, false, JSON.stringify(g));
+        assert.match(g.delist_reason, /GEMM challenge failed|VRAM challenge failed/);
+        assert.ok(g.recommendation.length > 40, g.recommendation);
+      }
+      const notes = await client.request('GET', '/v1/notifications');
+      assert.ok(notes.json.items.find((n) => n.kind === 'gpu_delisted' && /challenge/.test(n.title)),
+        JSON.stringify(notes.json));
+      // Two GPUs: two failures (inflate) or four (random); three or more flag the provider.
+      const flagged = await flaggedProviders(server);
+      assert.equal(flagged.length, lie === 'random' ? 1 : 0, JSON.stringify(flagged));
+      if (lie === 'random') assert.match(flagged[0].reason, /challenges failed/);
+    } finally {
+      if (agent) await agent.stop();
+      await server.stop();
+    }
+  });
+}
+
+// The issue's attacker, who has a requested run now, posts figures and ignores the challenges (or
+// answers one by hand): the deadline passes, the next heartbeat delists the GPU.
+test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the deadline, a wrong C is refused once`, async () => {
+  const server = await new TestServer(['--allow-simulated-offers', 'true', '--require-challenge-answers', 'true']).start();
+  try {
+    const { client, key } = await approvedProvider(server, 'ignorer@example.com');
+    const agent = new Client(server.url);
+    agent.token = key;
+    const send = async (method, p, body, status = 200) => {
+      const r = await agent.request(method, p, { body });
+      assert.equal(r.status, status, `${method} ${p}: ${r.body}`);
+      return r.json;
+    };
+    const uuids = ['GPU-ign-0', 'GPU-ign-1'];
+    const machineId = (await send('POST', '/v1/agent/register', {
+      protocol_version: 1, agent_version: '0.1.0', machine_fingerprint: 'fingerprint-ignorer', simulated: true,
+      host: { hostname: 'rig', cpu_model: 'EPYC', cpu_cores: 32, ram_mib: 262144, disk_free_mib: 900000,
+        os: 'Debian GNU/Linux 12 (bookworm)', kernel: '6.1.0' },
+      gpus: uuids.map((uuid, index) => ({ index, uuid, name: 'NVIDIA L40S', model: 'L40S', memory_mib: 46068,
+        driver_version: '550.54.15', cuda_version: '12.4', pci_bus_id: `00000000:1${index}:00.0` })),
+    })).machine_id;
+    let seq = 0;
+    const heartbeat = () => send('POST', '/v1/agent/heartbeat', { protocol_version: 1, machine_id: machineId,
+      seq: ++seq, sent_at: new Date().toISOString(), telemetry: [], jobs: [] });
+    const results = [
+      { key: 'compute.fp16_tensor', status: 'ok', median: 289.64, samples: [289.64] },
+      { key: 'compute.fp32', status: 'ok', median: 82.44, samples: [82.44] },
+      { key: 'memory.copy', status: 'ok', median: 760.32, samples: [760.32] },
+    ];
+    const reply = await send('POST', '/v1/agent/benchmarks', { protocol: 1, machine_id: machineId,
+      run_id: await requestedRunId(client, machineId), simulated: false, started_at_ms: 1000, finished_at_ms: 2000,
+      gpus: uuids.map((uuid, index) => ({ index, uuid, name: 'NVIDIA L40S', ecc_uncorrected: 0, results, telemetry: [] })),
+      machine: [] });
+    assert.deepEqual(reply.gpus.map((g) => g.listed), [true, true]);
+    assert.equal(reply.challenges.length, 4);
+    const gemm = reply.challenges.filter((c) => c.kind === 'gemm');
+    assert.ok(gemm.every((c) => c.n >= 64 && c.n <= 256 && /^[0-9a-f]{16}$/.test(c.seed_a) && c.allowed_s > 0.75));
+
+    // GPU 1: a C of zeros, by hand: wrong, and a second answer is refused.
+    const mine = gemm.find((c) => c.gpu_uuid === uuids[1]);
+    const answer = { protocol_version: 1, machine_id: machineId, challenge_id: mine.id, c: new Array(mine.n * mine.n).fill(0) };
+    const wrong = await send('POST', '/v1/agent/challenges', answer);
+    assert.equal(wrong.status, 'wrong');
+    assert.match(wrong.reason, /not the product/);
+    const again = await agent.request('POST', '/v1/agent/challenges', { body: answer });
+    assert.equal(again.status, 409, again.body);
+    assert.equal(again.json.error.code, 'challenge_decided');
+
+    // GPU 0: nothing. Listed until its GEMM deadline passes, delisted at the first heartbeat after it.
+    await heartbeat();
+    let bench = await send('GET', `/v1/provider/machines/${machineId}/benchmarks`);
+    assert.deepEqual(bench.gpus.map((g) => g.listed), [true, false]);
+    assert.match(bench.gpus[1].delist_reason, /GEMM challenge failed/);
+    const deadline = Math.max(...gemm.map((c) => c.allowed_s));
+    await new Promise((resolve) => { setTimeout(resolve, deadline * 1000 + 300); });
+    await heartbeat();
+    bench = await send('GET', `/v1/provider/machines/${machineId}/benchmarks`);
+    assert.equal(bench.gpus[0].listed, false);
+    assert.match(bench.gpus[0].delist_reason, /GEMM challenge failed/);
+    assert.match(bench.gpus[0].recommendation, /did not answer/);
+    const statuses = bench.runs[0].challenges.filter((c) => c.gpu_uuid === uuids[0]).map((c) => c.status);
+    assert.deepEqual(statuses.sort(), ['issued', 'unanswered'], 'the VRAM fill has ten minutes');
+    // Two failures so far (the two GEMMs); the third flags the provider for review.
+    assert.equal((await flaggedProviders(server)).length, 0, 'two failures: not yet');
+  } finally {
+    await server.stop();
+  }
+});

@@ -1,0 +1,131 @@
+// Issue 21: a lying agent is caught, an honest one never is. Each trial is one challenge as the server
+// issues it (fresh random seeds; n and the time allowed from server/fleet/challenges), answered by the
+// agent's own solver (agent/bench/challenge_solver) in each lie mode, and judged by the functions the
+// server's POST /v1/agent/challenges calls (core::challenge::judge_gemm, judge_vram). The time an answer
+// takes is the simulated GPU's time (what the agent waits before posting) plus kOverheadS for the agent's
+// HTTP round trip and computing on the CPU; the end-to-end test with the real agent is
+// tests/js/api/challenges.test.mjs.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+
+#include "agent/bench/challenge_solver.hpp"
+#include "core/benchmark.hpp"
+#include "core/challenge.hpp"
+#include "core/gpu_catalog.hpp"
+#include "server/fleet/challenges.hpp"
+
+namespace gpunex {
+namespace {
+
+namespace cc = core::challenge;
+using agent::bench::ChallengeSolver;
+using agent::bench::ChallengeTarget;
+using agent::bench::LieMode;
+
+constexpr int kTrials = 300;
+constexpr double kOverheadS = 0.25;
+constexpr std::int64_t kMemoryMib = 2048;  // small, so that 300 fills stay quick
+
+//! A simulated GPU of a catalog model at its expected FP16 tensor speed.
+double true_tflops(const std::string& model_id) {
+  for (const auto& m : core::builtin_catalog()) {
+    if (m.id == model_id) {
+      return *core::bench::expected_figure(core::bench::model_spec(m), core::bench::Metric::fp16_tensor, {});
+    }
+  }
+  return 0;
+}
+
+struct Trials {
+  int gemm_failed = 0, vram_failed = 0;
+};
+
+//! `kTrials` GEMM and VRAM challenges answered by an agent in `lie` mode on a simulated `model`.
+Trials run_trials(LieMode lie, const std::string& model) {
+  const server::ChallengeSettings s;
+  std::mt19937_64 rng(static_cast<std::uint64_t>(lie) * 7919 + 17);
+  ChallengeSolver solver(lie, rng());
+  ChallengeTarget target;
+  target.simulated = true;
+  target.true_tflops = true_tflops(model);
+  target.memory_mib = kMemoryMib;
+  EXPECT_GT(target.true_tflops, 0) << model;
+  // What the agent claims: its run's FP16 tensor figure (inflated under that lie), its registered memory.
+  const double claimed = target.true_tflops * (lie == LieMode::inflate ? agent::bench::kInflateFactor : 1.0);
+  const std::int64_t registered_mib = kMemoryMib * (lie == LieMode::vram ? agent::bench::kVramLieFactor : 1);
+  Trials out;
+  for (int t = -1; t < kTrials; ++t) {  // trial -1 primes a replaying agent with a genuine old answer
+    const auto seeds = cc::derive_seeds(std::to_string(rng()) + std::to_string(rng()), "chl_" + std::to_string(t));
+    protocol::ChallengeSpec gemm;
+    gemm.kind = "gemm";
+    gemm.n = server::gemm_challenge_n(true, claimed, s);
+    gemm.allowed_s = server::gemm_allowed_s(true, claimed, gemm.n, s);
+    gemm.seed_a = seeds.matrix_a;
+    gemm.seed_b = seeds.matrix_b;
+    auto answer = solver.gemm(gemm, target);
+    EXPECT_TRUE(answer);
+    const auto n = static_cast<std::size_t>(gemm.n);
+    const cc::Matrix c{n, n, answer->c};
+    const bool gemm_ok = c.v.size() == n * n && cc::judge_gemm(seeds, n, c, answer->emulated_s + kOverheadS,
+                                                               gemm.allowed_s) == cc::Outcome::passed;
+
+    protocol::ChallengeSpec vram;
+    vram.kind = "vram";
+    vram.fill_seed = seeds.matrix_a;
+    vram.slices = registered_mib * 9 / 10;
+    vram.slice_words = 128;
+    EXPECT_TRUE(solver.fill(vram, target));
+    const auto picked =
+        cc::pick_slices(seeds.slices, static_cast<std::uint64_t>(vram.slices), static_cast<std::size_t>(s.vram_picks));
+    const bool vram_ok = cc::judge_vram(vram.fill_seed, picked, 128, solver.digests(picked), kOverheadS,
+                                        s.sim_vram_allowed_s) == cc::Outcome::passed;
+    if (t < 0) continue;
+    out.gemm_failed += !gemm_ok;
+    out.vram_failed += !vram_ok;
+  }
+  std::printf("  %-8s %-9s GEMM failed %3d/%d, VRAM failed %3d/%d\n",
+              std::string(agent::bench::lie_mode_name(lie)).c_str(), model.c_str(), out.gemm_failed, kTrials,
+              out.vram_failed, kTrials);
+  return out;
+}
+
+constexpr int kCaughtAtLeast = kTrials * 99 / 100;
+
+TEST(ChallengeTrials, HonestSimulatedGpusAreNeverFlagged) {
+  for (const std::string model : {"H100-SXM", "L40S", "RTX-4090"}) {
+    const auto r = run_trials(LieMode::none, model);
+    EXPECT_EQ(r.gemm_failed, 0) << model;
+    EXPECT_EQ(r.vram_failed, 0) << model;
+  }
+}
+
+TEST(ChallengeTrials, InflatedFiguresAreLate) {
+  for (const std::string model : {"H100-SXM", "L40S", "RTX-4090"}) {
+    EXPECT_GE(run_trials(LieMode::inflate, model).gemm_failed, kCaughtAtLeast) << model;
+  }
+}
+
+TEST(ChallengeTrials, RandomAnswersAreWrong) {
+  const auto r = run_trials(LieMode::random, "L40S");
+  EXPECT_GE(r.gemm_failed, kCaughtAtLeast);
+  EXPECT_GE(r.vram_failed, kCaughtAtLeast);
+}
+
+TEST(ChallengeTrials, AnAnswerFromASmallerMatrixIsWrong) {
+  EXPECT_GE(run_trials(LieMode::smaller, "L40S").gemm_failed, kCaughtAtLeast);
+}
+
+TEST(ChallengeTrials, MoreVramThanPresentIsCaught) {
+  EXPECT_GE(run_trials(LieMode::vram, "L40S").vram_failed, kCaughtAtLeast);
+}
+
+TEST(ChallengeTrials, AReplayedAnswerIsWrong) {
+  const auto r = run_trials(LieMode::replay, "L40S");
+  EXPECT_GE(r.gemm_failed, kCaughtAtLeast);
+  EXPECT_GE(r.vram_failed, kCaughtAtLeast);
+}
+
+}  // namespace
+}  // namespace gpunex
