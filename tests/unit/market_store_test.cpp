@@ -63,6 +63,23 @@ TEST_F(MarketStore, PriceChangesKeepTheHistory) {
   });
 }
 
+// The recommendation reads the provider's region in a read transaction, so reading the profile writes
+// nothing: a write in a read transaction fails on SQLite when another writer committed since it began
+// (CI's Pricing page once lost its recommendation that way, under heartbeats and challenge answers).
+// The first price stores it.
+TEST_F(MarketStore, ReadingTheProfileWritesNothingAndTheFirstPriceStoresIt) {
+  const auto profiles = [&] {
+    return store_->transact(
+        [](store::Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM provider_market_profiles")->i64(0); },
+        store::TxMode::read);
+  };
+  store_->transact([&](store::Tx& tx) { server::current_market_profile(tx, provider_, "L40S"); },
+                   store::TxMode::read);
+  EXPECT_EQ(profiles(), 0);
+  store_->transact([&](store::Tx& tx) { ASSERT_TRUE(server::set_price(tx, provider_, "L40S", 900'000, "u1", 1000).ok()); });
+  EXPECT_EQ(profiles(), 1);
+}
+
 TEST_F(MarketStore, SchedulesRoundTripAndKeepDeclarationTimes) {
   const auto first = schedule(R"({"timezone": "Europe/Berlin", "always": false,
       "windows": [{"days": ["fri"], "start": "18:00", "end": "08:00"}],

@@ -111,7 +111,7 @@ Response recommendation(Ctx& ctx) {
         const auto now = ctx.now_ms();
         // Without ?region=, the provider's own region for this model.
         const std::string region =
-            region_param && !region_param->empty() ? *region_param : market_profile(tx, *p, *model, now).region;
+            region_param && !region_param->empty() ? *region_param : current_market_profile(tx, *p, *model).region;
         const auto& config = ctx.config().recommendation;
         const auto rec = core::recommend_price(recommendation_input(tx, *model, region, now, config), config);
         if (!rec)

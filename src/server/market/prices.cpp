@@ -37,6 +37,17 @@ nlohmann::json PriceRow::to_json() const {
 MarketProfile market_profile(store::Tx& tx, const Provider& p, const std::string& model, std::int64_t now_ms) {
   MarketRepo repo(tx);
   if (auto r = repo.profile(p.id)) return MarketProfile{r->city, r->country, r->region, r->commitment_months};
+  const MarketProfile m = application_profile(tx, p, model);
+  repo.add_profile(p.id, ProfileRecord{m.city, m.country, m.region, m.commitment_months}, now_ms);
+  return m;
+}
+
+MarketProfile current_market_profile(store::Tx& tx, const Provider& p, const std::string& model) {
+  if (auto r = MarketRepo(tx).profile(p.id)) return MarketProfile{r->city, r->country, r->region, r->commitment_months};
+  return application_profile(tx, p, model);
+}
+
+MarketProfile application_profile(store::Tx& tx, const Provider& p, const std::string& model) {
   MarketProfile m;
   if (auto app = load_application(tx, p.application_id)) {
     m.commitment_months = app->form.commitment_months;
@@ -50,7 +61,6 @@ MarketProfile market_profile(store::Tx& tx, const Provider& p, const std::string
     if (!entry && !app->form.gpus.empty()) entry = &app->form.gpus.front();
     if (entry) m = MarketProfile{entry->location.city, entry->location.country, entry->location.region, m.commitment_months};
   }
-  repo.add_profile(p.id, ProfileRecord{m.city, m.country, m.region, m.commitment_months}, now_ms);
   return m;
 }
 

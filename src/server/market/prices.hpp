@@ -47,6 +47,11 @@ struct MarketProfile {
 //! The profile (creating the row from the application on first use); `model` picks the
 //! application's GPU entry whose location is used, falling back to the first entry.
 MarketProfile market_profile(store::Tx& tx, const Provider& p, const std::string& model, std::int64_t now_ms);
+//! The same profile without writing it: the stored one, else the application's. For read transactions
+//! (a write in one fails on SQLite when another writer committed since it began).
+MarketProfile current_market_profile(store::Tx& tx, const Provider& p, const std::string& model);
+//! The profile the application gives (nothing stored).
+MarketProfile application_profile(store::Tx& tx, const Provider& p, const std::string& model);
 
 //! Every provider's listing of `model` as far as the store knows it: its current price, active
 //! now or not (a listed, present GPU of the model on an online machine), and each earlier or

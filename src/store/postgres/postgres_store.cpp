@@ -463,14 +463,15 @@ class PgStore final : public Store {
   }
 
  protected:
-  void run_in_tx(TxMode /*mode*/, const std::function<bool(Tx&)>& body) override {
+  void run_in_tx(TxMode mode, const std::function<bool(Tx&)>& body) override {
     for (int attempt = 0;; ++attempt) {
       auto conn = pool_.acquire();
       bool usable = conn->healthy() && conn->idle();
       if (usable) {
         try {
           detail::StatementTimer timer(observer_, "begin");
-          conn->exec_simple("BEGIN");
+          // As on SQLite, a read transaction cannot write: a write there is a bug every test shows.
+          conn->exec_simple(mode == TxMode::write ? "BEGIN" : "BEGIN READ ONLY");
         } catch (const StoreError&) {
           usable = conn->healthy();
           if (usable) throw;  // the server refused BEGIN itself: nothing to retry
