@@ -343,7 +343,18 @@ test('a flood of logins is queued off the I/O threads and turned away with 503 w
     assert.equal(busy[0].json.error.code, 'busy');
     assert.equal(busy[0].headers.get('retry-after'), '1');
     assert.ok(healthMs < 1000, `/healthz took ${healthMs} ms during the flood`);
-    const ok = await c.request('POST', '/v1/auth/login', { body: { email: me, password: 'correct-horse-battery' } });
+    // The owner is never locked out, but may be asked to wait: the flood's failures that reached the
+    // password thread came from this address too (how many depends on the machine's speed; under the
+    // sanitizers more than the 3 free ones did). One wait of Retry-After (never past the 60 s cap), then
+    // the right password works.
+    const login = () => c.request('POST', '/v1/auth/login', { body: { email: me, password: 'correct-horse-battery' } });
+    let ok = await login();
+    if (ok.status === 429) {
+      const wait = Number(ok.headers.get('retry-after'));
+      assert.ok(wait >= 1 && wait <= 60, `the owner waits ${wait} s`);
+      await sleep(wait * 1000 + 100);
+      ok = await login();
+    }
     assert.equal(ok.status, 200, ok.body);
   } finally {
     await s.stop();
