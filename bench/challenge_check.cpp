@@ -25,20 +25,6 @@ double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::string hex_digest(const std::vector<std::uint64_t>& words) {
-  std::string bytes(words.size() * 8, '\0');
-  for (std::size_t w = 0; w < words.size(); ++w) {
-    for (std::size_t b = 0; b < 8; ++b) bytes[w * 8 + b] = static_cast<char>(words[w] >> (8 * b));
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (auto byte : cc::sha256(bytes)) {
-    out += kHex[byte >> 4];
-    out += kHex[byte & 15];
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,7 +91,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> digests;
   for (auto s : picked) {
     auto words = (*fill)->read(s * slice_words, slice_words);
-    digests.push_back(words ? hex_digest(*words) : std::string());
+    digests.push_back(words ? cc::words_digest(words->data(), words->size()) : std::string());
   }
   const double read_s = since(t);
   const auto vram = cc::judge_vram(seeds.matrix_a, picked, slice_words, digests, 0, 1);

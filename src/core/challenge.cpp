@@ -186,11 +186,10 @@ std::uint64_t vram_word(std::uint64_t seed, std::uint64_t i) {
   return splitmix64(x);
 }
 
-std::string vram_slice_digest(std::uint64_t seed, std::uint64_t slice, std::uint64_t slice_words) {
-  std::string bytes(slice_words * 8, '\0');
-  for (std::uint64_t w = 0; w < slice_words; ++w) {
-    const std::uint64_t v = vram_word(seed, slice * slice_words + w);
-    for (int b = 0; b < 8; ++b) bytes[w * 8 + static_cast<std::uint64_t>(b)] = static_cast<char>(v >> (8 * b));
+std::string words_digest(const std::uint64_t* words, std::size_t count) {
+  std::string bytes(count * 8, '\0');
+  for (std::size_t w = 0; w < count; ++w) {
+    for (std::size_t b = 0; b < 8; ++b) bytes[w * 8 + b] = static_cast<char>(words[w] >> (8 * b));
   }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -199,6 +198,12 @@ std::string vram_slice_digest(std::uint64_t seed, std::uint64_t slice, std::uint
     out += kHex[byte & 15];
   }
   return out;
+}
+
+std::string vram_slice_digest(std::uint64_t seed, std::uint64_t slice, std::uint64_t slice_words) {
+  std::vector<std::uint64_t> words(slice_words);
+  for (std::uint64_t w = 0; w < slice_words; ++w) words[w] = vram_word(seed, slice * slice_words + w);
+  return words_digest(words.data(), words.size());
 }
 
 std::vector<std::uint64_t> pick_slices(std::uint64_t seed, std::uint64_t slices, std::size_t count) {

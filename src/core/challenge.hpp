@@ -67,6 +67,8 @@ Matrix multiply(const Matrix& a, const Matrix& b);
 
 //! Word `i` of a VRAM challenge's fill pattern (counter-based, like matrix_entry).
 std::uint64_t vram_word(std::uint64_t seed, std::uint64_t i);
+//! The hex SHA-256 of `count` words, each as 8 little-endian bytes: how a VRAM slice is digested.
+std::string words_digest(const std::uint64_t* words, std::size_t count);
 //! The hex SHA-256 of slice `slice` (`slice_words` words from word slice·slice_words, little-endian).
 std::string vram_slice_digest(std::uint64_t seed, std::uint64_t slice, std::uint64_t slice_words);
 //! `count` distinct slice numbers below `slices`, from the server's slices seed (count ≤ slices).

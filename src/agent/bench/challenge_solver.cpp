@@ -15,20 +15,6 @@ namespace cc = core::challenge;
 using core::Error;
 using core::ErrorCode;
 
-std::string hex_digest(const std::uint64_t* words, std::size_t count) {
-  std::string bytes(count * 8, '\0');
-  for (std::size_t w = 0; w < count; ++w) {
-    for (std::size_t b = 0; b < 8; ++b) bytes[w * 8 + b] = static_cast<char>(words[w] >> (8 * b));
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (auto byte : cc::sha256(bytes)) {
-    out += kHex[byte >> 4];
-    out += kHex[byte & 15];
-  }
-  return out;
-}
-
 std::uint64_t next(std::uint64_t& s) {
   s += 0x9e3779b97f4a7c15ULL;
   std::uint64_t z = s;
@@ -156,13 +142,13 @@ std::vector<std::string> ChallengeSolver::digests(const std::vector<std::uint64_
     }
     const std::uint64_t first = s * fill_->slice_words;
     if (!fill_->host.empty()) {
-      out.push_back(hex_digest(fill_->host.data() + first, fill_->slice_words));
+      out.push_back(cc::words_digest(fill_->host.data() + first, fill_->slice_words));
       continue;
     }
 #ifdef GPUNEX_HAVE_CUDA
     if (fill_->device) {
       auto words = fill_->device->read(first, fill_->slice_words);
-      out.push_back(words ? hex_digest(words->data(), words->size()) : std::string());
+      out.push_back(words ? cc::words_digest(words->data(), words->size()) : std::string());
       continue;
     }
 #endif
