@@ -438,9 +438,11 @@ nlohmann::json run_challenges(Tx& tx, const std::string& run_id) {
 
 nlohmann::json flagged_providers(Tx& tx) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : tx.query("SELECT id, challenge_failures, review_flagged_at, review_reason FROM providers "
-                                "WHERE review_flagged_at IS NOT NULL ORDER BY review_flagged_at DESC, id")) {
+  for (const auto& r : tx.query("SELECT p.id, p.challenge_failures, p.review_flagged_at, p.review_reason, u.email "
+                                "FROM providers p JOIN users u ON u.id = p.user_id WHERE p.review_flagged_at IS NOT "
+                                "NULL ORDER BY p.review_flagged_at DESC, p.id")) {
     out.push_back({{"provider_id", r.str(0)},
+                   {"email", r.str(4)},
                    {"challenge_failures", r.i64(1)},
                    {"flagged_at_ms", r.i64(2)},
                    {"reason", r.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(r.str(3))}});

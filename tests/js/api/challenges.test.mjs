@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { BACKEND, BENCH_SERVER_ARGS, Client, TestServer, until } from '../lib/server.mjs';
 import { startAgent } from '../lib/agent.mjs';
 import { approvedProvider, requestedRunId } from '../lib/provider.mjs';
+import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
 const ARGS = [...BENCH_SERVER_ARGS, '--benchmark-cpu-cores-per-gpu', '1', '--require-challenge-answers', 'true'];
 const AGENT_ARGS = ['--bench-storage-mib', '32', '--bench-net-mib', '8'];
@@ -86,6 +87,30 @@ for (const [lie, kinds, reason, flagged] of [
       const flaggedNow = await flaggedProviders(server);
       assert.equal(flaggedNow.length, flagged, JSON.stringify(flaggedNow));
       if (flagged) assert.match(flaggedNow[0].reason, /challenges failed/);
+      if (lie === 'random') {
+        // The admin's review page lists the flagged provider as the API does.
+        assert.equal(flaggedNow[0].email, 'random@example.com');
+        const browser = await launchBrowser(screenshotter(`challenges-${BACKEND}`));
+        try {
+          const p = await browser.newPage();
+          await p.goto(`${server.url}/#/login`);
+          await p.getByLabel('E-mail').fill(`root.${process.pid}@example.com`);
+          await p.getByLabel('Password').fill('operator-password-1');
+          await p.getByRole('button', { name: 'Log in' }).click();
+          await p.getByRole('heading', { name: 'Roles' }).waitFor();
+          await p.goto(`${server.url}/#/review`);
+          const table = p.getByRole('table', { name: 'Providers flagged by benchmark checks' });
+          await table.waitFor();
+          const rows = table.locator('tbody tr');
+          assert.equal(await rows.count(), flaggedNow.length);
+          const text = await rows.first().textContent();
+          assert.ok(text.includes('random@example.com') && text.includes(flaggedNow[0].provider_id), text);
+          assert.ok(text.includes(String(flaggedNow[0].challenge_failures)), text);
+          assert.match(text, /challenges failed/);
+        } finally {
+          await browser.close();
+        }
+      }
     } finally {
       if (agent) await agent.stop();
       await server.stop();
