@@ -258,7 +258,7 @@ GpuJudgement judge_gpu(const CheckedRun& run, std::size_t i, const std::vector<c
 //! part of the reply.
 nlohmann::json record_gpu(Tx& tx, const CheckedRun& run, std::size_t i, const GpuJudgement& j,
                           const std::string& run_id, const std::string& provider_id, const std::string& link,
-                          std::int64_t now) {
+                          bool verify_first, std::int64_t now) {
   BenchmarksRepo repo(tx);
   const auto& g = run.rep.gpus[i];
   const auto& model = run.models[i];
@@ -279,7 +279,20 @@ nlohmann::json record_gpu(Tx& tx, const CheckedRun& run, std::size_t i, const Gp
     listing.delist_reason = j.failures.front().describe();
     listing.recommendation = j.failures.front().recommendation;
   }
+  // Nothing unverified reaches the market: a GPU not listed now is listed once its challenges pass
+  // (challenges_passed). One listed now stays listed meanwhile; a failed challenge delists it.
+  const bool held = pass && verify_first && was_listed != std::optional<bool>(true);
+  if (held) {
+    listing.listed = false;
+    listing.delist_reason = std::string(kAwaitingChallenges);
+    listing.recommendation = "nothing to do: the agent answers them within seconds, then the GPU is listed";
+  }
   repo.upsert_listing(listing, now);
+  if (held) {
+    return {{"uuid", g.uuid},       {"model", opt_json(model_id)}, {"perf_score", opt_json(j.score)},
+            {"quality_ratio", opt_json(j.quality)}, {"listed", false}, {"awaiting_challenges", true},
+            {"failures", std::move(fj)}};
+  }
 
   const mail::GpuFacts gpu{
       mail::gpu_display_name(run.known.at(g.uuid).index, model ? model->id : g.name, run.machine.hostname), link};
@@ -330,7 +343,7 @@ core::Result<nlohmann::json> record_benchmark_run(Tx& tx, const std::string& pro
     const auto telemetry = check_run_telemetry(run.rep.gpus[i], reported, model ? &run.specs[i] : nullptr,
                                                model ? model->tdp_w : std::nullopt, s.challenges);
     if (telemetry && !telemetry->consistent) judged.failures.push_back(telemetry_finding(*telemetry, *reported));
-    out_gpus.push_back(record_gpu(tx, run, i, judged, run_id, provider_id, link, now));
+    out_gpus.push_back(record_gpu(tx, run, i, judged, run_id, provider_id, link, s.challenges.require_answers, now));
     if (telemetry) record_telemetry_check(tx, run_id, run.rep.machine_id, uuid, *reported, *telemetry, s.challenges, now);
     // The speed the GEMM challenge is timed by: what the run claims, else what the model promises.
     std::optional<double> claimed = reported;

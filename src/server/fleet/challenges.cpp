@@ -124,6 +124,20 @@ core::bench::Finding failure_finding(const ChallengeRow& c, cc::Outcome outcome,
   return f;
 }
 
+//! "GPU 0 (L40S) on rig", as the provider's mails name a GPU.
+std::string gpu_name(MachinesRepo& machines, const std::string& machine_id, const std::string& uuid,
+                     const std::string& hostname) {
+  std::string name = uuid;
+  std::int64_t index = 0;
+  for (const auto& g : machines.present_gpus(machine_id)) {
+    if (g.uuid == uuid) {
+      index = g.index;
+      name = g.model.value_or(g.uuid);
+    }
+  }
+  return mail::gpu_display_name(index, name, hostname);
+}
+
 //! One more failed challenge for the provider; `review_after` of them flag the provider for review.
 void count_failure(Tx& tx, const std::string& provider_id, const std::string& latest, std::int64_t now,
                    const ChallengeSettings& s) {
@@ -149,16 +163,8 @@ void fail(Tx& tx, const ChallengeRow& c, std::string_view status, cc::Outcome ou
   MachinesRepo machines(tx);
   const auto facts = machines.host_facts(c.machine_id);
   if (!facts) return;
-  std::string name = c.gpu_uuid;
-  std::int64_t index = 0;
-  for (const auto& g : machines.present_gpus(c.machine_id)) {
-    if (g.uuid == c.gpu_uuid) {
-      index = g.index;
-      name = g.model.value_or(g.uuid);
-    }
-  }
   if (auto who = provider_contact(tx, facts->provider_id)) {
-    const mail::GpuFacts gpu{mail::gpu_display_name(index, name, facts->hostname),
+    const mail::GpuFacts gpu{gpu_name(machines, c.machine_id, c.gpu_uuid, facts->hostname),
                              s.base_url + "/#/machines/" + c.machine_id + "/benchmarks"};
     announce(tx, who->user_id, mail::gpu_delisted(gpu, {finding}), std::nullopt, now);
   }
@@ -166,9 +172,38 @@ void fail(Tx& tx, const ChallengeRow& c, std::string_view status, cc::Outcome ou
                 s);
 }
 
-void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now) {
+void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now, const ChallengeSettings& s) {
   tx.exec("UPDATE benchmark_challenges SET status = 'passed', answered_at = ?, result = ? WHERE id = ?",
           {now, "answered in " + round_text(elapsed_s, 3) + " s", c.id});
+  // The last of a held GPU's run challenges: it is verified, and listed.
+  if (tx.query_one("SELECT 1 FROM benchmark_challenges WHERE run_id = ? AND gpu_uuid = ? AND origin = 'run' AND "
+                   "status <> 'passed'",
+                   {c.run_id, c.gpu_uuid})) {
+    return;
+  }
+  const auto held = tx.query_one(
+      "SELECT quality_ratio FROM gpu_listing WHERE machine_id = ? AND uuid = ? AND listed = 0 AND last_run_id = ? AND "
+      "delist_reason = ?",
+      {c.machine_id, c.gpu_uuid, c.run_id, std::string(kAwaitingChallenges)});
+  if (!held) return;
+  tx.exec(
+      "UPDATE gpu_listing SET listed = 1, delist_reason = NULL, recommendation = NULL, updated_at = ? WHERE "
+      "machine_id = ? AND uuid = ?",
+      {now, c.machine_id, c.gpu_uuid});
+  // A GPU listed for the first time is not announced (as a first passing run without challenges is not);
+  // one delisted by an earlier run is, as relisted.
+  if (!tx.query_one("SELECT 1 FROM gpu_benchmarks WHERE machine_id = ? AND uuid = ? AND run_id <> ?",
+                    {c.machine_id, c.gpu_uuid, c.run_id})) {
+    return;
+  }
+  MachinesRepo machines(tx);
+  const auto facts = machines.host_facts(c.machine_id);
+  if (!facts) return;
+  if (auto who = provider_contact(tx, facts->provider_id)) {
+    const mail::GpuFacts gpu{gpu_name(machines, c.machine_id, c.gpu_uuid, facts->hostname),
+                             s.base_url + "/#/machines/" + c.machine_id + "/benchmarks"};
+    announce(tx, who->user_id, mail::gpu_relisted(gpu, held->opt_f64(0)), std::nullopt, now);
+  }
 }
 
 }  // namespace
@@ -369,7 +404,7 @@ core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provide
   const auto decide = [&](cc::Outcome o, double elapsed_s) {
     reply.status = std::string(cc::outcome_name(o));
     if (o == cc::Outcome::passed) {
-      pass(tx, *c, elapsed_s, now);
+      pass(tx, *c, elapsed_s, now, s);
     } else {
       fail(tx, *c, reply.status, o, elapsed_s, now, s);
       reply.reason = failure_finding(*c, o, elapsed_s, false).recommendation;

@@ -38,6 +38,10 @@ struct ChallengeSettings {
   std::string base_url;                             // for the link in the provider's mail
 };
 
+//! The delist reason of a GPU whose run passed and whose challenges are not all answered yet: it is listed
+//! when the last one passes (with require_answers; without, a passing run lists it at once).
+inline constexpr std::string_view kAwaitingChallenges = "Waiting for the answers to its benchmark challenges";
+
 //! A reported GPU as a challenge needs it.
 struct ChallengedGpu {
   std::string uuid;

@@ -153,7 +153,8 @@ test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the d
       gpus: uuids.map((uuid, index) => ({ index, uuid, name: 'NVIDIA L40S', ecc_uncorrected: 0, results,
         telemetry: [{ at_ms: 1500, during: 'compute.fp16_tensor', power_w: 300, sm_clock_mhz: 2400 }] })),
       machine: [] });
-    assert.deepEqual(reply.gpus.map((g) => g.listed), [true, true]);
+    // Nothing unverified reaches the market: the GPUs wait for their challenges' answers.
+    assert.deepEqual(reply.gpus.map((g) => [g.listed, g.awaiting_challenges]), [[false, true], [false, true]]);
     assert.equal(reply.challenges.length, 4);
     const telemetry = (await send('GET', `/v1/provider/machines/${machineId}/benchmarks`)).runs[0].challenges
       .filter((c) => c.kind === 'telemetry');
@@ -171,11 +172,14 @@ test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the d
     assert.equal(again.status, 409, again.body);
     assert.equal(again.json.error.code, 'challenge_decided');
 
-    // GPU 0: nothing. Listed until its GEMM deadline passes, delisted at the first heartbeat after it.
+    // GPU 0: nothing. Waiting (never listed) until its GEMM deadline passes, failed at the first heartbeat after it.
     await heartbeat();
     let bench = await send('GET', `/v1/provider/machines/${machineId}/benchmarks`);
-    assert.deepEqual(bench.gpus.map((g) => g.listed), [true, false]);
+    assert.deepEqual(bench.gpus.map((g) => g.listed), [false, false]);
+    assert.match(bench.gpus[0].delist_reason, /Waiting for the answers to its benchmark challenges/);
     assert.match(bench.gpus[1].delist_reason, /GEMM challenge failed/);
+    const offers = await new Client(server.url).request('GET', '/v1/marketplace/offers');
+    assert.equal(offers.json.items.filter((o) => o.machine_id === machineId).length, 0);
     const deadline = Math.max(...gemm.map((c) => c.allowed_s));
     await new Promise((resolve) => { setTimeout(resolve, deadline * 1000 + 300); });
     await heartbeat();
