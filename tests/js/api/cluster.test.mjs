@@ -15,6 +15,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, ROOT, Client, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
+import { startAgent } from '../lib/agent.mjs';
+import { agentlessMachine, customerWithCredit, RENTAL_SERVER_ARGS } from '../lib/rentals.mjs';
 
 const skip = BACKEND !== 'postgres' && 'the cluster runs on PostgreSQL (run in the api_postgres suite)';
 
@@ -22,8 +24,12 @@ const skip = BACKEND !== 'postgres' && 'the cluster runs on PostgreSQL (run in t
 // the previous test's nginx on the same port would fail a POST.
 const basePort = new Map();
 
+// Replica flags per cluster dir (GPUNEX_CLUSTER_SERVER_ARGS), for a test that needs some.
+const serverArgs = new Map();
+
 function clusterEnv(dir) {
-  return { ...process.env, GPUNEX_CLUSTER_DIR: dir, GPUNEX_BIN_DIR: BIN, GPUNEX_CLUSTER_PORT: basePort.get(dir) };
+  return { ...process.env, GPUNEX_CLUSTER_DIR: dir, GPUNEX_BIN_DIR: BIN, GPUNEX_CLUSTER_PORT: basePort.get(dir),
+    ...(serverArgs.has(dir) ? { GPUNEX_CLUSTER_SERVER_ARGS: serverArgs.get(dir) } : {}) };
 }
 
 function newClusterDir() {
@@ -215,6 +221,99 @@ test(`${BACKEND}: PostgreSQL restarted under the cluster: not ready meanwhile, b
     console.log(`after the restart, revoked on replica 1, refused on replica 2 after ${revokeMs.toFixed(0)} ms`);
     assert.ok(revokeMs < 1000);
   } finally {
+    cluster(dir, 'down');
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+// kill -9 of a replica under load (issue 20's chaos test): real agents heartbeat through nginx every
+// second (each spools a heartbeat until it is acknowledged, with a sequence number the server stores
+// once), and a customer rents and stops GPUs, each request retried with its Idempotency-Key after a
+// failure. Replica 1 is killed in the middle. Afterwards every agent's sequence numbers are stored
+// from 1 without a gap (nothing lost; the store keeps each once), heartbeats went on after the kill,
+// and every rental key sent (acknowledged, or sent again) made exactly one rental.
+test(`${BACKEND}: kill -9 of a replica under heartbeat and rental load: nothing lost, nothing twice`, { skip }, async () => {
+  const dir = newClusterDir();
+  serverArgs.set(dir, [...RENTAL_SERVER_ARGS, '--heartbeat-interval', '1', '--allow-simulated-offers', 'true',
+    '--require-challenge-answers', 'false'].join(' '));
+  const agents = [];
+  let rig;
+  try {
+    const url = cluster(dir, 'up', '2');
+    const db = readFileSync(path.join(dir, 'db-url'), 'utf8').trim();
+    const sql = (q) => execFileSync('psql', [db, '-tAc', q], { encoding: 'utf8' }).trim();
+    const replicaPids = [1, 2].map((i) => Number(readFileSync(path.join(dir, `replica-${i}`, 'pid'), 'utf8')));
+    const server = {
+      url,
+      createUser(email, password, role) {
+        execFileSync(path.join(BIN, 'gpunex-server'), ['admin', 'create-user', '--db', db, '--email', email, '--role',
+          role, '--full-name', 'Operator', '--password-stdin'], { input: `${password}\n`, stdio: ['pipe', 'pipe', 'pipe'] });
+      },
+    };
+    for (const n of [1, 2, 3]) {
+      const { key } = await approvedProvider(server, `hb${n}@example.com`);
+      agents.push(startAgent(url, key, { simulate: 'L40S:1', args: ['--bench-storage-mib', '8', '--bench-net-mib', '2'] }));
+    }
+    rig = await agentlessMachine(server, 'rig@example.com', { gpus: 2 });
+    const customer = await customerWithCredit(server, '100.00');
+    await until('three agents heartbeating', () => Number(sql(
+      "SELECT COUNT(DISTINCT machine_id) FROM agent_seq WHERE machine_id IN (SELECT id FROM machines WHERE hostname <> 'rig')")) >= 3,
+    60000);
+
+    // Rentals: rent one GPU, stop it, again; a failed request is sent again with the same key.
+    const keys = [];
+    let failures = 0;
+    let stop = false;
+    const send = async (method, p, body, key) => {
+      for (let attempt = 0; attempt < 50; attempt++) {
+        try {
+          const r = await customer.request(method, p, { body, headers: { 'Idempotency-Key': key } });
+          if (r.status < 500) return r;
+        } catch { /* the connection died with the replica */ }
+        failures++;
+        await sleep(100);
+      }
+      throw new Error(`${method} ${p} never answered`);
+    };
+    const renter = (async () => {
+      for (let i = 0; !stop; i++) {
+        const key = `chaos-rent-${process.pid}-${i}`;
+        keys.push(key);
+        const r = await send('POST', '/v1/rentals', { machine_id: rig.machine.id, gpu_count: 1,
+          image: 'docker.io/library/busybox:1.36', command: ['sleep', '3600'] }, key);
+        assert.equal(r.status, 201, r.body);
+        const stopped = await send('POST', `/v1/rentals/${r.json.id}/stop`, {}, `${key}-stop`);
+        assert.ok(stopped.status === 200 || stopped.status === 202, stopped.body);
+        await sleep(50);
+      }
+    })();
+    await sleep(3000);
+    process.kill(replicaPids[0], 'SIGKILL');
+    const killedAt = Date.now();
+    await sleep(5000);
+    stop = true;
+    await renter;
+
+    // Each agent: its stored sequence numbers run from 1 without a gap.
+    await sleep(2500);  // the heartbeats in flight at the kill are spooled and sent again
+    const rows = sql("SELECT m.hostname, m.id, COUNT(s.seq), MIN(s.seq), MAX(s.seq) FROM agent_seq s JOIN machines m ON " +
+      "m.id = s.machine_id WHERE m.hostname <> 'rig' GROUP BY m.hostname, m.id").split('\n').map((l) => l.split('|'));
+    assert.equal(rows.length, 3, JSON.stringify(rows));
+    for (const [host, id, count, min, max] of rows) {
+      assert.equal(Number(min), 1, `${host} ${id}: the first heartbeat`);
+      assert.equal(Number(count), Number(max), `${host} ${id}: ${count} heartbeats stored, up to seq ${max}: none lost`);
+      const after = Number(sql(`SELECT COUNT(*) FROM agent_seq WHERE machine_id = '${id}' AND received_at > ${killedAt}`));
+      assert.ok(after >= 3, `${host}: ${after} heartbeats after the kill`);
+    }
+    // Rentals: one per key that was sent, never two.
+    const made = Number(sql(`SELECT COUNT(*) FROM rentals WHERE machine_id = '${rig.machine.id}'`));
+    console.log(`kill -9 under load: ${rows.map((r) => `${r[0]} ${r[2]} heartbeats`).join(', ')}; ` +
+      `${keys.length} rentals made and stopped, ${failures} requests sent again after the kill`);
+    assert.equal(made, keys.length, `${made} rentals stored for ${keys.length} keys`);
+    assert.ok(keys.length >= 3);
+  } finally {
+    for (const a of agents) await a.stop();
+    if (rig) await rig.agent.stop();
     cluster(dir, 'down');
   }
   rmSync(dir, { recursive: true, force: true });
