@@ -33,6 +33,7 @@
 #include "server/reliability/reliability.hpp"
 #include "server/rentals/rentals.hpp"
 #include "server/payouts/payout_runs.hpp"
+#include "store/migrations.hpp"
 #include "server/payouts/solana_payouts.hpp"
 #include "server/workers/machines_worker.hpp"
 #include "server/fleet/benchmarks.hpp"
@@ -68,6 +69,12 @@ std::unique_ptr<server::App> open_app(const server::Config& cfg) {
     st = store::open_store(cfg.db, opts);
     int version = store::migrate(*st);
     util::log_event("info", "store ready", {{"db", st->describe()}, {"schema_version", version}});
+    if (const int known = store::migrations().back().version; version > known) {
+      // A rolling upgrade: a newer build migrated the shared database. Migrations only add, so this build
+      // still works on it; replace it with the newer build.
+      util::log_event("warn", "the database schema is newer than this build's: upgrade this replica",
+                      {{"schema_version", version}, {"this_build", known}});
+    }
   } catch (const std::exception& e) {
     std::cerr << "error: db: " << e.what() << "\n";
     return nullptr;

@@ -174,6 +174,45 @@ TEST_P(StoreTest, MigratesFromEmptyAndIsIdempotent) {
 
 // PostgreSQL text cannot hold a NUL and libpq would cut the value there, matching another row: both
 // drivers refuse such a parameter alike (issue #19).
+// Replicas on one PostgreSQL (issue 20): a replica started with a newer build migrates under the advisory
+// lock; a replica (re)starting meanwhile with the older build waits for that migration to commit rather
+// than reading a half-made schema, then finds the newer version and runs nothing; the new migration is
+// applied once. On SQLite one file has one server: nothing to wait for.
+TEST_P(StoreTest, AReplicaStartingDuringANewerMigrationWaitsForIt) {
+  if (GetParam() != "postgres") GTEST_SKIP() << "replicas share PostgreSQL only";
+  const int current = gpunex::store::migrate(*store_);
+  auto newer = gpunex::store::migrations();
+  newer.push_back({current + 1, "a newer build's migration, slow",
+                   "CREATE TABLE upgrade_probe (id BIGINT); SELECT pg_sleep(1.5); INSERT INTO upgrade_probe VALUES (1);"});
+  auto upgraded = gpunex::store::open_store(url_, {.pool_size = 1});
+  auto older = gpunex::store::open_store(url_, {.pool_size = 1});
+  std::latch started(1);
+  int upgraded_to = 0;
+  std::thread upgrade([&] {
+    started.count_down();
+    upgraded_to = gpunex::store::migrate(*upgraded, newer);
+  });
+  started.wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the upgrade holds the lock now
+  const auto t0 = std::chrono::steady_clock::now();
+  const int older_saw = gpunex::store::migrate(*older);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  upgrade.join();
+  EXPECT_EQ(upgraded_to, current + 1);
+  EXPECT_EQ(older_saw, current + 1) << "the older build finds the newer schema, and runs nothing";
+  EXPECT_GE(waited, std::chrono::milliseconds(900)) << "it waited for the migration to commit";
+  // Applied once, and whole: the probe's row was written after the sleep, in the same transaction.
+  store_->transact(
+      [&](Tx& tx) {
+        EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM schema_migrations WHERE version = ?",
+                               {std::int64_t{current + 1}})->i64(0), 1);
+        EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM upgrade_probe")->i64(0), 1);
+      },
+      TxMode::read);
+  // The newer build started again (a second replica of it) finds nothing left to do.
+  EXPECT_EQ(gpunex::store::migrate(*older, newer), current + 1);
+}
+
 TEST_P(StoreTest, RefusesANulInATextParameter) {
   make_things();
   store_->transact([&](Tx& tx) { tx.exec("INSERT INTO things (id, n) VALUES (?, ?)", {std::string("a@x"), std::int64_t{1}}); });
