@@ -183,8 +183,9 @@ class BackgroundWorkers {
     // Listing activity for the price recommendation's window: which listings are active, every few
     // minutes; kept 90 days (the longest window price_recommendation_window_days allows).
     add("listings", std::chrono::minutes(5), [this] {
-      app_.store().transact(
-          [&](store::Tx& tx) { return server::record_listing_activity(tx, clock_.now_ms(), /*keep_days=*/90); });
+      app_.store().transact([&](store::Tx& tx) {
+        return server::record_listing_activity(tx, clock_.now_ms(), /*keep_days=*/90, cfg_.allow_simulated_offers);
+      });
     });
   }
   BackgroundWorkers(const BackgroundWorkers&) = delete;

@@ -57,7 +57,7 @@ TEST_F(MarketStore, PriceChangesKeepTheHistory) {
     EXPECT_EQ(history[1].usdc_micro, 900'000);
     EXPECT_EQ(history[1].started_at_ms, 1000);
     // Priced, but with no listed GPU on an online machine: no listing (the catalog price remains).
-    auto in = server::recommendation_input(tx, "L40S", "", 4000);
+    auto in = server::recommendation_input(tx, "L40S", "", 4000, {}, false);
     EXPECT_TRUE(in.global.prices.empty());
     EXPECT_EQ(in.catalog_price, 900'000);
   });
@@ -329,28 +329,51 @@ TEST_F(MarketStore, RecommendationCountsListingsActiveInTheLastSevenDays) {
     ASSERT_TRUE(server::set_price(tx, provider(5), "L40S", 50'000, "u", now - 20 * kDay));
 
     set_status(tx, 4, "online");
-    EXPECT_EQ(server::record_listing_activity(tx, now - 8 * kDay, 90), 2u);  // p1, p4
+    EXPECT_EQ(server::record_listing_activity(tx, now - 8 * kDay, 90, false), 2u);  // p1, p4
     set_status(tx, 4, "offline");
     set_status(tx, 3, "online");
-    EXPECT_EQ(server::record_listing_activity(tx, now - 2 * kDay, 90), 2u);  // p1, p3
+    EXPECT_EQ(server::record_listing_activity(tx, now - 2 * kDay, 90, false), 2u);  // p1, p3
     set_status(tx, 3, "offline");
   });
   store_->transact([&](store::Tx& tx) {
-    auto in = server::recommendation_input(tx, "L40S", "eu", now);
+    auto in = server::recommendation_input(tx, "L40S", "eu", now, {}, false);
     EXPECT_EQ(in.regional.prices, (std::vector<core::MicroUsdc>{1'000'000, 1'200'000}));
     EXPECT_EQ(in.global.prices, (std::vector<core::MicroUsdc>{1'000'000, 1'200'000}));
     // A week later p3's listing has left the window too.
-    in = server::recommendation_input(tx, "L40S", "eu", now + 6 * kDay);
+    in = server::recommendation_input(tx, "L40S", "eu", now + 6 * kDay, {}, false);
     EXPECT_EQ(in.regional.prices, std::vector<core::MicroUsdc>{1'000'000});
 
     // A repriced listing counts once, at the new price.
     ASSERT_TRUE(server::set_price(tx, provider(1), "L40S", 1'100'000, "u", now));
-    in = server::recommendation_input(tx, "L40S", "eu", now);
+    in = server::recommendation_input(tx, "L40S", "eu", now, {}, false);
     EXPECT_EQ(in.regional.prices, (std::vector<core::MicroUsdc>{1'100'000, 1'200'000}));
 
     // Rows past the kept days go; p4's last sighting was eight days ago.
-    server::record_listing_activity(tx, now, 7);
+    server::record_listing_activity(tx, now, 7, false);
     EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM listing_activity WHERE provider_id = 'p4'")->i64(0), 0);
     EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM listing_activity WHERE provider_id = 'p3'")->i64(0), 1);
+  });
+}
+
+// Issue 21: simulated machines are not the market. Their listings set no recommended price unless the
+// operator's demo mode offers them (allow_simulated_offers), as the offers themselves.
+TEST_F(MarketStore, SimulatedListingsCountOnlyWhereTheyAreOffered) {
+  const std::int64_t now = util::SystemClock{}.now_ms();
+  const auto provider = [](int n) { return server::Provider{"p" + std::to_string(n), "u", "a", "community", 0}; };
+  store_->transact([&](store::Tx& tx) {
+    add_provider_with_gpu(tx, 1, "eu", true, true);
+    add_provider_with_gpu(tx, 2, "eu", true, true);
+    tx.exec("UPDATE machines SET simulated = 1 WHERE id = 'm2'");
+    ASSERT_TRUE(server::set_price(tx, provider(1), "L40S", 1'000'000, "u", now - 1000));
+    ASSERT_TRUE(server::set_price(tx, provider(2), "L40S", 300'000, "u", now - 1000));
+    EXPECT_EQ(server::recommendation_input(tx, "L40S", "eu", now, {}, false).regional.prices,
+              std::vector<core::MicroUsdc>{1'000'000});
+    auto demo = server::recommendation_input(tx, "L40S", "eu", now, {}, true).regional.prices;
+    std::sort(demo.begin(), demo.end());
+    EXPECT_EQ(demo, (std::vector<core::MicroUsdc>{300'000, 1'000'000}));
+    EXPECT_EQ(server::record_listing_activity(tx, now, 90, false), 1u);
+    EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM listing_activity WHERE provider_id = 'p2'")->i64(0), 0);
+    EXPECT_EQ(server::record_listing_activity(tx, now, 90, true), 1u);  // p2's, p1's is recorded already
+    EXPECT_EQ(tx.query_one("SELECT COUNT(*) FROM listing_activity WHERE provider_id = 'p2'")->i64(0), 1);
   });
 }

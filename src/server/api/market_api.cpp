@@ -113,7 +113,8 @@ Response recommendation(Ctx& ctx) {
         const std::string region =
             region_param && !region_param->empty() ? *region_param : current_market_profile(tx, *p, *model).region;
         const auto& config = ctx.config().recommendation;
-        const auto rec = core::recommend_price(recommendation_input(tx, *model, region, now, config), config);
+        const auto rec = core::recommend_price(
+            recommendation_input(tx, *model, region, now, config, ctx.config().allow_simulated_offers), config);
         if (!rec)
           return Error::make(ErrorCode::not_found,
                              "no price to recommend for " + *model + ": fewer than " +

@@ -17,15 +17,19 @@ constexpr const char* kPriceColumns = "model, usdc_micro, region, seq, started_a
 // A provider's price for a model is an active listing while one of its online machines has a
 // present, listed GPU of the model: the same GPUs the offer candidates offer (schedules aside: a
 // machine outside its window is still in the market over a week). Reads the fleet's tables.
-const std::string& active_listing() {
-  static const std::string s =
-      "EXISTS (SELECT 1 FROM machines m JOIN machine_gpus g ON g.machine_id = m.id "
-      "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
-      "WHERE m.provider_id = cp.provider_id AND m.status = '" +
-      std::string(core::machine_status_name(core::MachineStatus::online)) +
-      "' AND g.present = 1 AND g.model = cp.model "
-      "AND l.listed = 1)";
-  return s;
+//! A listing is active on an online machine of the provider with a listed, present GPU of the model; on a
+//! simulated machine only where simulated machines are offered (the operator's demo mode, issue 21).
+const std::string& active_listing(bool include_simulated) {
+  const auto make = [](bool simulated) {
+    return "EXISTS (SELECT 1 FROM machines m JOIN machine_gpus g ON g.machine_id = m.id "
+           "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
+           "WHERE m.provider_id = cp.provider_id AND m.status = '" +
+           std::string(core::machine_status_name(core::MachineStatus::online)) +
+           "' AND g.present = 1 AND g.model = cp.model AND l.listed = 1" + (simulated ? "" : " AND m.simulated = 0") +
+           ")";
+  };
+  static const std::string with = make(true), without = make(false);
+  return include_simulated ? with : without;
 }
 
 }  // namespace
@@ -90,10 +94,11 @@ void MarketRepo::add_profile(const std::string& provider_id, const ProfileRecord
            {provider_id, p.city, p.country, p.region, p.commitment_months, now_ms});
 }
 
-std::vector<std::pair<core::ListingSighting, bool>> MarketRepo::current_listings(const std::string& model) {
+std::vector<std::pair<core::ListingSighting, bool>> MarketRepo::current_listings(const std::string& model,
+                                                                                 bool include_simulated) {
   std::vector<std::pair<core::ListingSighting, bool>> out;
   for (const auto& r : tx_.query("SELECT cp.provider_id, cp.region, cp.usdc_micro, cp.seq, CASE WHEN " +
-                                     active_listing() +
+                                     active_listing(include_simulated) +
                                      " THEN 1 ELSE 0 END FROM provider_current_prices cp "
                                      "WHERE cp.model = ? ORDER BY cp.provider_id",
                                  {model})) {
@@ -113,12 +118,12 @@ std::vector<core::ListingSighting> MarketRepo::listing_activity(const std::strin
   return out;
 }
 
-std::int64_t MarketRepo::record_active_listings(std::int64_t now_ms) {
+std::int64_t MarketRepo::record_active_listings(std::int64_t now_ms, bool include_simulated) {
   return tx_.exec("INSERT INTO listing_activity (provider_id, model, price_seq, usdc_micro, "
                   "region, first_active_at, last_active_at) "
                   "SELECT cp.provider_id, cp.model, cp.seq, cp.usdc_micro, cp.region, ?, ? "
                   "FROM provider_current_prices cp WHERE " +
-                      active_listing() +
+                      active_listing(include_simulated) +
                       " ON CONFLICT (provider_id, model, price_seq) DO UPDATE SET "
                       "last_active_at = excluded.last_active_at "
                       "WHERE excluded.last_active_at > listing_activity.last_active_at",

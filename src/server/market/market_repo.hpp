@@ -77,11 +77,13 @@ class MarketRepo {
   void add_profile(const std::string& provider_id, const ProfileRecord& p, std::int64_t now_ms);
 
   //! Every provider's current price of `model` (by provider) with whether it is an active listing now.
-  std::vector<std::pair<core::ListingSighting, bool>> current_listings(const std::string& model);
+  //! Simulated machines count only with `include_simulated` (the operator's demo mode offers them).
+  std::vector<std::pair<core::ListingSighting, bool>> current_listings(const std::string& model,
+                                                                       bool include_simulated);
   //! Earlier and current prices of `model` last seen active at or after `since_ms`.
   std::vector<core::ListingSighting> listing_activity(const std::string& model, std::int64_t since_ms);
   //! Records every active listing as seen at `now_ms`; returns the rows written.
-  std::int64_t record_active_listings(std::int64_t now_ms);
+  std::int64_t record_active_listings(std::int64_t now_ms, bool include_simulated);
   void delete_listing_activity_before(std::int64_t before_ms);
 
   //! Online machines with their provider's profile and their schedule (the tier is onboarding's:

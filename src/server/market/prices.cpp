@@ -89,10 +89,10 @@ std::vector<PriceRow> price_history(store::Tx& tx, const std::string& provider_i
 }
 
 std::vector<core::ListingSighting> listing_sightings(store::Tx& tx, const std::string& model, std::int64_t now_ms,
-                                                     std::int64_t since_ms) {
+                                                     std::int64_t since_ms, bool include_simulated) {
   MarketRepo repo(tx);
   std::vector<core::ListingSighting> out;
-  for (auto& [sighting, active_now] : repo.current_listings(model)) {
+  for (auto& [sighting, active_now] : repo.current_listings(model, include_simulated)) {
     if (active_now) sighting.last_active_ms = now_ms;
     out.push_back(std::move(sighting));
   }
@@ -101,16 +101,18 @@ std::vector<core::ListingSighting> listing_sightings(store::Tx& tx, const std::s
 }
 
 core::RecommendationInput recommendation_input(store::Tx& tx, const std::string& model, const std::string& region,
-                                               std::int64_t now_ms, const core::RecommendationConfig& config) {
+                                               std::int64_t now_ms, const core::RecommendationConfig& config,
+                                               bool include_simulated) {
   const std::int64_t since = now_ms - std::int64_t{config.window_days} * kDayMs;
-  auto in = core::listing_markets(listing_sightings(tx, model, now_ms, since), region, now_ms, config);
+  auto in = core::listing_markets(listing_sightings(tx, model, now_ms, since, include_simulated), region, now_ms,
+                                  config);
   in.catalog_price = reference_price(tx, model);
   return in;
 }
 
-std::size_t record_listing_activity(store::Tx& tx, std::int64_t now_ms, int keep_days) {
+std::size_t record_listing_activity(store::Tx& tx, std::int64_t now_ms, int keep_days, bool include_simulated) {
   MarketRepo repo(tx);
-  const auto seen = repo.record_active_listings(now_ms);
+  const auto seen = repo.record_active_listings(now_ms, include_simulated);
   repo.delete_listing_activity_before(now_ms - std::int64_t{keep_days} * kDayMs);
   return static_cast<std::size_t>(seen);
 }

@@ -56,16 +56,19 @@ MarketProfile application_profile(store::Tx& tx, const Provider& p, const std::s
 //! Every provider's listing of `model` as far as the store knows it: its current price, active
 //! now or not (a listed, present GPU of the model on an online machine), and each earlier or
 //! current price last seen active within `since_ms` (listing_activity).
+//! Simulated machines' listings count only with `include_simulated` (allow_simulated_offers: where the
+//! market offers them); elsewhere nothing unverified sets a price.
 std::vector<core::ListingSighting> listing_sightings(store::Tx& tx, const std::string& model, std::int64_t now_ms,
-                                                     std::int64_t since_ms);
+                                                     std::int64_t since_ms, bool include_simulated);
 //! The recommendation's market for (model, region) at `now_ms` (core::listing_markets over
 //! listing_sightings) and the model's reference price. Until rentals exist, utilisation is
 //! unknown: the factor is neutral.
 core::RecommendationInput recommendation_input(store::Tx& tx, const std::string& model, const std::string& region,
-                                               std::int64_t now_ms, const core::RecommendationConfig& config = {});
+                                               std::int64_t now_ms, const core::RecommendationConfig& config,
+                                               bool include_simulated);
 //! The listings worker's round: every listing active now is recorded as seen at `now_ms`
 //! (listing_activity), and rows last seen more than `keep_days` ago are deleted. Returns the
 //! rows written.
-std::size_t record_listing_activity(store::Tx& tx, std::int64_t now_ms, int keep_days);
+std::size_t record_listing_activity(store::Tx& tx, std::int64_t now_ms, int keep_days, bool include_simulated);
 
 }  // namespace gpunex::server
