@@ -124,18 +124,28 @@ core::bench::Finding failure_finding(const ChallengeRow& c, cc::Outcome outcome,
   return f;
 }
 
-//! "GPU 0 (L40S) on rig", as the provider's mails name a GPU.
-std::string gpu_name(MachinesRepo& machines, const std::string& machine_id, const std::string& uuid,
-                     const std::string& hostname) {
-  std::string name = uuid;
+//! Tells the GPU's provider, by mail and in the dashboard, what `make` says of the GPU (named as mails
+//! name it, with its Benchmarks tab's link). Returns the provider, or nothing for a machine gone.
+template <class Make>
+std::optional<std::string> tell_provider(Tx& tx, const ChallengeRow& c, const ChallengeSettings& s, std::int64_t now,
+                                         Make make) {
+  MachinesRepo machines(tx);
+  const auto facts = machines.host_facts(c.machine_id);
+  if (!facts) return std::nullopt;
+  std::string name = c.gpu_uuid;
   std::int64_t index = 0;
-  for (const auto& g : machines.present_gpus(machine_id)) {
-    if (g.uuid == uuid) {
+  for (const auto& g : machines.present_gpus(c.machine_id)) {
+    if (g.uuid == c.gpu_uuid) {
       index = g.index;
       name = g.model.value_or(g.uuid);
     }
   }
-  return mail::gpu_display_name(index, name, hostname);
+  if (auto who = provider_contact(tx, facts->provider_id)) {
+    const mail::GpuFacts gpu{mail::gpu_display_name(index, name, facts->hostname),
+                             s.base_url + "/#/machines/" + c.machine_id + "/benchmarks"};
+    announce(tx, who->user_id, make(gpu), std::nullopt, now);
+  }
+  return facts->provider_id;
 }
 
 //! One more failed challenge for the provider; `review_after` of them flag the provider for review.
@@ -160,16 +170,10 @@ void fail(Tx& tx, const ChallengeRow& c, std::string_view status, cc::Outcome ou
       "UPDATE gpu_listing SET listed = 0, delist_reason = ?, recommendation = ?, updated_at = ? "
       "WHERE machine_id = ? AND uuid = ?",
       {finding.label + " failed", finding.recommendation, now, c.machine_id, c.gpu_uuid});
-  MachinesRepo machines(tx);
-  const auto facts = machines.host_facts(c.machine_id);
-  if (!facts) return;
-  if (auto who = provider_contact(tx, facts->provider_id)) {
-    const mail::GpuFacts gpu{gpu_name(machines, c.machine_id, c.gpu_uuid, facts->hostname),
-                             s.base_url + "/#/machines/" + c.machine_id + "/benchmarks"};
-    announce(tx, who->user_id, mail::gpu_delisted(gpu, {finding}), std::nullopt, now);
-  }
-  count_failure(tx, facts->provider_id, finding.label + " " + std::string(status) + " on machine " + c.machine_id, now,
-                s);
+  const auto provider =
+      tell_provider(tx, c, s, now, [&](const mail::GpuFacts& gpu) { return mail::gpu_delisted(gpu, {finding}); });
+  if (!provider) return;
+  count_failure(tx, *provider, finding.label + " " + std::string(status) + " on machine " + c.machine_id, now, s);
 }
 
 void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now, const ChallengeSettings& s) {
@@ -196,14 +200,7 @@ void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now, con
                     {c.machine_id, c.gpu_uuid, c.run_id})) {
     return;
   }
-  MachinesRepo machines(tx);
-  const auto facts = machines.host_facts(c.machine_id);
-  if (!facts) return;
-  if (auto who = provider_contact(tx, facts->provider_id)) {
-    const mail::GpuFacts gpu{gpu_name(machines, c.machine_id, c.gpu_uuid, facts->hostname),
-                             s.base_url + "/#/machines/" + c.machine_id + "/benchmarks"};
-    announce(tx, who->user_id, mail::gpu_relisted(gpu, held->opt_f64(0)), std::nullopt, now);
-  }
+  tell_provider(tx, c, s, now, [&](const mail::GpuFacts& gpu) { return mail::gpu_relisted(gpu, held->opt_f64(0)); });
 }
 
 }  // namespace
