@@ -162,10 +162,13 @@ export function confirmationToken(mailText) {
 }
 
 // A small JSON client: keeps a bearer token or cookies, returns {status, headers, body, json}.
+// With a `contract` (lib/contract.mjs), every answer is checked against /v1/openapi.json and one that
+// breaks it throws.
 export class Client {
-  constructor(baseUrl) {
+  constructor(baseUrl, { contract = null } = {}) {
     this.baseUrl = baseUrl;
     this.token = null;
+    this.contract = contract;
   }
 
   async request(method, pathAndQuery, { body, headers = {}, raw } = {}) {
@@ -185,7 +188,9 @@ export class Client {
     const text = await res.text();
     let json = null;
     try { json = JSON.parse(text); } catch { /* not JSON */ }
-    return { status: res.status, headers: res.headers, body: text, json };
+    const out = { status: res.status, headers: res.headers, body: text, json };
+    this.contract?.check(method, pathAndQuery, out);
+    return out;
   }
 
   async signupAndLogin(email, password = 'correct-horse-battery', fullName = 'Test User') {
