@@ -1,5 +1,6 @@
 #include "server/api/openapi.hpp"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -241,6 +242,10 @@ json operation(const RouteInfo& r) {
   for (const auto& [status, schema] : d.responses) {
     json r = {{"description", status_text(status)}};
     if (!schema.is_null()) r["content"] = {{"application/json", {{"schema", schema}}}};
+    // ?format=csv answers the same as CSV (the earnings).
+    if (!schema.is_null() && std::find(d.query.begin(), d.query.end(), "format") != d.query.end()) {
+      r["content"]["text/csv"] = {{"schema", {{"type", "string"}}}};
+    }
     responses[std::to_string(status)] = std::move(r);
   }
   responses["4XX"] = {{"$ref", "#/components/responses/Error"}};

@@ -183,14 +183,45 @@ Response post_settle(Ctx& ctx, payouts::Outcome outcome) {
 
 void register_payouts_api(App& app) {
   const auto provider = RouteOptions::for_roles({"provider"});
-  app.route(http::Method::get, "/v1/provider/payout-settings", provider.doc({.summary = "My payout method and schedule"}),
-            get_settings);
+  namespace oa = openapi;
+  const auto setting = oa::record({{"method", oa::text(1)},
+                                   {"destination", oa::any_object()},
+                                   {"destination_text", oa::text()},
+                                   {"schedule", oa::text(1)},
+                                   {"effective_at", oa::timestamp()},
+                                   {"changed_at", oa::timestamp()}},
+                                  {"method", "destination", "schedule", "effective_at", "changed_at"});
+  const auto settings = oa::component(
+      "PayoutSettings", oa::closed_record({{"current", oa::nullable(setting)},
+                                           {"pending", oa::nullable(setting)},
+                                           {"history", oa::array(setting)}},
+                                          {"current", "pending", "history"}));
+  const auto payout = oa::record({{"id", oa::text(1)},
+                                  {"run_id", oa::text(1)},
+                                  {"payout_day", oa::text(1)},
+                                  {"schedule", oa::text(1)},
+                                  {"method", oa::text(1)},
+                                  {"method_text", oa::text()},
+                                  {"destination_text", oa::text()},
+                                  {"amount", oa::money()},
+                                  {"currency", oa::one_of({"USDC"})},
+                                  {"status", oa::text(1)},
+                                  {"failure_reason", oa::nullable(oa::text())},
+                                  {"created_at", oa::timestamp()},
+                                  {"updated_at", oa::timestamp()},
+                                  {"sepa", oa::nullable(oa::any_object())},
+                                  {"solana", oa::nullable(oa::any_object())}},
+                                 {"id", "run_id", "payout_day", "method", "amount", "currency", "status", "created_at"});
+  app.route(http::Method::get, "/v1/provider/payout-settings",
+            provider.doc({.summary = "My payout method and schedule", .responses = {{200, settings}}}), get_settings);
   // A change is confirmed with the account password (argon2): checked off the I/O threads.
   app.route(http::Method::put, "/v1/provider/payout-settings", RouteOptions::for_roles({"provider"}).slow_work().doc(
                 {.summary = "Change my payout settings (confirmed with the account password)",
-                 .body = openapi::any_object()}),
+                 .body = openapi::any_object(),
+                 .responses = {{200, settings}}}),
             put_settings);
-  app.route(http::Method::get, "/v1/provider/payouts", RouteOptions::for_roles({"provider"}).api_key_allowed().doc({.summary = "My payouts", .query = {"limit", "cursor"}}),
+  app.route(http::Method::get, "/v1/provider/payouts", RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
+                {.summary = "My payouts", .query = {"limit", "cursor"}, .responses = {{200, oa::page(payout)}}}),
             get_payouts);
 
   const auto admin = RouteOptions::for_roles({"admin"});

@@ -30,18 +30,25 @@ export class Contract {
     this.routes.sort((a, b) => a.params - b.params);
   }
 
-  // The document of the server at `baseUrl` (one fetch per process: every test server runs the same binary).
-  static async load(baseUrl) {
-    if (!Contract.cached) {
-      Contract.cached = (async () => {
-        const res = await fetch(`${baseUrl}/v1/openapi.json`);
-        if (res.status !== 200) throw new Error(`GET /v1/openapi.json: ${res.status}`);
-        return new Contract(await res.json());
-      })();
-      Contract.cached.catch(() => { Contract.cached = null; });
-    }
-    return Contract.cached;
+  // The document of the server at `baseUrl`.
+  static async fetch(baseUrl) {
+    const res = await fetch(`${baseUrl}/v1/openapi.json`);
+    if (res.status !== 200) throw new Error(`GET /v1/openapi.json: ${res.status}`);
+    return new Contract(await res.json());
   }
+
+  // The same, fetched once per address (a server started with a test
+  // clock documents one route more).
+  static async load(baseUrl) {
+    if (!Contract.cache.has(baseUrl)) {
+      const loading = Contract.fetch(baseUrl);
+      Contract.cache.set(baseUrl, loading);
+      loading.catch(() => Contract.cache.delete(baseUrl));
+    }
+    return Contract.cache.get(baseUrl);
+  }
+
+  static cache = new Map();
 
   // The documented operation for `method` and a request path (query ignored), or null.
   operation(method, pathAndQuery) {
@@ -59,8 +66,9 @@ export class Contract {
     return this.validators.get(pointer);
   }
 
-  // The problems of one answer, [] when it keeps the contract.
-  problems(method, pathAndQuery, status, json) {
+  // The problems of one answer, [] when it keeps the contract. `mediaType`: the answer's
+  // Content-Type without parameters (JSON when not given).
+  problems(method, pathAndQuery, status, json, mediaType = 'application/json') {
     if (method === 'HEAD' || method === 'OPTIONS') return [];
     const found = this.operation(method, pathAndQuery);
     const errorPointer = '/components/schemas/Error';
@@ -80,7 +88,11 @@ export class Contract {
       pointer = response.$ref.slice(1);
       response = pointer.split('/').slice(1).reduce((o, k) => o[k.replace(/~1/g, '/').replace(/~0/g, '~')], this.doc);
     }
-    if (!response.content?.['application/json']) return [];
+    if (!response.content) return [];  // a body that is not JSON (the installer, the metrics)
+    if (mediaType !== 'application/json') {
+      return mediaType in response.content ? [] : [`${where}: Content-Type ${mediaType} not documented`];
+    }
+    if (!response.content['application/json']) return [`${where}: a JSON answer where the document has none`];
     return this.match(`${pointer}/content/application~1json/schema`, json, where);
   }
 
@@ -94,7 +106,8 @@ export class Contract {
 
   // Throws a ContractError naming every problem of the answer.
   check(method, pathAndQuery, res) {
-    const problems = this.problems(method, pathAndQuery, res.status, res.json);
+    const type = (res.headers?.get?.('content-type') ?? 'application/json').split(';')[0].trim();
+    const problems = this.problems(method, pathAndQuery, res.status, res.json, type);
     if (problems.length) {
       throw new ContractError(`answer breaks /v1/openapi.json:\n  ${problems.join('\n  ')}\n  body: ${res.body?.slice(0, 600)}`);
     }

@@ -143,7 +143,7 @@ export async function runScenario(file, server) {
   const steps = parseScenario(readFileSync(file, 'utf8'), file);
   const users = {};
   const vars = {};
-  const contract = await Contract.load(server.url);
+  const contract = await Contract.fetch(server.url);
   const anon = new Client(server.url, { contract });
   for (const [n, step] of steps.entries()) {
     if (step.kind === 'signup') {
