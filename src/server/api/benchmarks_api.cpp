@@ -104,10 +104,12 @@ void register_benchmarks_api(App& app) {
                                                 {"run_id", "gpus", "machine_failures", "challenges"})}}}),
             agent_benchmarks);
   app.route(http::Method::post, "/v1/agent/challenges", RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
-                {.summary = "Agent: a benchmark challenge's answer", .body = openapi::any_object()}),
+                {.summary = "Agent: a benchmark challenge's answer", .body = openapi::any_object(), .responses = {{200, oa::any_object()}}}),
             agent_challenges);
   app.route(http::Method::get, "/v1/admin/providers/flagged",
-            RouteOptions::for_roles({"admin"}).doc({.summary = "Providers flagged for review (failed challenges)"}),
+            RouteOptions::for_roles({"admin"}).doc(
+                {.summary = "Providers flagged for review (failed challenges)",
+                 .responses = {{200, oa::record({{"providers", oa::array(oa::any_object())}}, {"providers"})}}}),
             admin_flagged);
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
   app.route(http::Method::get, "/v1/provider/machines/{id}/benchmarks",

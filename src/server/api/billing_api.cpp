@@ -158,6 +158,13 @@ Response post_credit(Ctx& ctx) {
 
 void register_billing_api(App& app) {
   namespace oa = openapi;
+  const auto credit = oa::closed_record({{"transaction_id", oa::text(1)},
+                                         {"user_id", oa::text(1)},
+                                         {"email", oa::text(1)},
+                                         {"amount", oa::money()},
+                                         {"balance", {{"type", "string"}, {"pattern", "^-?[0-9]+(\\.[0-9]{1,6})?$"}}},
+                                         {"repeated", oa::boolean()}},
+                                        {"transaction_id", "user_id", "email", "amount", "balance", "repeated"});
   const nlohmann::json signed_money = {{"type", "string"}, {"pattern", "^-?[0-9]+(\\.[0-9]{1,6})?$"}};
   app.route(http::Method::get, "/v1/billing/balance",
             RouteOptions::signed_in().doc(
@@ -189,7 +196,9 @@ void register_billing_api(App& app) {
                  .body = openapi::object({{"email", openapi::text(3, 254)},
                                           {"amount", openapi::money()},
                                           {"reference", openapi::text(1, 200)}},
-                                         {"email", "amount", "reference"})}),
+                                         {"email", "amount", "reference"}),
+                 // 201 for a new credit; 200 when the payment reference was credited before (nothing added).
+                 .responses = {{201, credit}, {200, credit}}}),
             post_credit);
   app.route(http::Method::get, "/v1/provider/earnings", RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
                 {.summary = "My earnings, grouped (?format=csv: the groups as CSV)",

@@ -330,7 +330,9 @@ void register_openapi_api(App& app) {
   // Built at the first request, once every route (the dashboard's too) is in the table.
   auto built = std::make_shared<std::pair<std::once_flag, std::string>>();
   app.route(http::Method::get, "/v1/openapi.json",
-            RouteOptions::public_route().doc({.summary = "This API's OpenAPI 3.1 document"}),
+            RouteOptions::public_route().doc({.summary = "This API's OpenAPI 3.1 document",
+                                              .responses = {{200, openapi::record({{"openapi", openapi::text(1)}, {"paths", openapi::any_object()}},
+                                                                                  {"openapi", "paths"})}}}),
             [built](Ctx& ctx) {
               std::call_once(built->first, [&] { built->second = openapi::document(ctx.app).dump(); });
               http::Response resp;

@@ -307,10 +307,13 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
   auto agent = RouteOptions::signed_in().no_idempotency().agent_key_only();
   app.route_async(http::Method::get, std::string(protocol::kAgentRentalsPath),
                   agent.doc({.summary = "Agent: its machine's rentals (a long poll)",
-                             .query = {"machine_id", "known", "wait_s"}}),
+                             .query = {"machine_id", "known", "wait_s"},
+                             .responses = {{200, oa::any_object()}}}),
                   [&](Ctx& ctx, http::Reply reply) { agent_rentals_poll(ctx, reply, polls); });
   app.route(http::Method::post, std::string(protocol::kRentalEventsPath),
-            agent.doc({.summary = "Agent: rental events (starting, running, ended, logs)", .body = openapi::any_object()}),
+            agent.doc({.summary = "Agent: rental events (starting, running, ended, logs)",
+                       .body = openapi::any_object(),
+                       .responses = {{200, oa::any_object()}}}),
             [&](Ctx& ctx) { return agent_rental_events(ctx, polls); });
 }
 
