@@ -40,6 +40,10 @@ test(`${BACKEND}: the contract checker passes the server's answers and fails doc
     // The client with the contract throws on such an answer: here the server's real 404 is fine...
     const miss = await alice.request('GET', '/v1/applications/no-such-id');
     assert.equal(miss.status, 404);
+    // An API path the document lacks: its 404 is an Error, but a 200 from it is a gap in the document.
+    const nowhere = await alice.request('GET', '/v1/no-such-thing');
+    assert.equal(nowhere.status, 404);
+    assert.match(contract.problems('GET', '/v1/no-such-thing', 200, {}).join('\n'), /a path the document does not have/);
     // ...and an operation checked against another's schema is not.
     assert.throws(() => contract.check('GET', '/v1/me', { status: 200, json: draft.json, body: draft.body }),
       (e) => e instanceof ContractError && /required property 'roles'/.test(e.message));
