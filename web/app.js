@@ -384,9 +384,29 @@ const pages = {
       scrollBox(el('table', { class: 'table', 'aria-label': 'Review queue' },
         el('thead', {}, el('tr', {}, ['Applicant', 'Company', 'GPUs', 'Suggested tier', 'Submitted', 'Age', 'Due by']
           .map((h) => el('th', { scope: 'col' }, h)))),
-        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 7 }, 'No applications here.')))))];
+        el('tbody', {}, rows.length ? rows : el('tr', {}, el('td', { colspan: 7 }, 'No applications here.'))))),
+      ...(hasRole('admin') ? await flaggedProvidersSection() : [])];
   },
 };
+
+// Admins: providers whose benchmark checks failed repeatedly (issue 21), newest first.
+async function flaggedProvidersSection() {
+  const r = await api('GET', '/v1/admin/providers/flagged');
+  const items = r.ok ? r.data.providers : [];
+  return [el('h2', { id: 'flagged-h' }, 'Providers flagged by benchmark checks'),
+    el('p', { class: 'muted' }, 'Three or more failed challenges or telemetry checks: their GPUs are delisted; ' +
+      'look at their machines’ Benchmarks tabs before they are trusted again.'),
+    !r.ok ? el('p', { class: 'form-error' }, 'Could not load the flagged providers.')
+      : scrollBox(el('table', { class: 'table', 'aria-labelledby': 'flagged-h' },
+        el('thead', {}, el('tr', {}, ['Provider', 'Failed checks', 'Flagged', 'Reason']
+          .map((h) => el('th', { scope: 'col' }, h)))),
+        el('tbody', {}, items.length ? items.map((p) => el('tr', {},
+          el('td', {}, p.email, el('br'), el('span', { class: 'muted' }, p.provider_id)),
+          el('td', {}, String(p.challenge_failures)),
+          el('td', {}, fmtTime(new Date(p.flagged_at_ms).toISOString())),
+          el('td', {}, p.reason || '')))
+          : el('tr', {}, el('td', { colspan: 4 }, 'No provider is flagged.')))))];
+}
 
 // ---- helpers shared by the onboarding pages ----
 

@@ -2,7 +2,8 @@
 // #/benchmarks, and each machine's Benchmarks tab (#/machines/ID/benchmarks): per machine
 // and GPU, the latest run against the model's reference (bars), the performance score's
 // history (a uPlot line chart), the listing state with the delist reason and recommendation,
-// and the rate-limited "Re-run benchmarks" button.
+// the checks of its figures (challenges, telemetry, spot checks), and the rate-limited "Re-run
+// benchmarks" button.
 // The CSP forbids inline styles, so every size of the bars is an SVG attribute.
 'use strict';
 
@@ -130,7 +131,28 @@
       : el('span', { class: 'badge danger' }, 'Delisted');
   }
 
-  function gpuCard(machine, gpu) {
+  const CHECK_NAMES = { gemm: 'GEMM', vram: 'VRAM', telemetry: 'Telemetry' };
+  const CHECK_STATUS = { passed: 'Passed', wrong: 'Failed: wrong answer', late: 'Failed: late',
+    unanswered: 'Failed: unanswered', issued: 'Waiting for the answer', filled: 'Waiting for the digests' };
+
+  // The checks of the figures (issue 21): each run's GEMM, VRAM and telemetry checks and the spot checks
+  // since, for this GPU, newest first, as GET …/benchmarks lists them.
+  function checksTable(gpu, runs) {
+    const checks = runs.flatMap((run) => (run.challenges || []).filter((c) => c.gpu_uuid === gpu.uuid))
+      .sort((a, b) => b.issued_at_ms - a.issued_at_ms || (a.id < b.id ? -1 : 1)).slice(0, 12);
+    if (checks.length === 0) return el('p', { class: 'muted' }, 'No checks yet: they come with each benchmark run.');
+    return el('table', { class: 'bench-checks', 'aria-label': `GPU ${gpu.index} checks` },
+      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Check'), el('th', { scope: 'col' }, 'When'),
+        el('th', { scope: 'col' }, 'Outcome'), el('th', { scope: 'col' }, 'Detail'))),
+      el('tbody', {}, ...checks.map((c) => el('tr', { 'data-status': c.status, 'data-kind': c.kind },
+        el('td', {}, `${CHECK_NAMES[c.kind] || c.kind} ${c.kind === 'telemetry' ? 'check' : c.origin === 'spot' ? 'spot check' : 'challenge'}`),
+        el('td', {}, fmtMs(c.issued_at_ms)),
+        el('td', { class: c.status === 'passed' ? 'ok' : ['issued', 'filled'].includes(c.status) ? 'muted' : 'danger' },
+          CHECK_STATUS[c.status] || c.status),
+        el('td', {}, c.result || '')))));
+  }
+
+  function gpuCard(machine, gpu, runs) {
     const title = `GPU ${gpu.index} · ${gpu.model || gpu.name}`;
     const hid = `bench-${machine.id}-${gpu.index}`;
     return el('section', { class: 'card bench-gpu', 'aria-labelledby': hid },
@@ -149,7 +171,9 @@
       el('h4', {}, 'Latest run against the reference'),
       gpu.latest ? barChart(gpu) : el('p', { class: 'muted' }, 'No completed run yet.'),
       el('h4', {}, 'Performance score history'),
-      historyChart(gpu));
+      historyChart(gpu),
+      el('h4', {}, 'Checks of the figures'),
+      checksTable(gpu, runs));
   }
 
   async function rerunAnswer(machine, button, status) {
@@ -193,7 +217,7 @@
         `${fmtMs(open.requested_at_ms)}.`) : '',
       !bench ? el('p', { class: 'form-error' }, 'Could not load the benchmarks of this machine.')
         : bench.gpus.length === 0 ? el('p', { class: 'muted' }, 'This machine reports no GPUs.')
-          : bench.gpus.map((g) => gpuCard(machine, g)));
+          : bench.gpus.map((g) => gpuCard(machine, g, bench.runs)));
   }
 
   // The Benchmarks tab of one machine's page (#/machines/ID/benchmarks, machines.js): the same section.

@@ -294,7 +294,7 @@ core::Status Runner::take_heartbeat() {
 
 void Runner::handle_commands(const std::vector<protocol::Command>& commands) {
   for (const auto& c : commands) {
-    if (c.type != protocol::kRunBenchmark) {
+    if (c.type != protocol::kRunBenchmark && c.type != protocol::kSpotCheck) {
       util::log_event("info", "command not handled by this agent version", {{"command", c.to_json()}});
       continue;
     }
@@ -302,6 +302,13 @@ void Runner::handle_commands(const std::vector<protocol::Command>& commands) {
       bench::BenchRunConfig bc{cfg_.server_url,        cfg_.api_key,       cfg_.ca_file, state_.data_dir(),
                                cfg_.bench_storage_mib, cfg_.bench_net_mib, cfg_.test_lie};
       bench_.emplace(backend_, backend_mu_, std::move(bc));
+    }
+    if (c.type == protocol::kSpotCheck) {
+      if (!bench_->start_spot_check(c, gpus_, state_.identity().machine_id)) {
+        util::log_event("warn", "a spot check came while a benchmark run is going; it is left unanswered",
+                        {{"challenges", c.challenges.size()}});
+      }
+      continue;
     }
     if (!bench_->start(c, gpus_, state_.identity().machine_id)) {
       util::log_event("warn", "a benchmark run is already going; the new request waits for the next one",

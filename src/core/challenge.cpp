@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/clock_events.hpp"
+
 namespace gpunex::core::challenge {
 
 namespace {
@@ -285,6 +287,37 @@ Outcome judge_vram(std::uint64_t fill_seed, const std::vector<std::uint64_t>& sl
     if (digests[i] != vram_slice_digest(fill_seed, slices[i], slice_words)) return Outcome::wrong;
   }
   return elapsed_s <= allowed_s ? Outcome::passed : Outcome::late;
+}
+
+double needed_power_w(double claimed_tflops, double peak_tflops, double tdp_w, double slack) {
+  if (peak_tflops <= 0 || tdp_w <= 0 || slack <= 0) return 0;
+  return claimed_tflops / (peak_tflops / tdp_w * slack);
+}
+
+TelemetryVerdict judge_telemetry(double claimed_tflops, double peak_tflops, double tdp_w,
+                                 const std::vector<bench::TelemetryPoint>& during, double slack) {
+  TelemetryVerdict v;
+  v.needed_w = needed_power_w(claimed_tflops, peak_tflops, tdp_w, slack);
+  if (v.needed_w <= 0) return v;
+  bool any_power = false, all_idle = !during.empty();
+  for (const auto& p : during) {
+    if (p.power_w) {
+      any_power = true;
+      v.measured_w = std::max(v.measured_w, *p.power_w);
+    }
+    if (!(p.clock_event_bits & clock_event::gpu_idle)) all_idle = false;
+  }
+  if (!any_power) {
+    v.consistent = false;
+    v.cause = "telemetry_missing";
+  } else if (all_idle) {
+    v.consistent = false;
+    v.cause = "telemetry_idle";
+  } else if (v.measured_w < v.needed_w) {
+    v.consistent = false;
+    v.cause = "telemetry_power";
+  }
+  return v;
 }
 
 }  // namespace gpunex::core::challenge

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/benchmark_report.hpp"
+
 namespace gpunex::core::challenge {
 
 //! SHA-256 of `data` (FIPS 180-4).
@@ -115,4 +117,24 @@ Outcome judge_gemm(const Seeds& seeds, std::size_t n, const Matrix& c, double el
 //! A VRAM answer judged: one digest per picked slice, each as vram_slice_digest gives it.
 Outcome judge_vram(std::uint64_t fill_seed, const std::vector<std::uint64_t>& slices, std::uint64_t slice_words,
                    const std::vector<std::string>& digests, double elapsed_s, double allowed_s);
+
+//! Telemetry consistency: the power, clocks and clock events a GPU reported while it ran the case its
+//! claimed FP16 tensor figure comes from must be those of a GPU doing that work ("no 400 TFLOP/s at 30 W").
+//! No GPU does more FP16 tensor work per watt than its model's datasheet peak over its TDP; `slack` (2 by
+//! default) covers a card that reaches its figure below TDP, so only figures the power cannot explain fail.
+struct TelemetryVerdict {
+  bool consistent = true;
+  std::string cause;        // empty, or "telemetry_missing", "telemetry_idle", "telemetry_power"
+  double measured_w = 0;    // the highest power read during the case
+  double needed_w = 0;      // the least power the claimed figure needs
+};
+inline constexpr double kPowerSlack = 2.0;
+//! The least power (W) at which `claimed_tflops` is possible for a model of `peak_tflops` at `tdp_w`.
+double needed_power_w(double claimed_tflops, double peak_tflops, double tdp_w, double slack = kPowerSlack);
+//! Judges the samples taken during the case (TelemetryPoint::during == its key): inconsistent when none
+//! carries a power reading, when every one says the GPU was idle (clock event gpu_idle), or when the
+//! highest power is below needed_power_w. Consistent when the model's peak or TDP is unknown (nothing to
+//! compare with).
+TelemetryVerdict judge_telemetry(double claimed_tflops, double peak_tflops, double tdp_w,
+                                 const std::vector<bench::TelemetryPoint>& during, double slack = kPowerSlack);
 }  // namespace gpunex::core::challenge

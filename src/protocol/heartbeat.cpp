@@ -182,6 +182,11 @@ nlohmann::json Command::to_json() const {
   nlohmann::json j = {{"type", type}};
   if (run_id) j["run_id"] = *run_id;
   if (reason) j["reason"] = *reason;
+  if (!challenges.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& c : challenges) list.push_back(c.to_json());
+    j["challenges"] = std::move(list);
+  }
   return j;
 }
 
@@ -225,7 +230,9 @@ HeartbeatReply parse_heartbeat_reply(const nlohmann::json& body) {
   };
   if (body.contains("commands") && body["commands"].is_array()) {
     for (const auto& c : body["commands"]) {
-      reply.commands.push_back(Command{text(c, "type").value_or(""), text(c, "run_id"), text(c, "reason")});
+      Command cmd{text(c, "type").value_or(""), text(c, "run_id"), text(c, "reason"), {}};
+      if (c.is_object() && c.contains("challenges")) cmd.challenges = parse_challenge_specs(c["challenges"]);
+      reply.commands.push_back(std::move(cmd));
     }
   }
   if (body.contains("heartbeat_interval_s") && body["heartbeat_interval_s"].is_number_unsigned()) {

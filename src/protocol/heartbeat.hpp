@@ -13,6 +13,7 @@
 
 #include "core/clock_events.hpp"
 #include "core/result.hpp"
+#include "protocol/challenge.hpp"
 #include "protocol/version.hpp"
 
 namespace gpunex::protocol {
@@ -75,13 +76,17 @@ struct HeartbeatRequest {
 //! One command in a heartbeat reply. This version defines run_benchmark; an agent logs and skips
 //! any other type, so the server can add commands without breaking older agents.
 struct Command {
-  std::string type;                   // kRunBenchmark
+  std::string type;                   // kRunBenchmark | kSpotCheck
   std::optional<std::string> run_id;  // run_benchmark: the server's id, sent back with the results
   std::optional<std::string> reason;  // run_benchmark: why the server asks
+  std::vector<ChallengeSpec> challenges;  // spot_check: answered as a run's challenges are
   nlohmann::json to_json() const;
   bool operator==(const Command&) const = default;
 };
 inline constexpr std::string_view kRunBenchmark = "run_benchmark";
+//! Challenges at a random time while a GPU is listed and idle (issue 21): the same exchange as after a run
+//! (protocol/challenge.hpp), so figures that held in the run must hold at any time.
+inline constexpr std::string_view kSpotCheck = "spot_check";
 
 struct HeartbeatReply {
   std::vector<Command> commands;

@@ -727,6 +727,14 @@ ALTER TABLE providers ADD COLUMN challenge_failures BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE providers ADD COLUMN review_flagged_at BIGINT;
 ALTER TABLE providers ADD COLUMN review_reason TEXT;
 )sql"},
+      // Migration 17: challenges also come at random times while a GPU is listed and idle ("spot"
+      // checks, with the run whose figures they check), and the telemetry check of each run is kept
+      // beside them. machines.spot_check_at is when the machine's next spot check is due.
+      {17, "benchmarks: spot checks of listed GPUs, telemetry checks",
+       R"sql(
+ALTER TABLE benchmark_challenges ADD COLUMN origin TEXT NOT NULL DEFAULT 'run';
+ALTER TABLE machines ADD COLUMN spot_check_at BIGINT;
+)sql"},
   };
   return list;
 }

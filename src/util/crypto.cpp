@@ -13,6 +13,12 @@ void init_crypto() {
   if (sodium_init() < 0) throw std::runtime_error("libsodium failed to initialise");
 }
 
+double random_unit() {
+  std::uint64_t r = 0;
+  randombytes_buf(&r, sizeof r);
+  return static_cast<double>(r >> 11) / static_cast<double>(std::uint64_t{1} << 53);
+}
+
 std::string random_token(std::size_t n_bytes) {
   std::vector<unsigned char> buf(n_bytes);
   randombytes_buf(buf.data(), buf.size());

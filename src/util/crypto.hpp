@@ -14,6 +14,8 @@ namespace gpunex::util {
 void init_crypto();
 //! n random bytes, encoded base64url without padding.
 std::string random_token(std::size_t n_bytes);
+//! Uniform in [0, 1), 53 random bits from the OS's CSPRNG (libsodium): for times an outsider must not guess.
+double random_unit();
 //! A new opaque id such as "usr_3f9a..." (prefix + 20 random hex chars).
 std::string new_id(std::string_view prefix);
 //! Lower-case hex SHA-256 of the input.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/clock_events.hpp"
 #include "util/crypto.hpp"
 
 namespace gpunex {
@@ -198,6 +199,46 @@ TEST(Challenge, SimulatedGemmSizeTracksTheClaimedSpeed) {
   const double t = 2.0 * static_cast<double>(n * n * n) / (300e12 * kSimDilation);
   EXPECT_GT(t, 0.5);
   EXPECT_LT(t, 2.0);
+}
+
+
+bench::TelemetryPoint reading(std::optional<double> power_w, std::uint64_t bits = 0) {
+  bench::TelemetryPoint p;
+  p.during = "compute.fp16_tensor";
+  p.power_w = power_w;
+  p.sm_clock_mhz = 1700;
+  p.clock_event_bits = bits;
+  return p;
+}
+
+TEST(Challenge, TelemetryMustExplainTheClaimedFigure) {
+  // H100 SXM: 989.5 TFLOP/s at 700 W, so at most 2 · 1.414 TFLOP/s per watt.
+  const double peak = 989.5, tdp = 700;
+  EXPECT_NEAR(needed_power_w(989.5, peak, tdp), 350.0, 1e-9);
+  EXPECT_NEAR(needed_power_w(400, peak, tdp, 1.0), 400.0 / (peak / tdp), 1e-9);
+  // A healthy card: ~790 TFLOP/s with its power near TDP, the first sample before it ramped.
+  auto ok = judge_telemetry(790, peak, tdp, {reading(95, clock_event::gpu_idle), reading(640), reading(688)});
+  EXPECT_TRUE(ok.consistent) << ok.cause;
+  EXPECT_EQ(ok.measured_w, 688);
+  // The example: 400 TFLOP/s at 30 W.
+  auto low = judge_telemetry(400, peak, tdp, {reading(30), reading(31)});
+  EXPECT_FALSE(low.consistent);
+  EXPECT_EQ(low.cause, "telemetry_power");
+  EXPECT_EQ(low.measured_w, 31);
+  EXPECT_NEAR(low.needed_w, 400.0 / (peak / tdp * kPowerSlack), 1e-9);
+  // Just enough power passes, just below fails: the bound is the only line.
+  const double need = needed_power_w(500, peak, tdp);
+  EXPECT_TRUE(judge_telemetry(500, peak, tdp, {reading(need)}).consistent);
+  EXPECT_FALSE(judge_telemetry(500, peak, tdp, {reading(need - 0.5)}).consistent);
+  // Every sample idle: no work was done, whatever the power says.
+  auto idle = judge_telemetry(500, peak, tdp, {reading(600, clock_event::gpu_idle), reading(600, clock_event::gpu_idle)});
+  EXPECT_EQ(idle.cause, "telemetry_idle");
+  // No power at all (or no samples): nothing shows the work.
+  EXPECT_EQ(judge_telemetry(500, peak, tdp, {reading(std::nullopt)}).cause, "telemetry_missing");
+  EXPECT_EQ(judge_telemetry(500, peak, tdp, {}).cause, "telemetry_missing");
+  // A model without a known TDP or peak: nothing to compare with.
+  EXPECT_TRUE(judge_telemetry(500, peak, 0, {}).consistent);
+  EXPECT_TRUE(judge_telemetry(500, 0, tdp, {}).consistent);
 }
 
 }  // namespace

@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <random>
 
+#include "agent/bench/backend_targets.hpp"
 #include "agent/bench/challenge_solver.hpp"
 #include "core/benchmark.hpp"
 #include "core/challenge.hpp"
 #include "core/gpu_catalog.hpp"
+#include "gpu/sim/sim_backend.hpp"
 #include "server/fleet/challenges.hpp"
 
 namespace gpunex {
@@ -28,14 +30,17 @@ constexpr int kTrials = 300;
 constexpr double kOverheadS = 0.25;
 constexpr std::int64_t kMemoryMib = 2048;  // small, so that 300 fills stay quick
 
+const core::GpuModel* catalog_model(const std::string& model_id) {
+  for (const auto& m : core::builtin_catalog()) {
+    if (m.id == model_id) return &m;
+  }
+  return nullptr;
+}
+
 //! A simulated GPU of a catalog model at its expected FP16 tensor speed.
 double true_tflops(const std::string& model_id) {
-  for (const auto& m : core::builtin_catalog()) {
-    if (m.id == model_id) {
-      return *core::bench::expected_figure(core::bench::model_spec(m), core::bench::Metric::fp16_tensor, {});
-    }
-  }
-  return 0;
+  const auto* m = catalog_model(model_id);
+  return m ? *core::bench::expected_figure(core::bench::model_spec(*m), core::bench::Metric::fp16_tensor, {}) : 0;
 }
 
 struct Trials {
@@ -125,6 +130,58 @@ TEST(ChallengeTrials, AReplayedAnswerIsWrong) {
   const auto r = run_trials(LieMode::replay, "L40S");
   EXPECT_GE(r.gemm_failed, kCaughtAtLeast);
   EXPECT_GE(r.vram_failed, kCaughtAtLeast);
+}
+
+// The telemetry check: the readings the agent's own sampler takes on a simulated GPU during its FP16 tensor
+// case (agent/bench/backend_targets, three per case as a short case gives), judged as the server judges a
+// run's (core::challenge::judge_telemetry against the model's peak and TDP), a fresh second each trial.
+std::int64_t g_fake_ms = 0;
+std::int64_t fake_clock() { return g_fake_ms += 1000; }
+
+int telemetry_failures(const std::string& model, const std::string& faults, bool idle, double claim_factor) {
+  auto machine = gpu::sim::parse_machine_toml("[[gpu]]\nmodel = \"" + model + "\"\n" + faults, "trials");
+  EXPECT_TRUE(machine) << (machine ? "" : machine.error().message);
+  if (!machine) return -1;
+  gpu::sim::SimBackend backend(*machine, "trials-" + model);
+  backend.set_clock(&fake_clock);
+  auto gpus = backend.list_gpus();
+  EXPECT_TRUE(gpus);
+  std::mutex mu;
+  const auto targets = agent::bench::gpu_targets(backend, *gpus, mu, idle);
+  const auto* m = catalog_model(model);
+  const auto& target = targets.at(0);
+  // What the honest run reports: the expected figure, derated by the simulated faults as the agent's suite does.
+  const double claimed = true_tflops(model) * target.sim_perf_factor * target.sim_compute_derate * claim_factor;
+  int failed = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    std::vector<core::bench::TelemetryPoint> during;
+    for (int k = 0; k < 3; ++k) during.push_back(*target.sample());
+    failed += !cc::judge_telemetry(claimed, m->fp16_tensor_tflops.value_or(0), m->tdp_w.value_or(0), during).consistent;
+  }
+  std::printf("  telemetry %-9s %-24s idle=%d claim x%.1f: inconsistent %3d/%d\n", model.c_str(),
+              faults.empty() ? "(no faults)" : faults.substr(0, faults.size() - 1).c_str(), idle, claim_factor, failed,
+              kTrials);
+  return failed;
+}
+
+TEST(ChallengeTrials, HonestTelemetryIsNeverFlagged) {
+  for (const std::string model : {"H100-SXM", "L40S", "RTX-4090"}) {
+    for (const std::string faults : {"", "power_cap = true\n", "thermal_throttle = true\n", "perf_factor = 0.7\n"}) {
+      EXPECT_EQ(telemetry_failures(model, faults, false, 1.0), 0) << model << faults;
+    }
+  }
+}
+
+TEST(ChallengeTrials, FiguresWithIdleTelemetryAreCaught) {
+  for (const std::string model : {"H100-SXM", "L40S", "RTX-4090"}) {
+    EXPECT_GE(telemetry_failures(model, "", true, 1.0), kCaughtAtLeast) << model;
+  }
+}
+
+TEST(ChallengeTrials, InflatedFiguresOutrunTheirPower) {
+  for (const std::string model : {"H100-SXM", "L40S", "RTX-4090"}) {
+    EXPECT_GE(telemetry_failures(model, "", false, agent::bench::kInflateFactor), kCaughtAtLeast) << model;
+  }
 }
 
 }  // namespace

@@ -287,8 +287,17 @@ TEST(ProtocolRoundTrip, HeartbeatRequest) {
 
 TEST(ProtocolRoundTrip, HeartbeatReplyAndCommands) {
   HeartbeatReply sent;
-  sent.commands = {Command{std::string(kRunBenchmark), "run_1", "first_registration"},
-                   Command{"start_job", std::nullopt, std::nullopt}};
+  ChallengeSpec gemm;
+  gemm.id = "chl_1";
+  gemm.kind = std::string(kGemmChallenge);
+  gemm.gpu_uuid = "GPU-1";
+  gemm.allowed_s = 1.5;
+  gemm.seed_a = 0xfedcba9876543210ULL;
+  gemm.seed_b = 7;
+  gemm.n = 128;
+  sent.commands = {Command{std::string(kRunBenchmark), "run_1", "first_registration", {}},
+                   Command{std::string(kSpotCheck), std::nullopt, std::nullopt, {gemm}},
+                   Command{"start_job", std::nullopt, std::nullopt, {}}};
   sent.heartbeat_interval_s = 15;
   EXPECT_EQ(parse_heartbeat_reply(sent.to_json()), sent);
   HeartbeatReply dup;

@@ -32,7 +32,7 @@ std::optional<core::bench::ModelSpec> catalog_spec(const protocol::GpuInfo& info
 }
 
 std::vector<GpuTarget> gpu_targets(gpu::GpuBackend& backend, const std::vector<protocol::GpuInfo>& gpus,
-                                   std::mutex& backend_mutex) {
+                                   std::mutex& backend_mutex, bool idle_telemetry) {
   std::vector<GpuTarget> out;
   const auto cuda = cuda_targets();
   auto* sim = dynamic_cast<gpu::sim::SimBackend*>(&backend);
@@ -62,9 +62,10 @@ std::vector<GpuTarget> gpu_targets(gpu::GpuBackend& backend, const std::vector<p
       std::lock_guard lock(backend_mutex);
       if (auto s = backend.sample(index); s && s->ecc_uncorrected) t.ecc_uncorrected = *s->ecc_uncorrected;
     }
-    t.sample = [&backend, &backend_mutex, index]() -> std::optional<core::bench::TelemetryPoint> {
+    const auto load = idle_telemetry ? gpu::sim::SimBackend::Load::idle : gpu::sim::SimBackend::Load::busy;
+    t.sample = [&backend, &backend_mutex, sim, index, load]() -> std::optional<core::bench::TelemetryPoint> {
       std::lock_guard lock(backend_mutex);
-      auto s = backend.sample(index);
+      auto s = sim ? sim->sample_under(index, load) : backend.sample(index);
       if (!s) return std::nullopt;
       core::bench::TelemetryPoint p;
       p.at_ms = s->at_ms;

@@ -46,18 +46,17 @@ core::Result<protocol::ChallengeReply> post_answer(util::HttpClient& client, con
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> answer_challenges(const nlohmann::json& results_reply,
+std::vector<std::pair<std::string, std::string>> answer_challenges(const std::vector<protocol::ChallengeSpec>& specs,
                                                                    const std::vector<GpuTarget>& targets,
                                                                    const std::string& machine_id,
-                                                                   const BenchRunConfig& config) {
+                                                                   const BenchRunConfig& config, LieMode lie) {
   const auto t0 = Clock::now();
   std::vector<std::pair<std::string, std::string>> out;
-  if (!results_reply.is_object() || !results_reply.contains("challenges")) return out;
-  const auto specs = protocol::parse_challenge_specs(results_reply["challenges"]);
+  if (specs.empty()) return out;
   util::HttpClientOptions opts;
   opts.ca_file = config.ca_file;
   util::HttpClient client(config.server_url, opts);
-  ChallengeSolver solver(config.lie, static_cast<std::uint64_t>(t0.time_since_epoch().count()));
+  ChallengeSolver solver(lie, static_cast<std::uint64_t>(t0.time_since_epoch().count()));
   const auto target_of = [&](const std::string& uuid) -> const GpuTarget* {
     for (const auto& t : targets) {
       if (t.uuid == uuid) return &t;
@@ -75,7 +74,7 @@ std::vector<std::pair<std::string, std::string>> answer_challenges(const nlohman
         out.emplace_back(spec.id, "error: not a GPU of this machine");
         continue;
       }
-      const auto target = challenge_target(*g, config.lie);
+      const auto target = challenge_target(*g, lie);
       protocol::ChallengeAnswer a;
       a.machine_id = machine_id;
       a.challenge_id = spec.id;
@@ -117,15 +116,36 @@ BackgroundBench::~BackgroundBench() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool BackgroundBench::start(const protocol::Command& command, const std::vector<protocol::GpuInfo>& gpus,
-                            const std::string& machine_id) {
+bool BackgroundBench::begin() {
   if (running_.load()) return false;
   if (thread_.joinable()) thread_.join();
-  const std::optional<std::string> run_id = command.run_id;
   running_ = true;
+  return true;
+}
+
+bool BackgroundBench::start_spot_check(const protocol::Command& command, const std::vector<protocol::GpuInfo>& gpus,
+                                       const std::string& machine_id) {
+  if (!begin()) return false;
+  thread_ = std::thread([this, specs = command.challenges, gpus, machine_id] {
+    util::log_event("info", "spot check started", {{"challenges", specs.size()}});
+    const auto targets = gpu_targets(backend_, gpus, backend_mutex_);
+    // Under the test-only `bait` lie, the GPU answering now is not the one benchmarked.
+    const LieMode lie = config_.lie == LieMode::bait ? LieMode::random : config_.lie;
+    for (const auto& [id, outcome] : answer_challenges(specs, targets, machine_id, config_, lie)) {
+      util::log_event(outcome == "passed" ? "info" : "warn", "spot check " + outcome, {{"challenge_id", id}});
+    }
+    running_ = false;
+  });
+  return true;
+}
+
+bool BackgroundBench::start(const protocol::Command& command, const std::vector<protocol::GpuInfo>& gpus,
+                            const std::string& machine_id) {
+  if (!begin()) return false;
+  const std::optional<std::string> run_id = command.run_id;
   thread_ = std::thread([this, gpus, machine_id, run_id] {
     util::log_event("info", "benchmark run started", {{"run_id", run_id.value_or("")}});
-    auto targets = gpu_targets(backend_, gpus, backend_mutex_);
+    auto targets = gpu_targets(backend_, gpus, backend_mutex_, config_.lie == LieMode::idle);
     SuiteOptions so;
     so.storage.dir = config_.data_dir;
     so.storage.file_bytes = static_cast<std::uint64_t>(config_.storage_mib) << 20;
@@ -155,7 +175,11 @@ bool BackgroundBench::start(const protocol::Command& command, const std::vector<
     auto sent = submit_report(report, config_.server_url, config_.api_key, config_.ca_file);
     if (sent) {
       util::log_event("info", "benchmark results accepted", {{"run_id", run_id.value_or("")}, {"server", *sent}});
-      for (const auto& [id, outcome] : answer_challenges(*sent, targets, machine_id, config_)) {
+      const auto specs = sent->is_object() && sent->contains("challenges")
+                             ? protocol::parse_challenge_specs((*sent)["challenges"])
+                             : std::vector<protocol::ChallengeSpec>{};
+      const LieMode lie = config_.lie == LieMode::bait ? LieMode::none : config_.lie;
+      for (const auto& [id, outcome] : answer_challenges(specs, targets, machine_id, config_, lie)) {
         util::log_event(outcome == "passed" ? "info" : "warn", "benchmark challenge " + outcome,
                         {{"run_id", run_id.value_or("")}, {"challenge_id", id}});
       }

@@ -29,12 +29,13 @@ struct BenchRunConfig {
   LieMode lie = LieMode::none;  // tests only: `run --test-lie MODE`
 };
 
-//! Answers the challenges in a results' reply (protocol/challenge.hpp): every GEMM first, timed from when
-//! the reply came, then every VRAM fill. Returns each challenge's outcome by id ("passed", "wrong", "late",
-//! or the error that kept it from being answered).
+//! Answers challenges (protocol/challenge.hpp), those in a results' reply or a spot check's: every GEMM
+//! first, timed from when they came, then every VRAM fill. `lie` is the test-only lying agent's mode for
+//! these challenges. Returns each challenge's outcome by id ("passed", "wrong", "late", or the error that
+//! kept it from being answered).
 std::vector<std::pair<std::string, std::string>> answer_challenges(
-    const nlohmann::json& results_reply, const std::vector<GpuTarget>& targets, const std::string& machine_id,
-    const BenchRunConfig& config);
+    const std::vector<protocol::ChallengeSpec>& specs, const std::vector<GpuTarget>& targets,
+    const std::string& machine_id, const BenchRunConfig& config, LieMode lie);
 
 class BackgroundBench {
  public:
@@ -47,6 +48,9 @@ class BackgroundBench {
   //! Starts the run a `run_benchmark` command asks for, unless one is running (then false).
   bool start(const protocol::Command& command, const std::vector<protocol::GpuInfo>& gpus,
              const std::string& machine_id);
+  //! Answers a `spot_check` command's challenges, unless a run or another check is going (then false).
+  bool start_spot_check(const protocol::Command& command, const std::vector<protocol::GpuInfo>& gpus,
+                        const std::string& machine_id);
   bool running() const { return running_.load(); }
 
  private:
@@ -56,6 +60,8 @@ class BackgroundBench {
   std::atomic<bool> running_{false};
   std::atomic<bool> cancel_{false};  // set by the destructor: the agent is stopping
   std::thread thread_;
+
+  bool begin();  // false while busy; else joins the last thread and marks running
 };
 
 }  // namespace gpunex::agent::bench

@@ -26,7 +26,8 @@ std::uint64_t next(std::uint64_t& s) {
 }  // namespace
 
 std::optional<LieMode> parse_lie_mode(std::string_view text) {
-  for (auto m : {LieMode::none, LieMode::inflate, LieMode::random, LieMode::smaller, LieMode::vram, LieMode::replay}) {
+  for (auto m : {LieMode::none, LieMode::inflate, LieMode::random, LieMode::smaller, LieMode::vram, LieMode::replay,
+                 LieMode::idle, LieMode::bait}) {
     if (lie_mode_name(m) == text) return m;
   }
   return std::nullopt;
@@ -46,6 +47,10 @@ std::string_view lie_mode_name(LieMode m) {
       return "vram";
     case LieMode::replay:
       return "replay";
+    case LieMode::idle:
+      return "idle";
+    case LieMode::bait:
+      return "bait";
   }
   return "none";
 }

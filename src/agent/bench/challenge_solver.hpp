@@ -27,6 +27,8 @@ enum class LieMode {
   smaller,  // computes the product of the matrices' top-left half, padded with zeros
   vram,     // registers twice the memory it has, fills what it has
   replay,   // answers each challenge with its previous answer of that kind
+  idle,     // reports figures with the telemetry of an idle GPU (figures it did not measure), answers honestly
+  bait,     // honest in requested runs; once listed, answers spot checks at random (a GPU swapped after its run)
 };
 std::optional<LieMode> parse_lie_mode(std::string_view text);
 std::string_view lie_mode_name(LieMode m);

@@ -276,7 +276,9 @@ core::Result<std::vector<protocol::GpuInfo>> SimBackend::list_gpus() {
   return out;
 }
 
-core::Result<GpuSample> SimBackend::sample(unsigned index) {
+core::Result<GpuSample> SimBackend::sample(unsigned index) { return sample_under(index, Load::drift); }
+
+core::Result<GpuSample> SimBackend::sample_under(unsigned index, Load load) {
   if (index >= machine_.gpus.size()) {
     return Error::make(ErrorCode::not_found, "no simulated GPU " + std::to_string(index));
   }
@@ -298,7 +300,9 @@ core::Result<GpuSample> SimBackend::sample(unsigned index) {
   const double minutes = static_cast<double>(s.at_ms) / 60000.0;
   const double wave = 0.5 + 0.5 * std::sin(minutes / 10.0 * 2.0 * M_PI + static_cast<double>(base % 628) / 100.0);
   const double noise = unit(base ^ static_cast<std::uint64_t>(s.at_ms / 1000));
-  double util = std::clamp(wave * 90.0 + noise * 10.0, 0.0, 100.0);
+  double util = load == Load::busy   ? 95.0 + noise * 5.0
+                : load == Load::idle ? noise * 2.0
+                                     : std::clamp(wave * 90.0 + noise * 10.0, 0.0, 100.0);
   s.util_gpu_pct = static_cast<unsigned>(util);
   s.util_mem_pct = static_cast<unsigned>(util * 0.6);
   s.memory_used_mib = static_cast<std::int64_t>(e.memory_mib * (0.02 + 0.7 * util / 100.0));

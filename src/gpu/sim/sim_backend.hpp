@@ -75,6 +75,12 @@ class SimBackend final : public GpuBackend {
 
   core::Result<std::vector<protocol::GpuInfo>> list_gpus() override;
   core::Result<GpuSample> sample(unsigned index) override;
+  //! How loaded a sample shows the GPU: `drift` is sample()'s slow wave, like a card in use now and then;
+  //! `busy` is a card running a benchmark case (utilisation near 100%, power near TDP, high clocks), as a
+  //! real card's NVML readings are during a GEMM; `idle` is a card doing nothing (the test-only lying agent
+  //! that reports figures it did not measure).
+  enum class Load { drift, busy, idle };
+  core::Result<GpuSample> sample_under(unsigned index, Load load);
   bool simulated() const override { return true; }
   std::string describe() const override;
 

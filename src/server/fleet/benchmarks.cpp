@@ -62,6 +62,7 @@ BenchmarkSettings benchmark_settings(const Config& c) {
   s.policy.min_quality_ratio = c.benchmark_min_quality_pct / 100.0;
   s.policy.host_ram_per_vram = c.benchmark_host_ram_pct / 100.0;
   s.challenges.require_answers = c.require_challenge_answers;
+  s.challenges.spot_check_mean_ms = static_cast<std::int64_t>(c.spot_check_interval_s) * 1000;
   s.challenges.base_url = s.base_url;
   return s;
 }
@@ -130,7 +131,10 @@ nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const B
   expire_challenges(tx, machine_id, s.challenges, now);
   nlohmann::json cmds = nlohmann::json::array();
   auto r = repo.oldest_requested(machine_id);
-  if (!r) return cmds;
+  if (!r) {
+    if (auto spot = spot_check_command(tx, machine_id, s.challenges, now)) cmds.push_back(std::move(*spot));
+    return cmds;
+  }
   repo.mark_delivered(r->id, now);
   cmds.push_back({{"type", "run_benchmark"}, {"run_id", r->id}, {"reason", core::run_reason_name(r->reason)}});
   return cmds;
@@ -254,7 +258,7 @@ GpuJudgement judge_gpu(const CheckedRun& run, std::size_t i, const std::vector<c
 //! part of the reply.
 nlohmann::json record_gpu(Tx& tx, const CheckedRun& run, std::size_t i, const GpuJudgement& j,
                           const std::string& run_id, const std::string& provider_id, const std::string& link,
-                          std::int64_t now) {
+                          bool verify_first, std::int64_t now) {
   BenchmarksRepo repo(tx);
   const auto& g = run.rep.gpus[i];
   const auto& model = run.models[i];
@@ -275,7 +279,20 @@ nlohmann::json record_gpu(Tx& tx, const CheckedRun& run, std::size_t i, const Gp
     listing.delist_reason = j.failures.front().describe();
     listing.recommendation = j.failures.front().recommendation;
   }
+  // Nothing unverified reaches the market: a GPU not listed now is listed once its challenges pass
+  // (challenges_passed). One listed now stays listed meanwhile; a failed challenge delists it.
+  const bool held = pass && verify_first && was_listed != std::optional<bool>(true);
+  if (held) {
+    listing.listed = false;
+    listing.delist_reason = std::string(kAwaitingChallenges);
+    listing.recommendation = "nothing to do: the agent answers them within seconds, then the GPU is listed";
+  }
   repo.upsert_listing(listing, now);
+  if (held) {
+    return {{"uuid", g.uuid},       {"model", opt_json(model_id)}, {"perf_score", opt_json(j.score)},
+            {"quality_ratio", opt_json(j.quality)}, {"listed", false}, {"awaiting_challenges", true},
+            {"failures", std::move(fj)}};
+  }
 
   const mail::GpuFacts gpu{
       mail::gpu_display_name(run.known.at(g.uuid).index, model ? model->id : g.name, run.machine.hostname), link};
@@ -317,13 +334,20 @@ core::Result<nlohmann::json> record_benchmark_run(Tx& tx, const std::string& pro
   nlohmann::json out_gpus = nlohmann::json::array();
   std::vector<ChallengedGpu> challenged;
   for (std::size_t i = 0; i < run.rep.gpus.size(); ++i) {
-    const auto judged = judge_gpu(run, i, machine_failures, s.policy);
-    out_gpus.push_back(record_gpu(tx, run, i, judged, run_id, provider_id, link, now));
-    // The speed the GEMM challenge is timed by: what the run claims, else what the model promises.
-    std::optional<double> claimed;
-    if (auto f = judged.figures.find(cb::Metric::fp16_tensor); f != judged.figures.end()) claimed = f->second;
-    if (!claimed && run.models[i] && run.specs[i].fp16_tensor_tflops > 0) claimed = run.specs[i].fp16_tensor_tflops;
+    auto judged = judge_gpu(run, i, machine_failures, s.policy);
     const auto& uuid = run.rep.gpus[i].uuid;
+    std::optional<double> reported;
+    if (auto f = judged.figures.find(cb::Metric::fp16_tensor); f != judged.figures.end()) reported = f->second;
+    // The power drawn meanwhile must explain the FP16 tensor figure; if not, the GPU is not listed.
+    const auto& model = run.models[i];
+    const auto telemetry = check_run_telemetry(run.rep.gpus[i], reported, model ? &run.specs[i] : nullptr,
+                                               model ? model->tdp_w : std::nullopt, s.challenges);
+    if (telemetry && !telemetry->consistent) judged.failures.push_back(telemetry_finding(*telemetry, *reported));
+    out_gpus.push_back(record_gpu(tx, run, i, judged, run_id, provider_id, link, s.challenges.require_answers, now));
+    if (telemetry) record_telemetry_check(tx, run_id, run.rep.machine_id, uuid, *reported, *telemetry, s.challenges, now);
+    // The speed the GEMM challenge is timed by: what the run claims, else what the model promises.
+    std::optional<double> claimed = reported;
+    if (!claimed && model && run.specs[i].fp16_tensor_tflops > 0) claimed = run.specs[i].fp16_tensor_tflops;
     challenged.push_back({uuid, claimed, run.known.at(uuid).memory_mib});
   }
   auto challenges =

@@ -7,6 +7,8 @@
 #include "core/benchmark.hpp"
 #include "core/challenge.hpp"
 #include "protocol/challenge.hpp"
+#include "protocol/heartbeat.hpp"
+#include "server/fleet/benchmarks_repo.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "server/mail/templates.hpp"
 #include "server/onboarding/providers.hpp"
@@ -25,10 +27,13 @@ namespace cc = core::challenge;
 constexpr std::string_view kIssued = "issued";  // sent; the answer (or the VRAM fill) is awaited
 constexpr std::string_view kFilled = "filled";  // VRAM filled, slices sent, their digests awaited
 constexpr std::string_view kUnanswered = "unanswered";
+constexpr std::string_view kTelemetry = "telemetry";   // the kind of a run's telemetry check
+constexpr std::string_view kRun = "run";               // origin: issued with a requested run's results
+constexpr std::string_view kSpot = "spot";             // origin: a spot check of a listed, idle GPU
 
 //! A stored challenge, as the checks read it.
 struct ChallengeRow {
-  std::string id, run_id, machine_id, gpu_uuid, kind, status;
+  std::string id, run_id, machine_id, gpu_uuid, kind, status, origin;
   cc::Seeds seeds;
   std::int64_t size = 0, slice_words = 0, allowed_ms = 0, issued_at = 0, deadline_at = 0;
   std::optional<double> claimed_tflops;
@@ -37,7 +42,7 @@ struct ChallengeRow {
 
 const char* kColumns =
     "id, run_id, machine_id, gpu_uuid, kind, status, seed_a, seed_b, seed_verifier, seed_slices, size, "
-    "slice_words, allowed_ms, issued_at, deadline_at, claimed_tflops, slices";
+    "slice_words, allowed_ms, issued_at, deadline_at, claimed_tflops, slices, origin";
 
 std::uint64_t seed_of(const std::string& text) {
   return protocol::parse_seed(text).value_or(0);
@@ -64,6 +69,7 @@ ChallengeRow row_of(const store::Row& r) {
       for (const auto& s : j) c.slices.push_back(s.get<std::uint64_t>());
     }
   }
+  c.origin = r.str(17);
   return c;
 }
 
@@ -83,8 +89,9 @@ std::string round_text(double v, int digits) {
 core::bench::Finding failure_finding(const ChallengeRow& c, cc::Outcome outcome, double elapsed_s, bool unanswered) {
   core::bench::Finding f;
   const bool gemm = c.kind == protocol::kGemmChallenge;
+  const bool spot = c.origin == kSpot;
   f.metric = gemm ? "challenge.gemm" : "challenge.vram";
-  f.label = gemm ? "GEMM challenge" : "VRAM challenge";
+  f.label = std::string(gemm ? "GEMM" : "VRAM") + (spot ? " spot check" : " challenge");
   f.unit = "s";
   f.expected = static_cast<double>(c.allowed_ms) / 1000.0;
   f.measured = elapsed_s;
@@ -117,6 +124,31 @@ core::bench::Finding failure_finding(const ChallengeRow& c, cc::Outcome outcome,
   return f;
 }
 
+//! "GPU 0 (L40S) on rig", as the provider's mails name a GPU.
+std::string gpu_name(MachinesRepo& machines, const std::string& machine_id, const std::string& uuid,
+                     const std::string& hostname) {
+  std::string name = uuid;
+  std::int64_t index = 0;
+  for (const auto& g : machines.present_gpus(machine_id)) {
+    if (g.uuid == uuid) {
+      index = g.index;
+      name = g.model.value_or(g.uuid);
+    }
+  }
+  return mail::gpu_display_name(index, name, hostname);
+}
+
+//! One more failed challenge for the provider; `review_after` of them flag the provider for review.
+void count_failure(Tx& tx, const std::string& provider_id, const std::string& latest, std::int64_t now,
+                   const ChallengeSettings& s) {
+  tx.exec("UPDATE providers SET challenge_failures = challenge_failures + 1 WHERE id = ?", {provider_id});
+  tx.exec(
+      "UPDATE providers SET review_flagged_at = ?, review_reason = ? WHERE id = ? AND review_flagged_at IS NULL AND "
+      "challenge_failures >= ?",
+      {now, std::to_string(s.review_after) + " or more benchmark challenges failed (the latest: " + latest + ")",
+       provider_id, s.review_after});
+}
+
 //! A failed challenge: stored, the GPU delisted with the reason, the provider told and counted.
 void fail(Tx& tx, const ChallengeRow& c, std::string_view status, cc::Outcome outcome, double elapsed_s,
           std::int64_t now, const ChallengeSettings& s) {
@@ -131,32 +163,47 @@ void fail(Tx& tx, const ChallengeRow& c, std::string_view status, cc::Outcome ou
   MachinesRepo machines(tx);
   const auto facts = machines.host_facts(c.machine_id);
   if (!facts) return;
-  std::string name = c.gpu_uuid;
-  std::int64_t index = 0;
-  for (const auto& g : machines.present_gpus(c.machine_id)) {
-    if (g.uuid == c.gpu_uuid) {
-      index = g.index;
-      name = g.model.value_or(g.uuid);
-    }
-  }
   if (auto who = provider_contact(tx, facts->provider_id)) {
-    const mail::GpuFacts gpu{mail::gpu_display_name(index, name, facts->hostname),
+    const mail::GpuFacts gpu{gpu_name(machines, c.machine_id, c.gpu_uuid, facts->hostname),
                              s.base_url + "/#/machines/" + c.machine_id + "/benchmarks"};
     announce(tx, who->user_id, mail::gpu_delisted(gpu, {finding}), std::nullopt, now);
   }
-  tx.exec("UPDATE providers SET challenge_failures = challenge_failures + 1 WHERE id = ?", {facts->provider_id});
-  tx.exec(
-      "UPDATE providers SET review_flagged_at = ?, review_reason = ? WHERE id = ? AND review_flagged_at IS NULL AND "
-      "challenge_failures >= ?",
-      {now,
-       std::to_string(s.review_after) + " or more benchmark challenges failed (the latest: " + finding.label + " " +
-           std::string(status) + " on machine " + c.machine_id + ")",
-       facts->provider_id, s.review_after});
+  count_failure(tx, facts->provider_id, finding.label + " " + std::string(status) + " on machine " + c.machine_id, now,
+                s);
 }
 
-void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now) {
+void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now, const ChallengeSettings& s) {
   tx.exec("UPDATE benchmark_challenges SET status = 'passed', answered_at = ?, result = ? WHERE id = ?",
           {now, "answered in " + round_text(elapsed_s, 3) + " s", c.id});
+  // The last of a held GPU's run challenges: it is verified, and listed.
+  if (tx.query_one("SELECT 1 FROM benchmark_challenges WHERE run_id = ? AND gpu_uuid = ? AND origin = 'run' AND "
+                   "status <> 'passed'",
+                   {c.run_id, c.gpu_uuid})) {
+    return;
+  }
+  const auto held = tx.query_one(
+      "SELECT quality_ratio FROM gpu_listing WHERE machine_id = ? AND uuid = ? AND listed = 0 AND last_run_id = ? AND "
+      "delist_reason = ?",
+      {c.machine_id, c.gpu_uuid, c.run_id, std::string(kAwaitingChallenges)});
+  if (!held) return;
+  tx.exec(
+      "UPDATE gpu_listing SET listed = 1, delist_reason = NULL, recommendation = NULL, updated_at = ? WHERE "
+      "machine_id = ? AND uuid = ?",
+      {now, c.machine_id, c.gpu_uuid});
+  // A GPU listed for the first time is not announced (as a first passing run without challenges is not);
+  // one delisted by an earlier run is, as relisted.
+  if (!tx.query_one("SELECT 1 FROM gpu_benchmarks WHERE machine_id = ? AND uuid = ? AND run_id <> ?",
+                    {c.machine_id, c.gpu_uuid, c.run_id})) {
+    return;
+  }
+  MachinesRepo machines(tx);
+  const auto facts = machines.host_facts(c.machine_id);
+  if (!facts) return;
+  if (auto who = provider_contact(tx, facts->provider_id)) {
+    const mail::GpuFacts gpu{gpu_name(machines, c.machine_id, c.gpu_uuid, facts->hostname),
+                             s.base_url + "/#/machines/" + c.machine_id + "/benchmarks"};
+    announce(tx, who->user_id, mail::gpu_relisted(gpu, held->opt_f64(0)), std::nullopt, now);
+  }
 }
 
 }  // namespace
@@ -172,13 +219,17 @@ double gemm_allowed_s(bool simulated, std::optional<double> claimed, std::int64_
   return cc::max_gemm_seconds(static_cast<std::size_t>(n), speed, s.relative_margin, fixed);
 }
 
-nlohmann::json issue_challenges(Tx& tx, const std::string& run_id, const std::string& machine_id, bool simulated,
-                                const std::vector<ChallengedGpu>& gpus, const ChallengeSettings& s, std::int64_t now) {
+namespace {
+
+//! A GEMM and a VRAM challenge per GPU, stored with `origin`; their specs.
+std::vector<protocol::ChallengeSpec> issue(Tx& tx, const std::string& run_id, const std::string& machine_id,
+                                          bool simulated, const std::vector<ChallengedGpu>& gpus,
+                                          const ChallengeSettings& s, std::string_view origin, std::int64_t now) {
   static const std::string q =
       "INSERT INTO benchmark_challenges (id, run_id, machine_id, gpu_uuid, kind, status, seed_a, seed_b, "
-      "seed_verifier, seed_slices, size, slice_words, claimed_tflops, allowed_ms, issued_at, deadline_at) "
-      "VALUES (?, ?, ?, ?, ?, 'issued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-  nlohmann::json out = nlohmann::json::array();
+      "seed_verifier, seed_slices, size, slice_words, claimed_tflops, allowed_ms, issued_at, deadline_at, origin) "
+      "VALUES (?, ?, ?, ?, ?, 'issued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  std::vector<protocol::ChallengeSpec> out;
   for (const auto& g : gpus) {
     for (const auto kind : {protocol::kGemmChallenge, protocol::kVramChallenge}) {
       protocol::ChallengeSpec spec;
@@ -211,11 +262,126 @@ nlohmann::json issue_challenges(Tx& tx, const std::string& run_id, const std::st
               {spec.id, run_id, machine_id, g.uuid, std::string(kind), protocol::seed_text(seeds.matrix_a),
                protocol::seed_text(seeds.matrix_b), protocol::seed_text(seeds.verifier),
                protocol::seed_text(seeds.slices), size, slice_words,
-               g.claimed_tflops ? store::Value(*g.claimed_tflops) : store::Value(nullptr), allowed_ms, now, deadline});
-      out.push_back(spec.to_json());
+               g.claimed_tflops ? store::Value(*g.claimed_tflops) : store::Value(nullptr), allowed_ms, now, deadline,
+               std::string(origin)});
+      out.push_back(std::move(spec));
     }
   }
   return out;
+}
+
+}  // namespace
+
+nlohmann::json issue_challenges(Tx& tx, const std::string& run_id, const std::string& machine_id, bool simulated,
+                                const std::vector<ChallengedGpu>& gpus, const ChallengeSettings& s, std::int64_t now) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& spec : issue(tx, run_id, machine_id, simulated, gpus, s, kRun, now)) out.push_back(spec.to_json());
+  return out;
+}
+
+std::optional<nlohmann::json> spot_check_command(Tx& tx, const std::string& machine_id, const ChallengeSettings& s,
+                                                 std::int64_t now) {
+  if (s.spot_check_mean_ms <= 0) return std::nullopt;
+  const auto next_due = [&] {
+    // Uniform in [½, 1½) of the mean, from the OS's CSPRNG: the provider cannot tell when the next one comes.
+    return now + static_cast<std::int64_t>(static_cast<double>(s.spot_check_mean_ms) * (0.5 + util::random_unit()));
+  };
+  const auto due = tx.query_one("SELECT spot_check_at, simulated FROM machines WHERE id = ?", {machine_id});
+  if (!due) return std::nullopt;
+  const bool simulated = due->i64(1) != 0;
+  if (due->is_null(0)) {
+    tx.exec("UPDATE machines SET spot_check_at = ? WHERE id = ?", {next_due(), machine_id});
+    return std::nullopt;
+  }
+  if (due->i64(0) > now) return std::nullopt;
+  // Not while a run or a challenge is open: each check is timed alone, on a GPU doing nothing else.
+  if (BenchmarksRepo(tx).has_open_run(machine_id) ||
+      tx.query_one("SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status IN ('issued', 'filled')",
+                   {machine_id})) {
+    return std::nullopt;
+  }
+  tx.exec("UPDATE machines SET spot_check_at = ? WHERE id = ?", {next_due(), machine_id});
+  // Each listed GPU no rental holds, with the figure its listing run claimed and its registered memory.
+  std::vector<std::pair<std::string, ChallengedGpu>> gpus;  // (listing run, GPU)
+  for (const auto& r : tx.query(
+           "SELECT l.uuid, l.last_run_id, g.memory_mib, (SELECT c.claimed_tflops FROM benchmark_challenges c WHERE "
+           "c.run_id = l.last_run_id AND c.gpu_uuid = l.uuid AND c.kind = 'gemm' AND c.origin = 'run' ORDER BY "
+           "c.issued_at DESC LIMIT 1) FROM gpu_listing l JOIN machine_gpus g ON g.machine_id = l.machine_id AND "
+           "g.uuid = l.uuid WHERE l.machine_id = ? AND l.listed = 1 AND l.last_run_id IS NOT NULL AND NOT EXISTS "
+           "(SELECT 1 FROM gpu_allocations a WHERE a.machine_id = l.machine_id AND a.uuid = l.uuid) ORDER BY l.uuid",
+           {machine_id})) {
+    gpus.push_back({r.str(1), ChallengedGpu{r.str(0), r.opt_f64(3), r.i64(2)}});
+  }
+  if (gpus.empty()) return std::nullopt;
+  protocol::Command cmd{std::string(protocol::kSpotCheck), std::nullopt, std::nullopt, {}};
+  for (const auto& [run_id, g] : gpus) {
+    for (auto& spec : issue(tx, run_id, machine_id, simulated, {g}, s, kSpot, now)) {
+      cmd.challenges.push_back(std::move(spec));
+    }
+  }
+  return cmd.to_json();
+}
+
+std::optional<cc::TelemetryVerdict> check_run_telemetry(const core::bench::GpuRun& gpu,
+                                                        std::optional<double> claimed_tflops,
+                                                        const core::bench::ModelSpec* model,
+                                                        std::optional<double> tdp_w, const ChallengeSettings& s) {
+  if (!claimed_tflops || !model || model->fp16_tensor_tflops <= 0 || !tdp_w || *tdp_w <= 0) return std::nullopt;
+  const auto key = std::string(core::bench::metric_key(core::bench::Metric::fp16_tensor));
+  std::vector<core::bench::TelemetryPoint> during;
+  for (const auto& p : gpu.telemetry) {
+    if (p.during == key) during.push_back(p);
+  }
+  auto v = cc::judge_telemetry(*claimed_tflops, model->fp16_tensor_tflops, *tdp_w, during);
+  if (v.cause == "telemetry_missing" && !s.require_answers) return std::nullopt;
+  return v;
+}
+
+core::bench::Finding telemetry_finding(const cc::TelemetryVerdict& v, double claimed_tflops) {
+  core::bench::Finding f;
+  f.metric = "challenge.telemetry";
+  f.label = "Telemetry check";
+  f.unit = "W";
+  f.measured = v.measured_w;
+  f.expected = v.needed_w;
+  f.cause = v.cause;
+  const std::string figure = round_text(claimed_tflops, 1) + " TFLOP/s";
+  if (v.cause == "telemetry_missing") {
+    f.recommendation = "the run reported " + figure +
+                       " FP16 tensor but no GPU power readings during that case: keep NVML working "
+                       "(nvidia-smi -q -d POWER shows the draw), run the official gpunex-agent, and re-run the "
+                       "benchmarks";
+  } else if (v.cause == "telemetry_idle") {
+    f.recommendation = "the GPU reported itself idle for the whole FP16 tensor case while the run claimed " + figure +
+                       ": the figures were not measured on this GPU; run the official gpunex-agent and re-run the "
+                       "benchmarks";
+  } else {
+    f.recommendation = figure + " FP16 tensor needs at least " + round_text(v.needed_w, 0) +
+                       " W on this model, but the GPU drew at most " + round_text(v.measured_w, 0) +
+                       " W during that case: the figures were not measured on this GPU, or its power readings are "
+                       "wrong; run the official gpunex-agent and re-run the benchmarks";
+  }
+  return f;
+}
+
+void record_telemetry_check(Tx& tx, const std::string& run_id, const std::string& machine_id,
+                            const std::string& gpu_uuid, double claimed_tflops, const cc::TelemetryVerdict& v,
+                            const ChallengeSettings& s, std::int64_t now) {
+  const std::string none = protocol::seed_text(0);
+  const auto result = v.consistent ? "drew up to " + round_text(v.measured_w, 0) + " W where " +
+                                         round_text(v.needed_w, 0) + " W are needed"
+                                   : telemetry_finding(v, claimed_tflops).recommendation;
+  tx.exec(
+      "INSERT INTO benchmark_challenges (id, run_id, machine_id, gpu_uuid, kind, status, seed_a, seed_b, "
+      "seed_verifier, seed_slices, size, slice_words, claimed_tflops, allowed_ms, issued_at, deadline_at, origin, "
+      "answered_at, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, 0, ?, ?, ?, ?, ?)",
+      {util::new_id("chl"), run_id, machine_id, gpu_uuid, std::string(kTelemetry),
+       std::string(v.consistent ? "passed" : "wrong"), none, none, none, none, claimed_tflops, now, now,
+       std::string(kRun), now, result});
+  if (v.consistent) return;
+  if (auto owner = MachinesRepo(tx).owner(machine_id)) {
+    count_failure(tx, *owner, "Telemetry check failed on machine " + machine_id, now, s);
+  }
 }
 
 core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provider_id, std::string_view body,
@@ -238,7 +404,7 @@ core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provide
   const auto decide = [&](cc::Outcome o, double elapsed_s) {
     reply.status = std::string(cc::outcome_name(o));
     if (o == cc::Outcome::passed) {
-      pass(tx, *c, elapsed_s, now);
+      pass(tx, *c, elapsed_s, now, s);
     } else {
       fail(tx, *c, reply.status, o, elapsed_s, now, s);
       reply.reason = failure_finding(*c, o, elapsed_s, false).recommendation;
@@ -289,12 +455,13 @@ std::size_t expire_challenges(Tx& tx, const std::string& machine_id, const Chall
 
 nlohmann::json run_challenges(Tx& tx, const std::string& run_id) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : tx.query("SELECT id, gpu_uuid, kind, status, allowed_ms, issued_at, answered_at, result FROM "
-                                "benchmark_challenges WHERE run_id = ? ORDER BY issued_at, id",
+  for (const auto& r : tx.query("SELECT id, gpu_uuid, kind, status, allowed_ms, issued_at, answered_at, result, "
+                                "origin FROM benchmark_challenges WHERE run_id = ? ORDER BY issued_at, id",
                                 {run_id})) {
     out.push_back({{"id", r.str(0)},
                    {"gpu_uuid", r.str(1)},
                    {"kind", r.str(2)},
+                   {"origin", r.str(8)},
                    {"status", r.str(3)},
                    {"allowed_ms", r.i64(4)},
                    {"issued_at_ms", r.i64(5)},
@@ -306,9 +473,11 @@ nlohmann::json run_challenges(Tx& tx, const std::string& run_id) {
 
 nlohmann::json flagged_providers(Tx& tx) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : tx.query("SELECT id, challenge_failures, review_flagged_at, review_reason FROM providers "
-                                "WHERE review_flagged_at IS NOT NULL ORDER BY review_flagged_at DESC, id")) {
+  for (const auto& r : tx.query("SELECT p.id, p.challenge_failures, p.review_flagged_at, p.review_reason, u.email "
+                                "FROM providers p JOIN users u ON u.id = p.user_id WHERE p.review_flagged_at IS NOT "
+                                "NULL ORDER BY p.review_flagged_at DESC, p.id")) {
     out.push_back({{"provider_id", r.str(0)},
+                   {"email", r.str(4)},
                    {"challenge_failures", r.i64(1)},
                    {"flagged_at_ms", r.i64(2)},
                    {"reason", r.is_null(3) ? nlohmann::json(nullptr) : nlohmann::json(r.str(3))}});

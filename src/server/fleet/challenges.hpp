@@ -15,6 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/benchmark.hpp"
+#include "core/benchmark_report.hpp"
+#include "core/challenge.hpp"
 #include "core/result.hpp"
 #include "store/store.hpp"
 
@@ -30,9 +33,14 @@ struct ChallengeSettings {
   double sim_vram_allowed_s = 2.0;
   std::int64_t fill_allowed_ms = 10LL * 60 * 1000;  // from the issue to `filled`
   std::int64_t review_after = 3;                    // failed challenges before the provider is flagged for review
-  bool require_answers = true;                      // an unanswered challenge fails at its deadline
+  bool require_answers = true;                      // an unanswered challenge (or a run without power readings) fails
+  std::int64_t spot_check_mean_ms = 24LL * 3600 * 1000;  // mean time between a machine's spot checks; 0: none
   std::string base_url;                             // for the link in the provider's mail
 };
+
+//! The delist reason of a GPU whose run passed and whose challenges are not all answered yet: it is listed
+//! when the last one passes (with require_answers; without, a passing run lists it at once).
+inline constexpr std::string_view kAwaitingChallenges = "Waiting for the answers to its benchmark challenges";
 
 //! A reported GPU as a challenge needs it.
 struct ChallengedGpu {
@@ -59,6 +67,30 @@ core::Result<nlohmann::json> answer_challenge(store::Tx& tx, const std::string& 
 //! With require_answers: the machine's open challenges past their deadline fail as unanswered. Returns how many.
 std::size_t expire_challenges(store::Tx& tx, const std::string& machine_id, const ChallengeSettings& s,
                               std::int64_t now_ms);
+
+//! The telemetry check of one GPU's run (core::challenge::judge_telemetry on the samples of its FP16 tensor
+//! case), or nothing when there is nothing to check: no claimed figure, a model without a known peak or TDP,
+//! or (without require_answers, for reports posted by hand) no power readings at all.
+std::optional<core::challenge::TelemetryVerdict> check_run_telemetry(const core::bench::GpuRun& gpu,
+                                                                     std::optional<double> claimed_tflops,
+                                                                     const core::bench::ModelSpec* model,
+                                                                     std::optional<double> tdp_w,
+                                                                     const ChallengeSettings& s);
+//! What the provider reads when the telemetry check fails: a Finding that keeps the GPU off the market.
+core::bench::Finding telemetry_finding(const core::challenge::TelemetryVerdict& v, double claimed_tflops);
+//! Keeps the verdict beside the run's challenges (kind "telemetry"); a failure counts against the provider
+//! like a failed challenge. The run's findings have already kept the GPU off the market.
+void record_telemetry_check(store::Tx& tx, const std::string& run_id, const std::string& machine_id,
+                            const std::string& gpu_uuid, double claimed_tflops,
+                            const core::challenge::TelemetryVerdict& v, const ChallengeSettings& s,
+                            std::int64_t now_ms);
+
+//! A `spot_check` command for the heartbeat reply of a machine whose spot check is due: a GEMM and a VRAM
+//! challenge for each listed GPU that no rental holds, checking the figures of the run that listed it.
+//! Due at random times, on average spot_check_mean_ms apart (uniform in ½..1½ of it, so a provider cannot
+//! plan for one); none while the machine has a run or a challenge open.
+std::optional<nlohmann::json> spot_check_command(store::Tx& tx, const std::string& machine_id,
+                                                 const ChallengeSettings& s, std::int64_t now_ms);
 
 //! The run's challenges for the provider's Benchmarks tab.
 nlohmann::json run_challenges(store::Tx& tx, const std::string& run_id);

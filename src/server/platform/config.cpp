@@ -356,6 +356,10 @@ const std::vector<ConfigKey>& config_keys() {
                          "a benchmark challenge the agent does not answer by its deadline delists the GPU "
                          "(true or false; false only for tests that post benchmark results by hand)",
                          &Config::require_challenge_answers));
+    k.push_back(int_key("spot_check_interval_s",
+                        "mean seconds between spot checks of a machine's listed, idle GPUs: benchmark challenges "
+                        "at random times (uniform in half to one and a half of this); 0 turns them off",
+                        &Config::spot_check_interval_s, 0, 30 * 24 * 3600));
     k.push_back(int_key("market_search_wait_ms",
                         "milliseconds marketplace searches wait for the offers to reload after a change, "
                         "before answering from the previous ones until the reload is done",

@@ -60,6 +60,7 @@ struct Config {
   //! Demo mode: machines on simulated GPUs are offered to customers (each offer says "simulated": true).
   //! Off, the marketplace offers only machines whose agent found real GPUs.
   bool allow_simulated_offers = false;
+  int spot_check_interval_s = 24 * 3600;  // mean seconds between a machine's spot checks (issue 21); 0: none
   bool require_challenge_answers = true;  // a benchmark challenge unanswered by its deadline delists (issue 21)
   int market_search_wait_ms = 25;              // how long searches wait for the offer book's reload
   int mail_poll_interval_ms = 5000;            // how often the mail worker looks at the outbox

@@ -91,6 +91,21 @@ test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re
     const first = await historyPoints();
     assert.equal(first.length, 1);
     assert.ok(first[0] > 0, `score ${first[0]}`);
+
+    // The checks of the figures agree with the API: a row per challenge of this GPU, with its outcome.
+    const checks = await until('the first run\'s checks decided', async () => {
+      const r = await client.request('GET', `/v1/provider/machines/${id}/benchmarks`);
+      const cs = r.json.runs.flatMap((x) => x.challenges).filter((c) => c.gpu_uuid === r.json.gpus[0].uuid);
+      return cs.length >= 3 && cs.every((c) => !['issued', 'filled'].includes(c.status)) ? cs : null;
+    }, 60000);
+    await p.reload();
+    const rows = gpu.getByRole('table', { name: 'GPU 0 checks' }).locator('tbody tr');
+    await until('the checks table', async () => (await rows.count()) === checks.length, 10000);
+    const shown = await rows.evaluateAll((rs) => rs.map((r) => `${r.dataset.kind}:${r.dataset.status}`));
+    assert.deepEqual(shown.sort(), checks.map((c) => `${c.kind}:${c.status}`).sort());
+    const telemetryRow = rows.filter({ hasText: 'Telemetry check' });
+    assert.match(await telemetryRow.textContent(), /Passed.*drew up to \d+ W where \d+ W are needed/);
+    assert.match(await rows.filter({ hasText: 'GEMM challenge' }).textContent(), /Passed.*answered in [\d.]+ s/);
     await shot(p, 'delisted');
 
     const button = machine.getByRole('button', { name: 'Re-run benchmarks' });
