@@ -59,8 +59,8 @@ if [ ! -s "$XSD" ]; then
   cp "$(find "$tmp/x" -name pain.001.001.03.xsd | head -1)" "$XSD"
   rm -rf "$tmp"
 fi
-# The dashboard's chart library (uPlot), pinned by its lock file; the build embeds its dist files
-# (cmake/web_vendor.cmake), so the server serves it itself.
+# The dashboard's npm libraries (uPlot; swagger-ui-dist for the API reference page), pinned by the lock file; the build embeds their dist files
+# (cmake/web_vendor.cmake), so the server serves them itself.
 if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
   echo "deps: npm ci (web)"
   (cd web && npm ci --no-audit --no-fund --loglevel=error)

@@ -130,19 +130,61 @@ http::Response install_script(Ctx& ctx) {
 void register_agent_api(App& app) {
   // Sequence numbers make agent messages idempotent; Idempotency-Key replay is not needed here.
   auto agent = RouteOptions::signed_in().no_idempotency().agent_key_only();
+  namespace oa = openapi;
+  const auto figure = oa::nullable(oa::number());
+  const auto gpu = oa::record({{"uuid", oa::text(1)},
+                               {"index", oa::integer(0, 1024)},
+                               {"name", oa::text()},
+                               {"model", oa::nullable(oa::text())},
+                               {"memory_mib", oa::integer(0, 1LL << 40)},
+                               {"present", oa::boolean()},
+                               {"latest", oa::nullable(oa::any_object())},
+                               {"benchmarked", oa::boolean()},
+                               {"listed", oa::boolean()},
+                               {"perf_score", figure},
+                               {"quality_ratio", figure},
+                               {"delist_reason", oa::nullable(oa::text())}},
+                              {"uuid", "index", "name", "model", "memory_mib", "present", "benchmarked", "listed",
+                               "perf_score", "quality_ratio", "delist_reason"});
+  const auto machine = oa::component(
+      "Machine", oa::record({{"id", oa::text(1)},
+                             {"status", oa::one_of({"online", "offline"})},
+                             {"last_seen_at", oa::nullable(oa::timestamp())},
+                             {"simulated", oa::boolean()},
+                             {"hostname", oa::text()},
+                             {"created_at", oa::timestamp()},
+                             {"driver_version", oa::text()},
+                             {"cuda_version", oa::text()},
+                             {"agent_version", oa::text()},
+                             {"host", oa::any_object()},
+                             {"gpus", oa::array(gpu)}},
+                            {"id", "status", "last_seen_at", "simulated", "hostname", "created_at", "gpus"}));
   app.route(http::Method::post, "/v1/agent/register",
-            agent.doc({.summary = "Agent: register a machine and its GPUs", .body = openapi::any_object()}),
+            agent.doc({.summary = "Agent: register a machine and its GPUs",
+                       .body = openapi::any_object(),
+                       .responses = {{200, oa::record({{"machine_id", oa::text(1)},
+                                                       {"heartbeat_interval_s", oa::number()}},
+                                                      {"machine_id", "heartbeat_interval_s"})}}}),
             agent_register);
   app.route_async(http::Method::post, "/v1/agent/heartbeat",
-                  agent.doc({.summary = "Agent: heartbeat with telemetry; answers commands", .body = openapi::any_object()}),
+                  agent.doc({.summary = "Agent: heartbeat with telemetry; answers commands",
+                             .body = openapi::any_object(),
+                             .responses = {{200, oa::record({{"commands", oa::array(oa::any_object())},
+                                                             {"heartbeat_interval_s", oa::number()}},
+                                                            {"commands"})}}}),
                   agent_heartbeat);
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
   app.route(http::Method::get, "/agent/install.sh",
-            RouteOptions::public_route().doc({.summary = "The agent installer, with this server's URL filled in"}),
+            RouteOptions::public_route().doc(
+                {.summary = "The agent installer, with this server's URL filled in", .responses = {{200, nullptr}}}),
             install_script);
-  app.route(http::Method::get, "/v1/provider/machines", provider.doc({.summary = "My machines", .query = {"limit", "cursor"}}),
+  app.route(http::Method::get, "/v1/provider/machines",
+            provider.doc({.summary = "My machines", .query = {"limit", "cursor"}, .responses = {{200, oa::page(machine)}}}),
             provider_machines);
-  app.route(http::Method::get, "/v1/provider/machines/{id}", provider.doc({.summary = "One of my machines"}),
+  app.route(http::Method::get, "/v1/provider/machines/{id}",
+            provider.doc({.summary = "One of my machines",
+                          .responses = {{200, oa::all_of({machine, oa::record({{"events", oa::array(oa::any_object())}},
+                                                                              {"events"})})}}}),
             provider_machine);
 }
 

@@ -257,26 +257,107 @@ Response decide(Ctx& ctx) {
 }  // namespace
 
 void register_applications_api(App& app) {
+  namespace oa = openapi;
+  const auto status = oa::one_of({"draft", "submitted", "needs_info", "approved", "rejected"});
+  const auto tier = oa::one_of({"community", "enterprise"});
+  const auto when = oa::nullable(oa::timestamp());
+  const auto window = oa::closed_record({{"days", oa::array(oa::text(3, 3))}, {"start", oa::text(5, 5)}, {"end", oa::text(5, 5)}},
+                                        {"days", "start", "end"});
+  const auto gpu_entry = oa::closed_record(
+      {{"model", oa::text(1)},
+       {"model_other", oa::text()},
+       {"count", oa::integer(core::kMinGpuCount, core::kMaxGpuCount)},
+       {"system_ram_gb", oa::number()},
+       {"download_gbps", oa::number()},
+       {"upload_gbps", oa::number()},
+       {"availability", {{"oneOf", {{{"const", "24/7"}},
+                                    oa::closed_record({{"timezone", oa::text(1)}, {"windows", oa::array(window)}},
+                                                      {"timezone", "windows"})}}}},
+       {"location", oa::closed_record({{"city", oa::text()}, {"country", oa::text()}, {"region", oa::text()}},
+                                      {"city", "country", "region"})}},
+      {"model", "count", "system_ram_gb", "download_gbps", "upload_gbps", "availability", "location"});
+  const auto application = oa::component(
+      "Application",
+      oa::closed_record(
+          {{"id", oa::text(1)},
+           {"user_id", oa::text(1)},
+           {"full_name", oa::text()},
+           {"email", oa::text()},
+           {"company", oa::nullable(oa::text())},
+           {"gpus", oa::array(gpu_entry)},
+           {"ups", oa::boolean()},
+           {"commitment_months", oa::integer(0, 1200)},
+           {"maintenance_notes", oa::text()},
+           {"status", status},
+           {"editable", oa::boolean()},
+           {"suggested_tier", tier},
+           {"tier_reasons", oa::array(oa::closed_record(
+                                {{"rule", oa::text(1)}, {"passed", oa::boolean()}, {"reason", oa::text()}},
+                                {"rule", "passed", "reason"}))},
+           {"tier", oa::nullable(tier)},
+           {"created_at", oa::timestamp()},
+           {"updated_at", oa::timestamp()},
+           {"submitted_at", when},
+           {"decided_at", when},
+           {"expected_review_by", when},
+           {"review_overdue", oa::boolean()},
+           {"history", oa::array(oa::closed_record({{"at", oa::timestamp()},
+                                                    {"by", oa::text()},
+                                                    {"from", oa::nullable(status)},
+                                                    {"to", status},
+                                                    {"note", oa::text()}},
+                                                   {"at", "by", "from", "to", "note"}))}},
+          {"id", "user_id", "full_name", "email", "company", "gpus", "ups", "commitment_months", "maintenance_notes",
+           "status", "editable", "suggested_tier", "tier_reasons", "tier", "created_at", "updated_at", "submitted_at",
+           "decided_at", "expected_review_by", "review_overdue", "history"}));
+  const auto queue_entry = oa::record(
+      {{"id", oa::text(1)},
+       {"user_id", oa::text(1)},
+       {"status", status},
+       {"full_name", oa::text()},
+       {"email", oa::text()},
+       {"company", oa::nullable(oa::text())},
+       {"gpu_count", oa::integer(0, 1LL << 31)},
+       {"models", oa::array(oa::text())},
+       {"gpus", oa::array(oa::closed_record({{"model", oa::text()}, {"count", oa::integer(0, 1LL << 31)}}, {"model", "count"}))},
+       {"gpus_text", oa::text()},
+       {"suggested_tier", tier},
+       {"submitted_at", when},
+       {"first_submitted_at", when},
+       {"age_ms", oa::integer(0, 1LL << 53)},
+       {"age_business_days", oa::integer(0, 1LL << 31)},
+       {"expected_review_by", oa::timestamp()}},
+      {"id", "user_id", "status", "full_name", "email", "gpu_count", "models", "gpus", "gpus_text", "suggested_tier",
+       "submitted_at"});
   app.route(Method::post, "/v1/applications",
-            RouteOptions::signed_in().doc({.summary = "Create a draft provider application", .body = application_form_schema()}),
+            RouteOptions::signed_in().doc({.summary = "Create a draft provider application",
+                                           .body = application_form_schema(),
+                                           .responses = {{201, application}}}),
             create);
   app.route(Method::get, "/v1/applications",
-            RouteOptions::signed_in().doc({.summary = "My applications", .query = {"limit", "cursor"}}), list_mine);
+            RouteOptions::signed_in().doc(
+                {.summary = "My applications", .query = {"limit", "cursor"}, .responses = {{200, oa::page(application)}}}),
+            list_mine);
   app.route(Method::get, "/v1/applications/{id}",
-            RouteOptions::signed_in().doc({.summary = "One application, with its history (owner or reviewer)"}), get_one);
+            RouteOptions::signed_in().doc(
+                {.summary = "One application, with its history (owner or reviewer)", .responses = {{200, application}}}),
+            get_one);
   app.route(Method::put, "/v1/applications/{id}",
             RouteOptions::signed_in().doc({.summary = "Replace a draft's form (draft or needs_info)",
-                                           .body = application_form_schema()}),
+                                           .body = application_form_schema(),
+                                           .responses = {{200, application}}}),
             put_application);
   app.route(Method::patch, "/v1/applications/{id}",
             RouteOptions::signed_in().doc({.summary = "Change part of a draft's form: a JSON Merge Patch (RFC 7396)",
-                                           .body = openapi::any_object()}),
+                                           .body = openapi::any_object(),
+                                           .responses = {{200, application}}}),
             patch_application);
   app.route(Method::post, "/v1/applications/{id}/submit",
-            RouteOptions::signed_in().doc({.summary = "Submit an application for review"}), submit);
+            RouteOptions::signed_in().doc({.summary = "Submit an application for review", .responses = {{200, application}}}),
+            submit);
   app.route(Method::get, "/v1/review/applications",
             RouteOptions::for_roles({"reviewer"}).doc(
-                {.summary = "The review queue", .query = {"status", "limit", "cursor"}}),
+                {.summary = "The review queue", .query = {"status", "limit", "cursor"}, .responses = {{200, oa::page(queue_entry)}}}),
             queue);
   // The approval answer names the issued key (never its value); replays stay sealed all the same.
   app.route(Method::post, "/v1/review/applications/{id}/decision",
@@ -286,7 +367,13 @@ void register_applications_api(App& app) {
                                           {"tier", openapi::one_of({"community", "enterprise"})},
                                           {"note", openapi::text(0, 4000)},
                                           {"add_model", openapi::any_object()}},
-                                         {"decision"})}),
+                                         {"decision"}),
+                 .responses = {{200, oa::closed_record({{"application", application},
+                                                        {"provider_id", oa::text(1)},
+                                                        {"api_key_id", oa::text(1)},
+                                                        {"api_key_delivery", oa::text(1)},
+                                                        {"tier", tier}},
+                                                       {"application"})}}}),
             decide);
 }
 

@@ -200,37 +200,63 @@ Response resend_confirmation(Ctx& ctx) {
 }  // namespace
 
 void register_auth_api(App& app) {
+  namespace oa = openapi;
+  // The account as every answer shows it (GET /v1/me adds pending_email).
+  const auto user = oa::component(
+      "User", oa::record({{"id", oa::text(1)},
+                          {"email", oa::text(1)},
+                          {"email_verified", oa::boolean()},
+                          {"full_name", oa::text()},
+                          {"roles", oa::array(oa::one_of({"customer", "provider", "reviewer", "admin"}))},
+                          {"created_at", oa::timestamp()}},
+                         {"id", "email", "email_verified", "full_name", "roles", "created_at"}));
+  const auto confirmation_sent = oa::closed_record(
+      {{"status", oa::one_of({"confirmation_sent"})}, {"pending_email", oa::text(1)}}, {"status", "pending_email"});
   app.route(Method::post, "/v1/auth/signup",
             RouteOptions::public_route().rate_limited().sealed_idempotency().slow_work().doc(
                 {.summary = "Create an account",
                  .body = openapi::object({{"email", openapi::text(1, 254)},
                                           {"password", openapi::text(1, 1024)},
                                           {"full_name", openapi::text(1, 200)}},
-                                         {"email", "password", "full_name"})}),
+                                         {"email", "password", "full_name"}),
+                 .responses = {{201, user}}}),
             signup);  // the body holds a password
   app.route(Method::post, "/v1/auth/login",
             RouteOptions::public_route().no_idempotency().rate_limited().slow_work().doc(
                 {.summary = "Sign in: a session token, and the session and CSRF cookies",
                  .body = openapi::object({{"email", openapi::text(1, 254)}, {"password", openapi::text(1, 1024)}},
-                                         {"email", "password"})}),
+                                         {"email", "password"}),
+                 .responses = {{200, oa::record({{"token", oa::text(1)},
+                                                 {"csrf_token", oa::text(1)},
+                                                 {"expires_in_s", oa::integer(1, 1LL << 40)},
+                                                 {"user", user}},
+                                                {"token", "csrf_token", "user"})}}}),
             login_handler);
-  app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency().doc({.summary = "End this session"}), logout);
+  app.route(Method::post, "/v1/auth/logout", RouteOptions::signed_in().no_idempotency().doc(
+                {.summary = "End this session",
+                 .responses = {{200, oa::closed_record({{"status", oa::one_of({"logged_out"})}}, {"status"})}}}),
+            logout);
   app.route(Method::get, "/v1/me",
-            RouteOptions::signed_in().doc({.summary = "The signed-in account, with its pending e-mail address"}), me);
+            RouteOptions::signed_in().doc({.summary = "The signed-in account, with its pending e-mail address",
+                                           .responses = {{200, oa::all_of({user, oa::record({{"pending_email", oa::nullable(oa::text(1))}},
+                                                                                            {"pending_email"})})}}}),
+            me);
   app.route(Method::post, "/v1/auth/confirm-email",
             RouteOptions::public_route().no_idempotency().rate_limited().doc(
                 {.summary = "Open an e-mail confirmation link: the address becomes the account's",
-                 .body = openapi::object({{"token", openapi::text(1, 200)}}, {"token"})}),
+                 .body = openapi::object({{"token", openapi::text(1, 200)}}, {"token"}),
+                 .responses = {{200, user}}}),
             confirm_email_handler);  // the body holds the link's token
   app.route(Method::post, "/v1/me/email",
             RouteOptions::signed_in().sealed_idempotency().slow_work().doc(
                 {.summary = "Change the account's e-mail address: a link is mailed to the new one",
                  .body = openapi::object({{"email", openapi::text(1, 254)}, {"password", openapi::text(1, 1024)}},
-                                         {"email", "password"})}),
+                                         {"email", "password"}),
+                 .responses = {{202, confirmation_sent}}}),
             change_email);  // the body holds a password
   app.route(Method::post, "/v1/me/email/confirmation",
             RouteOptions::signed_in().no_idempotency().doc(
-                {.summary = "Mail the e-mail confirmation link again"}),
+                {.summary = "Mail the e-mail confirmation link again", .responses = {{202, confirmation_sent}}}),
             resend_confirmation);
 }
 

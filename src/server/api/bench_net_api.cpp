@@ -61,10 +61,14 @@ http::Response upload(Ctx& ctx) {
 void register_bench_net_api(App& app) {
   using http::Method;
   auto opts = RouteOptions::for_roles({"provider"}).api_key_allowed().no_idempotency();
-  app.route(Method::get, "/v1/bench/net/ping", opts.doc({.summary = "Agent network benchmark: latency"}), ping);
+  app.route(Method::get, "/v1/bench/net/ping", opts.doc({.summary = "Agent network benchmark: latency",
+                      .responses = {{200, openapi::closed_record({{"ok", openapi::boolean()}}, {"ok"})}}}),
+            ping);
   app.route(Method::get, "/v1/bench/net/download",
-            opts.doc({.summary = "Agent network benchmark: download bytes", .query = {"bytes"}}), download);
-  app.route(Method::post, "/v1/bench/net/upload", RouteOptions(opts).counted_body(kMaxUploadBytes).doc({.summary = "Agent network benchmark: upload bytes"}),
+            opts.doc({.summary = "Agent network benchmark: download bytes", .query = {"bytes"}, .responses = {{200, nullptr}}}),
+            download);
+  app.route(Method::post, "/v1/bench/net/upload", RouteOptions(opts).counted_body(kMaxUploadBytes).doc({.summary = "Agent network benchmark: upload bytes",
+                  .responses = {{200, openapi::closed_record({{"bytes", openapi::integer(0, 1LL << 40)}}, {"bytes"})}}}),
             upload);
 }
 

@@ -81,20 +81,60 @@ http::Response admin_flagged(Ctx& ctx) {
 }  // namespace
 
 void register_benchmarks_api(App& app) {
+  namespace oa = openapi;
+  const auto gpu_result = oa::record({{"uuid", oa::text(1)},
+                                      {"model", oa::nullable(oa::text())},
+                                      {"listed", oa::boolean()},
+                                      {"perf_score", oa::nullable(oa::number())},
+                                      {"quality_ratio", oa::nullable(oa::number())},
+                                      {"failures", oa::array(oa::any_object())}},
+                                     {"uuid", "listed", "perf_score", "quality_ratio", "failures"});
   app.route(http::Method::post, "/v1/agent/benchmarks", RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
-                {.summary = "Agent: a benchmark run's results", .body = openapi::any_object()}),
+                {.summary = "Agent: a benchmark run's results",
+                 .body = openapi::any_object(),
+                 .responses = {{200, oa::record({{"run_id", oa::text(1)},
+                                                 {"reason", oa::text(1)},
+                                                 {"gpus", oa::array(gpu_result)},
+                                                 {"machine_failures", oa::array(oa::any_object())},
+                                                 {"challenges", oa::array(oa::record({{"id", oa::text(1)},
+                                                                                      {"kind", oa::one_of({"gemm", "vram"})},
+                                                                                      {"gpu_uuid", oa::text(1)},
+                                                                                      {"allowed_s", oa::number()}},
+                                                                                     {"id", "kind", "gpu_uuid", "allowed_s"}))}},
+                                                {"run_id", "gpus", "machine_failures", "challenges"})}}}),
             agent_benchmarks);
   app.route(http::Method::post, "/v1/agent/challenges", RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
-                {.summary = "Agent: a benchmark challenge's answer", .body = openapi::any_object()}),
+                {.summary = "Agent: a benchmark challenge's answer", .body = openapi::any_object(), .responses = {{200, oa::any_object()}}}),
             agent_challenges);
   app.route(http::Method::get, "/v1/admin/providers/flagged",
-            RouteOptions::for_roles({"admin"}).doc({.summary = "Providers flagged for review (failed challenges)"}),
+            RouteOptions::for_roles({"admin"}).doc(
+                {.summary = "Providers flagged for review (failed challenges)",
+                 .responses = {{200, oa::record({{"providers", oa::array(oa::any_object())}}, {"providers"})}}}),
             admin_flagged);
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
   app.route(http::Method::get, "/v1/provider/machines/{id}/benchmarks",
-            provider.doc({.summary = "A machine's benchmark runs", .query = {"limit", "cursor"}}), provider_benchmarks);
+            provider.doc({.summary = "A machine's benchmark runs",
+                          .query = {"limit", "cursor"},
+                          .responses = {{200, oa::record({{"machine_id", oa::text(1)},
+                                                          {"gpus", oa::array(oa::record({{"uuid", oa::text(1)},
+                                                                                         {"index", oa::integer(0, 1024)},
+                                                                                         {"model", oa::nullable(oa::text())},
+                                                                                         {"benchmarked", oa::boolean()},
+                                                                                         {"listed", oa::boolean()},
+                                                                                         {"history", oa::array(oa::any_object())}},
+                                                                                        {"uuid", "index", "benchmarked", "listed"}))},
+                                                          {"runs", oa::array(oa::record({{"id", oa::text(1)},
+                                                                                         {"status", oa::text(1)},
+                                                                                         {"reason", oa::text(1)},
+                                                                                         {"simulated", oa::boolean()}},
+                                                                                        {"id", "status", "reason"}))}},
+                                                         {"machine_id", "gpus", "runs"})}}}),
+            provider_benchmarks);
   app.route(http::Method::post, "/v1/provider/machines/{id}/benchmarks/run",
-            provider.doc({.summary = "Ask for a new benchmark run"}), rerun);
+            provider.doc({.summary = "Ask for a new benchmark run",
+                          .responses = {{202, oa::record({{"run_id", oa::text(1)}, {"status", oa::one_of({"requested"})}},
+                                                         {"run_id", "status"})}}}),
+            rerun);
 }
 
 }  // namespace gpunex::server

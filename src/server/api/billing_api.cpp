@@ -157,20 +157,71 @@ Response post_credit(Ctx& ctx) {
 }  // namespace
 
 void register_billing_api(App& app) {
+  namespace oa = openapi;
+  const auto credit = oa::closed_record({{"transaction_id", oa::text(1)},
+                                         {"user_id", oa::text(1)},
+                                         {"email", oa::text(1)},
+                                         {"amount", oa::money()},
+                                         {"balance", {{"type", "string"}, {"pattern", "^-?[0-9]+(\\.[0-9]{1,6})?$"}}},
+                                         {"repeated", oa::boolean()}},
+                                        {"transaction_id", "user_id", "email", "amount", "balance", "repeated"});
+  const nlohmann::json signed_money = {{"type", "string"}, {"pattern", "^-?[0-9]+(\\.[0-9]{1,6})?$"}};
   app.route(http::Method::get, "/v1/billing/balance",
-            RouteOptions::signed_in().doc({.summary = "My balance and what is being spent"}), get_balance);
+            RouteOptions::signed_in().doc(
+                {.summary = "My balance and what is being spent",
+                 .responses = {{200, oa::closed_record({{"balance", signed_money},
+                                                        {"available", signed_money},
+                                                        {"unsettled", signed_money},
+                                                        {"currency", oa::one_of({"USDC"})},
+                                                        {"spend_per_hour", oa::money()},
+                                                        {"hours_left", oa::nullable(oa::number())}},
+                                                       {"balance", "available", "unsettled", "currency", "spend_per_hour",
+                                                        "hours_left"})}}}),
+            get_balance);
   app.route(http::Method::get, "/v1/billing/history",
-            RouteOptions::signed_in().doc({.summary = "My ledger history", .query = {"limit", "cursor"}}), get_history);
+            RouteOptions::signed_in().doc(
+                {.summary = "My ledger history",
+                 .query = {"limit", "cursor"},
+                 .responses = {{200, oa::page(oa::record({{"id", oa::text(1)},
+                                                          {"at", oa::timestamp()},
+                                                          {"kind", oa::text(1)},
+                                                          {"reason", oa::text()},
+                                                          {"reference", oa::nullable(oa::text())},
+                                                          {"amount", signed_money}},
+                                                         {"id", "at", "kind", "amount"}))}}}),
+            get_history);
   app.route(http::Method::post, "/v1/admin/credits",
             RouteOptions::for_roles({"admin"}).doc(
                 {.summary = "Credit a customer's balance (one ledger transaction per payment reference)",
                  .body = openapi::object({{"email", openapi::text(3, 254)},
                                           {"amount", openapi::money()},
                                           {"reference", openapi::text(1, 200)}},
-                                         {"email", "amount", "reference"})}),
+                                         {"email", "amount", "reference"}),
+                 // 201 for a new credit; 200 when the payment reference was credited before (nothing added).
+                 .responses = {{201, credit}, {200, credit}}}),
             post_credit);
   app.route(http::Method::get, "/v1/provider/earnings", RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
-                {.summary = "My earnings, grouped", .query = {"from", "to", "group_by", "format"}}),
+                {.summary = "My earnings, grouped (?format=csv: the groups as CSV)",
+                 .query = {"from", "to", "group_by", "format"},
+                 .responses = {{200, oa::record({{"from", oa::timestamp()},
+                                                 {"to", oa::timestamp()},
+                                                 {"group_by", oa::one_of({"day", "gpu", "model", "machine"})},
+                                                 {"currency", oa::one_of({"USDC"})},
+                                                 {"total", oa::money()},
+                                                 {"settled", oa::money()},
+                                                 {"unsettled", oa::money()},
+                                                 {"groups", oa::array(oa::closed_record({{"key", oa::text()},
+                                                                                         {"settled", oa::money()},
+                                                                                         {"unsettled", oa::money()},
+                                                                                         {"total", oa::money()}},
+                                                                                        {"key", "settled", "unsettled", "total"}))},
+                                                 {"today", oa::money()},
+                                                 {"last_7_days", oa::money()},
+                                                 {"last_30_days", oa::money()},
+                                                 {"balance", oa::money()},
+                                                 {"pending_payout", oa::any_object()}},
+                                                {"from", "to", "group_by", "currency", "total", "settled", "unsettled",
+                                                 "groups", "balance", "pending_payout"})}}}),
             provider_earnings);
 }
 

@@ -274,23 +274,85 @@ Response offers(Ctx& ctx, OfferCache& cache, ScheduleCache& schedules) {
 void register_market_api(App& app, OfferCache& offer_cache, ScheduleCache& schedules) {
   // Prices and schedules are provider automation too: an API key may set them.
   const auto provider = [] { return RouteOptions::for_roles({"provider"}).api_key_allowed(); };
+  namespace oa = openapi;
+  const auto price = oa::component(
+      "Price", oa::record({{"model", oa::text(1)},
+                           {"region", oa::text()},
+                           {"usdc_per_gpu_hour", oa::money()},
+                           {"started_at", oa::timestamp()}},
+                          {"model", "usdc_per_gpu_hour", "started_at"}));
+  const auto window = oa::closed_record({{"days", oa::array(oa::text(3, 3))}, {"start", oa::text(5, 5)}, {"end", oa::text(5, 5)}},
+                                        {"days", "start", "end"});
+  const auto schedule = oa::record({{"machine_id", oa::text(1)},
+                                    {"timezone", oa::text(1)},
+                                    {"always", oa::boolean()},
+                                    {"windows", oa::array(window)},
+                                    {"maintenance", oa::array(oa::any_object())},
+                                    {"available_now", oa::boolean()},
+                                    {"available_until", oa::nullable(oa::timestamp())},
+                                    {"next_window_start", oa::nullable(oa::timestamp())}},
+                                   {"machine_id", "timezone", "always", "windows", "maintenance", "available_now"});
+  const auto offer = oa::component(
+      "Offer", oa::record({{"machine_id", oa::text(1)},
+                           {"model", oa::text(1)},
+                           {"gpu_count_available", oa::integer(1, 1024)},
+                           {"usdc_per_gpu_hour", oa::money()},
+                           {"perf_score", oa::nullable(oa::number())},
+                           {"reliability", oa::number()},
+                           {"reliability_is_prior", oa::boolean()},
+                           {"tier", oa::one_of({"community", "enterprise"})},
+                           {"location", oa::record({{"city", oa::text()}, {"country", oa::text()}, {"region", oa::text()}},
+                                                   {"region"})},
+                           {"vram_gb", oa::number()},
+                           {"simulated", oa::boolean()},
+                           {"available_until", oa::nullable(oa::timestamp())},
+                           {"rank", oa::number()},
+                           {"rank_explanation", oa::any_object()}},
+                          {"machine_id", "model", "gpu_count_available", "usdc_per_gpu_hour", "perf_score",
+                           "reliability", "tier", "location", "simulated", "rank", "rank_explanation"}));
   app.route(Method::put, "/v1/provider/prices/{model}",
             provider().doc({.summary = "Set my rate for a GPU model",
-                            .body = openapi::object({{"usdc_per_gpu_hour", openapi::money()}}, {"usdc_per_gpu_hour"})}),
+                            .body = openapi::object({{"usdc_per_gpu_hour", openapi::money()}}, {"usdc_per_gpu_hour"}),
+                            .responses = {{200, price}}}),
             put_price);
-  app.route(Method::get, "/v1/provider/prices", provider().doc({.summary = "My rates", .query = {"limit", "cursor"}}), list_prices);
+  app.route(Method::get, "/v1/provider/prices",
+            provider().doc({.summary = "My rates", .query = {"limit", "cursor"}, .responses = {{200, oa::page(price)}}}),
+            list_prices);
   app.route(Method::get, "/v1/provider/prices/{model}",
-            provider().doc({.summary = "A model's rate history", .query = {"limit", "cursor"}}), price_history_handler);
+            provider().doc({.summary = "A model's rate history",
+                            .query = {"limit", "cursor"},
+                            .responses = {{200, oa::all_of({oa::page(price), oa::record({{"current", price}}, {"current"})})}}}),
+            price_history_handler);
   app.route(Method::get, "/v1/provider/price-recommendations",
-            provider().doc({.summary = "A recommended rate from the market", .query = {"model", "region"}}), recommendation);
+            provider().doc({.summary = "A recommended rate from the market",
+                            .query = {"model", "region"},
+                            .responses = {{200, oa::closed_record({{"model", oa::text(1)},
+                                                                   {"region", oa::text()},
+                                                                   {"recommended", oa::money()},
+                                                                   {"p25", oa::money()},
+                                                                   {"p75", oa::money()},
+                                                                   {"median", oa::money()},
+                                                                   {"basis", oa::one_of({"regional", "global", "catalog"})},
+                                                                   {"listings", oa::integer(0, 1LL << 31)},
+                                                                   {"window_days", oa::integer(0, 1LL << 31)}},
+                                                                  {"model", "region", "recommended", "p25", "p75", "median",
+                                                                   "basis", "listings", "window_days"})}}}),
+            recommendation);
   app.route(Method::put, "/v1/provider/machines/{id}/schedule",
-            provider().doc({.summary = "Set a machine's availability schedule", .body = openapi::any_object()}), put_schedule);
+            provider().doc({.summary = "Set a machine's availability schedule",
+                            .body = openapi::any_object(),
+                            .responses = {{200, schedule}}}),
+            put_schedule);
   app.route(Method::get, "/v1/provider/machines/{id}/schedule",
-            provider().doc({.summary = "A machine's availability schedule"}), get_schedule);
+            provider().doc({.summary = "A machine's availability schedule", .responses = {{200, schedule}}}), get_schedule);
   app.route(Method::get, "/v1/marketplace/offers",
             RouteOptions::public_route().doc(
                 {.summary = "Offers visible now",
-                 .query = {"model", "region", "min_vram_gb", "max_price", "min_reliability", "tier", "sort", "limit", "cursor"}}),
+                 .query = {"model", "region", "min_vram_gb", "max_price", "min_reliability", "tier", "sort", "limit", "cursor"},
+                 .responses = {{200, oa::all_of({oa::page(offer),
+                                                 oa::record({{"total", oa::integer(0, 1LL << 31)},
+                                                             {"matched_models", oa::array(oa::text())}},
+                                                            {"total"})})}}}),
             [&offer_cache, &schedules](Ctx& ctx) { return offers(ctx, offer_cache, schedules); });
 }
 

@@ -1,7 +1,10 @@
 #include "server/api/openapi.hpp"
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string_view>
 
 #include "server/api/routes.hpp"
@@ -51,7 +54,76 @@ json any_object() { return {{"type", "object"}}; }
 
 json nullable(json schema) { return {{"oneOf", {std::move(schema), {{"type", "null"}}}}}; }
 
+json record(std::vector<std::pair<std::string, json>> members, std::vector<std::string> required) {
+  json o = object(std::move(members), std::move(required));
+  o.erase("additionalProperties");
+  return o;
+}
+
+json closed_record(std::vector<std::pair<std::string, json>> members, std::vector<std::string> required) {
+  return object(std::move(members), std::move(required));
+}
+
+json all_of(std::vector<json> schemas) { return {{"allOf", std::move(schemas)}}; }
+
+json timestamp() { return {{"type", "string"}, {"format", "date-time"}}; }
+
+json page(json item) {
+  return record({{"items", array(std::move(item))}, {"next_cursor", {{"type", {"string", "null"}}}}},
+                {"items", "next_cursor"});
+}
+
 namespace {
+
+struct Components {
+  std::mutex mu;
+  std::map<std::string, json> schemas;
+};
+
+Components& shared_components() {
+  static Components c;
+  return c;
+}
+
+}  // namespace
+
+json component(const std::string& name, json schema) {
+  auto& c = shared_components();
+  std::lock_guard lock(c.mu);
+  auto [it, added] = c.schemas.emplace(name, schema);
+  if (!added && it->second != schema) throw std::logic_error("component schema " + name + " registered twice, differently");
+  return ref(name);
+}
+
+json ref(const std::string& name) { return {{"$ref", "#/components/schemas/" + name}}; }
+
+namespace {
+
+std::string status_text(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    default: return "success";
+  }
+}
+
+//! Every "$ref" in `j` names something in `doc` (a component registered by no route would otherwise
+//! surface only in a client).
+void check_refs(const json& j, const json& doc) {
+  if (j.is_object()) {
+    if (auto it = j.find("$ref"); it != j.end() && it->is_string()) {
+      const auto target = it->get<std::string>();
+      if (target.rfind("#/", 0) != 0 || !doc.contains(json::json_pointer(target.substr(1)))) {
+        throw std::logic_error("the API document refers to " + target + ", which it does not have");
+      }
+    }
+    for (const auto& [k, v] : j.items()) check_refs(v, doc);
+  } else if (j.is_array()) {
+    for (const auto& v : j) check_refs(v, doc);
+  }
+}
 
 bool is_param(std::string_view segment) {
   return segment.size() > 2 && segment.front() == '{' && segment.back() == '}';
@@ -162,7 +234,23 @@ json operation(const RouteInfo& r) {
   } else if (!d.body.is_null()) {
     op["requestBody"] = {{"required", true}, {"content", {{"application/json", {{"schema", d.body}}}}}};
   }
-  op["responses"] = {{"2XX", {{"description", "success"}}}, {"default", {{"$ref", "#/components/responses/Error"}}}};
+  if (d.responses.empty()) {
+    op["responses"] = {{"2XX", {{"description", "success"}}}, {"default", {{"$ref", "#/components/responses/Error"}}}};
+    return op;
+  }
+  json responses = json::object();
+  for (const auto& [status, schema] : d.responses) {
+    json r = {{"description", status_text(status)}};
+    if (!schema.is_null()) r["content"] = {{"application/json", {{"schema", schema}}}};
+    // ?format=csv answers the same as CSV (the earnings).
+    if (!schema.is_null() && std::find(d.query.begin(), d.query.end(), "format") != d.query.end()) {
+      r["content"]["text/csv"] = {{"schema", {{"type", "string"}}}};
+    }
+    responses[std::to_string(status)] = std::move(r);
+  }
+  responses["4XX"] = {{"$ref", "#/components/responses/Error"}};
+  responses["5XX"] = {{"$ref", "#/components/responses/Error"}};
+  op["responses"] = std::move(responses);
   return op;
 }
 
@@ -180,8 +268,14 @@ json components() {
             {"message", {{"type", "string"}}},
             {"field", {{"type", {"string", "null"}}}},
             {"fields", array(field_error)}}}}}}}};
+  json schemas = {{"Error", std::move(error_schema)}};
+  {
+    auto& c = shared_components();
+    std::lock_guard lock(c.mu);
+    for (const auto& [name, schema] : c.schemas) schemas[name] = schema;
+  }
   return {
-      {"schemas", {{"Error", std::move(error_schema)}}},
+      {"schemas", std::move(schemas)},
       {"responses",
        {{"Error",
          {{"description", "an error: 4xx for the caller's, 5xx for the server's"},
@@ -215,7 +309,7 @@ json document(const App& app) {
     for (auto& c : method) c = static_cast<char>(c - 'A' + 'a');
     paths[r.pattern][method] = operation(r);
   }
-  return {{"openapi", "3.1.0"},
+  json doc = {{"openapi", "3.1.0"},
           {"jsonSchemaDialect", "https://spec.openapis.org/oas/3.1/dialect/base"},
           {"info",
            {{"title", "GPUnex API"},
@@ -226,6 +320,8 @@ json document(const App& app) {
              "money is a decimal string of USDC."}}},
           {"paths", std::move(paths)},
           {"components", components()}};
+  check_refs(doc, doc);
+  return doc;
 }
 
 }  // namespace openapi
@@ -234,7 +330,9 @@ void register_openapi_api(App& app) {
   // Built at the first request, once every route (the dashboard's too) is in the table.
   auto built = std::make_shared<std::pair<std::once_flag, std::string>>();
   app.route(http::Method::get, "/v1/openapi.json",
-            RouteOptions::public_route().doc({.summary = "This API's OpenAPI 3.1 document"}),
+            RouteOptions::public_route().doc({.summary = "This API's OpenAPI 3.1 document",
+                                              .responses = {{200, openapi::record({{"openapi", openapi::text(1)}, {"paths", openapi::any_object()}},
+                                                                                  {"openapi", "paths"})}}}),
             [built](Ctx& ctx) {
               std::call_once(built->first, [&] { built->second = openapi::document(ctx.app).dump(); });
               http::Response resp;

@@ -1,8 +1,9 @@
 #pragma once
 // The API document, OpenAPI 3.1, served at GET /v1/openapi.json: built from the App's route table
 // (path, method, who may call it, from each route's RouteOptions) and the RouteDoc written beside each
-// route (summary, query parameters, the request body's JSON Schema), so it lists exactly the routes the
-// server answers. The small schema builders below are for those RouteDocs.
+// route (summary, query parameters, the request body's JSON Schema, the success answers' JSON Schemas),
+// so it lists exactly the routes the server answers. The small schema builders below are for those
+// RouteDocs; an object several answers share is a component (`component` once, `ref` elsewhere).
 
 #include <initializer_list>
 #include <string>
@@ -32,6 +33,25 @@ nlohmann::json object(std::vector<std::pair<std::string, nlohmann::json>> member
 nlohmann::json any_object();
 //! `schema` or null.
 nlohmann::json nullable(nlohmann::json schema);
+//! An answer's object: these members, `required` among them; others may appear (an answer may grow a
+//! field without breaking a client), unlike `object`, which is for request bodies.
+nlohmann::json record(std::vector<std::pair<std::string, nlohmann::json>> members,
+                      std::vector<std::string> required);
+//! Like `record`, and no other member: for answers whose every member is listed here.
+nlohmann::json closed_record(std::vector<std::pair<std::string, nlohmann::json>> members,
+                             std::vector<std::string> required);
+//! Every one of these schemas at once (a shared object with members of its own added).
+nlohmann::json all_of(std::vector<nlohmann::json> schemas);
+//! An RFC 3339 UTC time ("2027-01-08T10:00:00Z").
+nlohmann::json timestamp();
+//! One page of a list: {items: [item...], next_cursor: string or null}.
+nlohmann::json page(nlohmann::json item);
+//! A schema shared by several answers, kept under components/schemas/`name`: registered at its first
+//! call (a second call must pass the same schema), answered as a $ref to it.
+nlohmann::json component(const std::string& name, nlohmann::json schema);
+//! A $ref to the component `name` (registered by `component`, or the built-in "Error"); the document
+//! refuses to build while a ref names no component.
+nlohmann::json ref(const std::string& name);
 
 //! The OpenAPI 3.1 document of every route in `app` not marked internal.
 nlohmann::json document(const App& app);

@@ -183,36 +183,74 @@ Response post_settle(Ctx& ctx, payouts::Outcome outcome) {
 
 void register_payouts_api(App& app) {
   const auto provider = RouteOptions::for_roles({"provider"});
-  app.route(http::Method::get, "/v1/provider/payout-settings", provider.doc({.summary = "My payout method and schedule"}),
-            get_settings);
+  namespace oa = openapi;
+  const auto setting = oa::record({{"method", oa::text(1)},
+                                   {"destination", oa::any_object()},
+                                   {"destination_text", oa::text()},
+                                   {"schedule", oa::text(1)},
+                                   {"effective_at", oa::timestamp()},
+                                   {"changed_at", oa::timestamp()}},
+                                  {"method", "destination", "schedule", "effective_at", "changed_at"});
+  const auto settings = oa::component(
+      "PayoutSettings", oa::closed_record({{"current", oa::nullable(setting)},
+                                           {"pending", oa::nullable(setting)},
+                                           {"history", oa::array(setting)}},
+                                          {"current", "pending", "history"}));
+  // A provider's payout (the run it was paid in stays the operator's).
+  const auto payout = oa::record({{"id", oa::text(1)},
+                                  {"payout_day", oa::text(1)},
+                                  {"schedule", oa::text(1)},
+                                  {"method", oa::text(1)},
+                                  {"method_text", oa::text()},
+                                  {"destination_text", oa::text()},
+                                  {"amount", oa::money()},
+                                  {"currency", oa::one_of({"USDC"})},
+                                  {"status", oa::text(1)},
+                                  {"failure_reason", oa::nullable(oa::text())},
+                                  {"created_at", oa::timestamp()},
+                                  {"updated_at", oa::timestamp()},
+                                  {"sepa", oa::nullable(oa::any_object())},
+                                  {"solana", oa::nullable(oa::any_object())}},
+                                 {"id", "payout_day", "method", "amount", "currency", "status", "created_at"});
+  app.route(http::Method::get, "/v1/provider/payout-settings",
+            provider.doc({.summary = "My payout method and schedule", .responses = {{200, settings}}}), get_settings);
   // A change is confirmed with the account password (argon2): checked off the I/O threads.
   app.route(http::Method::put, "/v1/provider/payout-settings", RouteOptions::for_roles({"provider"}).slow_work().doc(
                 {.summary = "Change my payout settings (confirmed with the account password)",
-                 .body = openapi::any_object()}),
+                 .body = openapi::any_object(),
+                 .responses = {{200, settings}}}),
             put_settings);
-  app.route(http::Method::get, "/v1/provider/payouts", RouteOptions::for_roles({"provider"}).api_key_allowed().doc({.summary = "My payouts", .query = {"limit", "cursor"}}),
+  app.route(http::Method::get, "/v1/provider/payouts", RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
+                {.summary = "My payouts", .query = {"limit", "cursor"}, .responses = {{200, oa::page(payout)}}}),
             get_payouts);
 
   const auto admin = RouteOptions::for_roles({"admin"});
-  app.route(http::Method::get, "/v1/admin/payout-runs", admin.doc({.summary = "Payout runs", .query = {"limit", "cursor"}}), get_runs);
+  app.route(http::Method::get, "/v1/admin/payout-runs", admin.doc({.summary = "Payout runs",
+                       .query = {"limit", "cursor"},
+                       .responses = {{200, oa::record({{"items", oa::array(oa::record({{"id", oa::text(1)}}, {"id"}))}}, {"items"})}}}),
+            get_runs);
   // Asks the Solana node (up to solana_rpc_timeout_ms a call): off the I/O threads.
-  app.route(http::Method::get, "/v1/admin/hot-wallet", RouteOptions::for_roles({"admin"}).slow_work().doc({.summary = "The Solana hot wallet's balances"}),
+  app.route(http::Method::get, "/v1/admin/hot-wallet", RouteOptions::for_roles({"admin"}).slow_work().doc(
+                {.summary = "The Solana hot wallet's balances",
+                 .responses = {{200, oa::record({{"configured", oa::boolean()}}, {"configured"})}}}),
             get_hot_wallet);
   app.route(http::Method::post, "/v1/admin/payout-runs/{id}/sepa-batch",
             admin.doc({.summary = "Make a run's SEPA batch (pain.001)",
-                       .body = openapi::object({{"eur_per_usdc", openapi::text(1, 20)}}, {"eur_per_usdc"})}),
+                       .body = openapi::object({{"eur_per_usdc", openapi::text(1, 20)}}, {"eur_per_usdc"}),
+                       .responses = {{201, oa::any_object()}}}),
             post_sepa_batch);
   app.route(http::Method::get, "/v1/admin/sepa-batches/{id}/file",
-            admin.doc({.summary = "A SEPA batch's pain.001 XML file"}), get_batch_file);
+            admin.doc({.summary = "A SEPA batch's pain.001 XML file", .responses = {{200, nullptr}}}), get_batch_file);
   app.route(http::Method::post, "/v1/admin/sepa-batches/{id}/sent",
-            admin.doc({.summary = "Record that a SEPA batch was sent to the bank"}), [](Ctx& ctx) {
+            admin.doc({.summary = "Record that a SEPA batch was sent to the bank", .responses = {{200, oa::any_object()}}}), [](Ctx& ctx) {
     return respond(ctx, [&](store::Tx& tx) { return payouts::mark_batch_sent(tx, ctx.req.param("id"), ctx.now_ms()); });
   });
-  app.route(http::Method::post, "/v1/admin/payouts/{id}/paid", admin.doc({.summary = "Record a payout as paid"}),
+  app.route(http::Method::post, "/v1/admin/payouts/{id}/paid", admin.doc({.summary = "Record a payout as paid", .responses = {{200, oa::any_object()}}}),
             [](Ctx& ctx) { return post_settle(ctx, payouts::Outcome::paid); });
   app.route(http::Method::post, "/v1/admin/payouts/{id}/returned",
             admin.doc({.summary = "Record a payout as returned by the bank",
-                       .body = openapi::object({{"reason", openapi::text(1, 200)}}, {"reason"})}),
+                       .body = openapi::object({{"reason", openapi::text(1, 200)}}, {"reason"}),
+                       .responses = {{200, oa::any_object()}}}),
             [](Ctx& ctx) { return post_settle(ctx, payouts::Outcome::returned); });
 }
 

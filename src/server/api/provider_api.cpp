@@ -145,28 +145,96 @@ Response read_notification(Ctx& ctx) {
 void register_provider_api(App& app) {
   // An API key may read its provider's profile and keys (what an agent needs); creating and
   // revoking keys needs a logged-in session, so a leaked key cannot mint new ones.
+  namespace oa = openapi;
+  const auto when = oa::nullable(oa::timestamp());
+  const auto figure = oa::nullable(oa::number());
+  const auto gpu_model = oa::component(
+      "GpuModel", oa::record({{"id", oa::text(1)},
+                              {"name", oa::text(1)},
+                              {"builtin", oa::boolean()},
+                              {"vram_gib", oa::number()},
+                              {"mem_bw_gbs", figure},
+                              {"fp32_tflops", figure},
+                              {"fp16_tflops", figure},
+                              {"fp16_tensor_tflops", figure},
+                              {"bf16_tensor_tflops", figure},
+                              {"fp8_tensor_tflops", figure},
+                              {"tdp_w", figure},
+                              {"pcie_gen", figure},
+                              {"compute_capability", oa::nullable(oa::text())},
+                              {"nvml_name_pattern", oa::nullable(oa::text())}},
+                             {"id", "name", "builtin", "vram_gib"}));
+  // A key as lists and revocations show it: never its value.
+  const auto key = oa::record({{"id", oa::text(1)},
+                               {"prefix", oa::text(1)},
+                               {"active", oa::boolean()},
+                               {"created_at", oa::timestamp()},
+                               {"last_used_at", when},
+                               {"revoked_at", when},
+                               {"reveal", oa::nullable(oa::any_object())}},
+                              {"id", "prefix", "active", "revoked_at"});
+  const auto new_key = oa::record({{"id", oa::text(1)},
+                                   {"api_key", oa::text(1)},
+                                   {"prefix", oa::text(1)},
+                                   {"created_at", oa::timestamp()},
+                                   {"provider_id", oa::text(1)},
+                                   {"revoked", key}},
+                                  {"id", "api_key", "prefix", "created_at", "provider_id"});
+  const auto notification = oa::record({{"id", oa::text(1)},
+                                        {"kind", oa::text(1)},
+                                        {"title", oa::text()},
+                                        {"body", oa::text()},
+                                        {"link", oa::nullable(oa::text())},
+                                        {"created_at", oa::timestamp()},
+                                        {"read_at", when}},
+                                       {"id", "kind", "title", "body", "created_at", "read_at"});
   app.route(Method::get, "/v1/provider/profile",
-            RouteOptions::for_roles({"provider"}).api_key_allowed().doc({.summary = "My provider profile"}), profile);
+            RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
+                {.summary = "My provider profile",
+                 .responses = {{200, oa::closed_record({{"provider_id", oa::text(1)},
+                                                        {"user_id", oa::text(1)},
+                                                        {"application_id", oa::text()},
+                                                        {"tier", oa::one_of({"community", "enterprise"})},
+                                                        {"created_at", oa::timestamp()},
+                                                        {"via", oa::one_of({"api_key", "session"})}},
+                                                       {"provider_id", "user_id", "application_id", "tier",
+                                                        "created_at", "via"})}}}),
+            profile);
   app.route(Method::get, "/v1/provider/api-keys",
-            RouteOptions::for_roles({"provider"}).api_key_allowed().doc({.summary = "My API keys (never their values)", .query = {"limit", "cursor"}}),
+            RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
+                {.summary = "My API keys (never their values)", .query = {"limit", "cursor"}, .responses = {{200, oa::page(key)}}}),
             list_keys);
   app.route(Method::post, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).sealed_idempotency().doc(
                 {.summary = "Create an API key (shown once); with revoke, rotate: revoke that key in the same step",
-                 .body = openapi::object({{"revoke", openapi::text(1, 64)}}, {})}),
+                 .body = openapi::object({{"revoke", openapi::text(1, 64)}}, {}),
+                 .responses = {{201, new_key}}}),
             create_key);
   app.route(Method::del, "/v1/provider/api-keys/{id}",
-            RouteOptions::for_roles({"provider"}).doc({.summary = "Revoke an API key"}), delete_key);
+            RouteOptions::for_roles({"provider"}).doc({.summary = "Revoke an API key", .responses = {{200, key}}}), delete_key);
   // The key issued at approval, once, to its owner's session; the answer is a secret, so never replayed.
   app.route(Method::post, "/v1/provider/api-keys/{id}/reveal", RouteOptions::for_roles({"provider"}).no_idempotency().doc(
-                {.summary = "Reveal, once, the API key issued at approval"}),
+                {.summary = "Reveal, once, the API key issued at approval",
+                 .responses = {{200, oa::record({{"id", oa::text(1)},
+                                                 {"api_key", oa::text(1)},
+                                                 {"prefix", oa::text(1)},
+                                                 {"provider_id", oa::text(1)},
+                                                 {"revealed_at", oa::timestamp()}},
+                                                {"id", "api_key", "prefix", "provider_id", "revealed_at"})}}}),
             reveal_key);
-  app.route(Method::get, "/v1/catalog/gpus", RouteOptions::public_route().doc({.summary = "The GPU catalog"}), catalog);
+  app.route(Method::get, "/v1/catalog/gpus",
+            RouteOptions::public_route().doc({.summary = "The GPU catalog", .responses = {{200, oa::page(gpu_model)}}}), catalog);
   app.route(Method::get, "/v1/catalog/gpus/{id}",
-            RouteOptions::public_route().doc({.summary = "One GPU model of the catalog"}), catalog_one);
+            RouteOptions::public_route().doc({.summary = "One GPU model of the catalog", .responses = {{200, gpu_model}}}),
+            catalog_one);
   app.route(Method::get, "/v1/notifications",
-            RouteOptions::signed_in().doc({.summary = "My notifications", .query = {"limit", "cursor"}}), notifications);
+            RouteOptions::signed_in().doc(
+                {.summary = "My notifications", .query = {"limit", "cursor"}, .responses = {{200, oa::page(notification)}}}),
+            notifications);
   app.route(Method::post, "/v1/notifications/{id}/read",
-            RouteOptions::signed_in().doc({.summary = "Mark a notification read"}), read_notification);
+            RouteOptions::signed_in().doc(
+                {.summary = "Mark a notification read",
+                 .responses = {{200, oa::closed_record({{"id", oa::text(1)}, {"read", oa::boolean()}}, {"id", "read"})}}}),
+            read_notification);
 }
 
 }  // namespace gpunex::server

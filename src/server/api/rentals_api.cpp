@@ -203,10 +203,56 @@ Response agent_rental_events(Ctx& ctx, rentals::AgentPolls& polls) {
 
 void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules, rentals::AgentPolls& polls) {
   const auto customer = RouteOptions::signed_in();
+  namespace oa = openapi;
+  const auto when = oa::nullable(oa::timestamp());
+  const auto state = oa::one_of({"requested", "starting", "running", "stopping", "ended"});
+  const auto rental = oa::component(
+      "Rental", oa::record({{"id", oa::text(1)},
+                            {"state", state},
+                            {"machine_id", oa::text(1)},
+                            {"model", oa::text(1)},
+                            {"gpu_count", oa::integer(1, 1024)},
+                            {"gpus", oa::array(oa::text())},
+                            {"usdc_per_gpu_hour", oa::money()},
+                            {"cost_per_hour", oa::money()},
+                            {"image", oa::text()},
+                            {"command", oa::array(oa::text())},
+                            {"env_names", oa::array(oa::text())},
+                            {"ports", oa::array(oa::any_object())},
+                            {"max_hours", oa::nullable(oa::number())},
+                            {"created_at", oa::timestamp()},
+                            {"running_since", when},
+                            {"ended_at", when},
+                            {"stop_requested", oa::nullable(oa::text())},
+                            {"end_reason", oa::nullable(oa::text())},
+                            {"end_text", oa::nullable(oa::text())},
+                            {"exit_code", oa::nullable(oa::number())},
+                            {"oom", oa::boolean()},
+                            {"error", oa::nullable(oa::text())},
+                            {"seconds_metered", oa::integer(0, 1LL << 53)},
+                            {"cost_so_far", oa::money()},
+                            {"settled", oa::money()}},
+                           {"id", "state", "machine_id", "model", "gpu_count", "gpus", "usdc_per_gpu_hour", "image",
+                            "created_at", "running_since", "ended_at", "end_reason", "cost_so_far"}));
+  const auto provider_rental_schema = oa::record({{"id", oa::text(1)},
+                                           {"machine_id", oa::text(1)},
+                                           {"model", oa::text(1)},
+                                           {"gpus", oa::array(oa::text())},
+                                           {"state", state},
+                                           {"usdc_per_gpu_hour", oa::money()},
+                                           {"earnings_per_hour", oa::money()},
+                                           {"earned_so_far", oa::money()},
+                                           {"created_at", oa::timestamp()},
+                                           {"running_since", when},
+                                           {"ended_at", when},
+                                           {"end_reason", oa::nullable(oa::text())},
+                                           {"provider_side", oa::nullable(oa::boolean())}},
+                                          {"id", "machine_id", "model", "state", "usdc_per_gpu_hour", "earned_so_far",
+                                           "created_at"});
   app.route(http::Method::post, "/v1/rentals",
-            customer.doc({.summary = "Start a rental", .body = openapi::any_object()}),
+            customer.doc({.summary = "Start a rental", .body = openapi::any_object(), .responses = {{201, rental}}}),
             [&](Ctx& ctx) { return create_rental(ctx, offers, schedules, polls); });
-  app.route(http::Method::get, "/v1/rentals", customer.doc({.summary = "My rentals", .query = {"limit", "cursor"}}), [](Ctx& ctx) {
+  app.route(http::Method::get, "/v1/rentals", customer.doc({.summary = "My rentals", .query = {"limit", "cursor"}, .responses = {{200, oa::page(rental)}}}), [](Ctx& ctx) {
     const auto now = ctx.now_ms();
     return list_response(ctx, [&](store::Tx& tx) {
       auto items = nlohmann::json::array();
@@ -216,7 +262,7 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
       return items;
     });
   });
-  app.route(http::Method::get, "/v1/rentals/{id}", customer.doc({.summary = "One of my rentals"}), [](Ctx& ctx) {
+  app.route(http::Method::get, "/v1/rentals/{id}", customer.doc({.summary = "One of my rentals", .responses = {{200, rental}}}), [](Ctx& ctx) {
     const auto now = ctx.now_ms();
     return respond(
         ctx,
@@ -227,13 +273,18 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
         },
         store::TxMode::read);
   });
-  app.route(http::Method::post, "/v1/rentals/{id}/stop", customer.doc({.summary = "Stop my rental"}), [&](Ctx& ctx) {
+  app.route(http::Method::post, "/v1/rentals/{id}/stop", customer.doc({.summary = "Stop my rental", .responses = {{200, rental}}}), [&](Ctx& ctx) {
     return stop_rental(ctx, polls, own_rental, rental::EndReason::customer_stopped, rentals::customer_json);
   });
-  app.route(http::Method::get, "/v1/rentals/{id}/logs", customer.doc({.summary = "My rental's logs"}), rental_logs);
+  app.route(http::Method::get, "/v1/rentals/{id}/logs", customer.doc({.summary = "My rental's logs",
+                         .responses = {{200, oa::closed_record({{"rental_id", oa::text(1)},
+                                                                {"logs", oa::text()},
+                                                                {"updated_at", when}},
+                                                               {"rental_id", "logs", "updated_at"})}}}), rental_logs);
 
   const auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
-  app.route(http::Method::get, "/v1/provider/rentals", provider.doc({.summary = "Rentals on my machines"}),
+  app.route(http::Method::get, "/v1/provider/rentals", provider.doc({.summary = "Rentals on my machines",
+                         .responses = {{200, oa::record({{"items", oa::array(provider_rental_schema)}}, {"items"})}}}),
             [](Ctx& ctx) {
     const auto now = ctx.now_ms();
     return respond(
@@ -248,7 +299,7 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
         store::TxMode::read);
   });
   app.route(http::Method::post, "/v1/provider/rentals/{id}/stop",
-            provider.doc({.summary = "Stop a rental on my machine"}), [&](Ctx& ctx) {
+            provider.doc({.summary = "Stop a rental on my machine", .responses = {{200, provider_rental_schema}}}), [&](Ctx& ctx) {
     return stop_rental(ctx, polls, provider_rental, rental::EndReason::provider_stopped, rentals::provider_json);
   });
 
@@ -256,10 +307,13 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
   auto agent = RouteOptions::signed_in().no_idempotency().agent_key_only();
   app.route_async(http::Method::get, std::string(protocol::kAgentRentalsPath),
                   agent.doc({.summary = "Agent: its machine's rentals (a long poll)",
-                             .query = {"machine_id", "known", "wait_s"}}),
+                             .query = {"machine_id", "known", "wait_s"},
+                             .responses = {{200, oa::any_object()}}}),
                   [&](Ctx& ctx, http::Reply reply) { agent_rentals_poll(ctx, reply, polls); });
   app.route(http::Method::post, std::string(protocol::kRentalEventsPath),
-            agent.doc({.summary = "Agent: rental events (starting, running, ended, logs)", .body = openapi::any_object()}),
+            agent.doc({.summary = "Agent: rental events (starting, running, ended, logs)",
+                       .body = openapi::any_object(),
+                       .responses = {{200, oa::any_object()}}}),
             [&](Ctx& ctx) { return agent_rental_events(ctx, polls); });
 }
 

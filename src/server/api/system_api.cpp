@@ -88,11 +88,23 @@ http::Response move_test_clock(Ctx& ctx) {
 }  // namespace
 
 void register_system_api(App& app) {
-  app.route(http::Method::get, "/healthz", RouteOptions::public_route().doc({.summary = "Liveness: 200 while the process serves"}), healthz);
+  namespace oa = openapi;
+  app.route(http::Method::get, "/healthz",
+            RouteOptions::public_route().doc(
+                {.summary = "Liveness: 200 while the process serves",
+                 .responses = {{200, oa::closed_record({{"status", oa::one_of({"ok"})}}, {"status"})}}}),
+            healthz);
   app.route(http::Method::get, "/readyz",
-            RouteOptions::public_route().doc({.summary = "Readiness: 200 when the store answers with the schema this server needs, else 503"}),
+            RouteOptions::public_route().doc(
+                {.summary = "Readiness: 200 when the store answers with the schema this server needs, else 503",
+                 .responses = {{200, oa::record({{"status", oa::one_of({"ready"})}, {"schema_version", oa::number()}},
+                                                {"status", "schema_version"})},
+                               {503, oa::record({{"status", oa::one_of({"unavailable"})}, {"reason", oa::text()}},
+                                                {"status", "reason"})}}}),
             readyz);
-  app.route(http::Method::get, "/metrics", RouteOptions::public_route().doc({.summary = "Prometheus metrics (text format)"}), metrics);
+  app.route(http::Method::get, "/metrics",
+            RouteOptions::public_route().doc({.summary = "Prometheus metrics (text format)", .responses = {{200, nullptr}}}),
+            metrics);
   if (app.test_clock()) {
     app.route(http::Method::post, "/v1/test/clock", RouteOptions::for_roles({"admin"}).no_idempotency().doc(
                   {.summary = "Move the test clock (servers started with a test clock only)",

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,10 @@ struct RouteDoc {
   std::vector<std::string> query = {};
   //! Not part of the API: the dashboard's files, left out of the document.
   bool internal = false;
+  //! The success answers: status -> the JSON Schema of the body (null: no JSON body). When any are
+  //! listed, the document lists exactly these plus 4XX and 5XX (the one Error body), and the API
+  //! scenarios fail on any other status or a body that does not match; when none are, "2XX" undescribed.
+  std::vector<std::pair<int, nlohmann::json>> responses = {};
 };
 
 struct RouteOptions {

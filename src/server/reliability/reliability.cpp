@@ -5,6 +5,7 @@
 #include <map>
 
 #include "server/fleet/benchmarks.hpp"
+#include "server/fleet/machines_repo.hpp"
 #include "server/fleet/schedules.hpp"
 #include "server/mail/templates.hpp"
 #include "server/onboarding/providers.hpp"
@@ -382,6 +383,74 @@ core::Result<nlohmann::json> machine_reliability(Tx& tx, const std::string& prov
        {{"points_lost", r2(rec.points_lost)},
         {"days", rec.days},
         {"by", rec.days > 0 ? nlohmann::json(day_text(today + rec.days * cr::kDayMs)) : nlohmann::json(nullptr)}}}};
+}
+
+nlohmann::json provider_reliability(Tx& tx, const std::string& provider_id, const JobSource& jobs, const Settings& s,
+                                    std::int64_t now) {
+  struct Figures {
+    double weight = 0, score = 0, uptime = 0, job_completion = 0, stability = 0;
+  };
+  Figures scored, fresh;  // machines with a score of their own; machines still new
+  auto machines = nlohmann::json::array();
+  std::vector<nlohmann::json> events;
+  MachinesRepo repo(tx);
+  for (const auto& card : repo.cards_of_provider(provider_id)) {
+    auto one = machine_reliability(tx, provider_id, card.id, jobs, s, now);
+    if (!one) continue;  // cannot happen: the card is the provider's
+    const auto& m = *one;
+    std::size_t gpus = 0;
+    for (const auto& g : repo.gpu_cards(card.id)) gpus += g.present ? 1 : 0;
+    const double w = static_cast<double>(gpus);
+    const bool is_new = m["is_new"].get<bool>();
+    auto& f = is_new ? fresh : scored;
+    f.weight += w;
+    f.score += w * m["score"].get<double>();
+    f.uptime += w * m["parts"]["uptime"]["value"].get<double>();
+    f.job_completion += w * m["parts"]["job_completion"]["value"].get<double>();
+    f.stability += w * m["parts"]["stability"]["value"].get<double>();
+    machines.push_back({{"machine_id", card.id},
+                        {"hostname", m["hostname"]},
+                        {"gpus", gpus},
+                        {"state", m["state"]},
+                        {"score", m["score"]},
+                        {"uptime", m["parts"]["uptime"]["value"]},
+                        {"job_completion", m["parts"]["job_completion"]["value"]},
+                        {"benchmark_stability", m["parts"]["stability"]["value"]},
+                        {"counted", !is_new && gpus > 0}});
+    for (auto e : m["events"]) {
+      e["machine_id"] = card.id;
+      e["hostname"] = m["hostname"];
+      events.push_back(std::move(e));
+    }
+  }
+  // A machine new or without a present GPU weighs nothing; only new machines: the prior's figures.
+  const bool any_scored = scored.weight > 0;
+  const Figures& f = any_scored ? scored : fresh;
+  if (!any_scored) {
+    for (auto& m : machines) m["counted"] = m["gpus"].get<std::size_t>() > 0;
+  }
+  const auto mean = [&](double sum) -> nlohmann::json {
+    if (f.weight <= 0) return nullptr;
+    return round_to(sum / f.weight, 0.00001);
+  };
+  std::stable_sort(events.begin(), events.end(),
+                   [](const nlohmann::json& a, const nlohmann::json& b) { return a["at"].get<std::string>() > b["at"].get<std::string>(); });
+  if (events.size() > 200) events.resize(200);
+  const auto& c = s.score;
+  return nlohmann::json{
+      {"provider_id", provider_id},
+      {"at", util::rfc3339(now)},
+      {"state", any_scored ? "scored" : (f.weight > 0 ? "new" : "no_machines")},
+      {"score", f.weight > 0 ? nlohmann::json(round_to(f.score / f.weight, 0.01)) : nlohmann::json(nullptr)},
+      {"uptime", mean(f.uptime)},
+      {"job_completion", mean(f.job_completion)},
+      {"benchmark_stability", mean(f.stability)},
+      {"weighting", "gpu_count"},
+      {"window_days", c.window_days},
+      {"prior", c.prior_score},
+      {"alert_below", s.alert_below},
+      {"machines", std::move(machines)},
+      {"events", std::move(events)}};
 }
 
 std::unordered_map<std::string, double> published_scores(Tx& tx) {

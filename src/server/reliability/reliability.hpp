@@ -60,6 +60,13 @@ core::Result<nlohmann::json> machine_reliability(store::Tx& tx, const std::strin
                                                  const std::string& machine_id, const JobSource& jobs,
                                                  const Settings& s, std::int64_t now_ms);
 
+//! GET /v1/provider/reliability: the provider's score over all of their machines, each machine's figures
+//! (score, uptime, job completion, benchmark stability) weighted by its GPU count; machines still new
+//! (scored by the prior) count only while no machine has a score of its own. The events of every
+//! machine, newest first, each naming its machine. `machines` lists what went in.
+nlohmann::json provider_reliability(store::Tx& tx, const std::string& provider_id, const JobSource& jobs,
+                                    const Settings& s, std::int64_t now_ms);
+
 //! The score the marketplace shows for every machine that has one (not new), by machine id.
 std::unordered_map<std::string, double> published_scores(store::Tx& tx);
 

@@ -20,9 +20,13 @@
 // ${now+1d} (units s, m, h, d, w) render the runner's clock, moved by that much, as RFC 3339
 // UTC to the second (2027-01-08T10:00:00Z). The runner and the server share the machine's
 // clock, so a scenario passes on any day and under faketime.
+//
+// Every answer is also held to the server's /v1/openapi.json (lib/contract.mjs): a status the
+// operation does not document, or a JSON body its schema refuses, fails the step.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Client } from './server.mjs';
+import { Contract, ContractError } from './contract.mjs';
 
 export function parseScenario(text, file) {
   const steps = [];
@@ -139,10 +143,11 @@ export async function runScenario(file, server) {
   const steps = parseScenario(readFileSync(file, 'utf8'), file);
   const users = {};
   const vars = {};
-  const anon = new Client(server.url);
+  const contract = await Contract.fetch(server.url);
+  const anon = new Client(server.url, { contract });
   for (const [n, step] of steps.entries()) {
     if (step.kind === 'signup') {
-      const c = new Client(server.url);
+      const c = new Client(server.url, { contract });
       await c.signupAndLogin(step.email);
       users[step.name] = c;
       continue;
@@ -153,7 +158,7 @@ export async function runScenario(file, server) {
     }
     if (step.kind === 'operator') {
       server.createUser(step.email, 'operator-password-1', step.role);
-      const c = new Client(server.url);
+      const c = new Client(server.url, { contract });
       await c.login(step.email, 'operator-password-1');
       users[step.name] = c;
       continue;
@@ -168,8 +173,14 @@ export async function runScenario(file, server) {
       opts.body = derive(vars[step.from.name], step.from.unset, set);
     } else if (step.raw !== undefined) opts.raw = substitute(step.raw, vars);
     else if (step.body !== undefined) opts.body = JSON.parse(substitute(step.body, vars));
-    const res = await client.request(step.method, substitute(step.path, vars), opts);
     const label = `${file} step ${n + 1} (${step.method} ${step.path})`;
+    let res;
+    try {
+      res = await client.request(step.method, substitute(step.path, vars), opts);
+    } catch (e) {
+      if (e instanceof ContractError) e.message = `${label}: ${e.message}`;
+      throw e;
+    }
     assert.equal(res.status, step.status, `${label}: status ${res.status}, body ${res.body}`);
     if (step.expect) {
       assert.ok(res.json !== null, `${label}: response is not JSON: ${res.body}`);

@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, readdirSync, existsSync, mkdirSync, rmSync }
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Contract } from './contract.mjs';
 
 export const ROOT = path.resolve(new URL('../../..', import.meta.url).pathname);
 export const BIN = process.env.GPUNEX_BIN_DIR || path.join(ROOT, 'build', 'bin');
@@ -162,10 +163,13 @@ export function confirmationToken(mailText) {
 }
 
 // A small JSON client: keeps a bearer token or cookies, returns {status, headers, body, json}.
+// With a `contract` (lib/contract.mjs), every answer is checked against /v1/openapi.json and one that
+// breaks it throws; GPUNEX_CHECK_CONTRACT=1 gives every client one.
 export class Client {
-  constructor(baseUrl) {
+  constructor(baseUrl, { contract = null } = {}) {
     this.baseUrl = baseUrl;
     this.token = null;
+    this.contract = contract;
   }
 
   async request(method, pathAndQuery, { body, headers = {}, raw } = {}) {
@@ -185,7 +189,11 @@ export class Client {
     const text = await res.text();
     let json = null;
     try { json = JSON.parse(text); } catch { /* not JSON */ }
-    return { status: res.status, headers: res.headers, body: text, json };
+    const out = { status: res.status, headers: res.headers, body: text, json };
+    // GPUNEX_CHECK_CONTRACT=1 checks every client of a test file, as the scenarios' are.
+    if (!this.contract && process.env.GPUNEX_CHECK_CONTRACT === '1') this.contract = await Contract.load(this.baseUrl);
+    this.contract?.check(method, pathAndQuery, out);
+    return out;
   }
 
   async signupAndLogin(email, password = 'correct-horse-battery', fullName = 'Test User') {
