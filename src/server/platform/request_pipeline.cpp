@@ -461,7 +461,7 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
 void App::handle(http::Request& req, http::Reply reply) {
   const auto started = std::chrono::steady_clock::now();
   std::string rid = req.header("x-request-id");
-  req.request_id = sane_request_id(rid) ? rid : util::random_token(12);
+  req.request_id = sane_request_id(rid) ? rid : util::buffered_random_token(12);
   resolve_client(req);
 
   auto match = router_.match(req);
