@@ -63,9 +63,15 @@ echo 'operator-password-1' | "$BIN/gpunex-server" admin create-user --db "$DB" -
   --role reviewer --full-name 'Bench Reviewer' --password-stdin >/dev/null
 RTOKEN=$(curl -sSf -X POST "$URL/v1/auth/login" -H 'Content-Type: application/json' \
   --data '{"email":"rev@example.com","password":"operator-password-1"}' | jget '["token"]')
-KEY=$(api POST "/v1/review/applications/$APP/decision" "$RTOKEN" \
-  '{"decision":"approve","tier":"community","note":"bench"}' | jget '["api_key"]')
-[[ "$KEY" == gpx_* ]] || { echo "no API key from the approval" >&2; exit 1; }
+DECISION=$(api POST "/v1/review/applications/$APP/decision" "$RTOKEN" \
+  '{"decision":"approve","tier":"community","note":"bench"}')
+KEY_ID=$(jget '.get("api_key_id", "")' <<<"$DECISION")
+# The applicant reveals the key once, after a fresh login picks up the provider role.
+PTOKEN=$(curl -sSf -X POST "$URL/v1/auth/login" -H 'Content-Type: application/json' \
+  --data "{\"email\":\"$EMAIL\",\"password\":\"correct-horse-battery\"}" | jget '["token"]')
+SHOWN=$(api POST "/v1/provider/api-keys/$KEY_ID/reveal" "$PTOKEN")
+KEY=$(jget '.get("api_key", "")' <<<"$SHOWN")
+[[ "$KEY" == gpx_* ]] || { echo "no API key from the approval: $DECISION $SHOWN" >&2; exit 1; }
 
 # nginx static 200, measured like bench/http.sh.
 NPORT=$(free_port)
@@ -85,10 +91,21 @@ for N in $COUNTS; do
   s0=$(cpu_s "$SPID")
   /usr/bin/time -f '%U %S %e' -o "$WORK/loadgen-$N.time" \
     "$LOADGEN" --server "$URL" --api-key "$KEY" --agents "$N" --interval "$INTERVAL" --duration "$DURATION" \
-    --connections "$CONNS" --json >"$WORK/loadgen-$N.json" 2>"$WORK/loadgen-$N.log" || true
+    --connections "$CONNS" --json >"$WORK/loadgen-$N.json" 2>"$WORK/loadgen-$N.log" &
+  LPID=$!
+  # The server's CPU from the moment heartbeats start (registration excluded), for CPU per heartbeat.
+  shb=""
+  while kill -0 "$LPID" 2>/dev/null; do
+    if grep -q 'heartbeats start' "$WORK/loadgen-$N.log" 2>/dev/null; then shb=$(cpu_s "$SPID"); break; fi
+    sleep 0.05
+  done
+  wait "$LPID" || true
   s1=$(cpu_s "$SPID")
+  hbok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["heartbeats"]["ok"])' \
+    "$WORK/loadgen-$N.json" 2>/dev/null || echo 0)
   read -r lu ls le < <(tail -n 1 "$WORK/loadgen-$N.time") || true
   cpu+=("$N agents: CPU over ${le}s wall: gpunex-server $(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.1f", b-a}') s, gpunex-loadgen $(awk -v a="$lu" -v b="$ls" 'BEGIN{printf "%.1f", a+b}') s (load average $(cut -d' ' -f1-3 /proc/loadavg))")
+  cpu+=("$N agents: server CPU per heartbeat: $(awk -v a="${shb:-$s1}" -v b="$s1" -v n="$hbok" 'BEGIN{ if (n > 0) printf "%.3f ms (%.1f s over %d heartbeats, registration excluded)", (b-a)/n*1000, b-a, n; else print "?" }')")
   tail -n 3 "$WORK/loadgen-$N.log" >&2
   curl -s "$URL/metrics" >"$WORK/metrics-$N.txt" || true
 done

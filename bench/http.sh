@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Requests per second for GET /healthz on gpunex-server (SQLite, Release
-# build), and for a static 200 from nginx on loopback, measured by wrk in the
-# same run with the same threads, connections and duration. Prints both and
-# their ratio. Usage: bench/http.sh [DURATION_S] [CONNECTIONS] [THREADS]
+# Requests per second for GET /healthz and for a static dashboard file (GET /favicon.svg) on
+# gpunex-server (SQLite, Release build), and for a static 200 from nginx on loopback, measured by wrk
+# in the same run with the same threads, connections and duration. Prints each and its ratio to
+# nginx (issue #20's target: >= 0.7). Usage: bench/http.sh [DURATION_S] [CONNECTIONS] [THREADS]
+#   GPUNEX_BIN_DIR: where gpunex-server is (default build/bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-10}
@@ -35,19 +36,42 @@ NPORT=$(free_port)
 start_nginx "$NPORT" "$WORK/nginx"
 pids+=("$NGINX_PID")
 
-rps() { wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency "$1" | tee -a "$WORK/wrk.log" | awk '/Requests\/sec/ {print $2}'; }
+# CPU seconds (user+system) of processes so far: on a shared machine a steadier figure than requests/s.
+cpu_s() { for p in "$@"; do cat "/proc/$p/stat"; done | awk -v hz="$(getconf CLK_TCK)" '{s += ($14+$15)/hz} END {print s}'; }
+# wrk's requests/s; the CPU microseconds per request of processes $2... goes to $WORK/cpu.
+rps() {
+  local url=$1 c0 c1 r
+  shift
+  c0=$(cpu_s "$@")
+  r=$(wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency "$url" | tee -a "$WORK/wrk.log" | awk '/Requests\/sec/ {print $2}')
+  c1=$(cpu_s "$@")
+  awk -v a="$c0" -v b="$c1" -v r="$r" -v d="$DURATION" 'BEGIN { printf "%.1f\n", (b-a)/(r*d)*1e6 }' >"$WORK/cpu"
+  echo "$r"
+}
 lat() { awk -v tag="$1" '$0 ~ tag {f=1} f && /99%/ {print $2; exit}' "$WORK/wrk.log"; }
 
 curl -sf "http://127.0.0.1:$GPORT/healthz" >/dev/null
+curl -sf "http://127.0.0.1:$GPORT/favicon.svg" >/dev/null
 curl -sf "http://127.0.0.1:$NPORT/" >/dev/null
-echo "== gpunex" >>"$WORK/wrk.log"
-G=$(rps "http://127.0.0.1:$GPORT/healthz")
+echo "== gpunex healthz" >>"$WORK/wrk.log"
+GPID=${pids[0]}
+NWORKERS=$(pgrep -P "$NGINX_PID" | tr '\n' ' ')
+G=$(rps "http://127.0.0.1:$GPORT/healthz" "$GPID"); GC=$(cat "$WORK/cpu")
+echo "== gpunex static" >>"$WORK/wrk.log"
+S=$(rps "http://127.0.0.1:$GPORT/favicon.svg" "$GPID"); SC=$(cat "$WORK/cpu")
 echo "== nginx" >>"$WORK/wrk.log"
-N=$(rps "http://127.0.0.1:$NPORT/")
-GP99=$(lat "== gpunex")
+# shellcheck disable=SC2086
+N=$(rps "http://127.0.0.1:$NPORT/" $NWORKERS); NC=$(cat "$WORK/cpu")
+GP99=$(lat "== gpunex healthz")
+SP99=$(lat "== gpunex static")
 NP99=$(lat "== nginx")
 
-printf '%-28s %14s %10s\n' "GET /healthz, loopback" "requests/s" "p99"
-printf '%-28s %14s %10s\n' "gpunex-server (SQLite)" "$G" "$GP99"
-printf '%-28s %14s %10s\n' "nginx static 200" "$N" "$NP99"
-awk -v g="$G" -v n="$N" 'BEGIN { printf "ratio gpunex/nginx: %.2f  (wrk -t%s -c%s -d%ss, %s cores)\n", g/n, "'"$THREADS"'", "'"$CONNS"'", "'"$DURATION"'", "'"$(nproc)"'" }'
+printf '%-34s %12s %10s %8s %12s\n' "loopback" "requests/s" "p99" "/nginx" "server CPU"
+row() {
+  printf '%-34s %12s %10s %8s %9s us\n' "$1" "$2" "$3" "$(awk -v g="$2" -v n="$N" 'BEGIN { printf "%.2f", g/n }')" "$4"
+}
+row "gpunex GET /healthz (SQLite)" "$G" "$GP99" "$GC"
+row "gpunex GET /favicon.svg (static)" "$S" "$SP99" "$SC"
+row "nginx static 200" "$N" "$NP99" "$NC"
+echo "(wrk -t$THREADS -c$CONNS -d${DURATION}s each, one after the other; $(nproc) cores; target /nginx >= 0.7;"
+echo " server CPU: user+system microseconds per request of gpunex-server, or of nginx's workers)"

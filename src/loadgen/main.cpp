@@ -472,6 +472,9 @@ int main(int argc, char** argv) {
     r.reg_s = lg.register_all(r.reg);
     r.registered = lg.registered();
     if (!json) print_registration(r);
+    // A marker for bench/heartbeats.sh, which measures the server's CPU from here on (heartbeats only).
+    std::fprintf(stderr, "loadgen: %zu agents registered; heartbeats start\n", r.registered);
+    std::fflush(stderr);
     if (r.registered > 0 && !g_stop) r.hb_s = lg.heartbeat(r.interval_s, duration, r.hb, r.max_lag_ms);
   }
   if (json) {

@@ -29,6 +29,27 @@ std::string random_token(std::size_t n_bytes) {
   return out;
 }
 
+std::string buffered_random_token(std::size_t n_bytes) {
+  struct Pool {
+    std::array<unsigned char, 4096> bytes{};
+    std::size_t used = sizeof(bytes);
+  };
+  thread_local Pool pool;
+  if (n_bytes > pool.bytes.size()) return random_token(n_bytes);
+  if (pool.bytes.size() - pool.used < n_bytes) {
+    randombytes_buf(pool.bytes.data(), pool.bytes.size());
+    pool.used = 0;
+  }
+  const unsigned char* bytes = pool.bytes.data() + pool.used;
+  std::string out(sodium_base64_ENCODED_LEN(n_bytes, sodium_base64_VARIANT_URLSAFE_NO_PADDING), '\0');
+  sodium_bin2base64(out.data(), out.size(), bytes, n_bytes, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+  out.resize(out.find('\0'));
+  // Used once: wiped so that no later token repeats it.
+  sodium_memzero(pool.bytes.data() + pool.used, n_bytes);
+  pool.used += n_bytes;
+  return out;
+}
+
 std::string new_id(std::string_view prefix) {
   std::array<unsigned char, 10> buf{};
   randombytes_buf(buf.data(), buf.size());

@@ -16,6 +16,10 @@ void init_crypto();
 std::string random_token(std::size_t n_bytes);
 //! Uniform in [0, 1), 53 random bits from the OS's CSPRNG (libsodium): for times an outsider must not guess.
 double random_unit();
+//! Like random_token (system randomness, base64url), but read from a per-thread buffer that is refilled
+//! 4 KiB at a time: one getrandom call per few hundred tokens instead of one per token. For values that
+//! must not be guessable yet are no secret of the server's (request ids), never for keys or passwords.
+std::string buffered_random_token(std::size_t n_bytes);
 //! A new opaque id such as "usr_3f9a..." (prefix + 20 random hex chars).
 std::string new_id(std::string_view prefix);
 //! Lower-case hex SHA-256 of the input.

@@ -367,6 +367,29 @@ TEST_P(StoreTest, TransactRollsBackOnExceptionFalseAndError) {
   EXPECT_EQ(count_things(), 0);
 }
 
+// Every time, not only when another writer committed meanwhile; reads still run, and a read transaction
+// after a write one (same pooled connection) reads with the statements it cached.
+TEST_P(StoreTest, AReadTransactionCannotWrite) {
+  make_things();
+  store_->transact([](Tx& tx) { tx.exec("INSERT INTO things (id) VALUES ('a')"); });
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_ANY_THROW(store_->transact([](Tx& tx) { tx.exec("INSERT INTO things (id) VALUES ('b')"); }, TxMode::read));
+    EXPECT_ANY_THROW(
+        store_->transact([](Tx& tx) { tx.exec_script("SELECT 1; DELETE FROM things;"); }, TxMode::read));
+    if (GetParam() == "sqlite") {  // asking a pragma reads; setting one is refused
+      EXPECT_EQ(store_->transact([](Tx& tx) { return tx.query_one("PRAGMA journal_mode")->str(0); }, TxMode::read),
+                "wal");
+      EXPECT_ANY_THROW(store_->transact([](Tx& tx) { tx.exec("PRAGMA user_version = 7"); }, TxMode::read));
+    }
+    EXPECT_EQ(store_->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM things")->i64(0); },
+                               TxMode::read),
+              1);
+    store_->transact([&](Tx& tx) { tx.exec("INSERT INTO things (id) VALUES (?)", {"w" + std::to_string(round)}); });
+    store_->transact([&](Tx& tx) { tx.exec("DELETE FROM things WHERE id = ?", {"w" + std::to_string(round)}); });
+  }
+  EXPECT_EQ(count_things(), 1);
+}
+
 TEST_P(StoreTest, QuestionMarkInsideLiteralIsNotAPlaceholder) {
   make_things();
   store_->transact([](Tx& tx) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -88,6 +89,36 @@ class MachinesStore : public ::testing::Test {
   std::unique_ptr<store::Store> store_;
   server::MachineSettings settings_;
 };
+
+// Heartbeats that arrive a little apart share a commit when the writer lingers for them; each is still
+// answered after that commit, and every one is stored.
+TEST_F(MachinesStore, GroupCommitLingersSoBeatsArrivingApartShareACommit) {
+  const std::string m1 = register_machine("a");
+  std::mutex mu;
+  std::vector<std::size_t> batches;
+  server::GroupCommit commit(
+      *store_,
+      [&](std::size_t n) {
+        std::lock_guard lock(mu);
+        batches.push_back(n);
+      },
+      1, 512, 16384, std::chrono::milliseconds(300));
+  std::vector<std::promise<server::GroupCommit::Outcome>> answers(3);
+  for (int i = 0; i < 3; ++i) {
+    auto req = heartbeat(m1, "a", i + 1);
+    commit.submit([this, req](store::Tx& tx) { return server::record_heartbeat(tx, "p1", req, settings_, kNow); },
+                  [&answers, i](server::GroupCommit::Outcome o) { answers[static_cast<std::size_t>(i)].set_value(std::move(o)); },
+                  m1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& a : answers) {
+    auto o = a.get_future().get();
+    EXPECT_TRUE(o.result && !o.failure);
+  }
+  std::lock_guard lock(mu);
+  EXPECT_EQ(batches, (std::vector<std::size_t>{3}));
+  EXPECT_EQ(samples("a-0"), 3);
+}
 
 TEST_F(MachinesStore, GroupCommitAnswersEachHeartbeatAfterItsBatchAndKeepsTheGoodOnes) {
   const std::string m1 = register_machine("a");

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "core/text.hpp"
 #include "server/platform/config.hpp"
@@ -410,4 +412,25 @@ TEST(AgentPolls, AnswerOnARingOnAChangeFoundByTheLookAndAtTheDeadline) {
     other.wait("m9", "v1", Clock::now() + 60s, [&] { last = true; });
   }
   EXPECT_TRUE(last);
+}
+
+TEST(Crypto, BufferedRandomTokensLookLikeRandomTokensAndNeverRepeat) {
+  util::init_crypto();
+  std::set<std::string> seen;
+  // More than one 4 KiB refill of the per-thread buffer, on two threads.
+  auto draw = [](std::vector<std::string>& out) {
+    for (int i = 0; i < 1000; ++i) out.push_back(util::buffered_random_token(12));
+  };
+  std::vector<std::string> a, b;
+  std::thread other(draw, std::ref(b));
+  draw(a);
+  other.join();
+  for (const auto* list : {&a, &b}) {
+    for (const auto& t : *list) {
+      EXPECT_EQ(t.size(), util::random_token(12).size());
+      EXPECT_EQ(t.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"), std::string::npos);
+      EXPECT_TRUE(seen.insert(t).second) << "repeated: " << t;
+    }
+  }
+  EXPECT_EQ(util::buffered_random_token(5000).size(), util::random_token(5000).size()) << "larger than the buffer";
 }

@@ -55,18 +55,33 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
   std::string machine_id = req->machine_id;  // orders the batch
   // A bogus machine id or GPU is refused before the batch writes, so it cannot make the batch roll back
   // and run again (an agent sending them would multiply the store's work).
-  auto check = [key_id = ctx.principal->api_key_id, req = *req](store::Tx& tx) -> core::Status {
-    auto provider = agent_key_provider(tx, key_id);
-    if (!provider) return std::move(provider).error();
-    return check_heartbeat(tx, *provider, req);
-  };
-  auto work = [key_id = ctx.principal->api_key_id, req = std::move(*req), settings = settings_of(ctx.config()),
-               bench = benchmark_settings(ctx.config()),
-               now = ctx.now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
+  // The group commit runs the check and then the work in one transaction, nothing in between: the work
+  // takes the machine the check read instead of reading the key, the machine and its GPUs again.
+  auto checked = std::make_shared<std::optional<CheckedMachine>>();
+  auto shared_req = std::make_shared<const protocol::HeartbeatRequest>(std::move(*req));
+  auto check = [key_id = ctx.principal->api_key_id, req = shared_req, checked](store::Tx& tx) -> core::Status {
+    checked->reset();
     // The key is checked again inside the transaction: one revoked since authentication is refused.
     auto provider = agent_key_provider(tx, key_id);
     if (!provider) return std::move(provider).error();
-    auto out = record_heartbeat(tx, *provider, req, settings, now);
+    auto machine = check_heartbeat_machine(tx, *provider, *req);
+    if (!machine) return std::move(machine).error();
+    *checked = std::move(*machine);
+    return core::ok_status();
+  };
+  auto work = [key_id = ctx.principal->api_key_id, shared_req, checked, settings = settings_of(ctx.config()),
+               bench = benchmark_settings(ctx.config()),
+               now = ctx.now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
+    const auto& req = *shared_req;
+    std::optional<CheckedMachine> machine = std::exchange(*checked, std::nullopt);
+    core::Result<nlohmann::json> out = core::Error::make(core::ErrorCode::internal, "not run");
+    if (machine) {
+      out = record_checked_heartbeat(tx, *machine, req, settings, now);
+    } else {  // not checked just before (GroupCommit always checks first): the whole check here
+      auto provider = agent_key_provider(tx, key_id);
+      if (!provider) return std::move(provider).error();
+      out = record_heartbeat(tx, *provider, req, settings, now);
+    }
     if (!out) return out;
     // A rented GPU that stopped answering stops its rental (gpu_failure, the provider's side). A
     // replayed heartbeat (duplicate) stored nothing and stops nothing.

@@ -264,24 +264,36 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
   return nlohmann::json{{"machine_id", id}, {"heartbeat_interval_s", settings.heartbeat_interval_s}};
 }
 
-core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req) {
+core::Result<CheckedMachine> check_heartbeat_machine(Tx& tx, const std::string& provider_id,
+                                                     const HeartbeatRequest& req) {
   MachinesRepo repo(tx);
   auto m = repo.find(req.machine_id);
   if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
-  return check_heartbeat_gpus(repo.gpu_uuids(m->id, /*present_only=*/false), req);
+  if (auto ok = check_heartbeat_gpus(repo.gpu_uuids(m->id, /*present_only=*/false), req); !ok) return ok.error();
+  return CheckedMachine{m->id, m->status};
+}
+
+core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req) {
+  auto m = check_heartbeat_machine(tx, provider_id, req);
+  if (!m) return std::move(m).error();
+  return core::ok_status();
 }
 
 core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req,
                                               const MachineSettings& settings, std::int64_t now) {
+  auto m = check_heartbeat_machine(tx, provider_id, req);
+  if (!m) return std::move(m).error();
+  return record_checked_heartbeat(tx, *m, req, settings, now);
+}
+
+core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachine& m, const HeartbeatRequest& req,
+                                                      const MachineSettings& settings, std::int64_t now) {
   MachinesRepo repo(tx);
-  auto m = repo.find(req.machine_id);
-  if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
   const nlohmann::json reply = {{"commands", nlohmann::json::array()},
                                 {"heartbeat_interval_s", settings.heartbeat_interval_s}};
-  if (auto ok = check_heartbeat_gpus(repo.gpu_uuids(m->id, /*present_only=*/false), req); !ok) return ok.error();
 
   // The dedupe record: a replayed seq is answered as before and stores nothing.
-  if (!repo.record_seq(m->id, req.seq, now)) {
+  if (!repo.record_seq(m.id, req.seq, now)) {
     nlohmann::json dup = reply;
     dup["duplicate"] = true;
     return dup;
@@ -291,18 +303,18 @@ core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provide
   auto clamp_time = [&](std::int64_t at) { return (at < oldest || at > now + kMinuteMs) ? now : at; };
   for (const auto& s : req.telemetry) {
     const std::int64_t at = clamp_time(s.at_ms);
-    repo.store_latest_sample(m->id, s.uuid, at, s.to_json_text());
-    repo.add_minute_sample(m->id, s.uuid, minute_of(at), minute_sample(s));
+    repo.store_latest_sample(m.id, s.uuid, at, s.to_json_text());
+    repo.add_minute_sample(m.id, s.uuid, minute_of(at), minute_sample(s));
   }
-  repo.add_presence(m->id, minute_of(now));
+  repo.add_presence(m.id, minute_of(now));
   for (const auto& e : req.events) {
     nlohmann::json detail = {{"uuid", e.uuid}};
     if (e.message) detail["message"] = *e.message;
-    repo.add_event(m->id, clamp_time(e.at_ms), e.type, detail, req.seq);
+    repo.add_event(m.id, clamp_time(e.at_ms), e.type, detail, req.seq);
   }
-  const auto next = core::on_heartbeat(m->status);
-  repo.record_heartbeat(m->id, next.next, req.seq, now);
-  if (next.came_online) repo.add_event(m->id, now, "online", {{"seq", req.seq}});
+  const auto next = core::on_heartbeat(m.status);
+  repo.record_heartbeat(m.id, next.next, req.seq, now);
+  if (next.came_online) repo.add_event(m.id, now, "online", {{"seq", req.seq}});
   return reply;
 }
 

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/machine_status.hpp"
 #include "core/result.hpp"
 #include "server/fleet/agent_protocol.hpp"
 #include "server/platform/paging.hpp"
@@ -34,6 +35,21 @@ core::Result<nlohmann::json> register_machine(store::Tx& tx, const std::string& 
 //! A heartbeat's checks, which write nothing: the machine is the provider's, every sample names one of its
 //! GPUs (404, or 400 naming the field). Run before a group commit batches it (GroupCommit::Check).
 core::Status check_heartbeat(store::Tx& tx, const std::string& provider_id, const HeartbeatRequest& req);
+
+//! The machine as check_heartbeat_machine found it, for record_checked_heartbeat in the same transaction.
+struct CheckedMachine {
+  std::string id;
+  core::MachineStatus status = core::MachineStatus::offline;
+};
+//! check_heartbeat, with the machine it checked.
+core::Result<CheckedMachine> check_heartbeat_machine(store::Tx& tx, const std::string& provider_id,
+                                                     const HeartbeatRequest& req);
+//! Stores a heartbeat that check_heartbeat_machine passed just before in the same transaction, with
+//! nothing in between (GroupCommit runs a request's Check and then its Work): record_heartbeat without
+//! reading the machine, its GPUs and the caller's key a second time.
+core::Result<nlohmann::json> record_checked_heartbeat(store::Tx& tx, const CheckedMachine& machine,
+                                                      const HeartbeatRequest& req, const MachineSettings& settings,
+                                                      std::int64_t now_ms);
 
 //! Stores one heartbeat. A seq already stored answers the same reply and stores nothing.
 //! 404 when the machine is not this provider's; 400 naming the field when a sample names another GPU.

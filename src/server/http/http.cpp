@@ -74,7 +74,9 @@ std::string_view method_name(Method m) {
 }
 
 std::string Request::header(std::string_view name) const {
-  auto it = headers.find(to_lower(name));
+  // Names are stored lower-case; callers mostly ask in lower case, which needs no copy.
+  const bool lower = std::none_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  auto it = lower ? headers.find(name) : headers.find(to_lower(name));
   return it == headers.end() ? std::string() : it->second;
 }
 

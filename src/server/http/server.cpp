@@ -32,11 +32,11 @@ struct Server::Impl : ServerCore {
 };
 
 void ServerCore::do_accept() {
-  acceptor_.async_accept(net::make_strand(ioc_),
-                         [this](beast::error_code ec, tcp::socket socket) { on_accept(ec, std::move(socket)); });
+  acceptor_.async_accept(ConnectionExecutor(ioc_.get_executor()),
+                         [this](beast::error_code ec, ConnectionSocket socket) { on_accept(ec, std::move(socket)); });
 }
 
-void ServerCore::on_accept(beast::error_code ec, tcp::socket socket) {
+void ServerCore::on_accept(beast::error_code ec, ConnectionSocket socket) {
   if (stopping_ || !acceptor_.is_open()) return;
   if (ec) {
     // Out of descriptors and the like: back off instead of spinning.

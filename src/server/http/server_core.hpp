@@ -26,6 +26,11 @@
 
 namespace gpunex::http {
 
+//! A connection's executor: its own strand on the server's io_context. A concrete type rather than
+//! Asio's type-erased any_io_executor, whose copies and queries cost every asynchronous step.
+using ConnectionExecutor = boost::asio::strand<boost::asio::io_context::executor_type>;
+using ConnectionSocket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, ConnectionExecutor>;
+
 // What stop() needs from a session, independent of the stream type.
 class SessionBase {
  public:
@@ -46,7 +51,7 @@ struct ServerCore {
         retry_timer_(acceptor_.get_executor()) {}
 
   void do_accept();
-  void on_accept(boost::beast::error_code ec, boost::asio::ip::tcp::socket socket);
+  void on_accept(boost::beast::error_code ec, ConnectionSocket socket);
 
   void add_session(SessionBase* s, std::weak_ptr<SessionBase> w) {
     std::lock_guard lock(sessions_mutex_);
@@ -113,6 +118,6 @@ struct ServerCore {
 
 //! Serves one accepted connection until it closes (over TLS when the server has a TLS context); the
 //! session keeps itself alive and registers with `server` so stop() can reach it.
-void start_session(ServerCore& server, boost::asio::ip::tcp::socket socket);
+void start_session(ServerCore& server, ConnectionSocket socket);
 
 }  // namespace gpunex::http

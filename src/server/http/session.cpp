@@ -41,7 +41,11 @@ constexpr std::size_t counted_body_read_size = 512 * 1024;
 // our last response is not destroyed by a TCP reset.
 constexpr std::chrono::seconds linger_time{1};
 
-std::string peer_ip(const tcp::socket& socket) {
+// The streams of a connection, on its strand (ConnectionExecutor).
+using PlainStream = beast::basic_stream<tcp, ConnectionExecutor>;
+using TlsStream = beast::ssl_stream<PlainStream>;
+
+std::string peer_ip(const ConnectionSocket& socket) {
   beast::error_code ec;
   auto ep = socket.remote_endpoint(ec);
   if (ec) return {};
@@ -52,15 +56,15 @@ std::string peer_ip(const tcp::socket& socket) {
   return addr.to_string();
 }
 
-// One connection. Stream is beast::tcp_stream or beast::ssl_stream<beast::tcp_stream>. Every step
+// One connection. Stream is PlainStream or TlsStream. Every step
 // runs on the connection's strand; each asynchronous step holds the session alive.
 template <class Stream>
 class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
-  static constexpr bool is_tls = !std::is_same_v<Stream, beast::tcp_stream>;
+  static constexpr bool is_tls = !std::is_same_v<Stream, PlainStream>;
 
  public:
   template <class... Args>
-  Session(ServerCore& server, std::string ip, tcp::socket&& socket, Args&&... args)
+  Session(ServerCore& server, std::string ip, ConnectionSocket&& socket, Args&&... args)
       : server_(server), remote_ip_(std::move(ip)), stream_(std::move(socket), std::forward<Args>(args)...) {}
 
   ~Session() override {
@@ -81,7 +85,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   }
 
  private:
-  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+  PlainStream& lowest() { return beast::get_lowest_layer(stream_); }
 
   // Reading a request.
   void start();
@@ -325,7 +329,7 @@ void Session<Stream>::close() {
     stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) { self->lowest().close(); });
   } else {
     beast::error_code ec;
-    lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+    lowest().socket().shutdown(ConnectionSocket::shutdown_send, ec);
     if (ec) return lowest().close();
     lowest().expires_after(linger_time);
     drain();
@@ -343,7 +347,7 @@ void Session<Stream>::drain() {
 
 }  // namespace
 
-void start_session(ServerCore& server, tcp::socket socket) {
+void start_session(ServerCore& server, ConnectionSocket socket) {
   std::string ip = peer_ip(socket);
   if (auto cap = server.reserve_connection(ip)) {
     server.report_refusal(ip, *cap);
@@ -353,11 +357,9 @@ void start_session(ServerCore& server, tcp::socket socket) {
   }
   // From here the session owns the slot and gives it back when it ends.
   if (server.tls_) {
-    std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(server, std::move(ip), std::move(socket),
-                                                                     *server.tls_)
-        ->run();
+    std::make_shared<Session<TlsStream>>(server, std::move(ip), std::move(socket), *server.tls_)->run();
   } else {
-    std::make_shared<Session<beast::tcp_stream>>(server, std::move(ip), std::move(socket))->run();
+    std::make_shared<Session<PlainStream>>(server, std::move(ip), std::move(socket))->run();
   }
 }
 

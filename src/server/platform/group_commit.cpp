@@ -12,8 +12,12 @@ using core::Error;
 using core::ErrorCode;
 
 GroupCommit::GroupCommit(store::Store& store, BatchObserver observer, std::size_t writers, std::size_t max_batch,
-                         std::size_t max_queue)
-    : store_(store), max_batch_(max_batch == 0 ? 1 : max_batch), max_queue_(max_queue), observer_(std::move(observer)) {
+                         std::size_t max_queue, std::chrono::milliseconds linger)
+    : store_(store),
+      max_batch_(max_batch == 0 ? 1 : max_batch),
+      max_queue_(max_queue),
+      linger_(linger),
+      observer_(std::move(observer)) {
   for (std::size_t i = 0; i < std::max<std::size_t>(writers, 1); ++i) threads_.emplace_back([this] { loop(); });
 }
 
@@ -27,7 +31,8 @@ void GroupCommit::submit(Work work, Done done, std::string key, Check check) {
     std::lock_guard lock(mu_);
     if (!stopping_ && queue_.size() < max_queue_) {
       queue_.push_back(std::move(item));
-      if (idle_writers_ > 0) cv_.notify_one();  // a busy writer takes what queued when its batch is done
+      // A busy writer takes what queued when its batch is done; a lingering one wants a full batch.
+      if (idle_writers_ > 0 || queue_.size() >= max_batch_) cv_.notify_one();
       return;
     }
   }
@@ -54,6 +59,9 @@ void GroupCommit::loop() {
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       --idle_writers_;
       if (queue_.empty()) return;  // stopping, and everything queued has been answered
+      if (linger_.count() > 0 && queue_.size() < max_batch_) {
+        cv_.wait_for(lock, linger_, [&] { return stopping_ || queue_.size() >= max_batch_; });
+      }
       const std::size_t n = std::min(queue_.size(), max_batch_);
       batch.reserve(n);
       for (std::size_t i = 0; i < n; ++i) {

@@ -10,6 +10,7 @@
 // and transactions run side by side, several (each batch in the order of its
 // requests' keys, so that concurrent batches lock rows in one order).
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -46,8 +47,13 @@ class GroupCommit {
   //! Called after each committed batch with its size (metrics).
   using BatchObserver = std::function<void(std::size_t requests)>;
 
+  //! `linger`: how long a writer that found fewer than max_batch requests waits, from the moment it woke,
+  //! for more to join the batch. Without it, heartbeats arriving one by one commit one by one, and the
+  //! commit (its WAL pages, fsync and checkpoint) is most of a heartbeat's cost; with a few milliseconds
+  //! each commit carries several. Every request is still answered only after its batch committed.
   explicit GroupCommit(store::Store& store, BatchObserver observer = {}, std::size_t writers = 1,
-                       std::size_t max_batch = 512, std::size_t max_queue = 16384);
+                       std::size_t max_batch = 512, std::size_t max_queue = 16384,
+                       std::chrono::milliseconds linger = std::chrono::milliseconds(0));
   ~GroupCommit();
   GroupCommit(const GroupCommit&) = delete;
   GroupCommit& operator=(const GroupCommit&) = delete;
@@ -76,6 +82,7 @@ class GroupCommit {
   store::Store& store_;
   const std::size_t max_batch_;
   const std::size_t max_queue_;
+  const std::chrono::milliseconds linger_;
   BatchObserver observer_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -47,15 +47,28 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
   out += std::string(name) + "_count" + lb + " " + std::to_string(count_) + "\n";
 }
 
+namespace {
+
+//! The map's entry for key, made (with owned strings) only the first time.
+template <class Map, class Key, class Make>
+auto& entry(Map& map, const Key& key, Make make) {
+  auto it = map.find(key);
+  if (it == map.end()) it = map.emplace(make(), typename Map::mapped_type{}).first;
+  return it->second;
+}
+
+}  // namespace
+
 void Metrics::observe_request(std::string_view method, std::string_view route, int status, double seconds) {
   std::lock_guard lock(mu_);
-  ++requests_[{std::string(method), std::string(route), status}];
-  request_latency_[std::string(route)].observe(seconds);
+  ++entry(requests_, std::tuple<std::string_view, std::string_view, int>{method, route, status},
+          [&] { return std::tuple<std::string, std::string, int>{method, route, status}; });
+  entry(request_latency_, route, [&] { return std::string(route); }).observe(seconds);
 }
 
 void Metrics::observe_store(std::string_view op, double seconds) {
   std::lock_guard lock(mu_);
-  store_latency_[std::string(op)].observe(seconds);
+  entry(store_latency_, op, [&] { return std::string(op); }).observe(seconds);
 }
 
 void Metrics::observe_group_commit(std::size_t requests) {

@@ -42,9 +42,10 @@ class Metrics {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::tuple<std::string, std::string, int>, std::uint64_t> requests_;
-  std::map<std::string, Histogram> request_latency_;  // by route
-  std::map<std::string, Histogram> store_latency_;    // by statement kind
+  // Transparent comparators: a request or statement finds its entry without building strings.
+  std::map<std::tuple<std::string, std::string, int>, std::uint64_t, std::less<>> requests_;
+  std::map<std::string, Histogram, std::less<>> request_latency_;  // by route
+  std::map<std::string, Histogram, std::less<>> store_latency_;    // by statement kind
   std::uint64_t group_commit_batches_ = 0;
   std::uint64_t group_commit_requests_ = 0;
   Histogram offer_reload_;

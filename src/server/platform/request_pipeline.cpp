@@ -20,6 +20,10 @@ using core::ErrorCode;
 
 namespace {
 
+//! How long the group commit gathers requests (heartbeats) into one transaction: at 1,333 heartbeats/s
+//! (20,000 agents every 15 s) about 7 a commit instead of 1, for at most this much more latency.
+constexpr std::chrono::milliseconds kGroupCommitLinger{5};
+
 //! One writer for SQLite (it has one write lock); on PostgreSQL, batches side by side on half the pool.
 std::size_t group_commit_writers(const store::Store& store, const Config& config) {
   if (store.dialect() != store::Dialect::postgres) return 1;
@@ -61,7 +65,7 @@ App::App(Config config, std::unique_ptr<store::Store> store, std::unique_ptr<con
       api_key_directory_(std::move(api_keys)),
       group_commit_(
           *store_, [this](std::size_t requests) { metrics_.observe_group_commit(requests); },
-          group_commit_writers(*store_, config_)),
+          group_commit_writers(*store_, config_), 512, 16384, kGroupCommitLinger),
       slow_work_(slow_work_threads(config_), static_cast<std::size_t>(config_.password_queue)) {
   store_->set_observer([this](std::string_view op, double s) { metrics_.observe_store(op, s); });
   if (!clock_) clock_ = clock_for(config_);
@@ -461,7 +465,7 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
 void App::handle(http::Request& req, http::Reply reply) {
   const auto started = std::chrono::steady_clock::now();
   std::string rid = req.header("x-request-id");
-  req.request_id = sane_request_id(rid) ? rid : util::random_token(12);
+  req.request_id = sane_request_id(rid) ? rid : util::buffered_random_token(12);
   resolve_client(req);
 
   auto match = router_.match(req);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 #include <string>
 
 #include "server/web/web_routes.hpp"
@@ -17,10 +18,21 @@ namespace gpunex::server {
 
 namespace {
 
-http::Response serve(const web::Asset& a) {
+//! The owner of the embedded assets' bytes, which live as long as the program: a response points at
+//! them instead of copying each asset into every answer.
+const std::shared_ptr<const void>& embedded_bytes() {
+  static const std::shared_ptr<const void> owner(static_cast<const void*>(&owner), [](const void*) {});
+  return owner;
+}
+
+http::Response serve(const web::Asset& a, bool embedded = true) {
   http::Response r;
   r.content_type = std::string(a.content_type);
-  r.body = std::string(a.body);
+  if (embedded) {
+    r.shared_body(embedded_bytes(), a.body);
+  } else {
+    r.body = std::string(a.body);
+  }
   r.header("Cache-Control", a.path == "/index.html" ? "no-cache" : "public, max-age=300");
   r.header("Content-Security-Policy",
            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
@@ -68,7 +80,7 @@ http::Response serve_from_dir(const std::string& dir, const std::string& name) {
   }
   ::close(fd);
   web::Asset a{name == "index.html" ? "/index.html" : "/dev", content_type_for(name), text};
-  return serve(a);
+  return serve(a, /*embedded=*/false);  // text goes away with this call
 }
 
 }  // namespace

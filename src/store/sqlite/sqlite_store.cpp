@@ -221,7 +221,8 @@ class StatementReset {
 
 class SqliteTx final : public Tx {
  public:
-  SqliteTx(SqliteConnection& conn, const StoreObserver& observer) : conn_(conn), observer_(observer) {}
+  SqliteTx(SqliteConnection& conn, const StoreObserver& observer, TxMode mode)
+      : conn_(conn), observer_(observer), read_only_(mode == TxMode::read) {}
 
   std::vector<Row> query(std::string_view sql, const Params& params) override {
     detail::StatementTimer timer(observer_, sql);
@@ -255,14 +256,50 @@ class SqliteTx final : public Tx {
 
   void exec_script(std::string_view sql) override {
     detail::StatementTimer timer(observer_, sql);
-    conn_.exec_raw(sql);
+    if (!read_only_) return conn_.exec_raw(sql);
+    // In a read transaction each statement is prepared and checked before it runs.
+    std::string text(sql);
+    const char* next = text.c_str();
+    while (next && *next) {
+      sqlite3_stmt* raw = nullptr;
+      const char* tail = nullptr;
+      if (sqlite3_prepare_v2(conn_.db(), next, -1, &raw, &tail) != SQLITE_OK) {
+        throw_sqlite(conn_.db(), sqlite3_extended_errcode(conn_.db()), sql);
+      }
+      StmtPtr stmt(raw);
+      next = tail;
+      if (!stmt) continue;  // whitespace or a comment
+      refuse_write(raw, sql);
+      for (int rc = sqlite3_step(raw); rc != SQLITE_DONE; rc = sqlite3_step(raw)) {
+        if (rc != SQLITE_ROW) throw_sqlite(conn_.db(), sqlite3_extended_errcode(conn_.db()), sql);
+      }
+    }
   }
 
   Dialect dialect() const override { return Dialect::sqlite; }
 
  private:
+  //! A read transaction cannot write: a write there would fail only now and then (when another writer
+  //! committed since it began), so it fails every time, in every test. Checked per statement rather than
+  //! with PRAGMA query_only, which expires every prepared statement of the connection each time it is
+  //! switched: every cached statement was compiled again in the next transaction.
+  //! A pragma that only asks ("PRAGMA journal_mode", no "= value") counts as a read, although SQLite
+  //! cannot say so for those that could also set.
+  void refuse_write(sqlite3_stmt* stmt, std::string_view sql) const {
+    if (!read_only_ || sqlite3_stmt_readonly(stmt)) return;
+    const std::string_view text = sqlite3_sql(stmt) ? std::string_view(sqlite3_sql(stmt)) : sql;
+    const auto start = text.find_first_not_of(" \t\r\n");
+    const bool pragma_query = start != std::string_view::npos && text.size() - start >= 6 &&
+                              sqlite3_strnicmp(text.data() + start, "PRAGMA", 6) == 0 &&
+                              text.find('=') == std::string_view::npos;
+    if (!pragma_query) {
+      throw StoreError("sqlite: a read transaction cannot write [" + detail::sql_excerpt(sql) + "]");
+    }
+  }
+
   sqlite3_stmt* start(std::string_view sql, const Params& params) {
     sqlite3_stmt* stmt = conn_.prepare(sql);
+    refuse_write(stmt, sql);
     int expected = sqlite3_bind_parameter_count(stmt);
     if (expected != static_cast<int>(params.size())) {
       throw StoreError("sqlite: statement takes " + std::to_string(expected) + " parameters, got " +
@@ -317,6 +354,7 @@ class SqliteTx final : public Tx {
 
   SqliteConnection& conn_;
   const StoreObserver& observer_;
+  bool read_only_;
 };
 
 //! The write turn of this process's threads, taken in arrival order before BEGIN IMMEDIATE. SQLite's
@@ -380,12 +418,10 @@ class SqliteStore final : public Store {
       conn.discard();
       throw StoreError("sqlite: connection left inside a transaction");
     }
-    // A read transaction cannot write (query_only): a write there would fail only now and then (when
-    // another writer committed since it began), so it fails every time, in every test.
-    conn->exec_raw(mode == TxMode::write ? "PRAGMA query_only = OFF; BEGIN IMMEDIATE"
-                                         : "PRAGMA query_only = ON; BEGIN DEFERRED");
+    // A read transaction cannot write: SqliteTx refuses each statement that would.
+    conn->exec_raw(mode == TxMode::write ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
     timer.reset();
-    SqliteTx tx(*conn, observer_);
+    SqliteTx tx(*conn, observer_, mode);
     if (!detail::run_body_or_roll_back(conn, tx, body)) return;
     try {
       detail::StatementTimer timer(observer_, "commit");
