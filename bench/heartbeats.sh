@@ -22,6 +22,7 @@ LOADGEN=${GPUNEX_LOADGEN:-build/bin/gpunex-loadgen}
 command -v wrk >/dev/null || { echo "wrk is missing: run scripts/deps.sh" >&2; exit 1; }
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "nginx is missing: run scripts/deps.sh" >&2; exit 1; }
 . bench/lib/nginx.sh
+. bench/lib/provider_key.sh
 
 WORK=$(mktemp -d /tmp/gpunex-hb.XXXXXX)
 pids=()
@@ -33,7 +34,6 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval("d"+sys.argv[1]))' "$1"; }
 
 DB=${GPUNEX_BENCH_DB:-sqlite:$WORK/bench.db}
 STORE=$([[ $DB == sqlite:* ]] && echo SQLite || echo PostgreSQL)
@@ -45,33 +45,8 @@ for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
 [ -s "$WORK/port" ] || { echo "gpunex-server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
 URL="http://127.0.0.1:$(cat "$WORK/port")"
 
-# An approved provider with an API key, through the public API (tests/js/api/agent.test.mjs does the same).
-api() { # METHOD PATH TOKEN [BODY]
-  curl -sS -X "$1" "$URL$2" -H "Authorization: Bearer $3" -H 'Content-Type: application/json' ${4:+--data "$4"}
-}
-EMAIL=bench-provider@example.com
-curl -sSf -X POST "$URL/v1/auth/signup" -H 'Content-Type: application/json' \
-  --data "{\"email\":\"$EMAIL\",\"password\":\"correct-horse-battery\",\"full_name\":\"Bench Provider\"}" >/dev/null
-PTOKEN=$(curl -sSf -X POST "$URL/v1/auth/login" -H 'Content-Type: application/json' \
-  --data "{\"email\":\"$EMAIL\",\"password\":\"correct-horse-battery\"}" | jget '["token"]')
-APP=$(api POST /v1/applications "$PTOKEN" "{\"full_name\":\"Bench Provider\",\"email\":\"$EMAIL\",\"ups\":false,
-  \"commitment_months\":3,\"gpus\":[{\"model\":\"L40S\",\"count\":2,\"system_ram_gb\":256,\"download_gbps\":1,
-  \"upload_gbps\":1,\"availability\":\"24/7\",\"location\":{\"city\":\"Berlin\",\"country\":\"DE\",\"region\":\"eu-central\"}}]}" \
-  | jget '["id"]')
-api POST "/v1/applications/$APP/submit" "$PTOKEN" >/dev/null
-echo 'operator-password-1' | "$BIN/gpunex-server" admin create-user --db "$DB" --email rev@example.com \
-  --role reviewer --full-name 'Bench Reviewer' --password-stdin >/dev/null
-RTOKEN=$(curl -sSf -X POST "$URL/v1/auth/login" -H 'Content-Type: application/json' \
-  --data '{"email":"rev@example.com","password":"operator-password-1"}' | jget '["token"]')
-DECISION=$(api POST "/v1/review/applications/$APP/decision" "$RTOKEN" \
-  '{"decision":"approve","tier":"community","note":"bench"}')
-KEY_ID=$(jget '.get("api_key_id", "")' <<<"$DECISION")
-# The applicant reveals the key once, after a fresh login picks up the provider role.
-PTOKEN=$(curl -sSf -X POST "$URL/v1/auth/login" -H 'Content-Type: application/json' \
-  --data "{\"email\":\"$EMAIL\",\"password\":\"correct-horse-battery\"}" | jget '["token"]')
-SHOWN=$(api POST "/v1/provider/api-keys/$KEY_ID/reveal" "$PTOKEN")
-KEY=$(jget '.get("api_key", "")' <<<"$SHOWN")
-[[ "$KEY" == gpx_* ]] || { echo "no API key from the approval: $DECISION $SHOWN" >&2; exit 1; }
+# An approved provider with an API key, through the public API (bench/lib/provider_key.sh).
+KEY=$(provider_key "$URL" "$DB" "$BIN/gpunex-server")
 
 # nginx static 200, measured like bench/http.sh.
 NPORT=$(free_port)

@@ -72,4 +72,17 @@ inline core::Error not_a_provider() {
       .with_code("not_a_provider");
 }
 
+//! respond() for the caller's own provider data: fn(tx, provider_id), or 403 not_a_provider.
+template <class F>
+http::Response respond_as_provider(Ctx& ctx, F&& fn, store::TxMode mode = store::TxMode::write) {
+  return respond(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        const std::string pid = caller_provider(ctx, tx);
+        if (pid.empty()) return not_a_provider();
+        return fn(tx, pid);
+      },
+      mode);
+}
+
 }  // namespace gpunex::server

@@ -17,11 +17,9 @@ http::Response machine_reliability(Ctx& ctx) {
   const std::string id = ctx.req.param("id");
   const auto settings = reliability::settings_of(ctx.config());
   const auto now = ctx.now_ms();
-  return respond(
+  return respond_as_provider(
       ctx,
-      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        const std::string pid = caller_provider(ctx, tx);
-        if (pid.empty()) return not_a_provider();
+      [&](store::Tx& tx, const std::string& pid) {
         return reliability::machine_reliability(tx, pid, id, rentals::reliability_jobs, settings, now);
       },
       store::TxMode::read);
@@ -30,11 +28,9 @@ http::Response machine_reliability(Ctx& ctx) {
 http::Response provider_reliability(Ctx& ctx) {
   const auto settings = reliability::settings_of(ctx.config());
   const auto now = ctx.now_ms();
-  return respond(
+  return respond_as_provider(
       ctx,
-      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        const std::string pid = caller_provider(ctx, tx);
-        if (pid.empty()) return not_a_provider();
+      [&](store::Tx& tx, const std::string& pid) {
         return reliability::provider_reliability(tx, pid, rentals::reliability_jobs, settings, now);
       },
       store::TxMode::read);
