@@ -115,8 +115,10 @@ test(`${BACKEND}: the provider's reliability is the GPU-weighted mean of their m
     close(all.benchmark_stability, weighted((m) => m.parts.stability.value), 'benchmark stability', 1e-5);
     // Weighted by GPUs, not by machine: the plain mean of the two is well apart.
     assert.ok(Math.abs(all.score - (mine.big.score + mine.small.score) / 2) > 1, `${all.score} is not the plain mean`);
-    assert.deepEqual(all.machines.map((m) => [m.machine_id, m.gpus, m.score, m.counted]),
-      machines.map((m) => [m.id, m.count, mine[m.name].score, true]));
+    // In registration order; on the test clock both registered in the same millisecond, so compare by id.
+    const byId = (a, b) => (a[0] < b[0] ? -1 : 1);
+    assert.deepEqual(all.machines.map((m) => [m.machine_id, m.gpus, m.score, m.counted]).sort(byId),
+      machines.map((m) => [m.id, m.count, mine[m.name].score, true]).sort(byId));
     // The machines' events, each naming its machine: the small one's missed minutes are there.
     const small = machines.find((m) => m.name === 'small').id;
     assert.ok(mine.small.events.length > 0);
