@@ -43,7 +43,17 @@ class Metrics {
  private:
   mutable std::mutex mu_;
   // Transparent comparators: a request or statement finds its entry without building strings.
-  std::map<std::tuple<std::string, std::string, int>, std::uint64_t, std::less<>> requests_;
+  //! Orders (method, route, status) keys, owned or viewed alike, so a lookup builds no strings. (Comparing
+  //! tuple<string...> with tuple<string_view...> directly compiles with GCC's library only under GCC.)
+  struct RequestKeyLess {
+    using is_transparent = void;
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      return std::tuple<std::string_view, std::string_view, int>{std::get<0>(a), std::get<1>(a), std::get<2>(a)} <
+             std::tuple<std::string_view, std::string_view, int>{std::get<0>(b), std::get<1>(b), std::get<2>(b)};
+    }
+  };
+  std::map<std::tuple<std::string, std::string, int>, std::uint64_t, RequestKeyLess> requests_;
   std::map<std::string, Histogram, std::less<>> request_latency_;  // by route
   std::map<std::string, Histogram, std::less<>> store_latency_;    // by statement kind
   std::uint64_t group_commit_batches_ = 0;
