@@ -73,13 +73,17 @@
       el('button', { type: 'submit' }, 'Add credit'));
     // One key per filled-in form: a double click or a retry after a lost answer posts it once.
     let key = crypto.randomUUID();
-    form.addEventListener('input', () => { key = crypto.randomUUID(); });
+    // Set when a credit was just made (and the form emptied), until the admin types again: the second click
+    // of a double click that lands after the first one's answer then submits nothing, rather than an empty
+    // form whose field errors would wipe the answer shown.
+    let justCredited = false;
+    form.addEventListener('input', () => { key = crypto.randomUUID(); justCredited = false; });
     // While a credit is on its way the button is off: a second click would race the first and
     // its answer ("already credited", or "in progress") would overwrite the first one's.
     const submit = form.querySelector('button[type=submit]');
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
-      if (submit.disabled) return;
+      if (submit.disabled || justCredited) return;
       const body = Object.fromEntries(['email', 'amount', 'reference'].map((n) => [n, form.elements[n].value.trim()]));
       submit.disabled = true;
       let r;
@@ -91,6 +95,7 @@
         : `Credited ${usdc(r.data.amount)} to ${r.data.email} (transaction ${r.data.transaction_id}). Balance ${usdc(r.data.balance)}.`;
       form.reset();
       key = crypto.randomUUID();
+      justCredited = true;
     });
     return [el('h1', {}, 'Credit'),
       el('p', { class: 'muted' }, 'Adds prepaid USDC to a customer\'s balance when their payment has arrived. The same reference is never credited twice.'),

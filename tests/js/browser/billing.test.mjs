@@ -43,6 +43,12 @@ test(`${BACKEND}: Credit page adds credit once; the Balance page agrees with the
     await form.getByRole('button', { name: 'Add credit' }).dblclick();
     await admin.locator('#credit-result', { hasText: 'Credited 12.500000 USDC to ann@example.com' }).waitFor();
     await shot(admin, 'credited');
+    // A click that lands after the answer (a slow double click) on the emptied form submits nothing:
+    // the answer stays, and no field is marked wrong.
+    await form.getByRole('button', { name: 'Add credit' }).click();
+    await admin.waitForTimeout(300);
+    assert.match(await admin.locator('#credit-result').textContent(), /^Credited 12\.500000 USDC to ann@example\.com/);
+    assert.equal(await form.getByLabel('Customer e-mail').getAttribute('aria-invalid'), null);
     const api = await ann.request('GET', '/v1/billing/history');
     assert.equal(api.json.items.length, 1, api.body);
 
