@@ -181,7 +181,9 @@ test(`${BACKEND}: PostgreSQL restarted under the cluster: not ready meanwhile, b
         await sleep(25);
       }
     })();
-    await sleep(1000);
+    // Three logins acknowledged before the restart (each hashes a password: on a crowded 2-core CI
+    // machine a second held only two).
+    await until('three logins before the restart', () => acknowledged.length >= 3, 30000, 50);
     const before = acknowledged.length;
     const t0 = performance.now();
     await clusterAsync(dir, 'restart-db');
@@ -190,7 +192,8 @@ test(`${BACKEND}: PostgreSQL restarted under the cluster: not ready meanwhile, b
       const answers = await Promise.all(replica.map((u) => new Client(u).request('GET', '/readyz')));
       return answers.every((a) => a.status === 200 && a.json.change_feed === 'listening') && performance.now() - t0;
     }, 30000, 50);
-    await sleep(1000);
+    await until('a login acknowledged after the restart', () => acknowledged.length > before, 30000, 50);
+    await sleep(500);
     stop = true;
     await Promise.all([writer, watcher]);
     console.log(`PostgreSQL restart took ${restartMs.toFixed(0)} ms; replicas ready and listening again ` +
