@@ -279,8 +279,9 @@ nlohmann::json record_gpu(Tx& tx, const CheckedRun& run, std::size_t i, const Gp
     listing.delist_reason = j.failures.front().describe();
     listing.recommendation = j.failures.front().recommendation;
   }
-  // Nothing unverified reaches the market: a GPU not listed now is listed once its challenges pass
-  // (challenges_passed). One listed now stays listed meanwhile; a failed challenge delists it.
+  // Nothing unverified reaches the market: a GPU not listed now is listed once its challenges pass (and
+  // announced then, server/fleet/challenges.cpp). One listed now stays listed meanwhile; a failed challenge
+  // delists it.
   const bool held = pass && verify_first && was_listed != std::optional<bool>(true);
   if (held) {
     listing.listed = false;
@@ -288,15 +289,10 @@ nlohmann::json record_gpu(Tx& tx, const CheckedRun& run, std::size_t i, const Gp
     listing.recommendation = "nothing to do: the agent answers them within seconds, then the GPU is listed";
   }
   repo.upsert_listing(listing, now);
-  if (held) {
-    return {{"uuid", g.uuid},       {"model", opt_json(model_id)}, {"perf_score", opt_json(j.score)},
-            {"quality_ratio", opt_json(j.quality)}, {"listed", false}, {"awaiting_challenges", true},
-            {"failures", std::move(fj)}};
-  }
 
   const mail::GpuFacts gpu{
       mail::gpu_display_name(run.known.at(g.uuid).index, model ? model->id : g.name, run.machine.hostname), link};
-  switch (core::listing_change(was_listed, pass)) {
+  switch (held ? core::ListingChange::none : core::listing_change(was_listed, pass)) {
     case core::ListingChange::delisted:
       tell_provider(tx, provider_id, mail::gpu_delisted(gpu, j.failures), now);
       break;
@@ -306,12 +302,14 @@ nlohmann::json record_gpu(Tx& tx, const CheckedRun& run, std::size_t i, const Gp
     case core::ListingChange::none:
       break;
   }
-  return {{"uuid", g.uuid},
-          {"model", opt_json(model_id)},
-          {"perf_score", opt_json(j.score)},
-          {"quality_ratio", opt_json(j.quality)},
-          {"listed", pass},
-          {"failures", std::move(fj)}};
+  nlohmann::json out = {{"uuid", g.uuid},
+                        {"model", opt_json(model_id)},
+                        {"perf_score", opt_json(j.score)},
+                        {"quality_ratio", opt_json(j.quality)},
+                        {"listed", listing.listed},
+                        {"failures", std::move(fj)}};
+  if (held) out["awaiting_challenges"] = true;
+  return out;
 }
 
 }  // namespace
