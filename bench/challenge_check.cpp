@@ -1,5 +1,6 @@
-// The benchmark challenges (issue 21) on a real GPU, for bench/gpu-check.sh: the GEMM challenge as the server
-// issues it to a real GPU (n = 256, matrices generated on the GPU, cuBLAS), judged by the server's check;
+// The benchmark challenges (issue 21) on a real GPU, for bench/gpu-check.sh: the committed GEMM challenge as
+// the server issues it to a real GPU (n = 8192, as many products as take 4 s at the GPU's measured FP16
+// figure, matrices generated on the GPU, cuBLAS), its rows committed, opened and judged by the server's check;
 // the VRAM challenge over 90% of the GPU's memory, 16 slices read back and judged; and their wall time
 // against the GPU part of a benchmark run (the suite's compute and memory cases at the suite's sizes and
 // timings). Prints "key value" lines and the overhead as a share of the run (target < 5%).
@@ -13,6 +14,7 @@
 
 #include "core/challenge.hpp"
 #include "gpu/cuda/cuda_bench.hpp"
+#include "server/fleet/challenges.hpp"
 
 namespace cu = gpunex::gpu::cuda;
 namespace cc = gpunex::core::challenge;
@@ -58,20 +60,43 @@ int main(int argc, char** argv) {
   const auto seeds = cc::derive_seeds(std::to_string(rng()), "chl_gpu_check");
   bool ok = true;
 
-  // GEMM, n = 256: generated on the GPU, multiplied by cuBLAS, judged by Freivalds as the server does.
-  const int n = 256;
+  // GEMM, committed: sized by the server's own plan at the FP16 figure this GPU just measured.
+  const gpunex::server::ChallengeSettings settings;
+  auto fp16 = cu::gemm_lt(dev, cu::GemmType::fp16, g, g, g, cu::kGemmTiming);
+  const double tflops = fp16 && !fp16->empty() ? *std::max_element(fp16->begin(), fp16->end()) : 0;
+  const auto plan = gpunex::server::plan_gemm_challenge(false, tflops, settings);
+  std::printf("fp16_tflops %.1f\ngemm_n %lld\ngemm_products %lld\ngemm_work_s %.3f\ngemm_allowed_s %.3f\n"
+              "gemm_open_rows %lld\n",
+              tflops, static_cast<long long>(plan.n), static_cast<long long>(plan.products), plan.work_s,
+              plan.allowed_s, static_cast<long long>(plan.open_rows));
   t = Clock::now();
-  auto c = cu::challenge_gemm(dev, seeds.matrix_a, seeds.matrix_b, n);
-  const double gemm_s = since(t);
-  if (!c) {
-    std::printf("gemm ERROR %s\n", c.error().message.c_str());
+  auto leaves = cu::challenge_row_digests(dev, seeds.matrix_a, seeds.matrix_b, static_cast<int>(plan.n),
+                                          static_cast<int>(plan.products));
+  if (!leaves) {
+    std::printf("gemm ERROR %s\n", leaves.error().message.c_str());
     return 1;
   }
+  const auto commitment = cc::commit(std::move(*leaves));
+  double gemm_s = since(t);
+  const auto rows = static_cast<std::uint64_t>(plan.n) * static_cast<std::uint64_t>(plan.products);
+  const auto picks = cc::pick_slices(seeds.slices, rows, static_cast<std::size_t>(plan.open_rows));
   t = Clock::now();
-  const auto outcome = cc::judge_gemm(seeds, n, cc::Matrix{n, n, *c}, 0, 1);
-  std::printf("gemm_challenge_s %.4f\ngemm_check_s %.4f\ngemm_outcome %s\n", gemm_s, since(t),
+  auto values = cu::challenge_rows(dev, seeds.matrix_a, seeds.matrix_b, static_cast<int>(plan.n), picks);
+  if (!values) {
+    std::printf("gemm ERROR %s\n", values.error().message.c_str());
+    return 1;
+  }
+  std::vector<cc::OpenedRow> opened;
+  for (std::size_t k = 0; k < picks.size(); ++k) opened.push_back(cc::open_row(commitment, picks[k], (*values)[k]));
+  const double open_s = since(t);
+  t = Clock::now();
+  const auto outcome = cc::judge_opened(seeds, static_cast<std::size_t>(plan.n), static_cast<std::size_t>(plan.products),
+                                        commitment.root, picks, opened);
+  std::printf("gemm_commit_s %.4f (allowed %.3f: %s)\ngemm_open_s %.4f\ngemm_check_s %.4f\ngemm_outcome %s\n", gemm_s,
+              plan.allowed_s, gemm_s <= plan.allowed_s ? "in time" : "LATE", open_s, since(t),
               std::string(cc::outcome_name(outcome)).c_str());
-  ok = ok && outcome == cc::Outcome::passed;
+  ok = ok && outcome == cc::Outcome::passed && gemm_s <= plan.allowed_s;
+  gemm_s += open_s;
 
   // VRAM: 90% of the memory in 1 MiB slices, as the server asks of a real GPU; 16 picked afterwards.
   const std::uint64_t slice_words = (1 << 20) / 8;

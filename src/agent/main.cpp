@@ -115,7 +115,7 @@ CLI::App* add_run_command(CLI::App& app, Options& o) {
   run->add_option("--stop-grace-s", o.stop_grace_s, "seconds a stopped rental gets between SIGTERM and SIGKILL");
   run->add_option("--nvml-library", o.nvml_library, "NVML library to load")->group("");
   // Hidden (group ""): a modified agent that lies, for the tests that show the server catches it.
-  run->add_option("--test-lie", o.test_lie, "TESTS ONLY: inflate, random, smaller, vram, replay, idle or bait")->group("");
+  run->add_option("--test-lie", o.test_lie, "TESTS ONLY: inflate, random, smaller, vram, replay, idle, bait or partial")->group("");
   run->add_option("--bench-storage-mib", o.run.bench_storage_mib,
                   "storage benchmark file size for server-requested runs");
   run->add_option("--bench-net-mib", o.run.bench_net_mib,

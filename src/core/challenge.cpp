@@ -84,6 +84,15 @@ std::vector<std::uint64_t> times(const Matrix& m, const std::vector<std::uint64_
   return out;
 }
 
+//! `count` words, each as 8 little-endian bytes.
+std::string words_bytes(const std::uint64_t* words, std::size_t count) {
+  std::string bytes(count * 8, '\0');
+  for (std::size_t w = 0; w < count; ++w) {
+    for (std::size_t b = 0; b < 8; ++b) bytes[w * 8 + b] = static_cast<char>(words[w] >> (8 * b));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 std::array<std::uint8_t, 32> sha256(std::string_view data) {
@@ -189,17 +198,7 @@ std::uint64_t vram_word(std::uint64_t seed, std::uint64_t i) {
 }
 
 std::string words_digest(const std::uint64_t* words, std::size_t count) {
-  std::string bytes(count * 8, '\0');
-  for (std::size_t w = 0; w < count; ++w) {
-    for (std::size_t b = 0; b < 8; ++b) bytes[w * 8 + b] = static_cast<char>(words[w] >> (8 * b));
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (auto byte : sha256(bytes)) {
-    out += kHex[byte >> 4];
-    out += kHex[byte & 15];
-  }
-  return out;
+  return hex(sha256(words_bytes(words, count)));
 }
 
 std::string vram_slice_digest(std::uint64_t seed, std::uint64_t slice, std::uint64_t slice_words) {
@@ -273,11 +272,221 @@ std::string_view outcome_name(Outcome o) {
   return "wrong";
 }
 
-Outcome judge_gemm(const Seeds& seeds, std::size_t n, const Matrix& c, double elapsed_s, double allowed_s) {
-  const auto a = generate_matrix(seeds.matrix_a, n);
-  const auto b = generate_matrix(seeds.matrix_b, n);
-  if (!freivalds_check(a, b, c, seeds.verifier, repetitions(per_round_false_pass(), 1e-9))) return Outcome::wrong;
-  return elapsed_s <= allowed_s ? Outcome::passed : Outcome::late;
+std::string hex(const Digest& d) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (auto byte : d) {
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
+  }
+  return out;
+}
+
+std::optional<Digest> parse_digest(std::string_view text) {
+  if (text.size() != 64) return std::nullopt;
+  Digest d{};
+  const auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < 32; ++i) {
+    const int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    d[i] = static_cast<std::uint8_t>(hi * 16 + lo);
+  }
+  return d;
+}
+
+std::uint64_t product_seed(std::uint64_t seed_a, std::uint64_t product) {
+  std::uint64_t x = seed_a ^ (product * 0xa0761d6478bd642fULL);
+  return splitmix64(x);
+}
+
+std::uint64_t row_digest(const std::int64_t* row, std::size_t n) {
+  std::uint64_t sum = 0;
+  for (std::size_t c = 0; c < n; ++c) {
+    std::uint64_t x = static_cast<std::uint64_t>(row[c]) ^ (c * 0xc2b2ae3d27d4eb4fULL);
+    sum += splitmix64(x);
+  }
+  return sum;
+}
+
+Digest block_hash(const std::uint64_t* leaves, std::size_t count) {
+  return sha256(std::string_view(words_bytes(leaves, count)));
+}
+
+namespace {
+
+Digest hash_pair(const Digest& left, const Digest& right) {
+  std::string both(64, '\0');
+  std::memcpy(both.data(), left.data(), 32);
+  std::memcpy(both.data() + 32, right.data(), 32);
+  return sha256(both);
+}
+
+//! The level above: pairs hashed, an odd last node carried up.
+std::vector<Digest> level_up(const std::vector<Digest>& level) {
+  std::vector<Digest> up;
+  for (std::size_t i = 0; i + 1 < level.size(); i += 2) up.push_back(hash_pair(level[i], level[i + 1]));
+  if (level.size() % 2 == 1) up.push_back(level.back());
+  return up;
+}
+
+//! Σ v_k·r_k modulo p, the sum kept whole in 128 bits (|v| < 2^40, r < 2^61, fewer than 2^24 terms).
+std::uint64_t dot_mod_p(const std::int64_t* v, const std::uint64_t* r, std::size_t n) {
+  __int128 acc = 0;
+  for (std::size_t k = 0; k < n; ++k) acc += static_cast<__int128>(v[k]) * static_cast<__int128>(r[k]);
+  const bool negative = acc < 0;
+  const auto magnitude = static_cast<unsigned __int128>(negative ? -acc : acc);
+  const std::uint64_t m = reduce(magnitude % (static_cast<unsigned __int128>(kPrime) * kPrime));
+  return negative && m != 0 ? kPrime - m : m;
+}
+
+}  // namespace
+
+Digest merkle_root(std::vector<Digest> level) {
+  if (level.empty()) return sha256("");
+  while (level.size() > 1) level = level_up(level);
+  return level.front();
+}
+
+std::vector<Digest> merkle_path(std::vector<Digest> level, std::size_t index) {
+  std::vector<Digest> path;
+  while (level.size() > 1) {
+    const std::size_t sibling = index ^ 1;
+    if (sibling < level.size()) path.push_back(level[sibling]);
+    level = level_up(level);
+    index /= 2;
+  }
+  return path;
+}
+
+bool merkle_verify(const Digest& root, const Digest& leaf, std::size_t index, std::size_t count,
+                   const std::vector<Digest>& path) {
+  if (index >= count) return false;
+  Digest node = leaf;
+  std::size_t used = 0;
+  while (count > 1) {
+    const std::size_t sibling = index ^ 1;
+    if (sibling < count) {
+      if (used == path.size()) return false;
+      node = index % 2 == 0 ? hash_pair(node, path[used]) : hash_pair(path[used], node);
+      ++used;
+    }
+    index /= 2;
+    count = (count + 1) / 2;
+  }
+  return used == path.size() && node == root;
+}
+
+Commitment commit(std::vector<std::uint64_t> leaves) {
+  Commitment c;
+  c.leaves = std::move(leaves);
+  for (std::size_t b = 0; b < c.leaves.size(); b += kLeafBlock) {
+    c.blocks.push_back(block_hash(c.leaves.data() + b, std::min(kLeafBlock, c.leaves.size() - b)));
+  }
+  c.root = merkle_root(c.blocks);
+  return c;
+}
+
+OpenedRow open_row(const Commitment& c, std::uint64_t index, std::vector<std::int64_t> values) {
+  OpenedRow o;
+  o.index = index;
+  o.values = std::move(values);
+  if (index >= c.leaves.size()) return o;
+  const std::size_t block = static_cast<std::size_t>(index) / kLeafBlock;
+  const std::size_t first = block * kLeafBlock;
+  o.block.assign(c.leaves.begin() + static_cast<std::ptrdiff_t>(first),
+                 c.leaves.begin() + static_cast<std::ptrdiff_t>(std::min(first + kLeafBlock, c.leaves.size())));
+  o.path = merkle_path(c.blocks, block);
+  return o;
+}
+
+std::vector<std::int64_t> product_row(std::uint64_t seed_a, std::uint64_t seed_b, std::size_t n, std::uint64_t index) {
+  const std::uint64_t a_seed = product_seed(seed_a, index / n);
+  const std::uint64_t row = index % n;
+  std::vector<std::int64_t> out(n, 0);
+  for (std::size_t t = 0; t < n; ++t) {
+    const std::int64_t a = matrix_entry(a_seed, row * n + t);
+    if (a == 0) continue;
+    for (std::size_t c = 0; c < n; ++c) out[c] += a * matrix_entry(seed_b, t * n + c);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> product_leaves(std::uint64_t seed_a, std::uint64_t seed_b, std::size_t n,
+                                          std::size_t products) {
+  const auto b = generate_matrix(seed_b, n);
+  std::vector<std::uint64_t> leaves;
+  leaves.reserve(n * products);
+  for (std::size_t j = 0; j < products; ++j) {
+    const auto c = multiply(generate_matrix(product_seed(seed_a, j), n), b);
+    for (std::size_t i = 0; i < n; ++i) leaves.push_back(row_digest(c.v.data() + i * n, n));
+  }
+  return leaves;
+}
+
+GemmPlan plan_gemm(std::size_t n, double tflops, double target_s) {
+  GemmPlan p;
+  p.n = n;
+  const double nd = static_cast<double>(n);
+  const double one = 2.0 * nd * nd * nd / (tflops * 1e12);  // seconds per product at the claimed speed
+  p.products = tflops > 0 ? std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(target_s / one))) : 1;
+  p.work_s = tflops > 0 ? one * static_cast<double>(p.products) : 0;
+  return p;
+}
+
+std::size_t rows_to_open(double allowed_s, double work_s, double slower_by, std::size_t rows, std::size_t floor,
+                         std::size_t cap, double target) {
+  std::size_t k = cap;
+  if (work_s > 0 && slower_by > 0) {
+    const double f = allowed_s / (slower_by * work_s);
+    if (f < 1) k = std::max<std::size_t>(floor, std::min<std::size_t>(cap, repetitions(f, target)));
+  }
+  return std::min(k, rows);
+}
+
+Outcome judge_opened(const Seeds& seeds, std::size_t n, std::size_t products, const Digest& root,
+                     const std::vector<std::uint64_t>& picks, const std::vector<OpenedRow>& opened) {
+  const std::uint64_t rows = static_cast<std::uint64_t>(n) * products;
+  const std::size_t blocks = static_cast<std::size_t>((rows + kLeafBlock - 1) / kLeafBlock);
+  if (n == 0 || picks.empty() || opened.size() != picks.size()) return Outcome::wrong;
+  for (std::size_t k = 0; k < picks.size(); ++k) {
+    const auto& o = opened[k];
+    if (o.index != picks[k] || o.index >= rows || o.values.size() != n) return Outcome::wrong;
+    // No entry of A_j·B exceeds n·8² in magnitude; larger values are wrong (and would overflow the sums).
+    const auto bound = static_cast<std::int64_t>(n) * 64;
+    for (const auto v : o.values) {
+      if (v > bound || v < -bound) return Outcome::wrong;
+    }
+    const std::size_t block = static_cast<std::size_t>(o.index / kLeafBlock);
+    const std::size_t first = block * kLeafBlock;
+    if (o.block.size() != std::min<std::uint64_t>(kLeafBlock, rows - first)) return Outcome::wrong;
+    if (o.block[static_cast<std::size_t>(o.index) - first] != row_digest(o.values.data(), n)) return Outcome::wrong;
+    if (!merkle_verify(root, block_hash(o.block.data(), o.block.size()), block, blocks, o.path)) {
+      return Outcome::wrong;
+    }
+  }
+  // Freivalds on each row: row·r = a_i·(B·r) modulo p, B·r once per round for every row.
+  Xoshiro256 rng(seeds.verifier);
+  const unsigned rounds = repetitions(per_round_false_pass(), 1e-9);
+  std::vector<std::int64_t> b_row(n), a_row(n);
+  std::vector<std::uint64_t> r(n), br(n);
+  for (unsigned round = 0; round < rounds; ++round) {
+    for (auto& x : r) x = rng.below(kPrime);
+    for (std::size_t t = 0; t < n; ++t) {
+      for (std::size_t c = 0; c < n; ++c) b_row[c] = matrix_entry(seeds.matrix_b, t * n + c);
+      br[t] = dot_mod_p(b_row.data(), r.data(), n);
+    }
+    for (const auto& o : opened) {
+      const std::uint64_t a_seed = product_seed(seeds.matrix_a, o.index / n);
+      const std::uint64_t row = o.index % n;
+      for (std::size_t t = 0; t < n; ++t) a_row[t] = matrix_entry(a_seed, row * n + t);
+      if (dot_mod_p(o.values.data(), r.data(), n) != dot_mod_p(a_row.data(), br.data(), n)) return Outcome::wrong;
+    }
+  }
+  return Outcome::passed;
 }
 
 Outcome judge_vram(std::uint64_t fill_seed, const std::vector<std::uint64_t>& slices, std::uint64_t slice_words,

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,9 +112,89 @@ std::size_t sim_gemm_n(double claimed_tflops, double target_s = 1.0);
 enum class Outcome { passed, wrong, late };
 std::string_view outcome_name(Outcome o);
 
-//! A GEMM answer judged: the product must pass Freivalds (to false-pass probability < 1e-9) and arrive
-//! within `allowed_s` of the issue.
-Outcome judge_gemm(const Seeds& seeds, std::size_t n, const Matrix& c, double elapsed_s, double allowed_s);
+// ---- The committed GEMM (protocol/challenge.hpp): a timing bound that binds on a real GPU ----
+//
+// The challenge is `products` GEMMs C_j = A_j·B (n×n, j < products), sized so that they take `work_s` at
+// the claimed speed: far more than a round trip, so the time allowed is mostly the GPU's. The agent sends
+// only a commitment to every row of every C_j: a 64-bit digest per row (row_digest), the rows' digests in
+// blocks of kLeafBlock hashed with SHA-256, and the blocks under a Merkle root. Only after the root came
+// in time does the server pick rows to open; the agent sends each picked row in full with its block and
+// Merkle path, and the server checks the row against the root and, with Freivalds' vector, against A_j·B
+// at O(n) per row once B·r is known (O(n²), once per challenge).
+//
+// Why it binds: a GPU slower than claimed cannot compute every row in time, and a row's digest cannot be
+// had without every entry of the row (it mixes each entry through a nonlinear function, so no linear
+// shortcut gives it). A prover that computed a share f of the rows before the deadline and made up the
+// rest passes a row picked uniformly with probability at most f, and all of k picked rows with at most
+// f^k. rows_to_open picks k so that a GPU `slower_by` times slower than claimed passes below the target.
+
+//! Leaves (row digests) per SHA-256 block under the Merkle tree.
+inline constexpr std::size_t kLeafBlock = 256;
+using Digest = std::array<std::uint8_t, 32>;
+std::string hex(const Digest& d);
+std::optional<Digest> parse_digest(std::string_view hex_text);
+
+//! The seed of product j's left matrix A_j (B is one matrix, from the challenge's seed_b).
+//! The CUDA kernels (gpu/cuda/cuda_bench.cu) repeat product_seed and row_digest; all must stay the same.
+std::uint64_t product_seed(std::uint64_t seed_a, std::uint64_t product);
+//! The digest of one row of a product: Σ_c mix(row[c], c) modulo 2^64, mix a splitmix64 finalizer.
+std::uint64_t row_digest(const std::int64_t* row, std::size_t n);
+//! SHA-256 of `count` leaves, each as 8 little-endian bytes.
+Digest block_hash(const std::uint64_t* leaves, std::size_t count);
+//! The Merkle root over block hashes: parent = SHA-256(left ‖ right), an odd last node carried up as it
+//! is. One block: its hash. None: SHA-256 of nothing.
+Digest merkle_root(std::vector<Digest> level);
+//! The sibling hashes from block `index` up to the root (none where the node was carried up).
+std::vector<Digest> merkle_path(std::vector<Digest> level, std::size_t index);
+//! Whether `leaf` at `index` of `count` blocks, with `path`, hashes up to `root`.
+bool merkle_verify(const Digest& root, const Digest& leaf, std::size_t index, std::size_t count,
+                   const std::vector<Digest>& path);
+
+//! A prover's whole commitment: the leaves (row digests, product-major: leaf j·n + i is row i of C_j),
+//! their block hashes and the root. The agent builds it from leaves computed on the GPU or the CPU.
+struct Commitment {
+  std::vector<std::uint64_t> leaves;
+  std::vector<Digest> blocks;
+  Digest root{};
+};
+Commitment commit(std::vector<std::uint64_t> leaves);
+
+//! One opened row, as the agent sends it: the row in full, its block's leaves and the block's Merkle path.
+struct OpenedRow {
+  std::uint64_t index = 0;  // leaf number: product · n + row
+  std::vector<std::int64_t> values;
+  std::vector<std::uint64_t> block;
+  std::vector<Digest> path;
+  bool operator==(const OpenedRow&) const = default;
+};
+//! Opens leaf `index` of a commitment, with the row's values (the prover recomputes or kept them).
+OpenedRow open_row(const Commitment& c, std::uint64_t index, std::vector<std::int64_t> values);
+
+//! Row i of A_j·B over the integers, on the CPU: O(n²) (the simulated GPU's answer, and the tests').
+std::vector<std::int64_t> product_row(std::uint64_t seed_a, std::uint64_t seed_b, std::size_t n, std::uint64_t index);
+//! Every row digest of every product, on the CPU: O(products·n³), for the simulated GPU's small n.
+std::vector<std::uint64_t> product_leaves(std::uint64_t seed_a, std::uint64_t seed_b, std::size_t n,
+                                          std::size_t products);
+
+//! A committed GEMM's size: `products` GEMMs of n×n taking about `work_s` at the claimed speed.
+struct GemmPlan {
+  std::size_t n = 0, products = 0;
+  double work_s = 0;  // 2n³·products at the claimed speed
+};
+//! At least one product; as many as fill `target_s` at `tflops` (already dilated for a simulated GPU).
+GemmPlan plan_gemm(std::size_t n, double tflops, double target_s);
+//! The rows to open so that a prover `slower_by` times slower than claimed passes below `target`: it can
+//! have computed at most f = allowed_s / (slower_by · work_s) of the rows when its root is due, so
+//! k = repetitions(f, target). At least `floor`, at most `cap` and the number of rows; `cap` when f ≥ 1
+//! (the margins leave such a prover time for every row: only its lateness can catch it).
+std::size_t rows_to_open(double allowed_s, double work_s, double slower_by, std::size_t rows, std::size_t floor,
+                         std::size_t cap, double target = 1e-9);
+
+//! The opened rows judged (wrong when there are no picks): one per pick, in the picks' order, each in its block at its place (its digest
+//! the leaf there), the block under `root` by its path, and the row equal to row i of A_j·B by Freivalds'
+//! check modulo kPrime (a false row passes below 1e-9). O(n²) for B·r, then O(n) per row.
+Outcome judge_opened(const Seeds& seeds, std::size_t n, std::size_t products, const Digest& root,
+                     const std::vector<std::uint64_t>& picks, const std::vector<OpenedRow>& opened);
 //! A VRAM answer judged: one digest per picked slice, each as vram_slice_digest gives it.
 Outcome judge_vram(std::uint64_t fill_seed, const std::vector<std::uint64_t>& slices, std::uint64_t slice_words,
                    const std::vector<std::string>& digests, double elapsed_s, double allowed_s);

@@ -742,6 +742,14 @@ ALTER TABLE machines ADD COLUMN spot_check_at BIGINT;
        R"sql(
 CREATE INDEX machines_provider_status ON machines (provider_id, status);
 )sql"},
+      // Migration 19: the committed GEMM challenge (protocol/challenge.hpp): its products, the rows the
+      // server opens, and the root the agent committed to (the rows picked go in `slices`).
+      {19, "benchmarks: committed GEMM challenges",
+       R"sql(
+ALTER TABLE benchmark_challenges ADD COLUMN products BIGINT NOT NULL DEFAULT 1;
+ALTER TABLE benchmark_challenges ADD COLUMN open_rows BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE benchmark_challenges ADD COLUMN root TEXT;
+)sql"},
   };
   return list;
 }

@@ -280,7 +280,7 @@ class NetServer {
     so.port = 0;
     so.threads = 2;
     so.body_plan = [this](const http::Request& head) {
-      return http::BodyPlan{router_.match(head).counted_body_limit, std::nullopt};
+      return http::BodyPlan{router_.match(head).counted_body_limit, std::nullopt, std::nullopt};
     };
     server_ = std::make_unique<http::Server>(so, [this](http::Request& r) {
       auto m = router_.match(r);

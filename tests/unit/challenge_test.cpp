@@ -171,14 +171,137 @@ TEST(Challenge, MatrixEntriesAndVramWordsArePinned) {
   EXPECT_EQ(vram_word(7, 2), 0x17bbbca660b05bb7ULL);
 }
 
-TEST(Challenge, JudgesAnswerAndTime) {
+// product_seed and row_digest are repeated by the CUDA kernels too; the Merkle root by any prover. These
+// values were computed independently, in Python (hashlib), from the definitions in challenge.hpp.
+TEST(Challenge, CommittedGemmPiecesArePinned) {
+  EXPECT_EQ(product_seed(42, 0), 0xbdd732262feb6e95ULL);
+  EXPECT_EQ(product_seed(42, 1), 0xc549d6f38899c014ULL);
+  EXPECT_EQ(product_seed(42, 2), 0xcdacef9d79afab42ULL);
+  const std::vector<std::int64_t> row = {1, -2, 3, 0, 524288};
+  EXPECT_EQ(row_digest(row.data(), row.size()), 0x71759928dfffe3a8ULL);
+  std::vector<std::uint64_t> leaves;
+  for (std::uint64_t x = 1; x < 600; ++x) leaves.push_back(x);  // three blocks, the last short
+  EXPECT_EQ(hex(commit(leaves).root), "0248cda5c52c3e1df6ba8483e68aaa2170d9065e6f6e1db0294863232a3890c0");
+}
+
+TEST(Challenge, MerklePathsVerifyOnlyTheirOwnBlock) {
+  for (std::size_t count : {1u, 2u, 3u, 5u, 8u, 13u}) {
+    std::vector<Digest> blocks;
+    for (std::size_t i = 0; i < count; ++i) blocks.push_back(sha256(std::to_string(i)));
+    const auto root = merkle_root(blocks);
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto path = merkle_path(blocks, i);
+      EXPECT_TRUE(merkle_verify(root, blocks[i], i, count, path)) << count << " " << i;
+      EXPECT_FALSE(merkle_verify(root, sha256("other"), i, count, path)) << count << " " << i;
+      if (count > 1) {
+        EXPECT_FALSE(merkle_verify(root, blocks[i], (i + 1) % count, count, path)) << count << " " << i;
+      }
+      EXPECT_FALSE(merkle_verify(root, blocks[i], count, count, path));
+    }
+  }
+}
+
+TEST(Challenge, ProductRowsAreTheRowsOfTheProducts) {
+  const std::size_t n = 48;
+  const auto b = generate_matrix(12, n);
+  const auto c1 = multiply(generate_matrix(product_seed(11, 1), n), b);
+  for (std::uint64_t i : {0u, 7u, 47u}) {
+    const auto row = product_row(11, 12, n, n + i);
+    EXPECT_EQ(row, std::vector<std::int64_t>(c1.v.begin() + static_cast<std::ptrdiff_t>(i * n),
+                                             c1.v.begin() + static_cast<std::ptrdiff_t>((i + 1) * n)));
+  }
+  const auto leaves = product_leaves(11, 12, n, 2);
+  ASSERT_EQ(leaves.size(), 2 * n);
+  EXPECT_EQ(leaves[n + 7], row_digest(c1.v.data() + 7 * n, n));
+}
+
+//! An honest prover's opening of `picks`.
+std::vector<OpenedRow> opening(const Commitment& c, const Seeds& s, std::size_t n,
+                               const std::vector<std::uint64_t>& picks) {
+  std::vector<OpenedRow> out;
+  for (auto k : picks) out.push_back(open_row(c, k, product_row(s.matrix_a, s.matrix_b, n, k)));
+  return out;
+}
+
+TEST(Challenge, JudgesOpenedRows) {
   const Seeds s{11, 12, 13, 14};
-  const auto c = multiply(generate_matrix(11, 64), generate_matrix(12, 64));
-  EXPECT_EQ(judge_gemm(s, 64, c, 0.5, 1.0), Outcome::passed);
-  EXPECT_EQ(judge_gemm(s, 64, c, 1.5, 1.0), Outcome::late);
-  auto wrong = c;
-  wrong.v[100] += 1;
-  EXPECT_EQ(judge_gemm(s, 64, wrong, 0.5, 1.0), Outcome::wrong);  // wrong before late
+  const std::size_t n = 40, products = 9;  // 360 rows: two blocks
+  const auto c = commit(product_leaves(s.matrix_a, s.matrix_b, n, products));
+  const auto picks = pick_slices(s.slices, n * products, 24);
+  const auto honest = opening(c, s, n, picks);
+  EXPECT_EQ(judge_opened(s, n, products, c.root, picks, honest), Outcome::passed);
+  // A row changed after the commitment: its digest is not the committed leaf.
+  auto changed = honest;
+  changed[3].values[5] += 1;
+  EXPECT_EQ(judge_opened(s, n, products, c.root, picks, changed), Outcome::wrong);
+  // The same row with its leaf changed to match: the block no longer hashes to the root.
+  changed[3].block[changed[3].index % kLeafBlock] = row_digest(changed[3].values.data(), n);
+  EXPECT_EQ(judge_opened(s, n, products, c.root, picks, changed), Outcome::wrong);
+  // A consistent commitment to a wrong row (the prover's own): Freivalds catches the row.
+  auto leaves = product_leaves(s.matrix_a, s.matrix_b, n, products);
+  auto wrong_row = product_row(s.matrix_a, s.matrix_b, n, picks[0]);
+  wrong_row[0] += 1;
+  leaves[picks[0]] = row_digest(wrong_row.data(), n);
+  const auto lying = commit(leaves);
+  auto lies = opening(lying, s, n, picks);
+  lies[0] = open_row(lying, picks[0], wrong_row);
+  EXPECT_EQ(judge_opened(s, n, products, lying.root, picks, lies), Outcome::wrong);
+  // Rows other than the picks, too few, out of order, or too large to be a product's.
+  EXPECT_EQ(judge_opened(s, n, products, c.root, picks, opening(c, s, n, pick_slices(99, n * products, 24))),
+            Outcome::wrong);
+  EXPECT_EQ(judge_opened(s, n, products, c.root, picks, {honest.begin(), honest.end() - 1}), Outcome::wrong);
+  auto swapped = honest;
+  std::swap(swapped[0], swapped[1]);
+  EXPECT_EQ(judge_opened(s, n, products, c.root, picks, swapped), Outcome::wrong);
+  auto huge = honest;
+  huge[0].values[0] = INT64_MAX;
+  EXPECT_EQ(judge_opened(s, n, products, c.root, picks, huge), Outcome::wrong);
+  // Another challenge's root.
+  EXPECT_EQ(judge_opened(s, n, products, sha256("x"), picks, honest), Outcome::wrong);
+  // Nothing picked, nothing opened: nothing was checked.
+  EXPECT_EQ(judge_opened(s, n, products, c.root, {}, {}), Outcome::wrong);
+}
+
+// A prover that computed only a share f of the rows (the rest made up) passes only when no picked row is
+// a made-up one: over 300 commitments, with f = 0.75 and 73 rows opened (rows_to_open's k for
+// f = 0.75 at 1e-9), none passes.
+TEST(Challenge, APartialProverIsCaughtByTheRowsOpened) {
+  const std::size_t n = 32, products = 40;
+  const std::size_t rows = n * products;
+  const std::size_t k = rows_to_open(6.0, 4.0, 2.0, rows, 16, 128);
+  EXPECT_EQ(k, 73u);
+  int passed = 0;
+  for (std::uint64_t t = 0; t < 300; ++t) {
+    const Seeds s{t + 1, t + 2, t + 3, t + 4};
+    auto leaves = product_leaves(s.matrix_a, s.matrix_b, n, products);
+    for (std::size_t r = rows * 3 / 4; r < rows; ++r) leaves[r] = t * 7919 + r;  // made up
+    const auto c = commit(leaves);
+    const auto picks = pick_slices(s.slices, rows, k);
+    passed += judge_opened(s, n, products, c.root, picks, opening(c, s, n, picks)) == Outcome::passed;
+  }
+  EXPECT_EQ(passed, 0);
+}
+
+TEST(Challenge, PlansFillTheWorkTimeAndOpenEnoughRows) {
+  // 8192³·2 = 1.1 TFLOP: an H100 at 790 TFLOP/s does about 2,900 in 4 s.
+  const auto p = plan_gemm(8192, 790, 4.0);
+  EXPECT_EQ(p.n, 8192u);
+  EXPECT_NEAR(static_cast<double>(p.products), 4.0 * 790e12 / (2.0 * 8192.0 * 8192.0 * 8192.0), 1.0);
+  EXPECT_NEAR(p.work_s, 4.0, 0.01);
+  EXPECT_EQ(plan_gemm(8192, 0.001, 4.0).products, 1u);  // never none
+  // With the defaults (4 s, 25% + 1.5 s): a GPU half as fast has done 81% of the rows when its root is
+  // due; 100 rows catch it below 1e-9.
+  const double allowed = p.work_s * 1.25 + 1.5;
+  const auto k = rows_to_open(allowed, p.work_s, 2.0, 1u << 30, 16, 128);
+  const double f = allowed / (2.0 * p.work_s);
+  EXPECT_LT(std::pow(f, static_cast<double>(k)), 1e-9);
+  EXPECT_GE(std::pow(f, static_cast<double>(k - 1)), 1e-9);
+  EXPECT_EQ(rows_to_open(allowed, p.work_s, 2.0, 50, 16, 128), 50u);   // never more than there are
+  EXPECT_EQ(rows_to_open(10.0, 1.0, 2.0, 1000, 16, 128), 128u);        // f ≥ 1: the cap
+  EXPECT_EQ(rows_to_open(0.2, 1.0, 2.0, 1000, 16, 128), 16u);          // the floor
+}
+
+TEST(Challenge, JudgesVramSlicesAndTime) {
   const auto picked = pick_slices(99, 1000, 16);
   EXPECT_EQ(picked.size(), 16u);
   EXPECT_EQ(pick_slices(99, 3, 16).size(), 3u);  // never more than there are

@@ -1,7 +1,7 @@
 // Issue 21: a lying agent is caught, an honest one never is. Each trial is one challenge as the server
 // issues it (fresh random seeds; n and the time allowed from server/fleet/challenges), answered by the
 // agent's own solver (agent/bench/challenge_solver) in each lie mode, and judged by the functions the
-// server's POST /v1/agent/challenges calls (core::challenge::judge_gemm, judge_vram). The time an answer
+// server's POST /v1/agent/challenges calls (core::challenge::judge_opened, judge_vram). The time a root
 // takes is the simulated GPU's time (what the agent waits before posting) plus kOverheadS for the agent's
 // HTTP round trip and computing on the CPU; the end-to-end test with the real agent is
 // tests/js/api/challenges.test.mjs.
@@ -58,23 +58,32 @@ Trials run_trials(LieMode lie, const std::string& model) {
   target.memory_mib = kMemoryMib;
   EXPECT_GT(target.true_tflops, 0) << model;
   // What the agent claims: its run's FP16 tensor figure (inflated under that lie), its registered memory.
-  const double claimed = target.true_tflops * (lie == LieMode::inflate ? agent::bench::kInflateFactor : 1.0);
+  const double claimed = target.true_tflops * agent::bench::figure_factor(lie);
   const std::int64_t registered_mib = kMemoryMib * (lie == LieMode::vram ? agent::bench::kVramLieFactor : 1);
+  const auto plan = server::plan_gemm_challenge(true, claimed, s);
   Trials out;
   for (int t = -1; t < kTrials; ++t) {  // trial -1 primes a replaying agent with a genuine old answer
     const auto seeds = cc::derive_seeds(std::to_string(rng()) + std::to_string(rng()), "chl_" + std::to_string(t));
     protocol::ChallengeSpec gemm;
     gemm.kind = "gemm";
-    gemm.n = server::gemm_challenge_n(true, claimed, s);
-    gemm.allowed_s = server::gemm_allowed_s(true, claimed, gemm.n, s);
+    gemm.n = plan.n;
+    gemm.products = plan.products;
+    gemm.allowed_s = plan.allowed_s;
     gemm.seed_a = seeds.matrix_a;
     gemm.seed_b = seeds.matrix_b;
-    auto answer = solver.gemm(gemm, target);
-    EXPECT_TRUE(answer);
-    const auto n = static_cast<std::size_t>(gemm.n);
-    const cc::Matrix c{n, n, answer->c};
-    const bool gemm_ok = c.v.size() == n * n && cc::judge_gemm(seeds, n, c, answer->emulated_s + kOverheadS,
-                                                               gemm.allowed_s) == cc::Outcome::passed;
+    // The root, timed as the server times it; then, only if it came in time, the rows the server picks.
+    auto commit = solver.commit_gemm(gemm, target);
+    EXPECT_TRUE(commit);
+    bool gemm_ok = false;
+    if (commit && commit->emulated_s + kOverheadS <= plan.allowed_s) {
+      const auto rows = static_cast<std::uint64_t>(plan.n * plan.products);
+      const auto picks = cc::pick_slices(seeds.slices, rows, static_cast<std::size_t>(plan.open_rows));
+      const auto opened = solver.open_gemm(picks);
+      const auto root = cc::parse_digest(commit->root);
+      gemm_ok = opened && root &&
+                cc::judge_opened(seeds, static_cast<std::size_t>(plan.n), static_cast<std::size_t>(plan.products),
+                                 *root, picks, *opened) == cc::Outcome::passed;
+    }
 
     protocol::ChallengeSpec vram;
     vram.kind = "vram";
@@ -90,8 +99,9 @@ Trials run_trials(LieMode lie, const std::string& model) {
     out.gemm_failed += !gemm_ok;
     out.vram_failed += !vram_ok;
   }
-  std::printf("  %-8s %-9s GEMM failed %3d/%d, VRAM failed %3d/%d\n",
-              std::string(agent::bench::lie_mode_name(lie)).c_str(), model.c_str(), out.gemm_failed, kTrials,
+  std::printf("  %-8s %-9s n %lld x %lld products, %lld rows opened: GEMM failed %3d/%d, VRAM failed %3d/%d\n",
+              std::string(agent::bench::lie_mode_name(lie)).c_str(), model.c_str(), static_cast<long long>(plan.n),
+              static_cast<long long>(plan.products), static_cast<long long>(plan.open_rows), out.gemm_failed, kTrials,
               out.vram_failed, kTrials);
   return out;
 }
@@ -116,6 +126,14 @@ TEST(ChallengeTrials, RandomAnswersAreWrong) {
   const auto r = run_trials(LieMode::random, "L40S");
   EXPECT_GE(r.gemm_failed, kCaughtAtLeast);
   EXPECT_GE(r.vram_failed, kCaughtAtLeast);
+}
+
+// Figures twice the GPU's, with the root sent in time over the rows its real speed computed by then: the
+// rows opened catch the made-up ones.
+TEST(ChallengeTrials, APartialCommitmentIsCaughtWhenItsRowsAreOpened) {
+  for (const std::string model : {"H100-SXM", "L40S", "RTX-4090"}) {
+    EXPECT_GE(run_trials(LieMode::partial, model).gemm_failed, kCaughtAtLeast) << model;
+  }
 }
 
 TEST(ChallengeTrials, AnAnswerFromASmallerMatrixIsWrong) {

@@ -352,9 +352,9 @@ class ServerTest : public ::testing::Test {
     });
     opts.body_plan = [this](const Request& head) {
       if (head.path == "/count" && head.header("x-refuse") == "yes") {
-        return BodyPlan{std::nullopt, Response::error(ErrorCode::unauthenticated, "refused before the body")};
+        return BodyPlan{std::nullopt, Response::error(ErrorCode::unauthenticated, "refused before the body"), std::nullopt};
       }
-      return BodyPlan{router_.match(head).counted_body_limit, std::nullopt};
+      return BodyPlan{router_.match(head).counted_body_limit, std::nullopt, std::nullopt};
     };
     server_ = std::make_unique<Server>(opts, [this](Request& req) {
       auto m = router_.match(req);

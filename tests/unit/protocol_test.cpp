@@ -398,14 +398,16 @@ namespace gpunex::protocol {
 namespace {
 
 TEST(ChallengeProtocol, SpecsRoundTripAndUnreadableOnesAreLeftOut) {
-  ChallengeSpec g{"chl_1", std::string(kGemmChallenge), "GPU-1", 1.75, 0xfedcba9876543210ULL, 7, 128, 0, 0, 0};
-  ChallengeSpec v{"chl_2", std::string(kVramChallenge), "GPU-1", 2.0, 0, 0, 0, 0x0123456789abcdefULL, 41472, 128};
+  ChallengeSpec g{"chl_1", std::string(kGemmChallenge), "GPU-1", 1.75, 0xfedcba9876543210ULL, 7, 8192, 2900, 0, 0, 0};
+  ChallengeSpec v{"chl_2", std::string(kVramChallenge), "GPU-1", 2.0, 0, 0, 0, 1, 0x0123456789abcdefULL, 41472, 128};
   nlohmann::json list = nlohmann::json::array({g.to_json(), v.to_json()});
   EXPECT_EQ(list[0]["seed_a"], "fedcba9876543210");  // 64 bits as text: a JSON number holds 53 exactly
   list.push_back({{"id", "chl_3"}, {"kind", "telemetry"}, {"gpu_uuid", "GPU-1"}});       // a kind from later
   list.push_back({{"id", "chl_4"}, {"kind", "gemm"}, {"gpu_uuid", "GPU-1"}, {"n", 64}});  // no seeds
-  list.push_back({{"id", "chl_5"}, {"kind", "gemm"}, {"gpu_uuid", "GPU-1"}, {"n", 512}, {"seed_a", "0000000000000001"},
-                  {"seed_b", "0000000000000002"}});  // C too large to travel
+  list.push_back({{"id", "chl_5"}, {"kind", "gemm"}, {"gpu_uuid", "GPU-1"}, {"n", 32768}, {"products", 1},
+                  {"seed_a", "0000000000000001"}, {"seed_b", "0000000000000002"}});  // not exact in FP32
+  list.push_back({{"id", "chl_6"}, {"kind", "gemm"}, {"gpu_uuid", "GPU-1"}, {"n", 64}, {"seed_a", "0000000000000001"},
+                  {"seed_b", "0000000000000002"}});  // no products
   const auto back = parse_challenge_specs(list);
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0], g);
@@ -414,11 +416,13 @@ TEST(ChallengeProtocol, SpecsRoundTripAndUnreadableOnesAreLeftOut) {
 }
 
 TEST(ChallengeProtocol, AnswersRoundTripWithExactlyOnePayload) {
-  ChallengeAnswer gemm{kProtocolVersion, "mch_1", "chl_1", std::vector<std::int64_t>{1, -2, 3, 16384}, false, {}};
-  ChallengeAnswer filled{kProtocolVersion, "mch_1", "chl_2", std::nullopt, true, std::nullopt};
-  ChallengeAnswer digests{kProtocolVersion, "mch_1", "chl_2", std::nullopt, false,
+  ChallengeAnswer gemm{kProtocolVersion, "mch_1", "chl_1", std::string(64, 'c'), std::nullopt, false, {}};
+  core::challenge::OpenedRow row{300, {1, -2, 3, 16384}, {0xffffffffffffffffULL, 7}, {core::challenge::sha256("x")}};
+  ChallengeAnswer opened{kProtocolVersion, "mch_1", "chl_1", std::nullopt, std::vector{row, row}, false, {}};
+  ChallengeAnswer filled{kProtocolVersion, "mch_1", "chl_2", std::nullopt, std::nullopt, true, std::nullopt};
+  ChallengeAnswer digests{kProtocolVersion, "mch_1", "chl_2", std::nullopt, std::nullopt, false,
                           std::vector<std::string>{std::string(64, 'a'), std::string(64, 'b')}};
-  for (const auto& a : {gemm, filled, digests}) {
+  for (const auto& a : {gemm, opened, filled, digests}) {
     auto back = parse_challenge_answer(a.to_json());
     ASSERT_TRUE(back) << back.error().message;
     EXPECT_EQ(*back, a);
@@ -429,20 +433,35 @@ TEST(ChallengeProtocol, AnswersRoundTripWithExactlyOnePayload) {
   auto none = filled.to_json();
   none.erase("filled");
   EXPECT_FALSE(parse_challenge_answer(none));
-  auto bad = gemm.to_json();
-  bad["c"][1] = 2.5;
+  auto bad = opened.to_json();
+  bad["opened"][1]["values"][1] = 2.5;
   auto e = parse_challenge_answer(bad);
   ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().field, "c");
+  EXPECT_EQ(e.error().field, "opened");
+  for (const auto* key : {"block", "path"}) {
+    auto short_hash = opened.to_json();
+    short_hash["opened"][0][key][0] = "abc";
+    EXPECT_FALSE(parse_challenge_answer(short_hash)) << key;
+  }
+  auto not_hex = gemm.to_json();
+  not_hex["root"] = std::string(64, 'g');
+  e = parse_challenge_answer(not_hex);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().field, "root");
+  auto too_many = opened.to_json();
+  for (int k = 0; k < kMaxOpenedRows; ++k) too_many["opened"].push_back(too_many["opened"][0]);
+  EXPECT_FALSE(parse_challenge_answer(too_many));
   auto old = gemm.to_json();
   old["protocol_version"] = kProtocolVersion + 1;
   EXPECT_FALSE(parse_challenge_answer(old));
 }
 
 TEST(ChallengeProtocol, RepliesRoundTrip) {
-  ChallengeReply pending{"chl_2", "pending", {3, 99, 41000}, 2.0, std::nullopt};
-  ChallengeReply failed{"chl_1", "late", {}, std::nullopt, std::string("took 3.1 s")};
+  ChallengeReply pending{"chl_2", "pending", {}, {3, 99, 41000}, 2.0, std::nullopt};
+  ChallengeReply rows{"chl_1", "pending", {5, 4000000000ULL}, {}, 60.0, std::nullopt};
+  ChallengeReply failed{"chl_1", "late", {}, {}, std::nullopt, std::string("took 3.1 s")};
   EXPECT_EQ(parse_challenge_reply(pending.to_json()), pending);
+  EXPECT_EQ(parse_challenge_reply(rows.to_json()), rows);
   EXPECT_EQ(parse_challenge_reply(failed.to_json()), failed);
   EXPECT_EQ(parse_challenge_reply(nlohmann::json::array()), ChallengeReply{});
   EXPECT_EQ(parse_seed(seed_text(0xffffffffffffffffULL)), 0xffffffffffffffffULL);

@@ -33,8 +33,15 @@ ChallengeTarget challenge_target(const GpuTarget& g, LieMode lie) {
 
 core::Result<protocol::ChallengeReply> post_answer(util::HttpClient& client, const BenchRunConfig& config,
                                                    const protocol::ChallengeAnswer& a) {
-  auto r = client.request("POST", std::string(protocol::kAgentChallengesPath), a.to_json().dump(),
+  const auto body = a.to_json().dump();
+  auto r = client.request("POST", std::string(protocol::kAgentChallengesPath), body,
                           {{"Authorization", "Bearer " + config.api_key}});
+  // The server checks answers off its I/O threads; a full queue says 503 at once: try again shortly.
+  for (int retry = 0; r && r->status == 503 && retry < 5; ++retry) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    r = client.request("POST", std::string(protocol::kAgentChallengesPath), body,
+                       {{"Authorization", "Bearer " + config.api_key}});
+  }
   if (!r) return r.error();
   if (r->status != 200) {
     return core::Error::make(core::ErrorCode::unavailable,
@@ -79,14 +86,26 @@ std::vector<std::pair<std::string, std::string>> answer_challenges(const std::ve
       a.machine_id = machine_id;
       a.challenge_id = spec.id;
       if (kind == protocol::kGemmChallenge) {
-        auto answer = solver.gemm(spec, target);
-        if (!answer) {
-          out.emplace_back(spec.id, "error: " + answer.error().message);
+        auto commit = solver.commit_gemm(spec, target);
+        if (!commit) {
+          out.emplace_back(spec.id, "error: " + commit.error().message);
           continue;
         }
         // A simulated GPU answers when a GPU of its speed would have (core::challenge::kSimDilation).
-        std::this_thread::sleep_until(t0 + std::chrono::duration<double>(answer->emulated_s));
-        a.c = std::move(answer->c);
+        std::this_thread::sleep_until(t0 + std::chrono::duration<double>(commit->emulated_s));
+        a.root = std::move(commit->root);
+        auto picked = post_answer(client, config, a);
+        if (!picked || picked->status != "pending") {
+          record(spec.id, picked);
+          continue;
+        }
+        a.root.reset();
+        auto opened = solver.open_gemm(picked->rows);
+        if (!opened) {
+          out.emplace_back(spec.id, "error: " + opened.error().message);
+          continue;
+        }
+        a.opened = std::move(*opened);
         record(spec.id, post_answer(client, config, a));
         continue;
       }
@@ -163,12 +182,12 @@ bool BackgroundBench::start(const protocol::Command& command, const std::vector<
     }
     report.machine_id = machine_id;
     report.run_id = run_id;
-    if (config_.lie == LieMode::inflate) {
+    if (const double factor = figure_factor(config_.lie); factor != 1.0) {
       for (auto& g : report.gpus) {
         for (auto& r : g.results) {
           if (!core::bench::metric_key(r.metric).starts_with("compute.")) continue;
-          r.median *= kInflateFactor;
-          for (auto& x : r.samples) x *= kInflateFactor;
+          r.median *= factor;
+          for (auto& x : r.samples) x *= factor;
         }
       }
     }

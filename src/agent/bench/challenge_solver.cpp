@@ -27,7 +27,7 @@ std::uint64_t next(std::uint64_t& s) {
 
 std::optional<LieMode> parse_lie_mode(std::string_view text) {
   for (auto m : {LieMode::none, LieMode::inflate, LieMode::random, LieMode::smaller, LieMode::vram, LieMode::replay,
-                 LieMode::idle, LieMode::bait}) {
+                 LieMode::idle, LieMode::bait, LieMode::partial}) {
     if (lie_mode_name(m) == text) return m;
   }
   return std::nullopt;
@@ -51,8 +51,14 @@ std::string_view lie_mode_name(LieMode m) {
       return "idle";
     case LieMode::bait:
       return "bait";
+    case LieMode::partial:
+      return "partial";
   }
   return "none";
+}
+
+double figure_factor(LieMode m) {
+  return m == LieMode::inflate ? kInflateFactor : m == LieMode::partial ? kPartialFactor : 1.0;
 }
 
 struct ChallengeSolver::Fill {
@@ -64,50 +70,122 @@ struct ChallengeSolver::Fill {
 #endif
 };
 
+struct ChallengeSolver::Gemm {
+  protocol::ChallengeSpec spec;
+  ChallengeTarget target;
+  cc::Commitment commitment;
+  std::uint64_t honest_rows = 0;  // rows below this were computed (all, but under `partial`)
+  bool halved = false;            // `smaller`: the rows of the top-left half's product, padded with zeros
+};
+
 ChallengeSolver::ChallengeSolver(LieMode lie, std::uint64_t lie_seed) : lie_(lie), lie_state_(lie_seed) {}
 ChallengeSolver::~ChallengeSolver() = default;
 
-core::Result<ChallengeSolver::GemmAnswer> ChallengeSolver::gemm(const protocol::ChallengeSpec& spec,
-                                                                const ChallengeTarget& target) {
+namespace {
+
+//! Row i of the `smaller` lie's product: the top-left half's product, padded with zeros.
+std::vector<std::int64_t> halved_row(const protocol::ChallengeSpec& spec, std::uint64_t index) {
   const auto n = static_cast<std::size_t>(spec.n);
-  GemmAnswer out;
+  const std::size_t h = std::max<std::size_t>(1, n / 2);
+  std::vector<std::int64_t> out(n, 0);
+  const std::uint64_t row = index % n;
+  if (row >= h) return out;
+  const std::uint64_t a_seed = cc::product_seed(spec.seed_a, index / n);
+  for (std::size_t t = 0; t < h; ++t) {
+    const std::int64_t a = cc::matrix_entry(a_seed, row * h + t);
+    for (std::size_t c = 0; c < h; ++c) out[c] += a * cc::matrix_entry(spec.seed_b, t * h + c);
+  }
+  return out;
+}
+
+}  // namespace
+
+core::Result<ChallengeSolver::GemmCommit> ChallengeSolver::commit_gemm(const protocol::ChallengeSpec& spec,
+                                                                       const ChallengeTarget& target) {
+  const auto n = static_cast<std::size_t>(spec.n);
+  const auto products = static_cast<std::size_t>(spec.products);
+  const std::uint64_t rows = static_cast<std::uint64_t>(n) * products;
+  GemmCommit out;
   if (target.simulated && target.true_tflops > 0) {
-    out.emulated_s = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) /
-                     (target.true_tflops * 1e12 * cc::kSimDilation);
+    const double nd = static_cast<double>(n);
+    out.emulated_s = 2.0 * nd * nd * nd * static_cast<double>(products) / (target.true_tflops * 1e12 * cc::kSimDilation);
   }
-  if (lie_ == LieMode::replay && last_c_) {
-    out.c = *last_c_;
+  if (lie_ == LieMode::replay && last_gemm_) {
+    out.root = last_gemm_->first;
     out.emulated_s = 0;
     return out;
   }
+  auto g = std::make_unique<Gemm>();
+  g->spec = spec;
+  g->target = target;
+  g->honest_rows = rows;
+  std::vector<std::uint64_t> leaves;
   if (lie_ == LieMode::random) {
-    out.c.resize(n * n);
-    for (auto& x : out.c) x = static_cast<std::int64_t>(next(lie_state_) % 2001) - 1000;
+    leaves.resize(rows);
+    for (auto& x : leaves) x = next(lie_state_);
     out.emulated_s = 0;
-    return out;
-  }
-  if (lie_ == LieMode::smaller) {
-    const std::size_t h = std::max<std::size_t>(1, n / 2);
-    const auto c = cc::multiply(cc::generate_matrix(spec.seed_a, h), cc::generate_matrix(spec.seed_b, h));
-    out.c.assign(n * n, 0);
-    for (std::size_t i = 0; i < h; ++i) {
-      for (std::size_t j = 0; j < h; ++j) out.c[i * n + j] = c.at(i, j);
+    g->honest_rows = 0;
+  } else if (lie_ == LieMode::smaller) {
+    g->halved = true;
+    for (std::uint64_t k = 0; k < rows; ++k) {
+      const auto row = halved_row(spec, k);
+      leaves.push_back(cc::row_digest(row.data(), n));
     }
     out.emulated_s /= 8;
-    return out;
-  }
-  if (target.simulated || target.cuda_ordinal < 0) {
-    out.c = cc::multiply(cc::generate_matrix(spec.seed_a, n), cc::generate_matrix(spec.seed_b, n)).v;
+  } else if (target.simulated || target.cuda_ordinal < 0) {
+    if (lie_ == LieMode::partial && out.emulated_s > 0) {
+      // The rows its real speed computes before the root is due; made-up digests for the rest.
+      const double share = std::clamp((spec.allowed_s - kPartialReserveS) / out.emulated_s, 0.0, 1.0);
+      g->honest_rows = static_cast<std::uint64_t>(share * static_cast<double>(rows));
+      out.emulated_s = std::min(out.emulated_s, std::max(0.0, spec.allowed_s - kPartialReserveS));
+    }
+    leaves = cc::product_leaves(spec.seed_a, spec.seed_b, n, products);
+    for (std::uint64_t k = g->honest_rows; k < rows; ++k) leaves[k] = next(lie_state_);
   } else {
 #ifdef GPUNEX_HAVE_CUDA
-    auto c = gpu::cuda::challenge_gemm(target.cuda_ordinal, spec.seed_a, spec.seed_b, static_cast<int>(n));
-    if (!c) return c.error();
-    out.c = std::move(*c);
+    auto d = gpu::cuda::challenge_row_digests(target.cuda_ordinal, spec.seed_a, spec.seed_b, static_cast<int>(n),
+                                              static_cast<int>(products));
+    if (!d) return d.error();
+    leaves = std::move(*d);
 #else
     return Error::make(ErrorCode::unavailable, "this agent was built without CUDA: it cannot answer on the GPU");
 #endif
   }
-  if (lie_ == LieMode::replay) last_c_ = out.c;
+  g->commitment = cc::commit(std::move(leaves));
+  out.root = cc::hex(g->commitment.root);
+  gemm_ = std::move(g);
+  return out;
+}
+
+core::Result<std::vector<cc::OpenedRow>> ChallengeSolver::open_gemm(const std::vector<std::uint64_t>& rows) {
+  if (lie_ == LieMode::replay && last_gemm_ && !gemm_) return last_gemm_->second;
+  if (!gemm_) return Error::make(ErrorCode::conflict, "no GEMM challenge committed");
+  const auto& g = *gemm_;
+  const auto n = static_cast<std::size_t>(g.spec.n);
+  std::vector<cc::OpenedRow> out;
+  std::vector<std::vector<std::int64_t>> values;
+  if (lie_ == LieMode::random) {
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      std::vector<std::int64_t> v(n);
+      for (auto& x : v) x = static_cast<std::int64_t>(next(lie_state_) % 2001) - 1000;
+      values.push_back(std::move(v));
+    }
+  } else if (g.halved) {
+    for (auto k : rows) values.push_back(halved_row(g.spec, k));
+  } else if (g.target.simulated || g.target.cuda_ordinal < 0) {
+    for (auto k : rows) values.push_back(cc::product_row(g.spec.seed_a, g.spec.seed_b, n, k));
+  } else {
+#ifdef GPUNEX_HAVE_CUDA
+    auto v = gpu::cuda::challenge_rows(g.target.cuda_ordinal, g.spec.seed_a, g.spec.seed_b, static_cast<int>(n), rows);
+    if (!v) return v.error();
+    values = std::move(*v);
+#else
+    return Error::make(ErrorCode::unavailable, "this agent was built without CUDA: it cannot answer on the GPU");
+#endif
+  }
+  for (std::size_t k = 0; k < rows.size(); ++k) out.push_back(cc::open_row(g.commitment, rows[k], std::move(values[k])));
+  if (lie_ == LieMode::replay) last_gemm_ = {cc::hex(g.commitment.root), out};
+  gemm_.reset();
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "core/challenge.hpp"
 #include "protocol/challenge.hpp"
 
 namespace gpunex::agent::bench {
@@ -29,11 +30,19 @@ enum class LieMode {
   replay,   // answers each challenge with its previous answer of that kind
   idle,     // reports figures with the telemetry of an idle GPU (figures it did not measure), answers honestly
   bait,     // honest in requested runs; once listed, answers spot checks at random (a GPU swapped after its run)
+  partial,  // reports compute figures 2× what it measures; commits in time to the GEMM rows its real speed
+            // computed by then and to made-up digests for the rest, and opens the rows asked honestly
 };
 std::optional<LieMode> parse_lie_mode(std::string_view text);
 std::string_view lie_mode_name(LieMode m);
-//! Compute figures are multiplied by this under LieMode::inflate; memory by kVramLieFactor under ::vram.
+//! Compute figures are multiplied by this under LieMode::inflate (kPartialFactor under ::partial); memory
+//! by kVramLieFactor under ::vram.
 inline constexpr double kInflateFactor = 3.0;
+inline constexpr double kPartialFactor = 2.0;
+//! What a lying agent multiplies its compute figures by (1 for an honest one).
+double figure_factor(LieMode m);
+//! How long before its root is due a `partial` agent stops computing rows (its HTTP and hashing).
+inline constexpr double kPartialReserveS = 0.4;
 inline constexpr std::int64_t kVramLieFactor = 2;
 
 //! The GPU a challenge is for.
@@ -51,11 +60,14 @@ class ChallengeSolver {
   ChallengeSolver(const ChallengeSolver&) = delete;
   ChallengeSolver& operator=(const ChallengeSolver&) = delete;
 
-  struct GemmAnswer {
-    std::vector<std::int64_t> c;
+  //! A GEMM challenge's first step: every product's rows digested and committed under a Merkle root.
+  struct GemmCommit {
+    std::string root;       // hex
     double emulated_s = 0;  // simulated: how long the simulated GPU takes; the agent waits that long in all
   };
-  core::Result<GemmAnswer> gemm(const protocol::ChallengeSpec& spec, const ChallengeTarget& target);
+  core::Result<GemmCommit> commit_gemm(const protocol::ChallengeSpec& spec, const ChallengeTarget& target);
+  //! Its second: the rows the server picked, each in full with its block and path (after commit_gemm).
+  core::Result<std::vector<core::challenge::OpenedRow>> open_gemm(const std::vector<std::uint64_t>& rows);
 
   //! Fills the challenge's memory (as much as the GPU has); digests() then reads slices back from it.
   core::Status fill(const protocol::ChallengeSpec& spec, const ChallengeTarget& target);
@@ -66,7 +78,9 @@ class ChallengeSolver {
   struct Fill;
   LieMode lie_;
   std::uint64_t lie_state_;
-  std::optional<std::vector<std::int64_t>> last_c_;
+  struct Gemm;
+  std::unique_ptr<Gemm> gemm_;
+  std::optional<std::pair<std::string, std::vector<core::challenge::OpenedRow>>> last_gemm_;
   std::optional<std::vector<std::string>> last_digests_;
   std::unique_ptr<Fill> fill_;
 };

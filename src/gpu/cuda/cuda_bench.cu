@@ -508,12 +508,33 @@ __device__ std::uint64_t challenge_splitmix(std::uint64_t x) {
   return z ^ (z >> 31);
 }
 
-__global__ void challenge_matrix_kernel(float* m, std::uint64_t seed, std::uint64_t count) {
+//! Entries of a challenge matrix as FP16 (the small integers are exact in it): core::challenge::matrix_entry.
+__global__ void challenge_matrix_kernel(__half* m, std::uint64_t seed, std::uint64_t count) {
   for (std::uint64_t k = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; k < count;
        k += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
     const std::uint64_t r = challenge_splitmix(seed ^ (k * 0xd1b54a32d192ed03ULL)) >> 32;
-    m[k] = static_cast<float>(static_cast<std::int64_t>((r * 17) >> 32) - 8);
+    m[k] = __int2half_rn(static_cast<int>(static_cast<std::int64_t>((r * 17) >> 32) - 8));
   }
+}
+
+//! core::challenge::product_seed.
+std::uint64_t host_product_seed(std::uint64_t seed_a, std::uint64_t product) {
+  std::uint64_t z = (seed_a ^ (product * 0xa0761d6478bd642fULL)) + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+//! core::challenge::row_digest of each row of a row-major n×n FP32 product (exact integers): one block
+//! per row, the sum modulo 2^64 by atomicAdd (addition commutes, so the order does not matter).
+__global__ void challenge_row_digest_kernel(const float* c, int n, unsigned long long* leaves) {
+  const std::uint64_t row = blockIdx.x;
+  unsigned long long sum = 0;
+  for (int col = threadIdx.x; col < n; col += blockDim.x) {
+    const auto v = static_cast<std::int64_t>(llrintf(c[row * n + col]));
+    sum += challenge_splitmix(static_cast<std::uint64_t>(v) ^ (static_cast<std::uint64_t>(col) * 0xc2b2ae3d27d4eb4fULL));
+  }
+  atomicAdd(&leaves[row], sum);
 }
 
 __global__ void challenge_fill_kernel(std::uint64_t* w, std::uint64_t seed, std::uint64_t first, std::uint64_t count) {
@@ -527,28 +548,85 @@ constexpr std::uint64_t kChunkWords = (1ull << 30) / 8;  // 1 GiB per device buf
 
 }  // namespace
 
-Result<std::vector<std::int64_t>> challenge_gemm(int ordinal, std::uint64_t seed_a, std::uint64_t seed_b, int n) {
-  if (n < 1 || n > 4096) return Error::make(ErrorCode::invalid_field, "challenge n out of range");
-  if (auto s = use_device(ordinal); !s) return s.error();
-  const std::uint64_t count = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(n);
+namespace {
+
+//! The challenge's buffers and handle: B once, A_j and C_j per product (FP16 in, FP32 out, FP32 compute:
+//! the tensor-core GEMM the FP16 figure measures, exact while every |c| < 2^24).
+struct ChallengeGemm {
+  int n = 0;
+  std::uint64_t count = 0;
   DeviceBuffer a, b, c;
-  GPX_CUDA(a.alloc(count * sizeof(float)));
-  GPX_CUDA(b.alloc(count * sizeof(float)));
-  GPX_CUDA(c.alloc(count * sizeof(float)));
-  challenge_matrix_kernel<<<256, 256>>>(static_cast<float*>(a.ptr), seed_a, count);
-  if (auto s = launched(); !s) return s.error();
-  challenge_matrix_kernel<<<256, 256>>>(static_cast<float*>(b.ptr), seed_b, count);
-  if (auto s = launched(); !s) return s.error();
   CublasHandle h;
-  GPX_CUBLAS(cublasCreate(&h.h));
-  const float one = 1.0f, zero = 0.0f;
-  // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: cuBLAS reads the row-major buffers as their transposes.
-  GPX_CUBLAS(cublasSgemm(h.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, static_cast<const float*>(b.ptr), n,
-                         static_cast<const float*>(a.ptr), n, &zero, static_cast<float*>(c.ptr), n));
-  std::vector<float> host(count);
-  GPX_CUDA(cudaMemcpy(host.data(), c.ptr, count * sizeof(float), cudaMemcpyDeviceToHost));
-  std::vector<std::int64_t> out(count);
-  for (std::uint64_t k = 0; k < count; ++k) out[k] = static_cast<std::int64_t>(host[k] < 0 ? host[k] - 0.5f : host[k] + 0.5f);
+
+  core::Status init(int ordinal, std::uint64_t seed_b, int size) {
+    if (size < 1 || size > 16384) return Error::make(ErrorCode::invalid_field, "challenge n out of range");
+    if (auto s = use_device(ordinal); !s) return s;
+    n = size;
+    count = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(n);
+    GPX_CUDA(a.alloc(count * sizeof(__half)));
+    GPX_CUDA(b.alloc(count * sizeof(__half)));
+    GPX_CUDA(c.alloc(count * sizeof(float)));
+    GPX_CUBLAS(cublasCreate(&h.h));
+    challenge_matrix_kernel<<<1024, 256>>>(static_cast<__half*>(b.ptr), seed_b, count);
+    return launched();
+  }
+
+  //! C = A_j·B, row-major: column-major Cᵀ = Bᵀ·Aᵀ, so cuBLAS reads the row-major buffers as their transposes.
+  core::Status product(std::uint64_t seed_a, std::uint64_t j) {
+    challenge_matrix_kernel<<<1024, 256>>>(static_cast<__half*>(a.ptr), host_product_seed(seed_a, j), count);
+    if (auto s = launched(); !s) return s;
+    const float one = 1.0f, zero = 0.0f;
+    GPX_CUBLAS(cublasGemmEx(h.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b.ptr, CUDA_R_16F, n, a.ptr, CUDA_R_16F, n,
+                            &zero, c.ptr, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return core::ok_status();
+  }
+};
+
+}  // namespace
+
+Result<std::vector<std::uint64_t>> challenge_row_digests(int ordinal, std::uint64_t seed_a, std::uint64_t seed_b, int n,
+                                                         int products) {
+  if (products < 1) return Error::make(ErrorCode::invalid_field, "challenge products out of range");
+  ChallengeGemm g;
+  if (auto s = g.init(ordinal, seed_b, n); !s) return s.error();
+  const std::uint64_t rows = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(products);
+  DeviceBuffer leaves;
+  GPX_CUDA(leaves.alloc(rows * sizeof(unsigned long long)));
+  GPX_CUDA(cudaMemset(leaves.ptr, 0, rows * sizeof(unsigned long long)));
+  for (int j = 0; j < products; ++j) {
+    if (auto s = g.product(seed_a, static_cast<std::uint64_t>(j)); !s) return s.error();
+    challenge_row_digest_kernel<<<n, 256>>>(static_cast<const float*>(g.c.ptr), n,
+                                            static_cast<unsigned long long*>(leaves.ptr) +
+                                                static_cast<std::uint64_t>(j) * static_cast<std::uint64_t>(n));
+    if (auto s = launched(); !s) return s.error();
+  }
+  std::vector<std::uint64_t> out(rows);
+  GPX_CUDA(cudaMemcpy(out.data(), leaves.ptr, rows * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+Result<std::vector<std::vector<std::int64_t>>> challenge_rows(int ordinal, std::uint64_t seed_a, std::uint64_t seed_b,
+                                                              int n, const std::vector<std::uint64_t>& indices) {
+  ChallengeGemm g;
+  if (auto s = g.init(ordinal, seed_b, n); !s) return s.error();
+  std::vector<std::vector<std::int64_t>> out(indices.size());
+  std::vector<float> row(static_cast<std::size_t>(n));
+  // Product by product (each recomputed once), the picked rows copied back.
+  std::vector<std::size_t> order(indices.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return indices[x] < indices[y]; });
+  std::uint64_t current = UINT64_MAX;
+  for (const auto k : order) {
+    const std::uint64_t j = indices[k] / static_cast<std::uint64_t>(n), i = indices[k] % static_cast<std::uint64_t>(n);
+    if (j != current) {
+      if (auto s = g.product(seed_a, j); !s) return s.error();
+      current = j;
+    }
+    GPX_CUDA(cudaMemcpy(row.data(), static_cast<const float*>(g.c.ptr) + i * static_cast<std::uint64_t>(n),
+                        static_cast<std::size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost));
+    out[k].resize(row.size());
+    for (std::size_t c = 0; c < row.size(); ++c) out[k][c] = std::llrint(row[c]);
+  }
   return out;
 }
 

@@ -62,10 +62,17 @@ enum class Direction { host_to_device, device_to_host };
 //! Pinned-memory cudaMemcpyAsync bandwidth over `bytes`, GB/s.
 core::Result<std::vector<double>> host_link(int ordinal, Direction dir, std::size_t bytes, const Timing& t);
 
-//! The GEMM challenge (protocol/challenge.hpp): A and B generated on the GPU from the seeds, entry by entry
-//! as core::challenge::matrix_entry does, C = A·B by cuBLAS SGEMM (exact: the entries are small integers
-//! and n ≤ 256), copied back row-major as integers.
-core::Result<std::vector<std::int64_t>> challenge_gemm(int ordinal, std::uint64_t seed_a, std::uint64_t seed_b, int n);
+//! The committed GEMM challenge (protocol/challenge.hpp): for each product j < products, A_j from
+//! core::challenge::product_seed(seed_a, j) and B from seed_b generated on the GPU entry by entry as
+//! core::challenge::matrix_entry does, C_j = A_j·B by cuBLAS GemmEx (FP16 inputs, FP32 output and compute:
+//! exact, the entries being small integers and n ≤ 16384), and the digest of every row
+//! (core::challenge::row_digest), leaf j·n + i for row i of C_j.
+core::Result<std::vector<std::uint64_t>> challenge_row_digests(int ordinal, std::uint64_t seed_a, std::uint64_t seed_b,
+                                                               int n, int products);
+//! Rows `indices` (leaf numbers j·n + i) of the products, recomputed on the GPU, as integers.
+core::Result<std::vector<std::vector<std::int64_t>>> challenge_rows(int ordinal, std::uint64_t seed_a,
+                                                                    std::uint64_t seed_b, int n,
+                                                                    const std::vector<std::uint64_t>& indices);
 
 //! The VRAM challenge's fill: words core::challenge::vram_word(seed, i), in device buffers of up to 1 GiB,
 //! held until destroyed so that the slices the server picks afterwards are read back from GPU memory.

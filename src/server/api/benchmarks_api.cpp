@@ -62,12 +62,27 @@ http::Response agent_challenges(Ctx& ctx) {
   const auto settings = settings_of(ctx.config());
   // The time of arrival, taken before the transaction waits for the write lock: the agent is not late for it.
   const auto now = ctx.now_ms();
+  const auto json = nlohmann::json::parse(ctx.req.body, nullptr, false);
+  if (json.is_discarded()) return http::Response::error(Error::make(ErrorCode::invalid_field, "the body is not JSON"));
+  auto answer = protocol::parse_challenge_answer(json);
+  if (!answer) return http::Response::error(answer.error());
+  const auto provider = [&](store::Tx& tx) { return provider_id_for_api_key(tx, ctx.principal->api_key_id); };
+  // Opened GEMM rows are checked in a read transaction first: O(n²), not under the write lock.
+  std::optional<core::challenge::Outcome> prejudged;
+  if (answer->opened) {
+    prejudged = ctx.store().transact(
+        [&](store::Tx& tx) -> std::optional<core::challenge::Outcome> {
+          const auto pid = provider(tx);
+          return pid.empty() ? std::nullopt : judge_opening(tx, pid, *answer);
+        },
+        store::TxMode::read);
+  }
   auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
-    const std::string pid = provider_id_for_api_key(tx, ctx.principal->api_key_id);
+    const std::string pid = provider(tx);
     if (pid.empty()) {
       return Error::make(ErrorCode::unauthenticated, "API key is invalid or revoked").with_code("invalid_api_key");
     }
-    return answer_challenge(tx, pid, ctx.req.body, settings.challenges, now);
+    return answer_challenge(tx, pid, *answer, settings.challenges, now, prejudged);
   });
   if (!out) return http::Response::error(out.error());
   return http::Response::json(200, *out);
@@ -103,7 +118,10 @@ void register_benchmarks_api(App& app) {
                                                                                      {"id", "kind", "gpu_uuid", "allowed_s"}))}},
                                                 {"run_id", "gpus", "machine_failures", "challenges"})}}}),
             agent_benchmarks);
-  app.route(http::Method::post, "/v1/agent/challenges", RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
+  // Off the I/O threads (checking opened rows is O(n²)), and with room for kMaxOpenedRows rows in full.
+  app.route(http::Method::post, "/v1/agent/challenges",
+            RouteOptions::signed_in().no_idempotency().agent_key_only().slow_work().large_body(
+                protocol::kMaxChallengeBody).doc(
                 {.summary = "Agent: a benchmark challenge's answer", .body = openapi::any_object(), .responses = {{200, oa::any_object()}}}),
             agent_challenges);
   app.route(http::Method::get, "/v1/admin/providers/flagged",

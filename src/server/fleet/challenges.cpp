@@ -26,6 +26,9 @@ namespace cc = core::challenge;
 
 constexpr std::string_view kIssued = "issued";  // sent; the answer (or the VRAM fill) is awaited
 constexpr std::string_view kFilled = "filled";  // VRAM filled, slices sent, their digests awaited
+constexpr std::string_view kCommitted = "committed";  // GEMM root in, rows picked, their opening awaited
+//! The statuses of a challenge still open, for SQL.
+constexpr std::string_view kOpenStatuses = "('issued', 'filled', 'committed')";
 constexpr std::string_view kUnanswered = "unanswered";
 constexpr std::string_view kTelemetry = "telemetry";   // the kind of a run's telemetry check
 constexpr std::string_view kRun = "run";               // origin: issued with a requested run's results
@@ -37,12 +40,16 @@ struct ChallengeRow {
   cc::Seeds seeds;
   std::int64_t size = 0, slice_words = 0, allowed_ms = 0, issued_at = 0, deadline_at = 0;
   std::optional<double> claimed_tflops;
-  std::vector<std::uint64_t> slices;
+  std::vector<std::uint64_t> slices;  // vram: the slices picked; gemm: the rows picked
+  std::int64_t products = 1, open_rows = 0;
+  std::optional<std::string> root;
+  std::optional<std::string> result;
 };
 
 const char* kColumns =
     "id, run_id, machine_id, gpu_uuid, kind, status, seed_a, seed_b, seed_verifier, seed_slices, size, "
-    "slice_words, allowed_ms, issued_at, deadline_at, claimed_tflops, slices, origin";
+    "slice_words, allowed_ms, issued_at, deadline_at, claimed_tflops, slices, origin, products, open_rows, root, "
+    "result";
 
 std::uint64_t seed_of(const std::string& text) {
   return protocol::parse_seed(text).value_or(0);
@@ -70,6 +77,10 @@ ChallengeRow row_of(const store::Row& r) {
     }
   }
   c.origin = r.str(17);
+  c.products = r.i64(18);
+  c.open_rows = r.i64(19);
+  if (!r.is_null(20)) c.root = r.str(20);
+  if (!r.is_null(21)) c.result = r.str(21);
   return c;
 }
 
@@ -177,8 +188,13 @@ void fail(Tx& tx, const ChallengeRow& c, std::string_view status, cc::Outcome ou
 }
 
 void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now, const ChallengeSettings& s) {
+  // A GEMM's time is its root's (kept in result when it came); the opening only adds the rows checked.
+  const std::string result = c.kind == protocol::kGemmChallenge && c.root
+                                 ? c.result.value_or("root") + ", " + std::to_string(c.slices.size()) +
+                                       " rows opened and checked"
+                                 : "answered in " + round_text(elapsed_s, 3) + " s";
   tx.exec("UPDATE benchmark_challenges SET status = 'passed', answered_at = ?, result = ? WHERE id = ?",
-          {now, "answered in " + round_text(elapsed_s, 3) + " s", c.id});
+          {now, result, c.id});
   // The last of a held GPU's run challenges: it is verified, and listed.
   if (tx.query_one("SELECT 1 FROM benchmark_challenges WHERE run_id = ? AND gpu_uuid = ? AND origin = 'run' AND "
                    "status <> 'passed'",
@@ -205,17 +221,6 @@ void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now, con
 
 }  // namespace
 
-std::int64_t gemm_challenge_n(bool simulated, std::optional<double> claimed, const ChallengeSettings& s) {
-  return simulated ? static_cast<std::int64_t>(cc::sim_gemm_n(claimed.value_or(0))) : s.real_gemm_n;
-}
-
-double gemm_allowed_s(bool simulated, std::optional<double> claimed, std::int64_t n, const ChallengeSettings& s) {
-  const double fixed = simulated ? s.sim_fixed_margin_s : s.fixed_margin_s;
-  if (!claimed || *claimed <= 0) return fixed;
-  const double speed = simulated ? *claimed * cc::kSimDilation : *claimed;
-  return cc::max_gemm_seconds(static_cast<std::size_t>(n), speed, s.relative_margin, fixed);
-}
-
 namespace {
 
 //! A GEMM and a VRAM challenge per GPU, stored with `origin`; their specs.
@@ -224,8 +229,8 @@ std::vector<protocol::ChallengeSpec> issue(Tx& tx, const std::string& run_id, co
                                           const ChallengeSettings& s, std::string_view origin, std::int64_t now) {
   static const std::string q =
       "INSERT INTO benchmark_challenges (id, run_id, machine_id, gpu_uuid, kind, status, seed_a, seed_b, "
-      "seed_verifier, seed_slices, size, slice_words, claimed_tflops, allowed_ms, issued_at, deadline_at, origin) "
-      "VALUES (?, ?, ?, ?, ?, 'issued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+      "seed_verifier, seed_slices, size, slice_words, claimed_tflops, allowed_ms, issued_at, deadline_at, origin, "
+      "products, open_rows) VALUES (?, ?, ?, ?, ?, 'issued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
   std::vector<protocol::ChallengeSpec> out;
   for (const auto& g : gpus) {
     for (const auto kind : {protocol::kGemmChallenge, protocol::kVramChallenge}) {
@@ -235,13 +240,17 @@ std::vector<protocol::ChallengeSpec> issue(Tx& tx, const std::string& run_id, co
       spec.gpu_uuid = g.uuid;
       // A fresh random key per challenge: the seeds are unpredictable, and kept with the challenge.
       const auto seeds = cc::derive_seeds(util::random_token(32), spec.id);
-      std::int64_t size = 0, slice_words = 0, deadline = 0;
+      std::int64_t size = 0, slice_words = 0, deadline = 0, products = 1, open_rows = 0;
       if (kind == protocol::kGemmChallenge) {
-        size = gemm_challenge_n(simulated, g.claimed_tflops, s);
-        spec.allowed_s = gemm_allowed_s(simulated, g.claimed_tflops, size, s);
+        const auto plan = plan_gemm_challenge(simulated, g.claimed_tflops, s);
+        size = plan.n;
+        products = plan.products;
+        open_rows = plan.open_rows;
+        spec.allowed_s = plan.allowed_s;
         spec.seed_a = seeds.matrix_a;
         spec.seed_b = seeds.matrix_b;
         spec.n = size;
+        spec.products = products;
         deadline = now + static_cast<std::int64_t>(std::ceil(spec.allowed_s * 1000));
       } else {
         // A slice per MiB of 90% of the registered memory (the driver keeps some); a simulated GPU holds a
@@ -260,7 +269,7 @@ std::vector<protocol::ChallengeSpec> issue(Tx& tx, const std::string& run_id, co
                protocol::seed_text(seeds.matrix_b), protocol::seed_text(seeds.verifier),
                protocol::seed_text(seeds.slices), size, slice_words,
                g.claimed_tflops ? store::Value(*g.claimed_tflops) : store::Value(nullptr), allowed_ms, now, deadline,
-               std::string(origin)});
+               std::string(origin), products, open_rows});
       out.push_back(std::move(spec));
     }
   }
@@ -293,7 +302,8 @@ std::optional<nlohmann::json> spot_check_command(Tx& tx, const std::string& mach
   if (due->i64(0) > now) return std::nullopt;
   // Not while a run or a challenge is open: each check is timed alone, on a GPU doing nothing else.
   if (BenchmarksRepo(tx).has_open_run(machine_id) ||
-      tx.query_one("SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status IN ('issued', 'filled')",
+      tx.query_one(std::string("SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status IN ") +
+                       std::string(kOpenStatuses),
                    {machine_id})) {
     return std::nullopt;
   }
@@ -381,23 +391,43 @@ void record_telemetry_check(Tx& tx, const std::string& run_id, const std::string
   }
 }
 
-core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provider_id, std::string_view body,
-                                              const ChallengeSettings& s, std::int64_t now) {
-  const auto json = nlohmann::json::parse(body, nullptr, false);
-  if (json.is_discarded()) return Error::make(ErrorCode::invalid_field, "the body is not JSON");
-  auto parsed = protocol::parse_challenge_answer(json);
-  if (!parsed) return parsed.error();
-  const auto& a = *parsed;
+namespace {
+
+//! The challenge `a` answers, if it is on one of the provider's machines.
+std::optional<ChallengeRow> provider_challenge(Tx& tx, const std::string& provider_id,
+                                               const protocol::ChallengeAnswer& a) {
   const auto owner = MachinesRepo(tx).owner(a.machine_id);
   auto c = find_challenge(tx, a.challenge_id);
-  if (!owner || *owner != provider_id || !c || c->machine_id != a.machine_id) {
-    return Error::make(ErrorCode::not_found, "no such challenge on this provider's machine");
-  }
-  if (c->status != kIssued && c->status != kFilled) {
+  if (!owner || *owner != provider_id || !c || c->machine_id != a.machine_id) return std::nullopt;
+  return c;
+}
+
+cc::Outcome judge_rows(const ChallengeRow& c, const std::vector<cc::OpenedRow>& opened) {
+  const auto root = c.root ? cc::parse_digest(*c.root) : std::nullopt;
+  if (!root) return cc::Outcome::wrong;
+  return cc::judge_opened(c.seeds, static_cast<std::size_t>(c.size), static_cast<std::size_t>(c.products), *root,
+                          c.slices, opened);
+}
+
+}  // namespace
+
+std::optional<cc::Outcome> judge_opening(Tx& tx, const std::string& provider_id, const protocol::ChallengeAnswer& a) {
+  if (!a.opened) return std::nullopt;
+  const auto c = provider_challenge(tx, provider_id, a);
+  if (!c || c->kind != protocol::kGemmChallenge || c->status != kCommitted) return std::nullopt;
+  return judge_rows(*c, *a.opened);
+}
+
+core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provider_id, const protocol::ChallengeAnswer& a,
+                                              const ChallengeSettings& s, std::int64_t now,
+                                              std::optional<cc::Outcome> prejudged) {
+  auto c = provider_challenge(tx, provider_id, a);
+  if (!c) return Error::make(ErrorCode::not_found, "no such challenge on this provider's machine");
+  if (c->status != kIssued && c->status != kFilled && c->status != kCommitted) {
     return Error::make(ErrorCode::conflict, "the challenge was already decided: " + c->status)
         .with_code("challenge_decided");
   }
-  protocol::ChallengeReply reply{c->id, "", {}, std::nullopt, std::nullopt};
+  protocol::ChallengeReply reply{c->id, "", {}, {}, std::nullopt, std::nullopt};
   const auto decide = [&](cc::Outcome o, double elapsed_s) {
     reply.status = std::string(cc::outcome_name(o));
     if (o == cc::Outcome::passed) {
@@ -410,10 +440,33 @@ core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provide
   const double allowed_s = static_cast<double>(c->allowed_ms) / 1000.0;
   const double elapsed_s = static_cast<double>(now - (c->deadline_at - c->allowed_ms)) / 1000.0;
   if (c->kind == protocol::kGemmChallenge) {
-    const auto n = static_cast<std::size_t>(c->size);
-    if (!a.c) return Error::make(ErrorCode::invalid_field, "a GEMM challenge is answered with c", "c");
-    cc::Matrix m{n, n, *a.c};
-    decide(m.v.size() == n * n ? cc::judge_gemm(c->seeds, n, m, elapsed_s, allowed_s) : cc::Outcome::wrong, elapsed_s);
+    if (c->status == kIssued) {
+      if (!a.root) return Error::make(ErrorCode::invalid_field, "a GEMM challenge is answered with root first", "root");
+      // The root is what the GPU's speed bounds: late, and nothing is opened.
+      if (elapsed_s > allowed_s) {
+        decide(cc::Outcome::late, elapsed_s);
+        return reply.to_json();
+      }
+      const auto rows = static_cast<std::uint64_t>(c->size) * static_cast<std::uint64_t>(c->products);
+      // (A challenge issued before migration 19 has no count: the least there is.)
+      reply.rows = cc::pick_slices(c->seeds.slices, rows, static_cast<std::size_t>(std::max(c->open_rows, s.min_open_rows)));
+      reply.status = "pending";
+      const auto simulated = tx.query_one("SELECT simulated FROM machines WHERE id = ?", {c->machine_id});
+      const double open_s = simulated && simulated->i64(0) != 0 ? s.sim_open_allowed_s : s.open_allowed_s;
+      reply.allowed_s = open_s;
+      const auto open_ms = static_cast<std::int64_t>(std::ceil(open_s * 1000));
+      // From here the row is judged by its opening: allowed_ms and deadline_at are the opening's.
+      tx.exec("UPDATE benchmark_challenges SET status = ?, root = ?, slices = ?, allowed_ms = ?, deadline_at = ?, "
+              "result = ? WHERE id = ?",
+              {std::string(kCommitted), *a.root, nlohmann::json(reply.rows).dump(), open_ms, now + open_ms,
+               "root in " + round_text(elapsed_s, 3) + " s", c->id});
+      return reply.to_json();
+    }
+    if (!a.opened) {
+      return Error::make(ErrorCode::invalid_field, "a committed GEMM challenge is answered with opened", "opened");
+    }
+    const auto outcome = prejudged ? *prejudged : judge_rows(*c, *a.opened);
+    decide(outcome != cc::Outcome::passed || elapsed_s <= allowed_s ? outcome : cc::Outcome::late, elapsed_s);
     return reply.to_json();
   }
   if (c->status == kIssued) {
@@ -439,8 +492,8 @@ std::size_t expire_challenges(Tx& tx, const std::string& machine_id, const Chall
   if (!s.require_answers) return 0;
   std::vector<ChallengeRow> due;
   for (const auto& r : tx.query(std::string("SELECT ") + kColumns +
-                                    " FROM benchmark_challenges WHERE machine_id = ? AND status IN ('issued', "
-                                    "'filled') AND deadline_at < ?",
+                                    " FROM benchmark_challenges WHERE machine_id = ? AND status IN " +
+                                    std::string(kOpenStatuses) + " AND deadline_at < ?",
                                 {machine_id, now})) {
     due.push_back(row_of(r));
   }

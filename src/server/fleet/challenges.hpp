@@ -1,9 +1,9 @@
 #pragma once
 // Benchmark challenges on the server (issue 21; the exchange is described in protocol/challenge.hpp, the
 // math in core/challenge.hpp). With a requested run's results the server issues, per reported GPU, a GEMM
-// challenge timed by the GPU's claimed FP16 tensor TFLOP/s and a VRAM challenge over its registered
-// memory; it keeps them in benchmark_challenges with their seeds, deadline and outcome. A wrong or late
-// answer, or none by the deadline, delists the GPU with a reason the provider can act on and counts
+// challenge timed by the GPU's claimed FP16 tensor TFLOP/s (its rows committed, then some opened) and a
+// VRAM challenge over its registered memory; it keeps them in benchmark_challenges with their seeds,
+// deadline and outcome. A wrong or late answer, or none by the deadline, delists the GPU with a reason the provider can act on and counts
 // against the provider; `review_after` failures flag the provider for an admin's review.
 // Every function works inside the caller's transaction.
 
@@ -19,6 +19,7 @@
 #include "core/benchmark_report.hpp"
 #include "core/challenge.hpp"
 #include "core/result.hpp"
+#include "protocol/challenge.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {
@@ -26,8 +27,14 @@ namespace gpunex::server {
 struct ChallengeSettings {
   double relative_margin = 0.25;     // an answer may be this much slower than the claimed speed allows
   double sim_fixed_margin_s = 0.75;  // simulated machines: the agent's HTTP and scheduling on top
-  double fixed_margin_s = 5.0;       // real machines: a round trip over the internet, GEMM launch, transfer
-  std::int64_t real_gemm_n = 256;    // protocol::kMaxGemmN: C travels in full
+  double fixed_margin_s = 1.5;       // real machines: a round trip, the GEMMs' launch, hashing the digests
+  std::int64_t real_gemm_n = 8192;   // the n of a real GPU's GEMM challenge
+  double gemm_work_s = 4.0;          // a real GPU's GEMM challenge takes this long at the claimed speed
+  double sim_gemm_work_s = 1.0;      // a simulated GPU's, at its dilated speed (core::challenge::kSimDilation)
+  double slower_by = 2.0;            // the rows opened catch a GPU this much slower than claimed (< 1e-9)
+  std::int64_t min_open_rows = 16;   // and never fewer rows than this
+  double open_allowed_s = 60.0;      // from the rows' pick to their opening (no speed bound: recomputed rows)
+  double sim_open_allowed_s = 5.0;
   std::int64_t vram_picks = 16;      // slices the server asks digests of
   double vram_allowed_s = 5.0;       // from the slices' reply to their digests
   double sim_vram_allowed_s = 2.0;
@@ -49,20 +56,49 @@ struct ChallengedGpu {
   std::int64_t memory_mib = 0;           // as registered
 };
 
-//! The n of a GEMM challenge, and the seconds its answer may take from the issue (pure; the trials test
-//! reads them). A simulated GPU's speed is dilated by core::challenge::kSimDilation.
-std::int64_t gemm_challenge_n(bool simulated, std::optional<double> claimed_tflops, const ChallengeSettings& s);
-double gemm_allowed_s(bool simulated, std::optional<double> claimed_tflops, std::int64_t n, const ChallengeSettings& s);
+//! A GEMM challenge's size and times (pure; the trials test reads them): n and the products from
+//! core::challenge::plan_gemm at the claimed FP16 tensor speed (dilated by kSimDilation for a simulated
+//! GPU), the seconds its root may take from the issue, and the rows the server opens.
+struct GemmChallengePlan {
+  std::int64_t n = 0, products = 1, open_rows = 0;
+  double work_s = 0, allowed_s = 0, open_allowed_s = 0;
+};
+inline GemmChallengePlan plan_gemm_challenge(bool simulated, std::optional<double> claimed, const ChallengeSettings& s) {
+  GemmChallengePlan p;
+  const double fixed = simulated ? s.sim_fixed_margin_s : s.fixed_margin_s;
+  const double speed = claimed && *claimed > 0 ? *claimed * (simulated ? core::challenge::kSimDilation : 1.0) : 0;
+  const double target = simulated ? s.sim_gemm_work_s : s.gemm_work_s;
+  const auto n = simulated ? core::challenge::sim_gemm_n(claimed.value_or(0), target) : static_cast<std::size_t>(s.real_gemm_n);
+  const auto plan = core::challenge::plan_gemm(n, speed, target);
+  p.n = static_cast<std::int64_t>(plan.n);
+  p.products = static_cast<std::int64_t>(plan.products);
+  p.work_s = plan.work_s;
+  p.allowed_s = plan.work_s * (1.0 + s.relative_margin) + fixed;
+  p.open_allowed_s = simulated ? s.sim_open_allowed_s : s.open_allowed_s;
+  p.open_rows = static_cast<std::int64_t>(
+      core::challenge::rows_to_open(p.allowed_s, p.work_s, s.slower_by, plan.n * plan.products,
+                       static_cast<std::size_t>(s.min_open_rows), static_cast<std::size_t>(protocol::kMaxOpenedRows)));
+  return p;
+}
 
 //! Issues a GEMM and a VRAM challenge per GPU of the run; returns their protocol::ChallengeSpec JSON.
 nlohmann::json issue_challenges(store::Tx& tx, const std::string& run_id, const std::string& machine_id, bool simulated,
                                 const std::vector<ChallengedGpu>& gpus, const ChallengeSettings& s,
                                 std::int64_t now_ms);
 
-//! POST /v1/agent/challenges: judges an answer (or records a VRAM fill and picks the slices). 400 for a
-//! malformed body, 404 for another provider's or an unknown challenge, 409 for one already decided.
-core::Result<nlohmann::json> answer_challenge(store::Tx& tx, const std::string& provider_id, std::string_view body,
-                                              const ChallengeSettings& s, std::int64_t now_ms);
+//! The costly part of judging a GEMM challenge's opened rows (O(n²) per challenge), for a read
+//! transaction before the write one: the verdict, or nothing when `a` opens no challenge of this
+//! provider's that awaits its rows (answer_challenge then says why).
+std::optional<core::challenge::Outcome> judge_opening(store::Tx& tx, const std::string& provider_id,
+                                                      const protocol::ChallengeAnswer& a);
+
+//! POST /v1/agent/challenges: judges an answer (or records a GEMM root or a VRAM fill and picks the rows
+//! or slices), with `prejudged` from judge_opening when the caller has it. 404 for another provider's or
+//! an unknown challenge, 409 for one already decided, 400 for an answer of the wrong step.
+core::Result<nlohmann::json> answer_challenge(store::Tx& tx, const std::string& provider_id,
+                                              const protocol::ChallengeAnswer& a, const ChallengeSettings& s,
+                                              std::int64_t now_ms,
+                                              std::optional<core::challenge::Outcome> prejudged = std::nullopt);
 
 //! With require_answers: the machine's open challenges past their deadline fail as unanswered. Returns how many.
 std::size_t expire_challenges(store::Tx& tx, const std::string& machine_id, const ChallengeSettings& s,

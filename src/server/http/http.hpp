@@ -149,6 +149,8 @@ struct BodyPlan {
   std::optional<std::uint64_t> counted_limit;
   //! Set: this is the answer, sent before any of the body is read; the connection then closes.
   std::optional<Response> refuse;
+  //! Set: the body is kept, under this limit instead of body_limit (a route that takes large answers).
+  std::optional<std::uint64_t> kept_limit;
 };
 
 struct ServerOptions {

@@ -165,7 +165,7 @@ void Session<Stream>::on_header(beast::error_code ec) {
   waiting_ = false;
   auto& req = parser_->get();
   if (parser_->is_done()) return handle();
-  std::optional<std::uint64_t> counted;
+  std::optional<std::uint64_t> counted, kept;
   if (server_.options_.body_plan) {
     // A bad target is left to handle(), which answers it.
     if (auto head = detail::request_from_header(req)) {
@@ -175,9 +175,10 @@ void Session<Stream>::on_header(beast::error_code ec) {
         return respond(std::move(*plan.refuse), /*keep_alive=*/false, req.version(), false, head->request_id);
       }
       counted = plan.counted_limit;
+      kept = plan.kept_limit;
     }
   }
-  const std::uint64_t limit = counted.value_or(server_.options_.body_limit);
+  const std::uint64_t limit = counted.value_or(kept.value_or(server_.options_.body_limit));
   if (parser_->content_length().value_or(0) > limit) return on_read_error(bhttp::error::body_limit);
   parser_->body_limit(limit);  // before any body octet: chunked bodies are checked as they arrive
   req.body().keep = !counted;

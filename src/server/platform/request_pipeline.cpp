@@ -140,19 +140,21 @@ http::Response failure_response(const std::exception_ptr& failure, const std::st
 
 http::BodyPlan App::body_plan(const http::Request& head) {
   const auto match = router_.match(head);
-  if (match.kind != http::Router::MatchKind::found || !match.counted_body_limit) return {};
+  if (match.kind != http::Router::MatchKind::found) return {};
+  const auto& options = routes_.at(match.index).options;
+  if (!match.counted_body_limit && !options.kept_body_limit) return {};
   // Only a caller the route admits may send it a large body; dispatch() admits again with the body in.
   http::Request req = head;
   std::optional<Principal> principal;
   try {
-    if (auto refusal = admit(req, routes_.at(match.index).options, principal)) {
+    if (auto refusal = admit(req, options, principal)) {
       refusal->header("X-Request-Id", head.request_id);
-      return {std::nullopt, std::move(*refusal)};
+      return {std::nullopt, std::move(*refusal), std::nullopt};
     }
   } catch (...) {
-    return {std::nullopt, failure_response(std::current_exception(), head.request_id)};
+    return {std::nullopt, failure_response(std::current_exception(), head.request_id), std::nullopt};
   }
-  return {match.counted_body_limit, std::nullopt};
+  return {match.counted_body_limit, std::nullopt, options.kept_body_limit};
 }
 
 namespace {

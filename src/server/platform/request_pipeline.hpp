@@ -91,6 +91,9 @@ struct RouteOptions {
   //! When set, the request body is counted (Request::body_length) and discarded as it streams in, up to
   //! this many bytes, instead of kept in Request::body under the server's body limit.
   std::optional<std::uint64_t> counted_body_limit;
+  //! When set, the request body is kept under this limit instead of the server's body limit (for the
+  //! callers the route admits, checked before the body is read).
+  std::optional<std::uint64_t> kept_body_limit;
   //! Run on the slow-work threads (App::slow_work), not an I/O thread: for handlers that hash passwords
   //! (argon2). When its queue is full the answer is 503 busy at once.
   bool off_io_threads = false;
@@ -117,6 +120,10 @@ struct RouteOptions {
   RouteOptions& slow_work() { off_io_threads = true; return *this; }
   RouteOptions& counted_body(std::uint64_t limit) {
     counted_body_limit = limit;
+    return *this;
+  }
+  RouteOptions& large_body(std::uint64_t limit) {
+    kept_body_limit = limit;
     return *this;
   }
   //! A copy with this documentation: options shared by several routes stay as they are.

@@ -62,6 +62,8 @@ test(`${BACKEND}: an honest agent passes its GEMM and VRAM challenges and stays 
 for (const [lie, kinds, reason, flagged] of [
   ['random', { gemm: ['wrong'], vram: ['wrong'], telemetry: ['passed'] }, /GEMM challenge failed|VRAM challenge failed/, 1],
   ['inflate', { gemm: ['late', 'unanswered'], vram: ['passed'], telemetry: ['wrong'] }, /GEMM challenge failed/, 1],
+  // Twice its figures, its root in time over the rows it had computed by then: the rows opened catch it.
+  ['partial', { gemm: ['wrong'], vram: ['passed'], telemetry: ['passed'] }, /GEMM challenge failed/, 0],
   ['idle', { gemm: ['passed'], vram: ['passed'], telemetry: ['wrong'] }, /Telemetry check/, 0]]) {
   test(`${BACKEND}: an agent that lies (${lie}) is caught, delisted with a reason, and flagged`, async () => {
     const server = await new TestServer(ARGS).start();
@@ -160,17 +162,37 @@ test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the d
       .filter((c) => c.kind === 'telemetry');
     assert.deepEqual(telemetry.map((c) => c.status), ['passed', 'passed']);
     const gemm = reply.challenges.filter((c) => c.kind === 'gemm');
-    assert.ok(gemm.every((c) => c.n >= 64 && c.n <= 256 && /^[0-9a-f]{16}$/.test(c.seed_a) && c.allowed_s > 0.75));
+    assert.ok(gemm.every((c) => c.n >= 64 && c.n <= 256 && c.products >= 1 && /^[0-9a-f]{16}$/.test(c.seed_a) &&
+      c.allowed_s > 0.75));
 
-    // GPU 1: a C of zeros, by hand: wrong, and a second answer is refused.
+    // GPU 1, by hand: a made-up root, then rows of zeros where the server asked: wrong, and a second answer
+    // is refused. The rows are picked only once the root is in.
     const mine = gemm.find((c) => c.gpu_uuid === uuids[1]);
-    const answer = { protocol_version: 1, machine_id: machineId, challenge_id: mine.id, c: new Array(mine.n * mine.n).fill(0) };
+    const base = { protocol_version: 1, machine_id: machineId, challenge_id: mine.id };
+    const opening = await send('POST', '/v1/agent/challenges', { ...base, root: '0'.repeat(64) });
+    assert.equal(opening.status, 'pending');
+    assert.ok(opening.rows.length >= 16 && opening.rows.every((k) => k < mine.n * mine.products), opening.rows);
+    assert.equal(new Set(opening.rows).size, opening.rows.length, 'distinct rows');
+    assert.ok(opening.allowed_s >= 1, opening.allowed_s);
+    const answer = { ...base,
+      opened: opening.rows.map((index) => ({ index, values: new Array(mine.n).fill(0), block: [], path: [] })) };
+    const early = await agent.request('POST', '/v1/agent/challenges', { body: { ...base, root: '1'.repeat(64) } });
+    assert.equal(early.status, 400, 'a second root: the rows are awaited');
+    assert.equal(early.json.error.field, 'opened');
     const wrong = await send('POST', '/v1/agent/challenges', answer);
     assert.equal(wrong.status, 'wrong');
     assert.match(wrong.reason, /not the product/);
     const again = await agent.request('POST', '/v1/agent/challenges', { body: answer });
     assert.equal(again.status, 409, again.body);
     assert.equal(again.json.error.code, 'challenge_decided');
+    // Opened rows may be large (up to 128 rows of n = 8192 on a real GPU): this route alone keeps bodies
+    // over the server's 1 MiB limit, and only from an agent's key.
+    const big = { ...base, challenge_id: 'chl_none',
+      opened: Array.from({ length: 24 }, (_, index) => ({ index, values: new Array(8192).fill(-123456), block: [], path: [] })) };
+    assert.ok(JSON.stringify(big).length > 1.5 * 1024 * 1024);
+    assert.equal((await agent.request('POST', '/v1/agent/challenges', { body: big })).status, 404);
+    assert.equal((await new Client(server.url).request('POST', '/v1/agent/challenges', { body: big })).status, 401);
+    assert.equal((await agent.request('POST', '/v1/agent/heartbeat', { body: big })).status, 413);
 
     // GPU 0: nothing. Waiting (never listed) until its GEMM deadline passes, failed at the first heartbeat after it.
     await heartbeat();
