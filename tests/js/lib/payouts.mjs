@@ -79,12 +79,14 @@ export const PAYOUT_STEPS = ['before signing', 'after storing', 'after sending',
 
 // Holds the node's answers back so that `step` lasts, and polls the store and the chain until `day`'s
 // `count` payouts (YYYY-MM-DD) are at it. True when seen within about four seconds; the faults not
-// used by then are cleared.
-export async function atPayoutStep(server, chain, day, count, step) {
+// used by then are cleared. `begin`, if given, is called once the answers are held back (what starts
+// the run: the earnings written, say), so that the run cannot pass the step before.
+export async function atPayoutStep(server, chain, day, count, step, { begin } = {}) {
   if (!PAYOUT_STEPS.includes(step)) throw new Error(`no payout step ${step}`);
   if (step === 'before signing') chain.methodFaults.getTokenAccountBalance = ['timeout'];
   if (step === 'after storing') chain.methodFaults.sendTransaction = ['timeout', 'timeout'];
   if (step === 'after sending') chain.methodFaults.sendTransaction = ['drop', 'drop'];
+  await begin?.();
   let hit = false;
   for (let i = 0; i < 400 && !hit; i++) {
     // [id, status, signature]
