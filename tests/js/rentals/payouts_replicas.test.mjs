@@ -8,6 +8,9 @@
 // dead holder's transaction finished rather than signed again, one landed transaction per payout,
 // each wallet holding exactly its payouts, the ledger's paid-out sum what the chain received. A fresh
 // replica replaces the dead one, so the second kill falls on the replica that took over the first.
+// A third week the holder is paused (SIGSTOP) mid-run instead, and woken once another replica has
+// taken over and paid: it finishes its round on what it read before the pause, and still no payout
+// is signed or sent twice, and it does not take the lease back.
 //
 // The replicas' test clocks run at the wall clock's pace (the test sets them together every 100 ms):
 // leases are timed by the server's clock, and on clocks standing still a dead holder's lease would
@@ -40,12 +43,15 @@ class ReplicaClocks {
     this.clients.set(server, c);
   }
 
-  drop(server) {
-    this.clients.delete(server);
-  }
-
   now() {
     return this.loop ? this.base + (performance.now() - this.t0) : this.base;
+  }
+
+  // Its clock stands from here on. Waits for a move in flight: a replica about to be paused would
+  // hold the moves up (and with them the others' clocks, so that no lease lapsed).
+  async drop(server) {
+    this.clients.delete(server);
+    await this.ticking;
   }
 
   async set(server, ms) {
@@ -65,7 +71,8 @@ class ReplicaClocks {
     this.t0 = performance.now();
     const tick = () => {
       const ms = this.now();
-      return Promise.all([...this.clients.keys()].map((s) => this.set(s, ms).catch(() => {})));  // a replica just killed
+      this.ticking = Promise.all([...this.clients.keys()].map((s) => this.set(s, ms).catch(() => {})));  // one just killed
+      return this.ticking;
     };
     await tick();
     this.loop = (async () => {
@@ -87,7 +94,7 @@ class ReplicaClocks {
   }
 }
 
-test(`${BACKEND}: the payouts worker's lease holder killed mid-run, another replica takes the run over within the lease time and pays each payout once`, { skip }, async () => {
+test(`${BACKEND}: the payouts worker's lease holder killed (or paused) mid-run, another replica takes the run over within the lease time and pays each payout once`, { skip }, async () => {
   const { chain, args: chainArgs } = await usdcChain();
   const clocks = new ReplicaClocks(Math.floor(Date.now() / 1000) * 1000);
   const replicas = [];
@@ -102,6 +109,7 @@ test(`${BACKEND}: the payouts worker's lease holder killed mid-run, another repl
     return s;
   };
   const alive = () => replicas.filter((s) => s.proc.exitCode === null && s.proc.signalCode === null);
+  const paused = new Set();
   // The payouts worker's lease as the store has it: {holder, expires} (the holder's clock, ms).
   const lease = () => {
     const rows = storeRows(replicas[0], "SELECT holder, expires_at FROM leases WHERE name = 'payouts'");
@@ -118,7 +126,8 @@ test(`${BACKEND}: the payouts worker's lease holder killed mid-run, another repl
     await replica();
     for (const s of replicas) await clocks.add(s);
 
-    for (const [week, step] of [[0, 'after sending'], [1, 'after storing']]) {
+    const weeks = [[0, 'after sending', 'SIGKILL'], [1, 'after storing', 'SIGKILL'], [2, 'after storing', 'SIGSTOP']];
+    for (const [week, step, signal] of weeks) {
       const monday = nextMonday(clocks.now());
       const day = iso(monday).slice(0, 10);
       // To 01:00 on the payout day: the holder first, and once it has renewed its lease on that time,
@@ -132,17 +141,29 @@ test(`${BACKEND}: the payouts worker's lease holder killed mid-run, another repl
       await clocks.run(monday + 3600e3);
 
       // The week's earnings, settled before the payout day's cut-off (midnight): the holder's next
-      // round makes the payouts and sends them, and is killed at `step`.
+      // round makes the payouts and sends them, and is killed (or paused) at `step`.
       const hit = await atPayoutStep(holder, chain, day, PROVIDERS, step, {
         begin: () => settleEarnings(holder, providers, monday - 3600e3, `lease_${week}`,
           () => 1_000_000 + Math.floor(Math.random() * 50_000_000)),
       });
       assert.ok(hit, `the run reached "${step}"`);
-      holder.proc.kill('SIGKILL');
+      if (signal === 'SIGSTOP') {
+        // Paused while its payouts worker waits on the node (sends held 300 ms, with a good 100 ms to
+        // go), not inside a store transaction, whose locks would hold the other replica up.
+        chain.methodFaults.sendTransaction = Array(PROVIDERS).fill('timeout');
+        await until('a send held by the node', () => [...chain.held].some((h) =>
+          h.method === 'sendTransaction' && performance.now() - h.since < 150), 5000, 5);
+      }
+      await clocks.drop(holder);
+      holder.proc.kill(signal);
       const killedAt = performance.now();
       const clockAtKill = clocks.now();
-      clocks.drop(holder);
-      await holder.exited;
+      if (signal === 'SIGSTOP') {
+        paused.add(holder);
+        chain.methodFaults = {};
+      } else {
+        await holder.exited;
+      }
 
       const dead = lease();
       assert.equal(dead.holder, holderId, 'no other replica took the lease while its holder lived');
@@ -159,7 +180,7 @@ test(`${BACKEND}: the payouts worker's lease holder killed mid-run, another repl
       const ms = performance.now() - killedAt;
       const left = dead.expires - clockAtKill;
       takeovers.push(ms);
-      console.log(`week ${week}: holder killed ${step} (${atKill.map((r) => r[1]).join(', ')}); the lease had ` +
+      console.log(`week ${week}: holder ${signal === 'SIGKILL' ? 'killed' : 'paused'} ${step} (${atKill.map((r) => r[1]).join(', ')}); the lease had ` +
         `${left.toFixed(0)} ms left; another replica took it over after ${ms.toFixed(0)} ms ` +
         `(lease ${LEASE_S} s, rounds every ${ROUND_S} s)`);
       // Within the lease time, and one round of the taker's to notice it lapsed (a second's slack for
@@ -167,7 +188,8 @@ test(`${BACKEND}: the payouts worker's lease holder killed mid-run, another repl
       assert.ok(ms <= (LEASE_S + ROUND_S + 1) * 1000, `taken over after ${ms.toFixed(0)} ms`);
       assert.ok(taken.expires - LEASE_S * 1000 >= dead.expires,
         `taken at ${iso(taken.expires - LEASE_S * 1000)}, not before the dead holder's lease lapsed at ${iso(dead.expires)}`);
-      [holder] = alive();
+      const old = holder;
+      [holder] = alive().filter((s) => s !== old);
       holderId = taken.holder;
 
       await until(`${day}'s payouts paid after the takeover`, () => {
@@ -179,6 +201,25 @@ test(`${BACKEND}: the payouts worker's lease holder killed mid-run, another repl
         console.log(alive().map((s) => s.logs.join('').slice(-3000)).join('\n'));
         throw e;
       });
+      if (signal === 'SIGSTOP') {
+        // Woken, it ends its round (payouts it read unsigned are signed by now: its stores are refused),
+        // finds its lease taken on its next round, and its clock is moved on again.
+        // Only it calls the node from here: the new holder has nothing left to do.
+        const calls = { ...chain.calls };
+        old.proc.kill('SIGCONT');
+        paused.delete(old);
+        await sleep(2 * ROUND_S * 1000);
+        await clocks.add(old);
+        await sleep(2 * ROUND_S * 1000);
+        const since = (method) => (chain.calls[method] || 0) - (calls[method] || 0);
+        console.log(`week ${week}: woken, the old holder asked the node for ${since('getLatestBlockhash')} blockhash(es) ` +
+          `to sign payouts the new holder had paid, and sent ${since('sendTransaction')} transaction(s)`);
+        assert.ok(since('getLatestBlockhash') > 0, 'the woken holder went on with its round');
+        assert.equal(since('sendTransaction'), 0, 'the woken holder sent nothing: its signatures were refused');
+        assert.equal(lease().holder, holderId, 'the woken holder did not take the lease back');
+        assert.ok(alive().includes(old), 'the woken holder serves on');
+      }
+      assert.equal(chain.sent.length, (week + 1) * PROVIDERS, `week ${week}: one landed transaction per payout`);
       // The dead holder's transaction was finished (confirmed, or its stored bytes sent again), not
       // signed anew: each payout signed once, the one in flight paid by the signature stored at the kill.
       const after = new Map(storeRows(holder,
@@ -190,12 +231,13 @@ test(`${BACKEND}: the payouts worker's lease holder killed mid-run, another repl
       for (const [id, , signed] of after.values()) assert.equal(Number(signed), 1, `payout ${id} signed once`);
 
       // A fresh replica in the dead one's place, for the next week's holder to be killed in turn.
-      await clocks.add(await replica());
+      if (signal === 'SIGKILL') await clocks.add(await replica());
     }
 
-    assertPaidOnce(holder, chain, providers, 2 * PROVIDERS);
-    console.log(`takeovers after ${takeovers.map((ms) => `${ms.toFixed(0)} ms`).join(' and ')} (lease ${LEASE_S} s)`);
+    assertPaidOnce(holder, chain, providers, weeks.length * PROVIDERS);
+    console.log(`takeovers after ${takeovers.map((ms) => `${ms.toFixed(0)} ms`).join(', ')} (lease ${LEASE_S} s)`);
   } finally {
+    for (const s of paused) s.proc.kill('SIGCONT');  // a failure left it paused: it would not stop
     await clocks.stop();
     for (const s of replicas) await s.stop();
     await chain.stop();
