@@ -123,7 +123,8 @@ test(`${BACKEND}: a price set on one replica is in the other's next search`, { s
 // not given back), its lease expires and the other replica takes over within the lease time. Each
 // mail lands in the drop of the replica that sent it: every mail is sent once, by one of them.
 // The kill falls between rounds, not inside one: a round killed mid-send is delivered again by the
-// next holder (at least once), which this test does not cover.
+// next holder (at least once), which this test does not cover. The payouts worker's holder killed
+// mid-run, where each unit must be done exactly once: rentals/payouts_replicas.test.mjs.
 test(`${BACKEND}: the mail worker's lease moves to the other replica within the lease time`, { skip }, async () => {
   const args = ['--worker-lease-s', '3', '--mail-poll-interval-ms', '100'];
   const a = await new TestServer(args).start();

@@ -30,6 +30,8 @@ export class SolanaTestChain {
     this.methodFaults = {};  // the same, queued for one method only (sendTransaction: [...]), used first
     this.sent = [];    // signatures that reached the SVM successfully
     this.seen = new Map();  // signature -> {err, slot}
+    this.calls = {};  // method -> requests received
+    this.held = new Set();  // the requests a 'timeout' holds unanswered now: {method, since (performance.now())}
     this.height = 1n;
     const rent = (size) => this.svm.minimumBalanceForRentExemption(BigInt(size));
     this.svm.setAccount({
@@ -123,8 +125,14 @@ export class SolanaTestChain {
       req.on('end', () => {
         let request;
         try { request = JSON.parse(body); } catch { res.writeHead(400).end(); return; }
+        this.calls[request.method] = (this.calls[request.method] || 0) + 1;
         const fault = (this.methodFaults[request.method] || []).shift() ?? this.faults.shift();
-        if (fault === 'timeout') return;  // never answers; the client's timeout decides
+        if (fault === 'timeout') {  // never answers; the client's timeout decides
+          const held = { method: request.method, since: performance.now() };
+          this.held.add(held);
+          res.on('close', () => this.held.delete(held));
+          return;
+        }
         if (fault === 'error') {
           res.writeHead(503, { 'Content-Type': 'text/plain' }).end('upstream unavailable');
           return;
