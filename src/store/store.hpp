@@ -89,6 +89,28 @@ enum class TxMode {
   write,  // may write (SQLite: BEGIN IMMEDIATE, so writers queue on the busy timeout instead of deadlocking)
 };
 
+namespace detail {
+inline thread_local const std::function<void(Tx&)>* commit_check = nullptr;
+}  // namespace detail
+
+//! While one lives, every write transaction this thread is about to commit runs `check` last, inside the
+//! transaction; a check that throws rolls the transaction back. The request pipeline's idempotency fence
+//! (a request's first commit marks its Idempotency-Key, and one whose key another attempt took over
+//! commits nothing).
+class ScopedCommitCheck {
+ public:
+  explicit ScopedCommitCheck(std::function<void(Tx&)> check) : prev_(detail::commit_check), check_(std::move(check)) {
+    detail::commit_check = &check_;
+  }
+  ~ScopedCommitCheck() { detail::commit_check = prev_; }
+  ScopedCommitCheck(const ScopedCommitCheck&) = delete;
+  ScopedCommitCheck& operator=(const ScopedCommitCheck&) = delete;
+
+ private:
+  const std::function<void(Tx&)>* prev_;
+  std::function<void(Tx&)> check_;
+};
+
 //! Latency observer, called after each statement with the first word of the SQL ("select", "insert", ...).
 using StoreObserver = std::function<void(std::string_view op, double seconds)>;
 
@@ -137,21 +159,25 @@ class Store {
   template <class F>
   auto transact(F&& fn, TxMode mode = TxMode::write) -> std::invoke_result_t<F, Tx&> {
     using R = std::invoke_result_t<F, Tx&>;
+    const auto checked = [mode](Tx& tx, bool commit) {
+      if (commit && mode == TxMode::write && detail::commit_check != nullptr) (*detail::commit_check)(tx);
+      return commit;
+    };
     if constexpr (std::is_void_v<R>) {
       run_in_tx(mode, [&](Tx& tx) {
         fn(tx);
-        return true;
+        return checked(tx, true);
       });
     } else {
       std::optional<R> out;
       run_in_tx(mode, [&](Tx& tx) {
         out.emplace(fn(tx));
         if constexpr (std::is_same_v<R, bool>) {
-          return *out;
+          return checked(tx, *out);
         } else if constexpr (requires { { out->ok() } -> std::convertible_to<bool>; }) {
-          return static_cast<bool>(out->ok());
+          return checked(tx, static_cast<bool>(out->ok()));
         } else {
-          return true;  // an int, optional or pointer is a value, never a reason to roll back
+          return checked(tx, true);  // an int, optional or pointer is a value, never a reason to roll back
         }
       });
       return std::move(*out);

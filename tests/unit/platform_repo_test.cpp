@@ -93,18 +93,80 @@ TEST_F(PlatformRepo, IdempotencyKeyLifecycle) {
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->in_progress());
   EXPECT_EQ(r->request_hash, "req");
+  EXPECT_EQ(r->reserved_at, kNow);
   tx([](store::Tx& t) {
-    repo::complete_idempotency_key(t, "u1", "k", 201, "{}");
+    repo::complete_idempotency_key(t, "u1", "k", kNow + 1, 500, "{}");  // not this reservation's: nothing
+    repo::release_idempotency_key(t, "u1", "k", kNow + 1);
+    return 0;
+  });
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "k"); })->in_progress());
+  tx([](store::Tx& t) {
+    repo::complete_idempotency_key(t, "u1", "k", kNow, 201, "{}");
     return 0;
   });
   r = tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "k"); });
   EXPECT_FALSE(r->in_progress());
   EXPECT_EQ(r->status, 201);
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::take_over_idempotency_key(t, "u1", "k", kNow, kNow + 60000); }));
   tx([](store::Tx& t) {
-    repo::release_idempotency_key(t, "u1", "k");
+    repo::release_idempotency_key(t, "u1", "k", kNow);  // answered: kept for replay
     return 0;
   });
-  EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "k"); }));
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "k"); }));
+}
+
+// A request's replica dies before it commits anything: a retry takes the key over, and the first attempt,
+// should it go on after all, can commit nothing more. Once a transaction of the owner committed, the key
+// cannot be taken over (its effects would be done twice).
+TEST_F(PlatformRepo, IdempotencyKeyTakeOverAndFence) {
+  tx([](store::Tx& t) {
+    repo::reserve_idempotency_key(t, "u1", "dead", "req", kNow);
+    repo::reserve_idempotency_key(t, "u1", "live", "req", kNow);
+    return 0;
+  });
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::take_over_idempotency_key(t, "u1", "dead", kNow, kNow + 10000); }));
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::take_over_idempotency_key(t, "u1", "dead", kNow, kNow + 10001); }));
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::fence_idempotency_key(t, "u1", "dead", kNow); }));  // the first
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::fence_idempotency_key(t, "u1", "dead", kNow + 10000); }));
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::fence_idempotency_key(t, "u1", "dead", kNow + 10000); }));  // again
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "dead"); })->status,
+            repo::kIdempotencyCommitted);
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::fence_idempotency_key(t, "u1", "live", kNow); }));
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::take_over_idempotency_key(t, "u1", "live", kNow, kNow + 60000); }));
+  tx([](store::Tx& t) {
+    repo::release_idempotency_key(t, "u1", "live", kNow);  // committed: not forgotten
+    return 0;
+  });
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "live"); })->in_progress());
+}
+
+// store::ScopedCommitCheck, as the idempotency fence uses it: run last in each write transaction while it
+// lives, a throw rolls that transaction back; read transactions and those after it do not run it.
+TEST_F(PlatformRepo, ACommitCheckRunsInEachWriteTransactionAndCanRollItBack) {
+  int runs = 0;
+  {
+    store::ScopedCommitCheck check([&](store::Tx&) {
+      if (++runs == 2) throw std::runtime_error("refused");
+    });
+    tx([](store::Tx& t) {
+      repo::reserve_idempotency_key(t, "u1", "a", "req", kNow);
+      return 0;
+    });
+    EXPECT_THROW(tx([](store::Tx& t) {
+                   repo::reserve_idempotency_key(t, "u1", "b", "req", kNow);
+                   return 0;
+                 }),
+                 std::runtime_error);
+    store_->transact([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "a"); }, store::TxMode::read);
+  }
+  tx([](store::Tx& t) {
+    repo::reserve_idempotency_key(t, "u1", "c", "req", kNow);
+    return 0;
+  });
+  EXPECT_EQ(runs, 2);
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "a"); }));
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "b"); }));
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::find_idempotency_key(t, "u1", "c"); }));
 }
 
 TEST_F(PlatformRepo, OutboxAndNotifications) {

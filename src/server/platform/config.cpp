@@ -285,6 +285,10 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(int_key("idempotency_retention_hours",
                         "how long a mutating request's answer is kept for Idempotency-Key replay",
                         &Config::idempotency_retention_hours, 1, 24 * 365));
+    k.push_back(int_key("idempotency_takeover_s",
+                        "seconds after which a retry runs a request whose first attempt (with the same "
+                        "Idempotency-Key) committed nothing, as when its replica died; the first is then refused",
+                        &Config::idempotency_takeover_s, 1, 3600));
     k.push_back(int_key("auth_rate_limit_per_minute",
                         "requests per minute per address to /v1/auth/signup and /v1/auth/login (then 429); "
                         "logout is not limited",

@@ -44,6 +44,7 @@ struct Config {
   int email_confirmation_ttl_hours = 48;   // how long a link confirming an e-mail address works
   int email_confirmations_per_hour = 5;    // confirmation mails one account may ask for in an hour
   int idempotency_retention_hours = 24;  // an Idempotency-Key's answer is replayed this long
+  int idempotency_takeover_s = 10;       // a retry takes over a key whose first attempt committed nothing this long
   int auth_rate_limit_per_minute = 60;
   int login_free_failures = 10;  // failed logins per address (and per account) before waits begin (1 s, doubling)
   int password_threads = 0;      // threads that hash passwords (login, signup); 0: half the cores, at least 1

@@ -146,10 +146,11 @@ void delete_session(store::Tx& tx, const std::string& token_hash) {
 // ---- Idempotency-Key answers ----
 
 std::optional<IdempotencyRecord> find_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key) {
-  auto r = tx.query_one("SELECT request_hash, status, body FROM idempotency_keys WHERE scope = ? AND idem_key = ?",
-                        {scope, key});
+  auto r = tx.query_one(
+      "SELECT request_hash, status, body, created_at FROM idempotency_keys WHERE scope = ? AND idem_key = ?",
+      {scope, key});
   if (!r) return std::nullopt;
-  return IdempotencyRecord{r->str(0), static_cast<int>(r->i64(1)), r->str(2)};
+  return IdempotencyRecord{r->str(0), static_cast<int>(r->i64(1)), r->str(2), r->i64(3)};
 }
 
 void reserve_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
@@ -159,14 +160,29 @@ void reserve_idempotency_key(store::Tx& tx, const std::string& scope, const std:
           {scope, key, request_hash, now_ms});
 }
 
-void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, int status,
-                              const std::string& body) {
-  tx.exec("UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND idem_key = ?",
-          {static_cast<std::int64_t>(status), body, scope, key});
+bool take_over_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
+                               std::int64_t reserved_at, std::int64_t now_ms) {
+  return tx.exec("UPDATE idempotency_keys SET created_at = ? WHERE scope = ? AND idem_key = ? AND status = 0 AND "
+                 "created_at = ?",
+                 {now_ms, scope, key, reserved_at}) == 1;
 }
 
-void release_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key) {
-  tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ?", {scope, key});
+bool fence_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, std::int64_t reserved_at) {
+  return tx.exec("UPDATE idempotency_keys SET status = ? WHERE scope = ? AND idem_key = ? AND created_at = ? AND "
+                 "status <= 0",
+                 {static_cast<std::int64_t>(kIdempotencyCommitted), scope, key, reserved_at}) == 1;
+}
+
+void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
+                              std::int64_t reserved_at, int status, const std::string& body) {
+  tx.exec("UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND idem_key = ? AND created_at = ?",
+          {static_cast<std::int64_t>(status), body, scope, key, reserved_at});
+}
+
+void release_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
+                             std::int64_t reserved_at) {
+  tx.exec("DELETE FROM idempotency_keys WHERE scope = ? AND idem_key = ? AND created_at = ? AND status = 0",
+          {scope, key, reserved_at});
 }
 
 std::int64_t delete_old_idempotency_keys(store::Tx& tx, std::int64_t made_before_ms,

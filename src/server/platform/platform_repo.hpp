@@ -87,22 +87,35 @@ void delete_session(store::Tx& tx, const std::string& token_hash);
 
 // ---- Idempotency-Key answers ----
 
-//! A key's row: reserved (in progress) until the answer is stored.
+//! The status of a reserved key whose request committed a transaction (its answer is not stored yet).
+inline constexpr int kIdempotencyCommitted = -1;
+//! A key's row: reserved (in progress) until the answer is stored. The reservation's time is its token:
+//! the attempt that reserved (or took over) the key at that time owns it.
 struct IdempotencyRecord {
   std::string request_hash;
-  int status = 0;  // the stored answer's HTTP status; 0 while the request runs
+  int status = 0;  // the stored answer's HTTP status; 0 while nothing of the request is committed; or -1
   std::string body;
-  bool in_progress() const { return status == 0; }
+  std::int64_t reserved_at = 0;
+  bool in_progress() const { return status <= 0; }
 };
 std::optional<IdempotencyRecord> find_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key);
 //! Reserves the key as in progress (a concurrent reservation of the same key wins; nothing happens then).
 void reserve_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
                              const std::string& request_hash, std::int64_t now_ms);
-//! Stores the answer of a reserved key.
-void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, int status,
-                              const std::string& body);
-//! Forgets the key (its request failed; a retry runs it again).
-void release_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key);
+//! Takes over a reservation made at `reserved_at` whose request committed nothing (its replica died):
+//! the key is then reserved at `now_ms`. False when it is not so (committed, answered, or taken already).
+bool take_over_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
+                               std::int64_t reserved_at, std::int64_t now_ms);
+//! In each write transaction of the attempt holding the reservation made at `reserved_at`: marks the
+//! key kIdempotencyCommitted. False when another attempt took the key over (roll the transaction back).
+bool fence_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, std::int64_t reserved_at);
+//! Stores the answer of the reservation made at `reserved_at`.
+void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
+                              std::int64_t reserved_at, int status, const std::string& body);
+//! Forgets the reservation made at `reserved_at` if nothing of its request was committed (it failed; a
+//! retry runs it again).
+void release_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
+                             std::int64_t reserved_at);
 //! Deletes the keys made before `made_before_ms`, and those still in progress made before `abandoned_before_ms`.
 std::int64_t delete_old_idempotency_keys(store::Tx& tx, std::int64_t made_before_ms,
                                          std::int64_t abandoned_before_ms);

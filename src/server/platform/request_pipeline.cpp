@@ -392,6 +392,13 @@ std::int64_t prune_idempotency_keys(store::Tx& tx, std::int64_t now_ms, std::int
   return platform_repo::delete_old_idempotency_keys(tx, now_ms - retention_ms, now_ms - abandoned_ms);
 }
 
+namespace {
+//! Thrown inside a handler's transaction when another attempt took its Idempotency-Key over.
+struct IdempotencyTakenOver : std::runtime_error {
+  IdempotencyTakenOver() : std::runtime_error("the Idempotency-Key was taken over by another attempt") {}
+};
+}  // namespace
+
 http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, const ApiHandler& handler) {
   const http::Request& req = ctx.req;
   const Principal* principal = ctx.principal;
@@ -414,10 +421,20 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
   const std::string req_hash = options.sealed_replay
                                    ? util::secret_hash_hex("gpunex idempotent request", idem_key + "\n" + request_text)
                                    : util::sha256_hex(request_text);
+  // The reservation's time is this attempt's token (platform_repo::IdempotencyRecord).
+  std::int64_t reserved_at = clock_->now_ms();
+  const std::int64_t takeover_ms = static_cast<std::int64_t>(config_.idempotency_takeover_s) * 1000;
   auto prior = store_->transact([&](store::Tx& tx) -> std::optional<platform_repo::IdempotencyRecord> {
     auto record = platform_repo::find_idempotency_key(tx, scope, row_key);
+    // An attempt that committed nothing for idempotency_takeover_s died with its replica, or is slow: this
+    // one takes the key over. Should the first go on after all, its commits are refused (the fence below).
+    if (record && record->status == 0 && record->request_hash == req_hash &&
+        record->reserved_at <= reserved_at - takeover_ms &&
+        platform_repo::take_over_idempotency_key(tx, scope, row_key, record->reserved_at, reserved_at)) {
+      return std::nullopt;
+    }
     if (record) return record;
-    platform_repo::reserve_idempotency_key(tx, scope, row_key, req_hash, clock_->now_ms());
+    platform_repo::reserve_idempotency_key(tx, scope, row_key, req_hash, reserved_at);
     return std::nullopt;
   });
   if (prior) {
@@ -447,18 +464,28 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
   }
   http::Response resp;
   try {
+    // Each transaction the handler commits marks the key as committed, and only while this attempt owns it.
+    store::ScopedCommitCheck fence([&](store::Tx& tx) {
+      if (!platform_repo::fence_idempotency_key(tx, scope, row_key, reserved_at)) throw IdempotencyTakenOver();
+    });
     resp = handler(ctx);
+  } catch (const IdempotencyTakenOver&) {
+    return http::Response::error(
+        Error::make(ErrorCode::conflict, "another attempt of the request with this Idempotency-Key took it over",
+                    "Idempotency-Key")
+            .with_code("idempotency_in_progress"));
   } catch (...) {
-    store_->transact([&](store::Tx& tx) { platform_repo::release_idempotency_key(tx, scope, row_key); });
+    store_->transact(
+        [&](store::Tx& tx) { platform_repo::release_idempotency_key(tx, scope, row_key, reserved_at); });
     throw;
   }
   store_->transact([&](store::Tx& tx) {
     if (resp.status >= 500) {
-      platform_repo::release_idempotency_key(tx, scope, row_key);
+      platform_repo::release_idempotency_key(tx, scope, row_key, reserved_at);
     } else {
       const std::string stored = options.sealed_replay ? util::seal(kSealContext, idem_key, resp.body_bytes())
                                                        : std::string(resp.body_bytes());
-      platform_repo::complete_idempotency_key(tx, scope, row_key, resp.status, stored);
+      platform_repo::complete_idempotency_key(tx, scope, row_key, reserved_at, resp.status, stored);
     }
   });
   return resp;

@@ -229,6 +229,8 @@ test(`${BACKEND}: PostgreSQL restarted under the cluster: not ready meanwhile, b
   rmSync(dir, { recursive: true, force: true });
 });
 
+
+const TAKEOVER_S = 2;  // --idempotency-takeover-s of the chaos test's replicas
 // kill -9 of a replica under load (issue 20's chaos test): real agents heartbeat through nginx every
 // second (each spools a heartbeat until it is acknowledged, with a sequence number the server stores
 // once), and a customer rents and stops GPUs, each request retried with its Idempotency-Key after a
@@ -238,7 +240,7 @@ test(`${BACKEND}: PostgreSQL restarted under the cluster: not ready meanwhile, b
 test(`${BACKEND}: kill -9 of a replica under heartbeat and rental load: nothing lost, nothing twice`, { skip }, async () => {
   const dir = newClusterDir();
   serverArgs.set(dir, [...RENTAL_SERVER_ARGS, '--heartbeat-interval', '1', '--allow-simulated-offers', 'true',
-    '--require-challenge-answers', 'false'].join(' '));
+    '--require-challenge-answers', 'false', '--idempotency-takeover-s', String(TAKEOVER_S)].join(' '));
   const agents = [];
   let rig;
   try {
@@ -267,11 +269,17 @@ test(`${BACKEND}: kill -9 of a replica under heartbeat and rental load: nothing 
     const keys = [];
     let failures = 0;
     let stop = false;
+    // A request the killed replica had reserved its key for, and had committed nothing of, is "in progress"
+    // (409) until a retry takes the key over, idempotency_takeover_s after the reservation.
+    let answeredOnRetry = 0;
     const send = async (method, p, body, key) => {
-      for (let attempt = 0; attempt < 50; attempt++) {
+      for (let attempt = 0; attempt < 50 + TAKEOVER_S * 10; attempt++) {
         try {
           const r = await customer.request(method, p, { body, headers: { 'Idempotency-Key': key } });
-          if (r.status < 500) return r;
+          if (r.status < 500 && !(r.status === 409 && r.json?.error?.code === 'idempotency_in_progress')) {
+            if (attempt > 0) answeredOnRetry++;
+            return r;
+          }
         } catch { /* the connection died with the replica */ }
         failures++;
         await sleep(100);
@@ -293,7 +301,7 @@ test(`${BACKEND}: kill -9 of a replica under heartbeat and rental load: nothing 
     await sleep(3000);
     process.kill(replicaPids[0], 'SIGKILL');
     const killedAt = Date.now();
-    await sleep(5000);
+    await sleep(Math.max(5000, TAKEOVER_S * 1000 + 2000));
     stop = true;
     await renter;
 
@@ -311,7 +319,8 @@ test(`${BACKEND}: kill -9 of a replica under heartbeat and rental load: nothing 
     // Rentals: one per key that was sent, never two.
     const made = Number(sql(`SELECT COUNT(*) FROM rentals WHERE machine_id = '${rig.machine.id}'`));
     console.log(`kill -9 under load: ${rows.map((r) => `${r[0]} ${r[2]} heartbeats`).join(', ')}; ` +
-      `${keys.length} rentals made and stopped, ${failures} requests sent again after the kill`);
+      `${keys.length} rentals made and stopped, ${failures} requests sent again after the kill, ` +
+      `${answeredOnRetry} answered on a retry`);
     assert.equal(made, keys.length, `${made} rentals stored for ${keys.length} keys`);
     assert.ok(keys.length >= 3);
   } finally {
