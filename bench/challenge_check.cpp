@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/challenge.hpp"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
     std::printf("gemm ERROR %s\n", leaves.error().message.c_str());
     return 1;
   }
-  const auto commitment = cc::commit(std::move(*leaves));
+  const auto commitment = cc::commit(std::move(*leaves), std::max(1u, std::thread::hardware_concurrency()));
   double gemm_s = since(t);
   const auto rows = static_cast<std::uint64_t>(plan.n) * static_cast<std::uint64_t>(plan.products);
   const auto picks = cc::pick_slices(seeds.slices, rows, static_cast<std::size_t>(plan.open_rows));

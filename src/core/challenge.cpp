@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "core/clock_events.hpp"
 
@@ -380,12 +381,25 @@ bool merkle_verify(const Digest& root, const Digest& leaf, std::size_t index, st
   return used == path.size() && node == root;
 }
 
-Commitment commit(std::vector<std::uint64_t> leaves) {
+Commitment commit(std::vector<std::uint64_t> leaves, unsigned threads) {
   Commitment c;
   c.leaves = std::move(leaves);
-  for (std::size_t b = 0; b < c.leaves.size(); b += kLeafBlock) {
-    c.blocks.push_back(block_hash(c.leaves.data() + b, std::min(kLeafBlock, c.leaves.size() - b)));
+  const std::size_t blocks = (c.leaves.size() + kLeafBlock - 1) / kLeafBlock;
+  c.blocks.resize(blocks);
+  const auto hash_range = [&](std::size_t first, std::size_t last) {
+    for (std::size_t b = first; b < last; ++b) {
+      const std::size_t at = b * kLeafBlock;
+      c.blocks[b] = block_hash(c.leaves.data() + at, std::min(kLeafBlock, c.leaves.size() - at));
+    }
+  };
+  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(blocks / 64 + 1)));
+  std::vector<std::thread> pool;
+  const std::size_t per = (blocks + threads - 1) / threads;
+  for (unsigned t = 1; t < threads; ++t) {
+    pool.emplace_back(hash_range, std::min(blocks, t * per), std::min(blocks, (t + 1) * per));
   }
+  hash_range(0, std::min(blocks, per));
+  for (auto& th : pool) th.join();
   c.root = merkle_root(c.blocks);
   return c;
 }

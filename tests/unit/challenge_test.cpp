@@ -182,6 +182,12 @@ TEST(Challenge, CommittedGemmPiecesArePinned) {
   std::vector<std::uint64_t> leaves;
   for (std::uint64_t x = 1; x < 600; ++x) leaves.push_back(x);  // three blocks, the last short
   EXPECT_EQ(hex(commit(leaves).root), "0248cda5c52c3e1df6ba8483e68aaa2170d9065e6f6e1db0294863232a3890c0");
+  // Hashed on several threads, the same commitment.
+  std::vector<std::uint64_t> many(40000);
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = i * 0x9e3779b97f4a7c15ULL;
+  const auto one = commit(many), three = commit(many, 3);
+  EXPECT_EQ(three.root, one.root);
+  EXPECT_EQ(three.blocks, one.blocks);
 }
 
 TEST(Challenge, MerklePathsVerifyOnlyTheirOwnBlock) {

@@ -1,6 +1,7 @@
 #include "agent/bench/challenge_solver.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include "core/challenge.hpp"
 #ifdef GPUNEX_HAVE_CUDA
@@ -151,7 +152,7 @@ core::Result<ChallengeSolver::GemmCommit> ChallengeSolver::commit_gemm(const pro
     return Error::make(ErrorCode::unavailable, "this agent was built without CUDA: it cannot answer on the GPU");
 #endif
   }
-  g->commitment = cc::commit(std::move(leaves));
+  g->commitment = cc::commit(std::move(leaves), std::max(1u, std::thread::hardware_concurrency()));
   out.root = cc::hex(g->commitment.root);
   gemm_ = std::move(g);
   return out;
