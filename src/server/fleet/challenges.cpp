@@ -449,13 +449,14 @@ core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provide
       }
       const auto rows = static_cast<std::uint64_t>(c->size) * static_cast<std::uint64_t>(c->products);
       // (A challenge issued before migration 19 has no count: the least there is.)
-      reply.rows = cc::pick_slices(c->seeds.slices, rows, static_cast<std::size_t>(std::max(c->open_rows, s.min_open_rows)));
+      const auto open_rows = static_cast<std::size_t>(std::max(c->open_rows, s.min_open_rows));
+      reply.rows = cc::pick_slices(c->seeds.slices, rows, open_rows);
       reply.status = "pending";
       const auto simulated = tx.query_one("SELECT simulated FROM machines WHERE id = ?", {c->machine_id});
       const double open_s = simulated && simulated->i64(0) != 0 ? s.sim_open_allowed_s : s.open_allowed_s;
       reply.allowed_s = open_s;
       const auto open_ms = static_cast<std::int64_t>(std::ceil(open_s * 1000));
-      // From here the row is judged by its opening: allowed_ms and deadline_at are the opening's.
+      // From here the challenge waits for its opening: allowed_ms and deadline_at are the opening's.
       tx.exec("UPDATE benchmark_challenges SET status = ?, root = ?, slices = ?, allowed_ms = ?, deadline_at = ?, "
               "result = ? WHERE id = ?",
               {std::string(kCommitted), *a.root, nlohmann::json(reply.rows).dump(), open_ms, now + open_ms,

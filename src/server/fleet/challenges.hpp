@@ -68,7 +68,8 @@ inline GemmChallengePlan plan_gemm_challenge(bool simulated, std::optional<doubl
   const double fixed = simulated ? s.sim_fixed_margin_s : s.fixed_margin_s;
   const double speed = claimed && *claimed > 0 ? *claimed * (simulated ? core::challenge::kSimDilation : 1.0) : 0;
   const double target = simulated ? s.sim_gemm_work_s : s.gemm_work_s;
-  const auto n = simulated ? core::challenge::sim_gemm_n(claimed.value_or(0), target) : static_cast<std::size_t>(s.real_gemm_n);
+  const auto n =
+      simulated ? core::challenge::sim_gemm_n(claimed.value_or(0), target) : static_cast<std::size_t>(s.real_gemm_n);
   const auto plan = core::challenge::plan_gemm(n, speed, target);
   p.n = static_cast<std::int64_t>(plan.n);
   p.products = static_cast<std::int64_t>(plan.products);
@@ -77,7 +78,8 @@ inline GemmChallengePlan plan_gemm_challenge(bool simulated, std::optional<doubl
   p.open_allowed_s = simulated ? s.sim_open_allowed_s : s.open_allowed_s;
   p.open_rows = static_cast<std::int64_t>(
       core::challenge::rows_to_open(p.allowed_s, p.work_s, s.slower_by, plan.n * plan.products,
-                       static_cast<std::size_t>(s.min_open_rows), static_cast<std::size_t>(protocol::kMaxOpenedRows)));
+                                    static_cast<std::size_t>(s.min_open_rows),
+                                    static_cast<std::size_t>(protocol::kMaxOpenedRows)));
   return p;
 }
 
