@@ -66,10 +66,11 @@ int main(int argc, char** argv) {
   auto fp16 = cu::gemm_lt(dev, cu::GemmType::fp16, g, g, g, cu::kGemmTiming);
   const double tflops = fp16 && !fp16->empty() ? *std::max_element(fp16->begin(), fp16->end()) : 0;
   const auto plan = gpunex::server::plan_gemm_challenge(false, tflops, settings);
-  std::printf("fp16_tflops %.1f\ngemm_n %lld\ngemm_products %lld\ngemm_work_s %.3f\ngemm_allowed_s %.3f\n"
-              "gemm_open_rows %lld\n",
-              tflops, static_cast<long long>(plan.n), static_cast<long long>(plan.products), plan.work_s,
-              plan.allowed_s, static_cast<long long>(plan.open_rows));
+  std::printf(
+      "fp16_tflops %.1f\ngemm_n %lld\ngemm_products %lld\ngemm_work_s %.3f\ngemm_allowed_s %.3f\n"
+      "gemm_open_rows %lld\n",
+      tflops, static_cast<long long>(plan.n), static_cast<long long>(plan.products), plan.work_s, plan.allowed_s,
+      static_cast<long long>(plan.open_rows));
   t = Clock::now();
   auto leaves = cu::challenge_row_digests(dev, seeds.matrix_a, seeds.matrix_b, static_cast<int>(plan.n),
                                           static_cast<int>(plan.products));
@@ -91,8 +92,8 @@ int main(int argc, char** argv) {
   for (std::size_t k = 0; k < picks.size(); ++k) opened.push_back(cc::open_row(commitment, picks[k], (*values)[k]));
   const double open_s = since(t);
   t = Clock::now();
-  const auto outcome = cc::judge_opened(seeds, static_cast<std::size_t>(plan.n), static_cast<std::size_t>(plan.products),
-                                        commitment.root, picks, opened);
+  const auto outcome = cc::judge_opened(seeds, static_cast<std::size_t>(plan.n),
+                                        static_cast<std::size_t>(plan.products), commitment.root, picks, opened);
   std::printf("gemm_commit_s %.4f (allowed %.3f: %s)\ngemm_open_s %.4f\ngemm_check_s %.4f\ngemm_outcome %s\n", gemm_s,
               plan.allowed_s, gemm_s <= plan.allowed_s ? "in time" : "LATE", open_s, since(t),
               std::string(cc::outcome_name(outcome)).c_str());

@@ -192,9 +192,9 @@ GemmPlan plan_gemm(std::size_t n, double tflops, double target_s);
 std::size_t rows_to_open(double allowed_s, double work_s, double slower_by, std::size_t rows, std::size_t floor,
                          std::size_t cap, double target = 1e-9);
 
-//! The opened rows judged (wrong when there are no picks): one per pick, in the picks' order, each in its block at its place (its digest
-//! the leaf there), the block under `root` by its path, and the row equal to row i of A_j·B by Freivalds'
-//! check modulo kPrime (a false row passes below 1e-9). O(n²) for B·r, then O(n) per row.
+//! The opened rows judged (wrong when there are no picks): one per pick, in the picks' order, each in its block at its
+//! place (its digest the leaf there), the block under `root` by its path, and the row equal to row i of A_j·B by
+//! Freivalds' check modulo kPrime (a false row passes below 1e-9). O(n²) for B·r, then O(n) per row.
 Outcome judge_opened(const Seeds& seeds, std::size_t n, std::size_t products, const Digest& root,
                      const std::vector<std::uint64_t>& picks, const std::vector<OpenedRow>& opened);
 //! A VRAM answer judged: one digest per picked slice, each as vram_slice_digest gives it.

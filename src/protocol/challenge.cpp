@@ -101,8 +101,7 @@ core::Result<std::vector<core::challenge::OpenedRow>> parse_opened(const nlohman
     }
     const auto* block = j.contains("block") ? &j["block"] : nullptr;
     if (block == nullptr || !block->is_array() || block->size() > core::challenge::kLeafBlock) {
-      return bad("each row's block is an array of at most " + std::to_string(core::challenge::kLeafBlock) +
-                 " digests");
+      return bad("each row's block is an array of at most " + std::to_string(core::challenge::kLeafBlock) + " digests");
     }
     for (const auto& leaf : *block) {
       const auto d = leaf.is_string() ? parse_seed(leaf.get<std::string>()) : std::nullopt;
@@ -135,7 +134,8 @@ nlohmann::json ChallengeAnswer::to_json() const {
       nlohmann::json block = nlohmann::json::array(), path = nlohmann::json::array();
       for (auto leaf : o.block) block.push_back(seed_text(leaf));
       for (const auto& d : o.path) path.push_back(core::challenge::hex(d));
-      rows.push_back({{"index", o.index}, {"values", o.values}, {"block", std::move(block)}, {"path", std::move(path)}});
+      rows.push_back(
+          {{"index", o.index}, {"values", o.values}, {"block", std::move(block)}, {"path", std::move(path)}});
     }
     j["opened"] = std::move(rows);
   }
@@ -180,10 +180,9 @@ core::Result<ChallengeAnswer> parse_challenge_answer(const nlohmann::json& body)
       a.digests = std::move(v);
     }
   }
-  if (!r.failed() &&
-      static_cast<int>(a.root.has_value()) + static_cast<int>(a.opened.has_value()) + static_cast<int>(a.filled) +
-              static_cast<int>(a.digests.has_value()) !=
-          1) {
+  if (!r.failed() && static_cast<int>(a.root.has_value()) + static_cast<int>(a.opened.has_value()) +
+                             static_cast<int>(a.filled) + static_cast<int>(a.digests.has_value()) !=
+                         1) {
     r.fail(Error::make(ErrorCode::invalid_field, "an answer carries exactly one of root, opened, filled and digests",
                        std::string("root")));
   }

@@ -74,7 +74,7 @@ struct ChallengeAnswer {
   int protocol_version = kProtocolVersion;
   std::string machine_id;
   std::string challenge_id;
-  std::optional<std::string> root;                  // gemm, first post: hex SHA-256 Merkle root of the rows
+  std::optional<std::string> root;  // gemm, first post: hex SHA-256 Merkle root of the rows
   std::optional<std::vector<core::challenge::OpenedRow>> opened;  // gemm, second post: the picked rows
   bool filled = false;                              // vram, first post
   std::optional<std::vector<std::string>> digests;  // vram, second post: per picked slice, hex SHA-256
@@ -86,7 +86,7 @@ core::Result<ChallengeAnswer> parse_challenge_answer(const nlohmann::json& body)
 //! The reply: the verdict, or (after `filled`) the slices to digest.
 struct ChallengeReply {
   std::string challenge_id;
-  std::string status;  // "passed", "wrong", "late", or "pending" (rows or slices follow)
+  std::string status;                 // "passed", "wrong", "late", or "pending" (rows or slices follow)
   std::vector<std::uint64_t> rows;    // gemm: the leaves to open (product · n + row)
   std::vector<std::uint64_t> slices;  // vram: the slices to digest
   std::optional<double> allowed_s;

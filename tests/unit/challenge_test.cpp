@@ -302,9 +302,9 @@ TEST(Challenge, PlansFillTheWorkTimeAndOpenEnoughRows) {
   const double f = allowed / (2.0 * p.work_s);
   EXPECT_LT(std::pow(f, static_cast<double>(k)), 1e-9);
   EXPECT_GE(std::pow(f, static_cast<double>(k - 1)), 1e-9);
-  EXPECT_EQ(rows_to_open(allowed, p.work_s, 2.0, 50, 16, 128), 50u);   // never more than there are
-  EXPECT_EQ(rows_to_open(10.0, 1.0, 2.0, 1000, 16, 128), 128u);        // f ≥ 1: the cap
-  EXPECT_EQ(rows_to_open(0.2, 1.0, 2.0, 1000, 16, 128), 16u);          // the floor
+  EXPECT_EQ(rows_to_open(allowed, p.work_s, 2.0, 50, 16, 128), 50u);  // never more than there are
+  EXPECT_EQ(rows_to_open(10.0, 1.0, 2.0, 1000, 16, 128), 128u);       // f ≥ 1: the cap
+  EXPECT_EQ(rows_to_open(0.2, 1.0, 2.0, 1000, 16, 128), 16u);         // the floor
 }
 
 TEST(Challenge, JudgesVramSlicesAndTime) {

@@ -404,9 +404,18 @@ TEST(ChallengeProtocol, SpecsRoundTripAndUnreadableOnesAreLeftOut) {
   EXPECT_EQ(list[0]["seed_a"], "fedcba9876543210");  // 64 bits as text: a JSON number holds 53 exactly
   list.push_back({{"id", "chl_3"}, {"kind", "telemetry"}, {"gpu_uuid", "GPU-1"}});       // a kind from later
   list.push_back({{"id", "chl_4"}, {"kind", "gemm"}, {"gpu_uuid", "GPU-1"}, {"n", 64}});  // no seeds
-  list.push_back({{"id", "chl_5"}, {"kind", "gemm"}, {"gpu_uuid", "GPU-1"}, {"n", 32768}, {"products", 1},
-                  {"seed_a", "0000000000000001"}, {"seed_b", "0000000000000002"}});  // not exact in FP32
-  list.push_back({{"id", "chl_6"}, {"kind", "gemm"}, {"gpu_uuid", "GPU-1"}, {"n", 64}, {"seed_a", "0000000000000001"},
+  list.push_back({{"id", "chl_5"},
+                  {"kind", "gemm"},
+                  {"gpu_uuid", "GPU-1"},
+                  {"n", 32768},
+                  {"products", 1},
+                  {"seed_a", "0000000000000001"},
+                  {"seed_b", "0000000000000002"}});  // not exact in FP32
+  list.push_back({{"id", "chl_6"},
+                  {"kind", "gemm"},
+                  {"gpu_uuid", "GPU-1"},
+                  {"n", 64},
+                  {"seed_a", "0000000000000001"},
                   {"seed_b", "0000000000000002"}});  // no products
   const auto back = parse_challenge_specs(list);
   ASSERT_EQ(back.size(), 2u);
@@ -420,7 +429,12 @@ TEST(ChallengeProtocol, AnswersRoundTripWithExactlyOnePayload) {
   core::challenge::OpenedRow row{300, {1, -2, 3, 16384}, {0xffffffffffffffffULL, 7}, {core::challenge::sha256("x")}};
   ChallengeAnswer opened{kProtocolVersion, "mch_1", "chl_1", std::nullopt, std::vector{row, row}, false, {}};
   ChallengeAnswer filled{kProtocolVersion, "mch_1", "chl_2", std::nullopt, std::nullopt, true, std::nullopt};
-  ChallengeAnswer digests{kProtocolVersion, "mch_1", "chl_2", std::nullopt, std::nullopt, false,
+  ChallengeAnswer digests{kProtocolVersion,
+                          "mch_1",
+                          "chl_2",
+                          std::nullopt,
+                          std::nullopt,
+                          false,
                           std::vector<std::string>{std::string(64, 'a'), std::string(64, 'b')}};
   for (const auto& a : {gemm, opened, filled, digests}) {
     auto back = parse_challenge_answer(a.to_json());

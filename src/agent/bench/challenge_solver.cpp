@@ -109,7 +109,8 @@ core::Result<ChallengeSolver::GemmCommit> ChallengeSolver::commit_gemm(const pro
   GemmCommit out;
   if (target.simulated && target.true_tflops > 0) {
     const double nd = static_cast<double>(n);
-    out.emulated_s = 2.0 * nd * nd * nd * static_cast<double>(products) / (target.true_tflops * 1e12 * cc::kSimDilation);
+    out.emulated_s =
+        2.0 * nd * nd * nd * static_cast<double>(products) / (target.true_tflops * 1e12 * cc::kSimDilation);
   }
   if (lie_ == LieMode::replay && last_gemm_) {
     out.root = last_gemm_->first;
@@ -184,7 +185,8 @@ core::Result<std::vector<cc::OpenedRow>> ChallengeSolver::open_gemm(const std::v
     return Error::make(ErrorCode::unavailable, "this agent was built without CUDA: it cannot answer on the GPU");
 #endif
   }
-  for (std::size_t k = 0; k < rows.size(); ++k) out.push_back(cc::open_row(g.commitment, rows[k], std::move(values[k])));
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    out.push_back(cc::open_row(g.commitment, rows[k], std::move(values[k])));
   if (lie_ == LieMode::replay) last_gemm_ = {cc::hex(g.commitment.root), out};
   gemm_.reset();
   return out;

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/result.hpp"
 #include "core/challenge.hpp"
+#include "core/result.hpp"
 #include "protocol/challenge.hpp"
 
 namespace gpunex::agent::bench {

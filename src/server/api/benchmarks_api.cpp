@@ -120,9 +120,14 @@ void register_benchmarks_api(App& app) {
             agent_benchmarks);
   // Off the I/O threads (checking opened rows is O(n²)), and with room for kMaxOpenedRows rows in full.
   app.route(http::Method::post, "/v1/agent/challenges",
-            RouteOptions::signed_in().no_idempotency().agent_key_only().slow_work().large_body(
-                protocol::kMaxChallengeBody).doc(
-                {.summary = "Agent: a benchmark challenge's answer", .body = openapi::any_object(), .responses = {{200, oa::any_object()}}}),
+            RouteOptions::signed_in()
+                .no_idempotency()
+                .agent_key_only()
+                .slow_work()
+                .large_body(protocol::kMaxChallengeBody)
+                .doc({.summary = "Agent: a benchmark challenge's answer",
+                      .body = openapi::any_object(),
+                      .responses = {{200, oa::any_object()}}}),
             agent_challenges);
   app.route(http::Method::get, "/v1/admin/providers/flagged",
             RouteOptions::for_roles({"admin"}).doc(

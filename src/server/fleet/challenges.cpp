@@ -189,10 +189,10 @@ void fail(Tx& tx, const ChallengeRow& c, std::string_view status, cc::Outcome ou
 
 void pass(Tx& tx, const ChallengeRow& c, double elapsed_s, std::int64_t now, const ChallengeSettings& s) {
   // A GEMM's time is its root's (kept in result when it came); the opening only adds the rows checked.
-  const std::string result = c.kind == protocol::kGemmChallenge && c.root
-                                 ? c.result.value_or("root") + ", " + std::to_string(c.slices.size()) +
-                                       " rows opened and checked"
-                                 : "answered in " + round_text(elapsed_s, 3) + " s";
+  const std::string result =
+      c.kind == protocol::kGemmChallenge && c.root
+          ? c.result.value_or("root") + ", " + std::to_string(c.slices.size()) + " rows opened and checked"
+          : "answered in " + round_text(elapsed_s, 3) + " s";
   tx.exec("UPDATE benchmark_challenges SET status = 'passed', answered_at = ?, result = ? WHERE id = ?",
           {now, result, c.id});
   // The last of a held GPU's run challenges: it is verified, and listed.
@@ -264,12 +264,11 @@ std::vector<protocol::ChallengeSpec> issue(Tx& tx, const std::string& run_id, co
         deadline = now + s.fill_allowed_ms;
       }
       const auto allowed_ms = static_cast<std::int64_t>(std::ceil(spec.allowed_s * 1000));
-      tx.exec(q,
-              {spec.id, run_id, machine_id, g.uuid, std::string(kind), protocol::seed_text(seeds.matrix_a),
-               protocol::seed_text(seeds.matrix_b), protocol::seed_text(seeds.verifier),
-               protocol::seed_text(seeds.slices), size, slice_words,
-               g.claimed_tflops ? store::Value(*g.claimed_tflops) : store::Value(nullptr), allowed_ms, now, deadline,
-               std::string(origin), products, open_rows});
+      tx.exec(q, {spec.id, run_id, machine_id, g.uuid, std::string(kind), protocol::seed_text(seeds.matrix_a),
+                  protocol::seed_text(seeds.matrix_b), protocol::seed_text(seeds.verifier),
+                  protocol::seed_text(seeds.slices), size, slice_words,
+                  g.claimed_tflops ? store::Value(*g.claimed_tflops) : store::Value(nullptr), allowed_ms, now, deadline,
+                  std::string(origin), products, open_rows});
       out.push_back(std::move(spec));
     }
   }
@@ -418,9 +417,9 @@ std::optional<cc::Outcome> judge_opening(Tx& tx, const std::string& provider_id,
   return judge_rows(*c, *a.opened);
 }
 
-core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provider_id, const protocol::ChallengeAnswer& a,
-                                              const ChallengeSettings& s, std::int64_t now,
-                                              std::optional<cc::Outcome> prejudged) {
+core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provider_id,
+                                              const protocol::ChallengeAnswer& a, const ChallengeSettings& s,
+                                              std::int64_t now, std::optional<cc::Outcome> prejudged) {
   auto c = provider_challenge(tx, provider_id, a);
   if (!c) return Error::make(ErrorCode::not_found, "no such challenge on this provider's machine");
   if (c->status != kIssued && c->status != kFilled && c->status != kCommitted) {
@@ -457,10 +456,11 @@ core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provide
       reply.allowed_s = open_s;
       const auto open_ms = static_cast<std::int64_t>(std::ceil(open_s * 1000));
       // From here the challenge waits for its opening: allowed_ms and deadline_at are the opening's.
-      tx.exec("UPDATE benchmark_challenges SET status = ?, root = ?, slices = ?, allowed_ms = ?, deadline_at = ?, "
-              "result = ? WHERE id = ?",
-              {std::string(kCommitted), *a.root, nlohmann::json(reply.rows).dump(), open_ms, now + open_ms,
-               "root in " + round_text(elapsed_s, 3) + " s", c->id});
+      tx.exec(
+          "UPDATE benchmark_challenges SET status = ?, root = ?, slices = ?, allowed_ms = ?, deadline_at = ?, "
+          "result = ? WHERE id = ?",
+          {std::string(kCommitted), *a.root, nlohmann::json(reply.rows).dump(), open_ms, now + open_ms,
+           "root in " + round_text(elapsed_s, 3) + " s", c->id});
       return reply.to_json();
     }
     if (!a.opened) {
@@ -492,10 +492,10 @@ core::Result<nlohmann::json> answer_challenge(Tx& tx, const std::string& provide
 std::size_t expire_challenges(Tx& tx, const std::string& machine_id, const ChallengeSettings& s, std::int64_t now) {
   if (!s.require_answers) return 0;
   std::vector<ChallengeRow> due;
-  for (const auto& r : tx.query(std::string("SELECT ") + kColumns +
-                                    " FROM benchmark_challenges WHERE machine_id = ? AND status IN " +
-                                    std::string(kOpenStatuses) + " AND deadline_at < ?",
-                                {machine_id, now})) {
+  for (const auto& r :
+       tx.query(std::string("SELECT ") + kColumns + " FROM benchmark_challenges WHERE machine_id = ? AND status IN " +
+                    std::string(kOpenStatuses) + " AND deadline_at < ?",
+                {machine_id, now})) {
     due.push_back(row_of(r));
   }
   for (const auto& c : due) {

@@ -3,9 +3,9 @@
 // math in core/challenge.hpp). With a requested run's results the server issues, per reported GPU, a GEMM
 // challenge timed by the GPU's claimed FP16 tensor TFLOP/s (its rows committed, then some opened) and a
 // VRAM challenge over its registered memory; it keeps them in benchmark_challenges with their seeds,
-// deadline and outcome. A wrong or late answer, or none by the deadline, delists the GPU with a reason the provider can act on and counts
-// against the provider; `review_after` failures flag the provider for an admin's review.
-// Every function works inside the caller's transaction.
+// deadline and outcome. A wrong or late answer, or none by the deadline, delists the GPU with a reason the provider can
+// act on and counts against the provider; `review_after` failures flag the provider for an admin's review. Every
+// function works inside the caller's transaction.
 
 #include <cstdint>
 #include <optional>
@@ -63,7 +63,8 @@ struct GemmChallengePlan {
   std::int64_t n = 0, products = 1, open_rows = 0;
   double work_s = 0, allowed_s = 0, open_allowed_s = 0;
 };
-inline GemmChallengePlan plan_gemm_challenge(bool simulated, std::optional<double> claimed, const ChallengeSettings& s) {
+inline GemmChallengePlan plan_gemm_challenge(bool simulated, std::optional<double> claimed,
+                                             const ChallengeSettings& s) {
   GemmChallengePlan p;
   const double fixed = simulated ? s.sim_fixed_margin_s : s.fixed_margin_s;
   const double speed = claimed && *claimed > 0 ? *claimed * (simulated ? core::challenge::kSimDilation : 1.0) : 0;
@@ -76,10 +77,9 @@ inline GemmChallengePlan plan_gemm_challenge(bool simulated, std::optional<doubl
   p.work_s = plan.work_s;
   p.allowed_s = plan.work_s * (1.0 + s.relative_margin) + fixed;
   p.open_allowed_s = simulated ? s.sim_open_allowed_s : s.open_allowed_s;
-  p.open_rows = static_cast<std::int64_t>(
-      core::challenge::rows_to_open(p.allowed_s, p.work_s, s.slower_by, plan.n * plan.products,
-                                    static_cast<std::size_t>(s.min_open_rows),
-                                    static_cast<std::size_t>(protocol::kMaxOpenedRows)));
+  p.open_rows = static_cast<std::int64_t>(core::challenge::rows_to_open(
+      p.allowed_s, p.work_s, s.slower_by, plan.n * plan.products, static_cast<std::size_t>(s.min_open_rows),
+      static_cast<std::size_t>(protocol::kMaxOpenedRows)));
   return p;
 }
 

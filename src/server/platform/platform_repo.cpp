@@ -162,19 +162,21 @@ void reserve_idempotency_key(store::Tx& tx, const std::string& scope, const std:
 
 bool take_over_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
                                std::int64_t reserved_at, std::int64_t now_ms) {
-  return tx.exec("UPDATE idempotency_keys SET created_at = ? WHERE scope = ? AND idem_key = ? AND status = 0 AND "
-                 "created_at = ?",
-                 {now_ms, scope, key, reserved_at}) == 1;
+  return tx.exec(
+             "UPDATE idempotency_keys SET created_at = ? WHERE scope = ? AND idem_key = ? AND status = 0 AND "
+             "created_at = ?",
+             {now_ms, scope, key, reserved_at}) == 1;
 }
 
 bool fence_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, std::int64_t reserved_at) {
-  return tx.exec("UPDATE idempotency_keys SET status = ? WHERE scope = ? AND idem_key = ? AND created_at = ? AND "
-                 "status <= 0",
-                 {static_cast<std::int64_t>(kIdempotencyCommitted), scope, key, reserved_at}) == 1;
+  return tx.exec(
+             "UPDATE idempotency_keys SET status = ? WHERE scope = ? AND idem_key = ? AND created_at = ? AND "
+             "status <= 0",
+             {static_cast<std::int64_t>(kIdempotencyCommitted), scope, key, reserved_at}) == 1;
 }
 
-void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
-                              std::int64_t reserved_at, int status, const std::string& body) {
+void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, std::int64_t reserved_at,
+                              int status, const std::string& body) {
   tx.exec("UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND idem_key = ? AND created_at = ?",
           {static_cast<std::int64_t>(status), body, scope, key, reserved_at});
 }

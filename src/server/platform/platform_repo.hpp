@@ -110,12 +110,11 @@ bool take_over_idempotency_key(store::Tx& tx, const std::string& scope, const st
 //! key kIdempotencyCommitted. False when another attempt took the key over (roll the transaction back).
 bool fence_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, std::int64_t reserved_at);
 //! Stores the answer of the reservation made at `reserved_at`.
-void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
-                              std::int64_t reserved_at, int status, const std::string& body);
+void complete_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, std::int64_t reserved_at,
+                              int status, const std::string& body);
 //! Forgets the reservation made at `reserved_at` if nothing of its request was committed (it failed; a
 //! retry runs it again).
-void release_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key,
-                             std::int64_t reserved_at);
+void release_idempotency_key(store::Tx& tx, const std::string& scope, const std::string& key, std::int64_t reserved_at);
 //! Deletes the keys made before `made_before_ms`, and those still in progress made before `abandoned_before_ms`.
 std::int64_t delete_old_idempotency_keys(store::Tx& tx, std::int64_t made_before_ms,
                                          std::int64_t abandoned_before_ms);

@@ -470,13 +470,12 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
     });
     resp = handler(ctx);
   } catch (const IdempotencyTakenOver&) {
-    return http::Response::error(
-        Error::make(ErrorCode::conflict, "another attempt of the request with this Idempotency-Key took it over",
-                    "Idempotency-Key")
-            .with_code("idempotency_in_progress"));
+    return http::Response::error(Error::make(ErrorCode::conflict,
+                                             "another attempt of the request with this Idempotency-Key took it over",
+                                             "Idempotency-Key")
+                                     .with_code("idempotency_in_progress"));
   } catch (...) {
-    store_->transact(
-        [&](store::Tx& tx) { platform_repo::release_idempotency_key(tx, scope, row_key, reserved_at); });
+    store_->transact([&](store::Tx& tx) { platform_repo::release_idempotency_key(tx, scope, row_key, reserved_at); });
     throw;
   }
   store_->transact([&](store::Tx& tx) {
