@@ -254,13 +254,6 @@ double max_gemm_seconds(std::size_t n, double claimed_tflops, double relative_ma
   return ideal * (1.0 + relative_margin) + fixed_margin_s;
 }
 
-std::size_t sim_gemm_n(double claimed_tflops, double target_s) {
-  const double flops = target_s * claimed_tflops * 1e12 * kSimDilation;
-  const double n = std::cbrt(flops / 2.0);
-  const auto rounded = static_cast<std::size_t>(n / 32.0 + 0.5) * 32;
-  return std::clamp<std::size_t>(rounded, 64, 256);
-}
-
 std::string_view outcome_name(Outcome o) {
   switch (o) {
     case Outcome::passed:

@@ -104,9 +104,6 @@ double max_gemm_seconds(std::size_t n, double claimed_tflops, double relative_ma
 //! as a GPU of T TFLOP/s would if T were T · kSimDilation. The agent waits that long before answering;
 //! the server's deadline for a simulated machine uses the same factor. Timing is thereby tested here.
 inline constexpr double kSimDilation = 1e-8;
-//! The n of a simulated GEMM challenge: about `target_s` at the claimed (dilated) speed, in 64..256,
-//! a multiple of 32.
-std::size_t sim_gemm_n(double claimed_tflops, double target_s = 1.0);
 
 //! Why a challenge failed, or passed.
 enum class Outcome { passed, wrong, late };

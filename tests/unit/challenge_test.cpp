@@ -320,17 +320,6 @@ TEST(Challenge, JudgesVramSlicesAndTime) {
   EXPECT_EQ(judge_vram(5, picked, 128, {}, 0.1, 2.0), Outcome::wrong);
 }
 
-TEST(Challenge, SimulatedGemmSizeTracksTheClaimedSpeed) {
-  EXPECT_EQ(sim_gemm_n(1), 64u);       // clamped below
-  EXPECT_EQ(sim_gemm_n(100000), 256u);  // and above
-  const auto n = sim_gemm_n(300);
-  EXPECT_EQ(n % 32, 0u);
-  const double t = 2.0 * static_cast<double>(n * n * n) / (300e12 * kSimDilation);
-  EXPECT_GT(t, 0.5);
-  EXPECT_LT(t, 2.0);
-}
-
-
 bench::TelemetryPoint reading(std::optional<double> power_w, std::uint64_t bits = 0) {
   bench::TelemetryPoint p;
   p.during = "compute.fp16_tensor";

@@ -29,6 +29,7 @@ struct ChallengeSettings {
   double sim_fixed_margin_s = 0.75;  // simulated machines: the agent's HTTP and scheduling on top
   double fixed_margin_s = 1.5;       // real machines: a round trip, the GEMMs' launch, hashing the digests
   std::int64_t real_gemm_n = 8192;   // the n of a real GPU's GEMM challenge
+  std::int64_t sim_gemm_n = 64;      // a simulated GPU's (on the CPU; its products fill the work time)
   double gemm_work_s = 4.0;          // a real GPU's GEMM challenge takes this long at the claimed speed
   double sim_gemm_work_s = 1.0;      // a simulated GPU's, at its dilated speed (core::challenge::kSimDilation)
   double slower_by = 2.0;            // the rows opened catch a GPU this much slower than claimed (< 1e-9)
@@ -56,9 +57,10 @@ struct ChallengedGpu {
   std::int64_t memory_mib = 0;           // as registered
 };
 
-//! A GEMM challenge's size and times (pure; the trials test reads them): n and the products from
-//! core::challenge::plan_gemm at the claimed FP16 tensor speed (dilated by kSimDilation for a simulated
-//! GPU), the seconds its root may take from the issue, and the rows the server opens.
+//! A GEMM challenge's size and times (pure; the trials test reads them): the products of n×n that fill
+//! the work time at the claimed FP16 tensor speed (core::challenge::plan_gemm; dilated by kSimDilation for
+//! a simulated GPU, whose many small products leave more rows than are opened, as a real GPU's do), the
+//! seconds its root may take from the issue, and the rows the server opens.
 struct GemmChallengePlan {
   std::int64_t n = 0, products = 1, open_rows = 0;
   double work_s = 0, allowed_s = 0, open_allowed_s = 0;
@@ -69,8 +71,7 @@ inline GemmChallengePlan plan_gemm_challenge(bool simulated, std::optional<doubl
   const double fixed = simulated ? s.sim_fixed_margin_s : s.fixed_margin_s;
   const double speed = claimed && *claimed > 0 ? *claimed * (simulated ? core::challenge::kSimDilation : 1.0) : 0;
   const double target = simulated ? s.sim_gemm_work_s : s.gemm_work_s;
-  const auto n =
-      simulated ? core::challenge::sim_gemm_n(claimed.value_or(0), target) : static_cast<std::size_t>(s.real_gemm_n);
+  const auto n = static_cast<std::size_t>(simulated ? s.sim_gemm_n : s.real_gemm_n);
   const auto plan = core::challenge::plan_gemm(n, speed, target);
   p.n = static_cast<std::int64_t>(plan.n);
   p.products = static_cast<std::int64_t>(plan.products);
