@@ -248,9 +248,10 @@ bool freivalds_check(const Matrix& a, const Matrix& b, const Matrix& c, std::uin
   return true;
 }
 
-double max_gemm_seconds(std::size_t n, double claimed_tflops, double relative_margin, double fixed_margin_s) {
+double max_gemm_seconds(std::size_t n, double claimed_tflops, double relative_margin, double fixed_margin_s,
+                        std::size_t products) {
   const double nd = static_cast<double>(n);
-  const double ideal = 2.0 * nd * nd * nd / (claimed_tflops * 1e12);
+  const double ideal = 2.0 * nd * nd * nd * static_cast<double>(products) / (claimed_tflops * 1e12);
   return ideal * (1.0 + relative_margin) + fixed_margin_s;
 }
 

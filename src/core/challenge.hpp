@@ -98,7 +98,9 @@ bool freivalds_check(const Matrix& a, const Matrix& b, const Matrix& c, std::uin
 //! The longest an n×n×n GEMM (2n³ floating-point operations) may take at `claimed_tflops`, with
 //! `relative_margin` on top (0.25: 25% slower than claimed) and `fixed_margin_s` for launch and
 //! transfer. An answer later than this is late.
-double max_gemm_seconds(std::size_t n, double claimed_tflops, double relative_margin, double fixed_margin_s);
+//! `products` such GEMMs (the committed challenge) take `products` times the ideal time, margins added once.
+double max_gemm_seconds(std::size_t n, double claimed_tflops, double relative_margin, double fixed_margin_s,
+                        std::size_t products = 1);
 
 //! A simulated GPU runs the challenge GEMM on the CPU at small n, so its "speed" is dilated: it answers
 //! as a GPU of T TFLOP/s would if T were T · kSimDilation. The agent waits that long before answering;

@@ -148,6 +148,9 @@ TEST(Challenge, TimingBoundFollowsTheClaimedSpeed) {
   }
   EXPECT_LT(max_gemm_seconds(8192, 400, 0.25, 0.05), max_gemm_seconds(8192, 100, 0.25, 0.05));  // a faster claim
   EXPECT_GT(max_gemm_seconds(8192, 100, 0.5, 0.05), max_gemm_seconds(8192, 100, 0.25, 0.05));
+  // Products add their work, the margins once: 3 products of 11 ms with 25% and 50 ms.
+  EXPECT_NEAR(max_gemm_seconds(8192, 100, 0.25, 0.05, 3), 3 * 2.0 * 8192.0 * 8192.0 * 8192.0 / 1e14 * 1.25 + 0.05,
+              1e-12);
   // A GPU 2x slower than it claims is late beyond a 25% margin once the fixed part is small.
   const double n = 16384;
   const double slow = 2.0 * n * n * n / (50e12);

@@ -76,7 +76,8 @@ inline GemmChallengePlan plan_gemm_challenge(bool simulated, std::optional<doubl
   p.n = static_cast<std::int64_t>(plan.n);
   p.products = static_cast<std::int64_t>(plan.products);
   p.work_s = plan.work_s;
-  p.allowed_s = plan.work_s * (1.0 + s.relative_margin) + fixed;
+  p.allowed_s = speed > 0 ? core::challenge::max_gemm_seconds(plan.n, speed, s.relative_margin, fixed, plan.products)
+                          : fixed;
   p.open_allowed_s = simulated ? s.sim_open_allowed_s : s.open_allowed_s;
   p.open_rows = static_cast<std::int64_t>(core::challenge::rows_to_open(
       p.allowed_s, p.work_s, s.slower_by, plan.n * plan.products, static_cast<std::size_t>(s.min_open_rows),
