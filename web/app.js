@@ -394,7 +394,8 @@ async function flaggedProvidersSection() {
   const r = await api('GET', '/v1/admin/providers/flagged');
   const items = r.ok ? r.data.providers : [];
   return [el('h2', { id: 'flagged-h' }, 'Providers flagged by benchmark checks'),
-    el('p', { class: 'muted' }, 'Three or more failed challenges or telemetry checks: their GPUs are delisted; ' +
+    el('p', { class: 'muted' }, 'Repeated failed challenges or telemetry checks (each row says how many, and ' +
+      'the server’s review_after sets when a provider is flagged): their GPUs are delisted; ' +
       'look at their machines’ Benchmarks tabs before they are trusted again.'),
     !r.ok ? el('p', { class: 'form-error' }, 'Could not load the flagged providers.')
       : scrollBox(el('table', { class: 'table', 'aria-labelledby': 'flagged-h' },
