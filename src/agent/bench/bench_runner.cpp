@@ -7,7 +7,10 @@
 #include "util/http_client.hpp"
 #include "util/log.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <thread>
 
 namespace gpunex::agent::bench {
@@ -63,7 +66,6 @@ std::vector<std::pair<std::string, std::string>> answer_challenges(const std::ve
   util::HttpClientOptions opts;
   opts.ca_file = config.ca_file;
   util::HttpClient client(config.server_url, opts);
-  ChallengeSolver solver(lie, static_cast<std::uint64_t>(t0.time_since_epoch().count()));
   const auto target_of = [&](const std::string& uuid) -> const GpuTarget* {
     for (const auto& t : targets) {
       if (t.uuid == uuid) return &t;
@@ -73,56 +75,92 @@ std::vector<std::pair<std::string, std::string>> answer_challenges(const std::ve
   const auto record = [&](const std::string& id, const core::Result<protocol::ChallengeReply>& r) {
     out.emplace_back(id, r ? r->status : "error: " + r.error().message);
   };
-  for (const auto kind : {protocol::kGemmChallenge, protocol::kVramChallenge}) {
-    for (const auto& spec : specs) {
-      if (spec.kind != kind) continue;
-      const auto* g = target_of(spec.gpu_uuid);
-      if (g == nullptr) {
-        out.emplace_back(spec.id, "error: not a GPU of this machine");
-        continue;
-      }
-      const auto target = challenge_target(*g, lie);
-      protocol::ChallengeAnswer a;
-      a.machine_id = machine_id;
-      a.challenge_id = spec.id;
-      if (kind == protocol::kGemmChallenge) {
-        auto commit = solver.commit_gemm(spec, target);
-        if (!commit) {
-          out.emplace_back(spec.id, "error: " + commit.error().message);
-          continue;
-        }
-        // A simulated GPU answers when a GPU of its speed would have (core::challenge::kSimDilation).
-        std::this_thread::sleep_until(t0 + std::chrono::duration<double>(commit->emulated_s));
-        a.root = std::move(commit->root);
-        auto picked = post_answer(client, config, a);
-        if (!picked || picked->status != "pending") {
-          record(spec.id, picked);
-          continue;
-        }
-        a.root.reset();
-        auto opened = solver.open_gemm(picked->rows);
-        if (!opened) {
-          out.emplace_back(spec.id, "error: " + opened.error().message);
-          continue;
-        }
-        a.opened = std::move(*opened);
-        record(spec.id, post_answer(client, config, a));
-        continue;
-      }
-      if (auto f = solver.fill(spec, target); !f) {
-        out.emplace_back(spec.id, "error: " + f.error().message);
-        continue;
-      }
-      a.filled = true;
-      auto picked = post_answer(client, config, a);
-      if (!picked || picked->status != "pending") {
-        record(spec.id, picked);
-        continue;
-      }
-      a.filled = false;
-      a.digests = solver.digests(picked->slices);
-      record(spec.id, post_answer(client, config, a));
+  // GEMMs first, on every GPU at once: each root is timed from the same issue, and a real GPU's takes seconds.
+  struct GemmJob {
+    const protocol::ChallengeSpec* spec;
+    ChallengeTarget target;
+    std::unique_ptr<ChallengeSolver> solver;
+    std::optional<core::Result<ChallengeSolver::GemmCommit>> commit;
+  };
+  std::vector<GemmJob> jobs;
+  for (const auto& spec : specs) {
+    if (spec.kind != protocol::kGemmChallenge) continue;
+    const auto* g = target_of(spec.gpu_uuid);
+    if (g == nullptr) {
+      out.emplace_back(spec.id, "error: not a GPU of this machine");
+      continue;
     }
+    const auto seed = static_cast<std::uint64_t>(t0.time_since_epoch().count()) + jobs.size() + 1;
+    jobs.push_back({&spec, challenge_target(*g, lie), std::make_unique<ChallengeSolver>(lie, seed), std::nullopt});
+  }
+  {
+    std::vector<std::thread> threads;
+    for (auto& job : jobs) {
+      threads.emplace_back([&job] { job.commit = job.solver->commit_gemm(*job.spec, job.target); });
+    }
+    for (auto& t : threads) t.join();
+  }
+  // The roots, each when its GPU would have it (a simulated GPU's time is kSimDilation's), then the openings.
+  std::sort(jobs.begin(), jobs.end(), [](const GemmJob& x, const GemmJob& y) {
+    return (*x.commit ? (*x.commit)->emulated_s : 0) < (*y.commit ? (*y.commit)->emulated_s : 0);
+  });
+  std::vector<std::pair<GemmJob*, protocol::ChallengeReply>> pending;
+  for (auto& job : jobs) {
+    auto& commit = *job.commit;
+    if (!commit) {
+      out.emplace_back(job.spec->id, "error: " + commit.error().message);
+      continue;
+    }
+    std::this_thread::sleep_until(t0 + std::chrono::duration<double>(commit->emulated_s));
+    protocol::ChallengeAnswer a;
+    a.machine_id = machine_id;
+    a.challenge_id = job.spec->id;
+    a.root = commit->root;
+    auto picked = post_answer(client, config, a);
+    if (!picked || picked->status != "pending") {
+      record(job.spec->id, picked);
+      continue;
+    }
+    pending.emplace_back(&job, std::move(*picked));
+  }
+  for (auto& [job, picked] : pending) {
+    auto opened = job->solver->open_gemm(picked.rows);
+    if (!opened) {
+      out.emplace_back(job->spec->id, "error: " + opened.error().message);
+      continue;
+    }
+    protocol::ChallengeAnswer a;
+    a.machine_id = machine_id;
+    a.challenge_id = job->spec->id;
+    a.opened = std::move(*opened);
+    record(job->spec->id, post_answer(client, config, a));
+  }
+  // Then VRAM, one GPU after another (each fill has minutes).
+  ChallengeSolver solver(lie, static_cast<std::uint64_t>(t0.time_since_epoch().count()));
+  for (const auto& spec : specs) {
+    if (spec.kind != protocol::kVramChallenge) continue;
+    const auto* g = target_of(spec.gpu_uuid);
+    if (g == nullptr) {
+      out.emplace_back(spec.id, "error: not a GPU of this machine");
+      continue;
+    }
+    const auto target = challenge_target(*g, lie);
+    protocol::ChallengeAnswer a;
+    a.machine_id = machine_id;
+    a.challenge_id = spec.id;
+    if (auto f = solver.fill(spec, target); !f) {
+      out.emplace_back(spec.id, "error: " + f.error().message);
+      continue;
+    }
+    a.filled = true;
+    auto picked = post_answer(client, config, a);
+    if (!picked || picked->status != "pending") {
+      record(spec.id, picked);
+      continue;
+    }
+    a.filled = false;
+    a.digests = solver.digests(picked->slices);
+    record(spec.id, post_answer(client, config, a));
   }
   return out;
 }

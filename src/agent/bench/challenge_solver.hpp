@@ -27,7 +27,8 @@ enum class LieMode {
   random,   // skips the work: a random C, random digests
   smaller,  // computes the product of the matrices' top-left half, padded with zeros
   vram,     // registers twice the memory it has, fills what it has
-  replay,   // answers each challenge with its previous answer of that kind
+  replay,   // answers each challenge with its previous answer of that kind (from the same solver: the agent
+            // uses one per GPU and round for GEMMs, so only the trials replay GEMM answers)
   idle,     // reports figures with the telemetry of an idle GPU (figures it did not measure), answers honestly
   bait,     // honest in requested runs; once listed, answers spot checks at random (a GPU swapped after its run)
   partial,  // reports compute figures 2× what it measures; commits in time to the GEMM rows its real speed
