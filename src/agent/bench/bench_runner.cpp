@@ -66,11 +66,13 @@ std::vector<std::pair<std::string, std::string>> answer_challenges(const std::ve
   util::HttpClientOptions opts;
   opts.ca_file = config.ca_file;
   util::HttpClient client(config.server_url, opts);
-  const auto target_of = [&](const std::string& uuid) -> const GpuTarget* {
+  // The GPU a challenge is for, or nothing (and the error recorded) when it is not one of this machine's.
+  const auto target_for = [&](const protocol::ChallengeSpec& spec) -> std::optional<ChallengeTarget> {
     for (const auto& t : targets) {
-      if (t.uuid == uuid) return &t;
+      if (t.uuid == spec.gpu_uuid) return challenge_target(t, lie);
     }
-    return nullptr;
+    out.emplace_back(spec.id, "error: not a GPU of this machine");
+    return std::nullopt;
   };
   const auto record = [&](const std::string& id, const core::Result<protocol::ChallengeReply>& r) {
     out.emplace_back(id, r ? r->status : "error: " + r.error().message);
@@ -85,13 +87,10 @@ std::vector<std::pair<std::string, std::string>> answer_challenges(const std::ve
   std::vector<GemmJob> jobs;
   for (const auto& spec : specs) {
     if (spec.kind != protocol::kGemmChallenge) continue;
-    const auto* g = target_of(spec.gpu_uuid);
-    if (g == nullptr) {
-      out.emplace_back(spec.id, "error: not a GPU of this machine");
-      continue;
-    }
+    auto target = target_for(spec);
+    if (!target) continue;
     const auto seed = static_cast<std::uint64_t>(t0.time_since_epoch().count()) + jobs.size() + 1;
-    jobs.push_back({&spec, challenge_target(*g, lie), std::make_unique<ChallengeSolver>(lie, seed), std::nullopt});
+    jobs.push_back({&spec, *target, std::make_unique<ChallengeSolver>(lie, seed), std::nullopt});
   }
   {
     std::vector<std::thread> threads;
@@ -139,16 +138,12 @@ std::vector<std::pair<std::string, std::string>> answer_challenges(const std::ve
   ChallengeSolver solver(lie, static_cast<std::uint64_t>(t0.time_since_epoch().count()));
   for (const auto& spec : specs) {
     if (spec.kind != protocol::kVramChallenge) continue;
-    const auto* g = target_of(spec.gpu_uuid);
-    if (g == nullptr) {
-      out.emplace_back(spec.id, "error: not a GPU of this machine");
-      continue;
-    }
-    const auto target = challenge_target(*g, lie);
+    const auto target = target_for(spec);
+    if (!target) continue;
     protocol::ChallengeAnswer a;
     a.machine_id = machine_id;
     a.challenge_id = spec.id;
-    if (auto f = solver.fill(spec, target); !f) {
+    if (auto f = solver.fill(spec, *target); !f) {
       out.emplace_back(spec.id, "error: " + f.error().message);
       continue;
     }

@@ -75,7 +75,6 @@ struct ChallengeSolver::Gemm {
   protocol::ChallengeSpec spec;
   ChallengeTarget target;
   cc::Commitment commitment;
-  std::uint64_t honest_rows = 0;  // rows below this were computed (all, but under `partial`)
   bool halved = false;            // `smaller`: the rows of the top-left half's product, padded with zeros
 };
 
@@ -120,13 +119,11 @@ core::Result<ChallengeSolver::GemmCommit> ChallengeSolver::commit_gemm(const pro
   auto g = std::make_unique<Gemm>();
   g->spec = spec;
   g->target = target;
-  g->honest_rows = rows;
   std::vector<std::uint64_t> leaves;
   if (lie_ == LieMode::random) {
     leaves.resize(rows);
     for (auto& x : leaves) x = next(lie_state_);
     out.emulated_s = 0;
-    g->honest_rows = 0;
   } else if (lie_ == LieMode::smaller) {
     g->halved = true;
     for (std::uint64_t k = 0; k < rows; ++k) {
@@ -135,14 +132,15 @@ core::Result<ChallengeSolver::GemmCommit> ChallengeSolver::commit_gemm(const pro
     }
     out.emulated_s /= 8;
   } else if (target.simulated || target.cuda_ordinal < 0) {
+    std::uint64_t honest_rows = rows;  // rows below this are computed (all, but under `partial`)
     if (lie_ == LieMode::partial && out.emulated_s > 0) {
       // The rows its real speed computes before the root is due; made-up digests for the rest.
       const double share = std::clamp((spec.allowed_s - kPartialReserveS) / out.emulated_s, 0.0, 1.0);
-      g->honest_rows = static_cast<std::uint64_t>(share * static_cast<double>(rows));
+      honest_rows = static_cast<std::uint64_t>(share * static_cast<double>(rows));
       out.emulated_s = std::min(out.emulated_s, std::max(0.0, spec.allowed_s - kPartialReserveS));
     }
     leaves = cc::product_leaves(spec.seed_a, spec.seed_b, n, products);
-    for (std::uint64_t k = g->honest_rows; k < rows; ++k) leaves[k] = next(lie_state_);
+    for (std::uint64_t k = honest_rows; k < rows; ++k) leaves[k] = next(lie_state_);
   } else {
 #ifdef GPUNEX_HAVE_CUDA
     auto d = gpu::cuda::challenge_row_digests(target.cuda_ordinal, spec.seed_a, spec.seed_b, static_cast<int>(n),
