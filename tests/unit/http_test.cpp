@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -24,8 +26,10 @@
 namespace {
 
 using gpunex::core::ErrorCode;
+using gpunex::http::AsyncHandler;
 using gpunex::http::BodyPlan;
 using gpunex::http::Method;
+using gpunex::http::Reply;
 using gpunex::http::Request;
 using gpunex::http::Response;
 using gpunex::http::Router;
@@ -731,6 +735,45 @@ TEST(ServerHost, BindsLocalhostByName) {
   EXPECT_EQ(ec, net::error::eof);
   EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
   EXPECT_EQ(reply.substr(reply.size() - 5), "named");
+}
+
+// Each I/O thread runs its own event loop and the connections are dealt to them in turn: every loop
+// serves its connections (a loop with no connection yet must not have ended), and an answer given later
+// from a thread of the handler's own reaches the connection on its loop.
+TEST(ServerLoops, EveryLoopServesItsConnectionsAndAnswersFromOtherThreads) {
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.threads = 3;
+  std::mutex mu;
+  std::set<std::thread::id> io_threads;
+  std::vector<std::thread> answerers;
+  Server server(o, AsyncHandler([&](Request& req, Reply reply) {
+                  std::lock_guard lock(mu);
+                  io_threads.insert(std::this_thread::get_id());
+                  if (req.path != "/later") return reply(text("now"));
+                  answerers.emplace_back([reply = std::move(reply)] {
+                    std::this_thread::sleep_for(20ms);
+                    reply(text("later"));
+                  });
+                }));
+  const auto port = server.start();
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 7; ++i) clients.push_back(std::make_unique<Client>(port));  // all open at once
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    const bool later = i % 2 == 1;
+    clients[i]->send(get(later ? "/later" : "/now"));
+    auto r = clients[i]->read();
+    ASSERT_TRUE(r) << "connection " << i << " was not answered";
+    EXPECT_EQ(r->body, later ? "later" : "now");
+    clients[i]->send(get("/now"));  // and it stays usable after an answer from elsewhere
+    auto again = clients[i]->read();
+    ASSERT_TRUE(again) << "connection " << i;
+    EXPECT_EQ(again->body, "now");
+  }
+  EXPECT_EQ(io_threads.size(), 3u);  // seven connections, dealt in turn: each loop served some
+  server.stop();
+  for (auto& t : answerers) t.join();
 }
 
 TEST(ServerHost, BadHostThrowsAndStopIsStillSafe) {

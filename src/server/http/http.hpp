@@ -88,7 +88,7 @@ struct Response {
 using Handler = std::function<Response(Request&)>;
 
 //! Answers a request: call it exactly once, from any thread; the connection writes the response on its own
-//! strand. Later calls are ignored.
+//! event loop. Later calls are ignored.
 using Reply = std::function<void(Response)>;
 //! A handler that may answer after it returns. The Request is valid only during the call. A handler that
 //! throws before replying is answered 500.
@@ -156,7 +156,9 @@ struct BodyPlan {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
-  int threads = 0;                                // 0: one per core
+  //! I/O threads, each with its own event loop and its share of the connections (0: one per core). A
+  //! handler that blocks (a store transaction) holds up the other connections of its loop meanwhile.
+  int threads = 0;
   std::size_t body_limit = 1 << 20;               // bytes; larger bodies get 413
   //! Asked once the header of a request with a body is in, with the request so far (no body yet).
   //! Unset: every body is kept under body_limit.

@@ -32,7 +32,7 @@ struct Server::Impl : ServerCore {
 };
 
 void ServerCore::do_accept() {
-  acceptor_.async_accept(ConnectionExecutor(ioc_.get_executor()),
+  acceptor_.async_accept(next_loop(),
                          [this](beast::error_code ec, ConnectionSocket socket) { on_accept(ec, std::move(socket)); });
 }
 
@@ -78,7 +78,7 @@ std::uint16_t Server::start() {
     s.tls_->use_private_key_file(s.options_.tls->key_file, ssl::context::pem);
   }
 
-  tcp::resolver resolver(s.ioc_);
+  tcp::resolver resolver(*s.loops_.front());
   auto results = resolver.resolve(s.options_.host, std::to_string(s.options_.port),
                                   tcp::resolver::passive | tcp::resolver::numeric_service);
   if (results.empty()) throw std::runtime_error("cannot resolve " + s.options_.host);
@@ -97,11 +97,12 @@ std::uint16_t Server::start() {
 
   s.do_accept();
   s.threads_.reserve(static_cast<std::size_t>(s.threads_count_));
-  for (int i = 0; i < s.threads_count_; ++i) {
-    s.threads_.emplace_back([&s] {
+  for (auto& loop : s.loops_) {
+    s.loops_kept_.push_back(net::make_work_guard(*loop));
+    s.threads_.emplace_back([&loop = *loop] {
       for (;;) {
         try {
-          s.ioc_.run();
+          loop.run();
           return;
         } catch (...) {
           // A throwing completion handler must not take the whole server down.
@@ -124,7 +125,7 @@ void Server::stop() {
   }
   s.stopping_ = true;
 
-  // Stop accepting (on the acceptor's strand), then close idle connections.
+  // Stop accepting (on the acceptor's loop), then close idle connections.
   net::post(s.acceptor_.get_executor(), [&s] {
     beast::error_code ec;
     s.acceptor_.close(ec);
@@ -144,7 +145,8 @@ void Server::stop() {
     std::unique_lock g(s.sessions_mutex_);
     s.sessions_cv_.wait_for(g, s.options_.shutdown_grace, [&s] { return s.sessions_.empty(); });
   }
-  s.ioc_.stop();
+  s.loops_kept_.clear();
+  for (auto& loop : s.loops_) loop->stop();
   auto self = std::this_thread::get_id();
   for (auto& t : s.threads_) {
     // Called from a handler on an I/O thread: that thread cannot join itself.

@@ -16,19 +16,23 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 
 #include "server/http/http.hpp"
 
 namespace gpunex::http {
 
-//! A connection's executor: its own strand on the server's io_context. A concrete type rather than
-//! Asio's type-erased any_io_executor, whose copies and queries cost every asynchronous step.
-using ConnectionExecutor = boost::asio::strand<boost::asio::io_context::executor_type>;
+//! A connection's executor: the event loop (io_context) of the one I/O thread it lives on. One thread
+//! runs each loop, so a connection's steps never run at once and need no strand; and no I/O thread hands
+//! a ready socket to another, as threads sharing one io_context do (a futex wake and a context switch
+//! per request, which left the cores half idle under load: bench/http.sh). A concrete type rather
+//! than Asio's type-erased any_io_executor, whose copies and queries cost every asynchronous step.
+using ConnectionExecutor = boost::asio::io_context::executor_type;
 using ConnectionSocket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, ConnectionExecutor>;
 
 // What stop() needs from a session, independent of the stream type.
@@ -46,11 +50,13 @@ struct ServerCore {
         handler_(std::move(handler)),
         threads_count_(options_.threads > 0 ? options_.threads
                                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
-        ioc_(threads_count_),
-        acceptor_(boost::asio::make_strand(ioc_)),
+        loops_(make_loops(threads_count_)),
+        acceptor_(loops_.front()->get_executor()),
         retry_timer_(acceptor_.get_executor()) {}
 
   void do_accept();
+  //! The loop of the next accepted connection: each in turn.
+  ConnectionExecutor next_loop() { return loops_[next_loop_++ % loops_.size()]->get_executor(); }
   void on_accept(boost::beast::error_code ec, ConnectionSocket socket);
 
   void add_session(SessionBase* s, std::weak_ptr<SessionBase> w) {
@@ -105,7 +111,17 @@ struct ServerCore {
   std::atomic<std::chrono::steady_clock::rep> last_total_refusal_{0};
   std::atomic<std::chrono::steady_clock::rep> last_ip_refusal_{0};
 
-  boost::asio::io_context ioc_;
+  // One event loop per I/O thread (concurrency hint 1: Asio skips the hand-offs between threads).
+  // The acceptor lives on the first; only its handlers touch next_loop_.
+  static std::vector<std::unique_ptr<boost::asio::io_context>> make_loops(int n) {
+    std::vector<std::unique_ptr<boost::asio::io_context>> loops;
+    for (int i = 0; i < n; ++i) loops.push_back(std::make_unique<boost::asio::io_context>(1));
+    return loops;
+  }
+  std::vector<std::unique_ptr<boost::asio::io_context>> loops_;
+  // Keeps each loop's run() going while it has no connection yet (run() returns when out of work).
+  std::vector<boost::asio::executor_work_guard<ConnectionExecutor>> loops_kept_;
+  std::size_t next_loop_ = 0;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_timer_;
   std::vector<std::thread> threads_;

@@ -11,7 +11,9 @@
 #include <type_traits>
 #include <utility>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -41,7 +43,7 @@ constexpr std::size_t counted_body_read_size = 512 * 1024;
 // our last response is not destroyed by a TCP reset.
 constexpr std::chrono::seconds linger_time{1};
 
-// The streams of a connection, on its strand (ConnectionExecutor).
+// The streams of a connection, on its I/O thread's loop (ConnectionExecutor).
 using PlainStream = beast::basic_stream<tcp, ConnectionExecutor>;
 using TlsStream = beast::ssl_stream<PlainStream>;
 
@@ -56,8 +58,8 @@ std::string peer_ip(const ConnectionSocket& socket) {
   return addr.to_string();
 }
 
-// One connection. Stream is PlainStream or TlsStream. Every step
-// runs on the connection's strand; each asynchronous step holds the session alive.
+// One connection. Stream is PlainStream or TlsStream. Every step runs on the connection's loop, one
+// at a time; each asynchronous step holds the session alive.
 template <class Stream>
 class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool is_tls = !std::is_same_v<Stream, PlainStream>;
@@ -74,7 +76,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
 
   void run() {
     server_.add_session(this, this->weak_from_this());
-    // Start on the connection's strand: everything after runs there too.
+    // Start on the connection's loop: everything after runs there too.
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] { self->start(); });
   }
 
@@ -263,7 +265,7 @@ void Session<Stream>::handle() {
   Request req = std::move(*parsed);
   identify(req);
 
-  // The reply may come from another thread: it hops onto this connection's strand (at once when the
+  // The reply may come from another thread: it hops onto this connection's loop (at once when the
   // handler answers inline, which is already there).
   auto replied = std::make_shared<std::atomic<bool>>(false);
   Reply reply = [self = this->shared_from_this(), replied, keep_alive, version, head = req.method == Method::head,
