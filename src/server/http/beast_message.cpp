@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <random>
+#include <stdexcept>
 
 namespace gpunex::http {
 
@@ -45,14 +46,47 @@ std::string new_request_id() {
   return id;
 }
 
-BeastResponse make_error(unsigned version, core::ErrorCode code, std::string message) {
+namespace {
+
+void add_field(std::string& fields, std::string_view name, std::string_view value) {
+  fields.append(name);
+  fields += ": ";
+  fields.append(value);
+  fields += "\r\n";
+}
+
+bool carries_no_body(unsigned status) { return status < 200 || status == 204 || status == 304; }
+
+}  // namespace
+
+std::string WireResponse::header_block() const {
+  const auto reason = bhttp::obsolete_reason(bhttp::int_to_status(status));
+  std::string out;
+  out.reserve(fields.size() + 96);
+  out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  out += std::to_string(status);
+  out += ' ';
+  out.append(reason.data(), reason.size());
+  out += "\r\n";
+  out += fields;
+  if (content_length) add_field(out, "Content-Length", std::to_string(*content_length));
+  // HTTP/1.1 keeps a connection unless told; HTTP/1.0 closes it unless told.
+  if (version >= 11 && !keep_alive) out += "Connection: close\r\n";
+  if (version < 11 && keep_alive) out += "Connection: keep-alive\r\n";
+  out += "\r\n";
+  return out;
+}
+
+WireResponse make_error(unsigned version, core::ErrorCode code, std::string message) {
   Response r = Response::error(code, std::move(message));
-  BeastResponse res{static_cast<bhttp::status>(r.status), version};
-  res.set(bhttp::field::server, "gpunex");
-  res.set(bhttp::field::content_type, r.content_type);
-  res.body().owned = std::move(r.body);
-  res.keep_alive(false);
-  res.prepare_payload();
+  WireResponse res;
+  res.status = static_cast<unsigned>(r.status);
+  res.version = version;
+  add_field(res.fields, "Server", "gpunex");
+  add_field(res.fields, "Content-Type", r.content_type);
+  res.owned = std::move(r.body);
+  res.content_length = res.owned.size();
+  res.keep_alive = false;
   return res;
 }
 
@@ -84,24 +118,31 @@ core::Result<Request> request_from_message(BeastRequest&& msg) {
   return req;
 }
 
-BeastResponse to_beast_response(Response r, unsigned version, const std::string& request_id) {
-  BeastResponse res;
-  res.result(static_cast<unsigned>(r.status));
-  res.version(version);
-  res.set(bhttp::field::server, "gpunex");
-  if (!r.content_type.empty()) res.set(bhttp::field::content_type, r.content_type);
+WireResponse to_wire(Response r, unsigned version, const std::string& request_id, bool keep_alive, bool head) {
+  if (r.status < 100 || r.status > 999) throw std::invalid_argument("a status is three digits");
+  WireResponse res;
+  res.status = static_cast<unsigned>(r.status);
+  res.version = version;
+  res.keep_alive = keep_alive;
+  res.fields.reserve(256);
+  add_field(res.fields, "Server", "gpunex");
+  if (!r.content_type.empty() && safe_header("Content-Type", r.content_type)) {
+    add_field(res.fields, "Content-Type", r.content_type);
+  }
   bool has_request_id = false;
   for (const auto& [name, value] : r.headers) {
     if (!safe_header(name, value)) continue;
     if (beast::iequals(name, "x-request-id")) has_request_id = true;
-    res.insert(name, value);
+    add_field(res.fields, name, value);
   }
-  if (!has_request_id) res.set("X-Request-Id", request_id);
-  res.body().owned = std::move(r.body);
-  res.body().owner = std::move(r.body_owner);
-  res.body().shared = r.shared;
-  // These statuses carry no body (and Beast refuses to frame one).
-  if (r.status < 200 || r.status == 204 || r.status == 304) res.body().clear();
+  if (!has_request_id) add_field(res.fields, "X-Request-Id", request_id);
+  if (!carries_no_body(res.status)) {
+    res.owned = std::move(r.body);
+    res.owner = std::move(r.body_owner);
+    res.shared = r.shared;
+    res.content_length = res.body().size();
+  }
+  res.send_body = !head;
   return res;
 }
 

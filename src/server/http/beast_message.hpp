@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -71,46 +72,30 @@ struct RequestBody {
   };
 };
 
-// A response body: bytes the message owns, or a view into memory that a shared owner keeps alive
-// (Response::shared_body), which goes to the socket without a copy.
-struct ResponseBody {
-  struct value_type {
-    std::string owned;
-    std::shared_ptr<const void> owner;
-    std::string_view shared;
+// A response as it goes on the wire: its header block is written here rather than by Beast's
+// serializer, whose field list (an allocation per field) and chained buffer views cost more per small
+// answer than the rest of the write (perf under bench/http.sh); then the body, without a copy.
+struct WireResponse {
+  unsigned status = 200;
+  unsigned version = 11;
+  //! "Name: value\r\n" lines, without Content-Length and Connection (header_block adds them).
+  std::string fields;
+  //! The body: bytes it owns, or a view into memory a shared owner keeps alive (Response::shared_body).
+  std::string owned;
+  std::shared_ptr<const void> owner;
+  std::string_view shared;
+  //! Content-Length (the GET's for a HEAD); none for 1xx, 204 and 304, which carry no body.
+  std::optional<std::uint64_t> content_length;
+  bool keep_alive = true;
+  bool send_body = true;  // false for a HEAD
 
-    std::string_view bytes() const { return owner ? shared : std::string_view(owned); }
-    void clear() {
-      owned.clear();
-      owner.reset();
-      shared = {};
-    }
-  };
-
-  static std::uint64_t size(const value_type& body) { return body.bytes().size(); }
-
-  class writer {
-   public:
-    using const_buffers_type = net::const_buffer;
-
-    template <bool isRequest, class Fields>
-    writer(const bhttp::header<isRequest, Fields>&, const value_type& body) : body_(body) {}
-
-    void init(beast::error_code& ec) { ec = {}; }
-
-    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
-      ec = {};
-      const std::string_view b = body_.bytes();
-      return {{const_buffers_type(b.data(), b.size()), false}};
-    }
-
-   private:
-    const value_type& body_;
-  };
+  std::string_view body() const { return owner ? shared : std::string_view(owned); }
+  //! The status line, the fields, Content-Length, Connection as keep_alive and the version need it,
+  //! and the blank line.
+  std::string header_block() const;
 };
 
 using BeastRequest = bhttp::request<RequestBody>;
-using BeastResponse = bhttp::response<ResponseBody>;
 
 //! A client's request id is kept only when it is short and plain.
 bool valid_request_id(std::string_view id);
@@ -118,14 +103,15 @@ bool valid_request_id(std::string_view id);
 std::string new_request_id();
 
 //! An error answer that closes the connection.
-BeastResponse make_error(unsigned version, core::ErrorCode code, std::string message);
+WireResponse make_error(unsigned version, core::ErrorCode code, std::string message);
 //! A Beast request header as a Request (method, target, path, query, headers; no body).
 core::Result<Request> request_from_header(const bhttp::request_header<>& msg);
 //! Turns a parsed Beast message into a Request (the header's parts and the body).
 core::Result<Request> request_from_message(BeastRequest&& msg);
-//! A handler's Response as the Beast message to write: headers that would smuggle in a line are
-//! dropped, X-Request-Id is added unless the handler set one, and 1xx/204/304 carry no body.
-//! Throws what building the message throws.
-BeastResponse to_beast_response(Response r, unsigned version, const std::string& request_id);
+//! A handler's Response as the answer to write: headers that would smuggle in a line are dropped,
+//! X-Request-Id is added unless the handler set one, 1xx/204/304 carry no body, and a HEAD's answer
+//! (`head`) has the GET's Content-Length and no body. Throws std::invalid_argument for a status that
+//! is not three digits (the handler's bug: answered 500).
+WireResponse to_wire(Response r, unsigned version, const std::string& request_id, bool keep_alive, bool head);
 
 }  // namespace gpunex::http::detail

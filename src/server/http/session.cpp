@@ -14,6 +14,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -31,7 +32,7 @@ namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
 using tcp = boost::asio::ip::tcp;
-using detail::BeastResponse;
+using detail::WireResponse;
 using detail::make_error;
 
 // Bytes asked of each socket read while a body streams in. Beast's own read loop asks only for the
@@ -102,7 +103,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void identify(Request& req) const;
   void handle();
   void respond(Response r, bool keep_alive, unsigned version, bool head, const std::string& request_id);
-  void send(BeastResponse&& res);
+  void send(WireResponse&& res);
 
   // Closing the connection.
   void close();
@@ -113,7 +114,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<detail::RequestBody>> parser_;
-  BeastResponse response_;
+  WireResponse response_;
+  std::string response_head_;  // response_'s header block, as written
   std::array<char, 4096> drain_buf_{};
   std::size_t served_ = 0;
   bool waiting_ = true;  // between requests: stop() may close it at once
@@ -282,38 +284,38 @@ void Session<Stream>::handle() {
     // Never leak what went wrong to the client; the connection stays usable.
     if (!replied->exchange(true)) {
       auto res = make_error(version, core::ErrorCode::internal, "internal error");
-      res.keep_alive(keep_alive && !server_.stopping_);
+      res.keep_alive = keep_alive;
       send(std::move(res));
     }
   }
 }
 
-// Turns the handler's Response into the Beast message and writes it.
+// Turns the handler's Response into the answer and writes it.
 template <class Stream>
 void Session<Stream>::respond(Response r, bool keep_alive, unsigned version, bool head, const std::string& request_id) {
-  BeastResponse res;
+  WireResponse res;
   try {
-    res = detail::to_beast_response(std::move(r), version, request_id);
-    res.keep_alive(keep_alive && !server_.stopping_);
-    res.prepare_payload();
+    res = detail::to_wire(std::move(r), version, request_id, keep_alive, head);
   } catch (...) {
     res = make_error(version, core::ErrorCode::internal, "internal error");
-    res.keep_alive(keep_alive && !server_.stopping_);
+    res.keep_alive = keep_alive;
   }
-  // HEAD: the GET's Content-Length, no body.
-  if (head) res.body().clear();
   send(std::move(res));
 }
 
 template <class Stream>
-void Session<Stream>::send(BeastResponse&& res) {
+void Session<Stream>::send(WireResponse&& res) {
   waiting_ = false;
-  if (server_.stopping_) res.keep_alive(false);
+  if (server_.stopping_) res.keep_alive = false;
   response_ = std::move(res);
+  response_head_ = response_.header_block();
+  const std::array<net::const_buffer, 2> bytes{
+      net::buffer(response_head_),
+      response_.send_body ? net::buffer(response_.body().data(), response_.body().size()) : net::const_buffer()};
   lowest().expires_after(server_.options_.read_timeout);
-  bhttp::async_write(stream_, response_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+  net::async_write(stream_, bytes, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
     if (ec) return self->lowest().close();
-    if (!self->response_.keep_alive()) return self->close();
+    if (!self->response_.keep_alive) return self->close();
     self->response_ = {};
     // A large body's read buffer is not kept for the rest of the connection.
     if (self->buffer_.size() == 0 && self->buffer_.capacity() > body_read_size) {
