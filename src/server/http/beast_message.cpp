@@ -55,7 +55,9 @@ void add_field(std::string& fields, std::string_view name, std::string_view valu
   fields += "\r\n";
 }
 
-bool carries_no_body(unsigned status) { return status < 200 || status == 204 || status == 304; }
+bool carries_no_body(unsigned status) {
+  return status < 200 || status == 204 || status == 304;
+}
 
 }  // namespace
 

@@ -14,8 +14,8 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -32,8 +32,8 @@ namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
 using tcp = boost::asio::ip::tcp;
-using detail::WireResponse;
 using detail::make_error;
+using detail::WireResponse;
 
 // Bytes asked of each socket read while a body streams in. Beast's own read loop asks only for the
 // buffer's spare capacity, which stays near the 4 KiB that the header read reserved: a system call and
