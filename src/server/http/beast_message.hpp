@@ -1,6 +1,7 @@
 #pragma once
-// Internal to http/: the Boost.Beast message types behind http::Server and the conversions between
-// them and Request/Response. Beast stays inside http/'s .cpp files: include this only from there.
+// Internal to http/: the Boost.Beast request type behind http::Server and its conversion to Request,
+// and a Response as the bytes the server writes. Beast stays inside http/'s .cpp files: include this
+// only from there.
 
 #include <cstdint>
 #include <memory>
