@@ -65,7 +65,11 @@ std::string text_field(ObjectReader& r, std::string_view key, std::size_t max_le
 Result<ScheduleWindow> parse_window(const nlohmann::json& j, const std::string& path, const std::string& context) {
   ObjectReader r(j, path, context, window_labels());
   ScheduleWindow w;
-  if (const auto* days = r.required_array("days", 1, 7)) {
+  const auto* days = r.required_array("days", 1, 7);
+  r.describe_field("days",
+                   {{"items", {{"type", "string"}, {"enum", std::vector<std::string>(kDays.begin(), kDays.end())}}},
+                    {"uniqueItems", true}});
+  if (days) {
     for (std::size_t k = 0; k < days->size(); ++k) {
       const auto& d = (*days)[k];
       const std::string field = idx(r.path_of("days"), k);
@@ -141,7 +145,7 @@ Result<GpuEntry> parse_gpu(const nlohmann::json& j, std::size_t i, const FormChe
   g.system_ram_gb = r.required_int("system_ram_gb", kMinRamGb, kMaxRamGb);
   g.download_gbps = r.required_number("download_gbps", kMinGbps, kMaxGbps);
   g.upload_gbps = r.required_number("upload_gbps", kMinGbps, kMaxGbps);
-  const auto* avail = r.required_value("availability");
+  const auto* avail = r.required_value("availability", ObjectReader::Shape::object);
   const auto* loc = r.required_object("location");
   if (!r.failed("model") && g.model == "other") {
     if (!r.failed("model_other") && (!other || trim(*other).empty())) {
@@ -167,6 +171,7 @@ Result<GpuEntry> parse_gpu(const nlohmann::json& j, std::size_t i, const FormChe
       r.fail(std::move(a).error());
     }
   }
+  r.describe_alternative("availability", {{"const", "24/7"}});
   if (loc) {
     auto l = parse_location(*loc, r.path_of("location"), context);
     if (l) {
@@ -226,6 +231,7 @@ Result<ApplicationForm> parse_application_form(const nlohmann::json& body, const
   const auto* gpus = r.required_array("gpus", 1, kMaxGpuEntries);
   f.ups = r.required_bool("ups");
   f.commitment_months = r.required_int("commitment_months", 1, 120);
+  r.describe_field("commitment_months", {{"enum", allowed_commitments()}});
   if (!r.failed("commitment_months") &&
       std::find(allowed_commitments().begin(), allowed_commitments().end(), f.commitment_months) ==
           allowed_commitments().end()) {

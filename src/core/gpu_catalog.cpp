@@ -235,6 +235,7 @@ Result<GpuModel> parse_gpu_model(const nlohmann::json& j, const std::string& pat
   }
   for (const auto& name : reference_figure_names()) {
     const auto* v = r.optional_value(name);
+    r.describe_field(name, {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", 1e6}});
     if (!v || r.failed()) continue;
     if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() <= 0 || v->get<double>() > 1e6) {
       r.fail(Error::make(ErrorCode::invalid_field, r.path_of(name) + " must be a positive number", r.path_of(name)));

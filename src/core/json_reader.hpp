@@ -4,8 +4,13 @@
 // "gpus[1].location.city") in words a person understands ("GPU 2: city is
 // required"), every invalid field of a body is reported at once, and fields the
 // endpoint does not take are refused rather than silently dropped.
+//
+// The same reading code also describes the body: run once by describe_body(), each reader records the
+// fields it is asked for as a JSON Schema (the API document's request bodies), so the document cannot
+// say something the validators do not check.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -30,6 +35,17 @@ struct FieldLabel {
 //! Labels by JSON key; a key without one reads as itself with spaces ("full_name" → "full name").
 using FieldLabels = std::map<std::string, FieldLabel, std::less<>>;
 
+class SchemaDescriber;
+
+//! Runs `parse` once on a stand-in body and answers the JSON Schema of what its ObjectReaders asked for:
+//! each field's type and bounds, which are required, no other field (finish() refuses unknown ones), and
+//! nested objects and list items read by readers made on the stand-ins that required_object,
+//! required_array and a value read with a Shape answered. Readers return defaults and record no error
+//! while describing; finish() answers an error, so code after it (which relies on a clean read) is not
+//! run. A field that is absent and null alike is optional, so an optional field's schema admits null.
+//! Used once per route when the API document is built, never per request.
+nlohmann::json describe_body(const std::function<void(const nlohmann::json&)>& parse);
+
 //! Reads fields of one JSON object; records every error and returns defaults for
 //! bad fields, so a handler can read every field and check once with finish().
 class ObjectReader {
@@ -52,12 +68,28 @@ class ObjectReader {
   double required_number(std::string_view key, double min, double max);
   bool required_bool(std::string_view key);
   std::optional<bool> optional_bool(std::string_view key);
-  //! The raw value of a field, present and not null, or nullptr (recording missing_field).
-  const nlohmann::json* required_value(std::string_view key);
-  const nlohmann::json* optional_value(std::string_view key);
+  //! What a raw value is described as: any value, or an object or a list (then the caller's readers on
+  //! it, or on its items, describe their fields).
+  enum class Shape { any, object, list };
+  //! The raw value of a field, present and not null, or nullptr (recording missing_field). `shape`
+  //! matters only while describing: a stand-in of that shape is answered instead of nullptr.
+  const nlohmann::json* required_value(std::string_view key, Shape shape = Shape::any);
+  const nlohmann::json* optional_value(std::string_view key, Shape shape = Shape::any);
   //! A nested object or array; nullptr (and an error) when absent or of another type.
   const nlohmann::json* required_object(std::string_view key);
   const nlohmann::json* required_array(std::string_view key, std::size_t min_items, std::size_t max_items);
+
+  //! Whether this reader describes (inside describe_body) rather than reads.
+  bool describing() const { return schema_ != nullptr; }
+  //! While describing: merges `schema` into the schema of field `key`, for a value the caller checks by
+  //! hand (a money string, a list of port numbers). Nothing otherwise.
+  void describe_field(std::string_view key, const nlohmann::json& schema);
+  //! While describing: field `key` may also be `schema` ("24/7" where a schedule object is read
+  //! otherwise). Call it once the field's own schema is complete. Nothing otherwise.
+  void describe_alternative(std::string_view key, const nlohmann::json& schema);
+  //! While describing: the fields read until the next call are required only when `condition` holds
+  //! ("method is sepa"), so they are described as optional with that note; "" ends it. Nothing otherwise.
+  void describe_when(std::string condition);
 
   //! The JSON path of a field of this object, e.g. "gpus[0].count".
   std::string path_of(std::string_view key) const;
@@ -71,10 +103,11 @@ class ObjectReader {
   void fail(Error e);
   //! Records that `key` is invalid: `what` completes its name ("must be one of 3, 6, 12 or 24 months").
   void invalid(std::string_view key, std::string_view what, std::string detail_code = "");
-  //! Whether any error was recorded.
-  bool failed() const { return !errors_.empty(); }
-  //! Whether the field `key` was recorded as invalid (so checks on its value are pointless).
-  bool failed(std::string_view key) const { return errors_.has(path_of(key)); }
+  //! Whether any error was recorded. Always while describing: checks of the defaults are skipped.
+  bool failed() const { return describing() || !errors_.empty(); }
+  //! Whether the field `key` was recorded as invalid (so checks on its value are pointless); always
+  //! while describing.
+  bool failed(std::string_view key) const { return describing() || errors_.has(path_of(key)); }
   //! Checks for fields that were never read (unknown_field) and returns every error, the first one leading.
   Status finish();
 
@@ -85,12 +118,18 @@ class ObjectReader {
   void refuse_unclean(std::string_view key);
   void fail_at(ErrorCode code, std::string_view key, std::string_view what);
   const FieldLabel* label_of(std::string_view key) const;
+  //! While describing: the schema node of field `key` (recorded as required unless in a describe_when).
+  nlohmann::json& describe(std::string_view key, bool required);
+  const nlohmann::json* describe_value(std::string_view key, bool required, Shape shape);
   const nlohmann::json& obj_;
   std::string path_;
   std::string context_;
   FieldLabels labels_;
   std::set<std::string, std::less<>> seen_;
   ErrorList errors_;
+  SchemaDescriber* describer_ = nullptr;  // set while describing
+  nlohmann::json* schema_ = nullptr;      // this object's schema, in describer_'s tree
+  std::string condition_;                 // describe_when's
 };
 
 }  // namespace gpunex::core

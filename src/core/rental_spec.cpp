@@ -49,6 +49,9 @@ Spec read_spec(ObjectReader& r) {
     r.invalid("image", "must be an image reference such as docker.io/library/ubuntu:22.04 or ghcr.io/org/app@sha256:…",
               "invalid_image");
   }
+  r.describe_field(
+      "command",
+      {{"type", "array"}, {"maxItems", kMaxCommandItems}, {"items", {{"type", "string"}, {"maxLength", 4096}}}});
   if (const auto* cmd = r.optional_value("command"); cmd != nullptr) {
     if (!cmd->is_array() || cmd->size() > kMaxCommandItems) {
       r.invalid("command", "must be a list of at most " + std::to_string(kMaxCommandItems) + " strings");
@@ -62,6 +65,10 @@ Spec read_spec(ObjectReader& r) {
       }
     }
   }
+  r.describe_field("env", {{"type", "object"},
+                           {"maxProperties", kMaxEnv},
+                           {"propertyNames", {{"pattern", "^[A-Za-z_][A-Za-z0-9_]{0,255}$"}}},
+                           {"additionalProperties", {{"type", "string"}, {"maxLength", 32768}}}});
   if (const auto* env = r.optional_value("env"); env != nullptr) {
     if (!env->is_object() || env->size() > kMaxEnv) {
       r.invalid("env", "must be an object of at most " + std::to_string(kMaxEnv) + " NAME: \"value\" pairs");
@@ -89,6 +96,10 @@ Spec read_spec(ObjectReader& r) {
       }
     }
   }
+  r.describe_field("ports", {{"type", "array"},
+                             {"maxItems", kMaxPorts},
+                             {"uniqueItems", true},
+                             {"items", {{"type", "integer"}, {"minimum", 1}, {"maximum", 65535}}}});
   if (const auto* ports = r.optional_value("ports"); ports != nullptr) {
     std::set<int> seen;
     if (!ports->is_array() || ports->size() > kMaxPorts) {
@@ -107,6 +118,7 @@ Spec read_spec(ObjectReader& r) {
       }
     }
   }
+  r.describe_field("max_hours", {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", kMaxHours}});
   if (const auto* h = r.optional_value("max_hours"); h != nullptr) {
     if (!h->is_number() || !std::isfinite(h->get<double>()) || h->get<double>() <= 0 || h->get<double>() > kMaxHours) {
       r.invalid("max_hours", "must be a number of hours above 0 and at most " +
@@ -115,7 +127,9 @@ Spec read_spec(ObjectReader& r) {
       s.max_hours = h->get<double>();
     }
   }
-  if (auto key = r.optional_string("ssh_public_key", 8192); key) {
+  auto key = r.optional_string("ssh_public_key", 8192);
+  r.describe_field("ssh_public_key", {{"description", "One line of an OpenSSH public key (ssh-ed25519 AAAA...)."}});
+  if (key) {
     const bool known = key->rfind("ssh-", 0) == 0 || key->rfind("ecdsa-", 0) == 0 || key->rfind("sk-", 0) == 0;
     if (has_control(*key, false) || !known) {
       r.invalid("ssh_public_key", "must be one line of an OpenSSH public key (ssh-ed25519 AAAA… or ssh-rsa AAAA…)");

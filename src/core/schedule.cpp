@@ -271,8 +271,14 @@ bool overlap(const Schedule& s, const MaintenanceWindow& x, const MaintenanceWin
 
 // ---- reading the API form ----
 
+//! The schema of a day name, as parse_day reads it.
+nlohmann::json day_schema() {
+  return {{"type", "string"}, {"enum", kDayNames}};
+}
+
 DaySet read_days(ObjectReader& r, const std::string& key) {
   const auto* arr = r.required_array(key, 1, 7);
+  r.describe_field(key, {{"items", day_schema()}, {"uniqueItems", true}});
   if (!arr) return 0;
   DaySet set = 0;
   for (std::size_t i = 0; i < arr->size(); ++i) {
@@ -294,6 +300,8 @@ DaySet read_days(ObjectReader& r, const std::string& key) {
 void read_times(ObjectReader& r, int& start_min, int& end_min) {
   const std::string start = r.required_string("start", 1, 5);
   const std::string end = r.required_string("end", 1, 5);
+  r.describe_field("start", {{"description", "A time of day HH:MM, 00:00 to 23:59."}});
+  r.describe_field("end", {{"description", "A time of day HH:MM, 00:00 to 24:00; not the start."}});
   const auto s = r.failed("start") ? std::nullopt : parse_hhmm(start, false);
   if (!r.failed("start") && !s) r.invalid("start", "must be a time of day \"HH:MM\" (00:00–23:59)", "invalid_time");
   const auto e = r.failed("end") ? std::nullopt : parse_hhmm(end, true);
@@ -308,6 +316,7 @@ void read_times(ObjectReader& r, int& start_min, int& end_min) {
 std::optional<MaintenanceWindow> read_maintenance(ObjectReader& r, const std::string& path) {
   MaintenanceWindow m;
   const std::string category = r.required_string("category", 1, 20);
+  r.describe_field("category", {{"enum", kCategoryNames}});
   if (!r.failed("category")) {
     const auto* it = std::find(kCategoryNames.begin(), kCategoryNames.end(), category);
     if (it == kCategoryNames.end()) {
@@ -317,8 +326,10 @@ std::optional<MaintenanceWindow> read_maintenance(ObjectReader& r, const std::st
     }
   }
   m.note = r.optional_text("note", 500).value_or("");
-  const auto* rec = r.optional_value("recurrence");
-  if (!rec) {
+  // Described, every form is read: the one-off form's start/end (date-times, the looser of the two
+  // forms), and the recurrence's weekly and monthly fields, each required only with its form.
+  const auto* rec = r.optional_value("recurrence", ObjectReader::Shape::object);
+  if (!rec || r.describing()) {
     m.kind = MaintenanceWindow::Kind::one_off;
     const std::string start = r.required_string("start", 1, 40);
     const std::string end = r.required_string("end", 1, 40);
@@ -333,17 +344,24 @@ std::optional<MaintenanceWindow> read_maintenance(ObjectReader& r, const std::st
     if (s && e && *e - *s > kMaxOneOffMaintenance) {
       r.invalid("end", "is too late: a one-off maintenance window may last at most 31 days", "window_too_long");
     }
-    if (r.failed()) return std::nullopt;
-    m.start_utc = *s;
-    m.end_utc = *e;
-    return m;
+    if (!r.describing()) {
+      if (r.failed()) return std::nullopt;
+      m.start_utc = *s;
+      m.end_utc = *e;
+      return m;
+    }
+    r.describe_field("start", {{"description", "A UTC date and time; with a recurrence, a time of day HH:MM."}});
+    r.describe_field("end", {{"description", "A UTC date and time; with a recurrence, a time of day HH:MM."}});
   }
   ObjectReader rr(*rec, path + ".recurrence", r.nested_context("recurrence"), window_labels());
   const bool weekly = rec->is_object() && rec->contains("days");
-  if (weekly) {
+  if (weekly || rr.describing()) {
+    rr.describe_when("the recurrence is weekly");
     m.kind = MaintenanceWindow::Kind::weekly;
     m.days = read_days(rr, "days");
-  } else {
+  }
+  if (!weekly || rr.describing()) {
+    rr.describe_when("the recurrence is monthly (no days)");
     m.kind = MaintenanceWindow::Kind::monthly;
     const auto nth = rr.required_int("nth", -1, 5);
     if (!rr.failed("nth") && nth == 0) {
@@ -356,8 +374,11 @@ std::optional<MaintenanceWindow> read_maintenance(ObjectReader& r, const std::st
       if (!day) rr.invalid("weekday", "must be one of mon, tue, wed, thu, fri, sat, sun", "invalid_day");
       else m.weekday = *day;
     }
+    rr.describe_field("weekday", day_schema());
   }
+  rr.describe_when("");
   if (auto st = rr.finish(); !st) r.fail(std::move(st).error());
+  if (r.describing()) return std::nullopt;  // start/end described above, as the one-off form's
   read_times(r, m.start_min, m.end_min);
   if (r.failed()) return std::nullopt;
   return m;
@@ -380,7 +401,8 @@ Result<Schedule> parse_schedule(const nlohmann::json& body, const std::string& p
                 "unknown_timezone");
     }
   }
-  if (const auto* windows = r.optional_value("windows")) {
+  if (const auto* windows = r.optional_value("windows", ObjectReader::Shape::list)) {
+    r.describe_field("windows", {{"maxItems", kMaxWindows}});
     if (!windows->is_array()) {
       r.invalid("windows", "must be a list");
     } else if (windows->size() > kMaxWindows) {
@@ -403,7 +425,8 @@ Result<Schedule> parse_schedule(const nlohmann::json& body, const std::string& p
       r.invalid("windows", "needs at least one window, or set always to true", "no_windows");
     }
   }
-  if (const auto* maint = r.optional_value("maintenance")) {
+  if (const auto* maint = r.optional_value("maintenance", ObjectReader::Shape::list)) {
+    r.describe_field("maintenance", {{"maxItems", kMaxMaintenance}});
     if (!maint->is_array()) {
       r.invalid("maintenance", "must be a list");
     } else if (maint->size() > kMaxMaintenance) {

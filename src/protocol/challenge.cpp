@@ -151,6 +151,15 @@ core::Result<ChallengeAnswer> parse_challenge_answer(const nlohmann::json& body)
   a.machine_id = r.required_string("machine_id", 1, 64);
   a.challenge_id = r.required_string("challenge_id", 1, 64);
   a.filled = r.optional_bool("filled").value_or(false);
+  r.describe_field("root", {{"pattern", "^[0-9a-f]{64}$"}});
+  // opened and digests are checked by hand below (and in parse_opened): what they are checked for.
+  r.describe_field("opened", {{"type", "array"},
+                              {"maxItems", kMaxOpenedRows},
+                              {"items", {{"type", "object"}, {"required", {"index", "values", "block"}}}},
+                              {"description", "The opened rows: {index, values (integers), block (digests)}."}});
+  r.describe_field(
+      "digests", {{"type", "array"}, {"maxItems", kMaxVramSlices}, {"items", {{"type", "string"}, {"maxLength", 64}}}});
+  r.describe_field("filled", {{"description", "Exactly one of root, opened, filled and digests is given."}});
   if (auto root = r.optional_string("root", 64)) {
     if (!core::challenge::parse_digest(*root)) {
       r.fail(Error::make(ErrorCode::invalid_field, "must be 64 lowercase hex digits", std::string("root")));

@@ -35,6 +35,7 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
   s.error = r.optional_string("error", 1000);
   if (s.error) std::erase(*s.error, '\0');  // the engine's text, kept as sent but for NULs no store can hold
   if (!s.error) {
+    r.describe_when("there is no error");
     s.memory_used_mib = r.required_int("memory_used_mib", 0, 16 * 1024 * 1024);
     s.temperature_c = r.optional_int("temperature_c", 0, 200);
     s.power_w = detail::optional_number(r, "power_w", 0, 10000);
@@ -43,7 +44,9 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
     s.util_mem_pct = r.optional_int("util_mem_pct", 0, 100);
     s.sm_clock_mhz = r.optional_int("sm_clock_mhz", 0, 100000);
     s.mem_clock_mhz = r.optional_int("mem_clock_mhz", 0, 100000);
-    if (const auto* ev = r.required_array("clock_events", 0, 32); ev != nullptr) {
+    const auto* ev = r.required_array("clock_events", 0, 32);
+    r.describe_field("clock_events", {{"items", {{"type", "string"}, {"minLength", 1}, {"maxLength", 64}}}});
+    if (ev != nullptr) {
       for (std::size_t i = 0; i < ev->size(); ++i) {
         const auto& e = (*ev)[i];
         if (!e.is_string() || e.get<std::string>().empty() || e.get<std::string>().size() > 64) {
@@ -56,6 +59,7 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
     }
     s.ecc_corrected = r.optional_int("ecc_corrected", 0, kBig);
     s.ecc_uncorrected = r.optional_int("ecc_uncorrected", 0, kBig);
+    r.describe_when("");
   }
   return r.finish();
 }
@@ -63,6 +67,7 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
 core::Status parse_event(const nlohmann::json& j, const std::string& path, GpuEvent& e) {
   ObjectReader r(j, path);
   e.type = r.required_string("type", 1, 32);
+  r.describe_field("type", {{"enum", {kGpuLost, kGpuRecovered}}});
   if (!r.failed() && e.type != kGpuLost && e.type != kGpuRecovered) {
     r.fail(Error::make(ErrorCode::invalid_field, "must be gpu_lost or gpu_recovered", r.path_of("type")));
   }
@@ -206,11 +211,16 @@ core::Result<HeartbeatRequest> parse_heartbeat_request(const nlohmann::json& bod
   req.machine_id = r.required_string("machine_id", 1, 64);
   req.seq = r.required_int("seq", 1, 1LL << 53);
   req.sent_at_ms = detail::time_field(r, "sent_at", false);
-  if (const auto* t = r.required_array("telemetry", 0, kMaxGpusPerMachine); t != nullptr && !r.failed()) {
+  // Described, the lists are read although failed() holds (it always does then).
+  if (const auto* t = r.required_array("telemetry", 0, kMaxGpusPerMachine);
+      t != nullptr && (!r.failed() || r.describing())) {
     detail::parse_items(r, *t, "telemetry", req.telemetry, parse_sample);
   }
   if (const auto* jobs = r.required_array("jobs", 0, 1024); jobs != nullptr) req.jobs = *jobs;
-  if (const auto* ev = r.optional_value("events"); ev != nullptr && !r.failed()) {
+  r.describe_field("jobs", {{"description", "The agent's running jobs, as it reports them."}});
+  if (const auto* ev = r.optional_value("events", ObjectReader::Shape::list);
+      ev != nullptr && (!r.failed() || r.describing())) {
+    r.describe_field("events", {{"maxItems", 256}});
     if (!ev->is_array() || ev->size() > 256) {
       r.fail(Error::make(ErrorCode::invalid_field, "must be an array of at most 256 events", std::string("events")));
     } else {

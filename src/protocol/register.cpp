@@ -110,11 +110,13 @@ core::Result<RegisterRequest> parse_register_request(const nlohmann::json& body)
   req.machine_fingerprint = r.required_line("machine_fingerprint", 8, 128);
   req.machine_id = r.optional_string("machine_id", 64);
   req.simulated = r.required_bool("simulated");
-  if (const auto* host = r.required_object("host"); host != nullptr && !r.failed()) {
+  // Described, the nested objects are read although failed() holds (it always does then).
+  if (const auto* host = r.required_object("host"); host != nullptr && (!r.failed() || r.describing())) {
     if (auto s = parse_host(*host, req.host); !s) r.fail(std::move(s).error());
   }
-  if (const auto* gpus = r.required_array("gpus", 0, kMaxGpusPerMachine); gpus != nullptr && !r.failed()) {
-    for (std::size_t i = 0; i < gpus->size() && !r.failed(); ++i) {
+  if (const auto* gpus = r.required_array("gpus", 0, kMaxGpusPerMachine);
+      gpus != nullptr && (!r.failed() || r.describing())) {
+    for (std::size_t i = 0; i < gpus->size() && (!r.failed() || r.describing()); ++i) {
       GpuInfo g;
       if (auto s = parse_gpu((*gpus)[i], item_path("gpus", i), g); !s) {
         r.fail(std::move(s).error());

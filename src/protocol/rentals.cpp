@@ -67,6 +67,11 @@ core::Status parse_event(const nlohmann::json& j, const std::string& path, Renta
     }
   }
   if (!r.failed("type") && !known) r.invalid("type", "must be starting, running, ended or logs");
+  if (r.describing()) {
+    auto names = nlohmann::json::array();
+    for (auto t : kEventTypes) names.push_back(to_string(t));
+    r.describe_field("type", {{"enum", std::move(names)}});
+  }
   e.at_ms = detail::time_field(r, "at", true).value_or(0);
   if (auto reason = r.optional_string("reason", 64); reason) {
     auto parsed = core::rental::parse_end_reason(*reason);
@@ -83,7 +88,8 @@ core::Status parse_event(const nlohmann::json& j, const std::string& path, Renta
   // A container's output may hold NUL bytes, which no store text can: dropped, the rest kept as sent.
   if (e.error) std::erase(*e.error, '\0');
   if (e.logs) std::erase(*e.logs, '\0');
-  if (const auto* ports = r.optional_value("ports"); ports != nullptr) {
+  if (const auto* ports = r.optional_value("ports", ObjectReader::Shape::list); ports != nullptr) {
+    r.describe_field("ports", {{"maxItems", core::rental::kMaxPorts}});
     if (!ports->is_array() || ports->size() > core::rental::kMaxPorts) {
       r.invalid("ports", "must be a list of {container_port, host_port}");
     } else {

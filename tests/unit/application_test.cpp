@@ -1,5 +1,6 @@
 // The application form, state machine, tier rules and business days (core/application.hpp).
 #include "core/application.hpp"
+#include "core/json_reader.hpp"
 
 #include <string>
 #include <utility>
@@ -398,4 +399,26 @@ TEST(BusinessDays, Between) {
   EXPECT_EQ(core::business_days_between(fri10, fri10 + 3 * kDay), 1);      // Mon 10:00
   EXPECT_EQ(core::business_days_between(fri10, fri10 + 5 * kDay), 3);      // Wed 10:00
   EXPECT_EQ(core::business_days_between(fri10, fri10 - kDay), 0);
+}
+
+// The API document's body of POST /v1/applications is parse_application_form described: the limits
+// it checks (a hand-written schema had a location of optional 200-character fields; the form requires
+// each, of at most 100).
+TEST(ApplicationForm, ItsParserDescribesTheBodyItReads) {
+  const json s = core::describe_body([](const json& body) { (void)core::parse_application_form(body, {}); });
+  EXPECT_EQ(s["required"], json({"full_name", "email", "gpus", "ups", "commitment_months"}));
+  EXPECT_EQ(s["properties"]["commitment_months"]["enum"], json({3, 6, 12, 24}));
+  const auto& gpu = s["properties"]["gpus"]["items"];
+  EXPECT_EQ(gpu["required"],
+            json({"model", "count", "system_ram_gb", "download_gbps", "upload_gbps", "availability", "location"}));
+  EXPECT_EQ(gpu["properties"]["count"]["minimum"], core::kMinGpuCount);
+  const auto& location = gpu["properties"]["location"];
+  EXPECT_EQ(location["required"], json({"city", "country", "region"}));
+  EXPECT_EQ(location["properties"]["city"]["maxLength"], 100);
+  // Availability: "24/7" or a weekly schedule.
+  const auto& availability = gpu["properties"]["availability"]["anyOf"];
+  ASSERT_EQ(availability.size(), 2u);
+  EXPECT_EQ(availability[0]["const"], "24/7");
+  EXPECT_EQ(availability[1]["required"], json({"timezone", "windows"}));
+  EXPECT_EQ(availability[1]["properties"]["windows"]["items"]["properties"]["days"]["items"]["enum"][0], "mon");
 }

@@ -1,5 +1,6 @@
 #include "core/json_reader.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -196,4 +197,149 @@ TEST(JsonReader, LinesRefuseControlCharactersAndBidiOverrides) {
   ObjectReader r2(rlo);
   r2.optional_text("notes");
   EXPECT_FALSE(r2.finish().ok());
+}
+
+// ---- describing: the JSON Schema of what a parser reads (the API document's request bodies) ----
+
+namespace {
+
+using gpunex::core::describe_body;
+using nlohmann::json;
+
+bool lists(const json& list, const std::string& v) {
+  return list.is_array() && std::find(list.begin(), list.end(), v) != list.end();
+}
+
+}  // namespace
+
+TEST(JsonReaderDescribe, RecordsEachFieldsTypeBoundsAndWhetherItIsRequired) {
+  const json s = describe_body([](const json& body) {
+    ObjectReader r(body);
+    r.required_string("email", 3, 254);
+    r.required_line("name", 1, 200);
+    r.optional_text("notes", 4000);
+    r.optional_int("count", 1, 64);
+    r.required_number("gbps", 0.1, 400);
+    r.required_bool("ups");
+    (void)r.finish();
+  });
+  EXPECT_EQ(s["type"], "object");
+  EXPECT_EQ(s["additionalProperties"], false);  // finish() refuses unknown fields
+  EXPECT_EQ(s["required"], json({"email", "name", "gbps", "ups"}));
+  const auto& p = s["properties"];
+  EXPECT_EQ(p["email"], json({{"type", "string"}, {"minLength", 3}, {"maxLength", 254}}));
+  EXPECT_EQ(p["name"]["maxLength"], 200);
+  EXPECT_NE(p["name"]["description"].get<std::string>().find("One line"), std::string::npos);
+  EXPECT_NE(p["notes"]["description"].get<std::string>().find("Plain text"), std::string::npos);
+  // An optional field reads null as absent: its schema admits null.
+  EXPECT_EQ(p["notes"]["type"], json({"string", "null"}));
+  EXPECT_EQ(p["count"], json({{"type", {"integer", "null"}}, {"minimum", 1}, {"maximum", 64}}));
+  EXPECT_EQ(p["gbps"]["type"], "number");
+  EXPECT_EQ(p["gbps"]["minimum"], 0.1);
+  EXPECT_EQ(p["ups"]["type"], "boolean");
+}
+
+TEST(JsonReaderDescribe, NestedReadersDescribeObjectsAndListItems) {
+  const json s = describe_body([](const json& body) {
+    ObjectReader r(body);
+    if (const auto* loc = r.required_object("location")) {
+      ObjectReader l(*loc, "location");
+      l.required_string("city", 1, 100);
+      (void)l.finish();
+    }
+    if (const auto* gpus = r.required_array("gpus", 1, 50)) {
+      for (std::size_t i = 0; i < gpus->size(); ++i) {
+        ObjectReader g((*gpus)[i], "gpus[" + std::to_string(i) + "]");
+        g.required_int("count", 1, 1024);
+        g.optional_line("model_other", 200);
+        (void)g.finish();
+      }
+    }
+    if (const auto* filters = r.optional_value("filters", ObjectReader::Shape::object)) {
+      ObjectReader f(*filters, "filters");
+      f.optional_line("region", 100);
+      (void)f.finish();
+    }
+    (void)r.optional_value("anything");
+    (void)r.finish();
+  });
+  const auto& p = s["properties"];
+  EXPECT_EQ(p["location"]["type"], "object");
+  EXPECT_EQ(p["location"]["additionalProperties"], false);
+  EXPECT_EQ(p["location"]["required"], json({"city"}));
+  EXPECT_EQ(p["gpus"]["type"], "array");
+  EXPECT_EQ(p["gpus"]["minItems"], 1);
+  EXPECT_EQ(p["gpus"]["maxItems"], 50);
+  const auto& item = p["gpus"]["items"];
+  EXPECT_EQ(item["type"], "object");
+  EXPECT_EQ(item["required"], json({"count"}));
+  EXPECT_EQ(item["properties"]["model_other"]["type"], json({"string", "null"}));
+  EXPECT_EQ(p["filters"]["type"], json({"object", "null"}));
+  EXPECT_EQ(p["filters"]["properties"]["region"]["maxLength"], 100);
+  EXPECT_EQ(p["anything"], json::object());  // a raw value nobody describes: any value
+  EXPECT_FALSE(lists(s["required"], "filters"));
+}
+
+TEST(JsonReaderDescribe, HandCheckedFieldsBranchesAndAlternatives) {
+  const json s = describe_body([](const json& body) {
+    ObjectReader r(body);
+    const auto method = r.required_string("method", 1, 32);
+    r.describe_field("method", {{"enum", {"sepa", "solana_usdc"}}});
+    if (r.describing() || method == "sepa") {
+      r.describe_when("method is sepa");
+      r.required_string("iban", 15, 42);
+    }
+    r.describe_when("");
+    (void)r.required_value("availability", ObjectReader::Shape::object);
+    r.describe_alternative("availability", {{"const", "24/7"}});
+    (void)r.finish();
+  });
+  const auto& p = s["properties"];
+  EXPECT_EQ(p["method"]["enum"], json({"sepa", "solana_usdc"}));
+  EXPECT_EQ(p["method"]["maxLength"], 32);
+  // A field required in one branch only is optional, with a note saying when it is required.
+  EXPECT_FALSE(lists(s["required"], "iban"));
+  EXPECT_EQ(p["iban"]["description"], "Required when method is sepa.");
+  EXPECT_TRUE(lists(s["required"], "method"));
+  EXPECT_TRUE(lists(s["required"], "availability"));
+  ASSERT_TRUE(p["availability"].contains("anyOf"));
+  EXPECT_EQ(p["availability"]["anyOf"][0], json({{"const", "24/7"}}));
+  EXPECT_EQ(p["availability"]["anyOf"][1]["type"], "object");
+}
+
+TEST(JsonReaderDescribe, DescribingRecordsNoErrorAndStopsAtFinish) {
+  bool after_finish = false;
+  bool failed = false;
+  (void)describe_body([&](const json& body) {
+    ObjectReader r(body);
+    r.required_string("a");
+    r.invalid("a", "is wrong");
+    failed = r.failed("a") && r.failed();  // so checks on the defaults are skipped
+    if (auto st = r.finish(); !st) return;
+    after_finish = true;
+  });
+  EXPECT_TRUE(failed);
+  EXPECT_FALSE(after_finish);
+}
+
+TEST(JsonReaderDescribe, ReadingIsUnchangedByTheDescribingCalls) {
+  auto j = parse_json_object(R"({"method":"sepa","filters":{"region":"eu"}})");
+  ASSERT_TRUE(j.ok());
+  ObjectReader r(*j);
+  EXPECT_FALSE(r.describing());
+  EXPECT_EQ(r.required_string("method"), "sepa");
+  r.describe_field("method", {{"enum", {"x"}}});  // nothing outside describe_body
+  r.describe_when("never");
+  const auto* f = r.optional_value("filters", ObjectReader::Shape::object);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ((*f)["region"], "eu");
+  EXPECT_EQ(r.optional_value("absent", ObjectReader::Shape::list), nullptr);
+  EXPECT_FALSE(r.failed());
+  EXPECT_TRUE(r.finish().ok());
+  // A reader made while a description runs, on a value that is not a stand-in, reads as ever.
+  (void)describe_body([&](const json&) {
+    ObjectReader inner(*j);
+    EXPECT_FALSE(inner.describing());
+    EXPECT_EQ(inner.required_string("method"), "sepa");
+  });
 }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/json_reader.hpp"
 #include "core/rfc3339.hpp"
 
 using namespace gpunex::core;  // NOLINT: test file
@@ -324,4 +325,29 @@ TEST(ScheduleInput, RoundTripsThroughTheApiForm) {
   auto again = parse_schedule(j);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(schedule_to_json(*again), j);
+}
+
+// The API document's body of PUT /v1/provider/machines/{id}/schedule is parse_schedule described.
+TEST(Schedule, ItsParserDescribesTheBodyItReads) {
+  using nlohmann::json;
+  const json s = describe_body([](const json& body) { (void)parse_schedule(body); });
+  EXPECT_EQ(s["required"], json({"timezone", "always"}));
+  EXPECT_EQ(s["additionalProperties"], false);
+  const auto& window = s["properties"]["windows"]["items"];
+  EXPECT_TRUE(s["properties"]["windows"]["maxItems"].is_number());
+  EXPECT_EQ(window["required"], json({"days", "start", "end"}));
+  EXPECT_EQ(window["properties"]["days"]["items"]["enum"], json({"sun", "mon", "tue", "wed", "thu", "fri", "sat"}));
+  EXPECT_EQ(window["properties"]["days"]["uniqueItems"], true);
+  EXPECT_EQ(window["properties"]["start"]["maxLength"], 5);
+  // A maintenance window: one-off (start/end date-times) or recurring, each form's fields required with it.
+  const auto& m = s["properties"]["maintenance"]["items"];
+  EXPECT_EQ(m["required"], json({"category", "start", "end"}));
+  EXPECT_EQ(m["properties"]["category"]["enum"], json({"power", "network", "disk", "gpu", "software", "other"}));
+  EXPECT_EQ(m["properties"]["start"]["maxLength"], 40);
+  const auto& rec = m["properties"]["recurrence"];
+  EXPECT_EQ(rec["type"], json({"object", "null"}));
+  EXPECT_FALSE(rec.contains("required"));
+  EXPECT_EQ(rec["properties"]["days"]["description"], "Required when the recurrence is weekly.");
+  EXPECT_EQ(rec["properties"]["nth"]["minimum"], -1);
+  EXPECT_EQ(rec["properties"]["weekday"]["enum"][1], "mon");
 }

@@ -174,16 +174,16 @@ void register_agent_api(App& app) {
                              {"host", oa::any_object()},
                              {"gpus", oa::array(gpu)}},
                             {"id", "status", "last_seen_at", "simulated", "hostname", "created_at", "gpus"}));
-  app.route(http::Method::post, "/v1/agent/register",
-            agent.doc({.summary = "Agent: register a machine and its GPUs",
-                       .body = openapi::any_object(),
-                       .responses = {{200, oa::record({{"machine_id", oa::text(1)},
-                                                       {"heartbeat_interval_s", oa::number()}},
-                                                      {"machine_id", "heartbeat_interval_s"})}}}),
-            agent_register);
+  app.route(
+      http::Method::post, "/v1/agent/register",
+      agent.doc({.summary = "Agent: register a machine and its GPUs",
+                 .body = openapi::body_of(protocol::parse_register_request),
+                 .responses = {{200, oa::record({{"machine_id", oa::text(1)}, {"heartbeat_interval_s", oa::number()}},
+                                                {"machine_id", "heartbeat_interval_s"})}}}),
+      agent_register);
   app.route_async(http::Method::post, "/v1/agent/heartbeat",
                   agent.doc({.summary = "Agent: heartbeat with telemetry; answers commands",
-                             .body = openapi::any_object(),
+                             .body = openapi::body_of(protocol::parse_heartbeat_request),
                              .responses = {{200, oa::record({{"commands", oa::array(oa::any_object())},
                                                              {"heartbeat_interval_s", oa::number()}},
                                                             {"commands"})}}}),

@@ -167,28 +167,13 @@ core::Status read_add_model(nlohmann::json model, Decision& d) {
   return core::ok_status();
 }
 
-//! The application form's JSON Schema (core::parse_application_form checks it, with what a schema cannot say).
-nlohmann::json application_form_schema() {
-  using namespace openapi;  // NOLINT: the schema builders read as a grammar
-  const auto location = object({{"city", text(1, 200)}, {"country", text(1, 200)}, {"region", text(1, 200)}}, {});
-  const auto gpu = object({{"model", text(1, 64)},
-                           {"model_other", text(0, 200)},
-                           {"count", integer(core::kMinGpuCount, core::kMaxGpuCount)},
-                           {"system_ram_gb", integer(core::kMinRamGb, core::kMaxRamGb)},
-                           {"download_gbps", number()},
-                           {"upload_gbps", number()},
-                           {"availability", {{"oneOf", {{{"const", "24/7"}}, any_object()}}}},
-                           {"location", location}},
-                          {"model", "count", "system_ram_gb", "download_gbps", "upload_gbps", "availability",
-                           "location"});
-  return object({{"full_name", text(1, 200)},
-                 {"email", text(1, 254)},
-                 {"company", text(0, 200)},
-                 {"gpus", array(gpu, static_cast<int>(core::kMaxGpuEntries))},
-                 {"ups", boolean()},
-                 {"commitment_months", integer(1, 120)},
-                 {"maintenance_notes", text(0, 4000)}},
-                {"full_name", "email", "gpus", "ups", "commitment_months"});
+//! While describing: add_model's schema, as read_add_model and core::parse_gpu_model read it.
+void describe_add_model(const nlohmann::json& stand_in) {
+  core::ObjectReader m(stand_in, "add_model");
+  m.describe_field("model_other", {{"type", "string"}});
+  m.describe_field("reference_usdc_per_gpu_hour",
+                   {{"type", "string"}, {"description", "A decimal USDC string such as \"2.50\"."}});
+  (void)core::parse_gpu_model(stand_in, "add_model");
 }
 
 //! A reviewer's decision body: {decision, tier?, note?, add_model?}.
@@ -196,9 +181,13 @@ core::Result<Decision> read_decision(const nlohmann::json& body) {
   core::ObjectReader r(body);
   Decision d;
   const std::string decision = r.required_string("decision", 1, 20);
+  r.describe_field("decision", {{"enum", {"approve", "reject", "needs_info"}}});  // parse_decision's
   auto tier = r.optional_string("tier", 20);
+  r.describe_field("tier", {{"enum", {"community", "enterprise"}}, {"description", "Only with approve."}});
   auto note = r.optional_text("note", 4000);
-  const auto* add_model = r.optional_value("add_model");
+  r.describe_field("note", {{"description", "Required unless the decision is approve."}});
+  const auto* add_model = r.optional_value("add_model", core::ObjectReader::Shape::object);
+  if (r.describing()) describe_add_model(*add_model);
   if (auto s = r.finish(); !s) return std::move(s).error();
   auto action = core::parse_decision(decision);
   if (!action) return Error::make(ErrorCode::invalid_field, "decision must be approve, reject or needs_info", "decision");
@@ -258,6 +247,8 @@ Response decide(Ctx& ctx) {
 
 void register_applications_api(App& app) {
   namespace oa = openapi;
+  // The form as core::parse_application_form reads it (a draft's is read the same way).
+  const auto form_schema = oa::body_of([](const nlohmann::json& b) { return core::parse_application_form(b, {}); });
   const auto status = oa::one_of({"draft", "submitted", "needs_info", "approved", "rejected"});
   const auto tier = oa::one_of({"community", "enterprise"});
   const auto when = oa::nullable(oa::timestamp());
@@ -329,11 +320,11 @@ void register_applications_api(App& app) {
        {"expected_review_by", oa::timestamp()}},
       {"id", "user_id", "status", "full_name", "email", "gpu_count", "models", "gpus", "gpus_text", "suggested_tier",
        "submitted_at"});
-  app.route(Method::post, "/v1/applications",
-            RouteOptions::signed_in().doc({.summary = "Create a draft provider application",
-                                           .body = application_form_schema(),
-                                           .responses = {{201, application}}}),
-            create);
+  app.route(
+      Method::post, "/v1/applications",
+      RouteOptions::signed_in().doc(
+          {.summary = "Create a draft provider application", .body = form_schema, .responses = {{201, application}}}),
+      create);
   app.route(Method::get, "/v1/applications",
             RouteOptions::signed_in().doc(
                 {.summary = "My applications", .query = {"limit", "cursor"}, .responses = {{200, oa::page(application)}}}),
@@ -344,12 +335,12 @@ void register_applications_api(App& app) {
             get_one);
   app.route(Method::put, "/v1/applications/{id}",
             RouteOptions::signed_in().doc({.summary = "Replace a draft's form (draft or needs_info)",
-                                           .body = application_form_schema(),
+                                           .body = form_schema,
                                            .responses = {{200, application}}}),
             put_application);
   app.route(Method::patch, "/v1/applications/{id}",
             RouteOptions::signed_in().doc({.summary = "Change part of a draft's form: a JSON Merge Patch (RFC 7396)",
-                                           .body = openapi::any_object(),
+                                           .body = oa::merge_patch_of(form_schema),
                                            .responses = {{200, application}}}),
             patch_application);
   app.route(Method::post, "/v1/applications/{id}/submit",
@@ -361,19 +352,16 @@ void register_applications_api(App& app) {
             queue);
   // The approval answer names the issued key (never its value); replays stay sealed all the same.
   app.route(Method::post, "/v1/review/applications/{id}/decision",
-            RouteOptions::for_roles({"reviewer"}).sealed_idempotency().doc(
-                {.summary = "Decide on a submitted application: approve, reject or needs_info",
-                 .body = openapi::object({{"decision", openapi::one_of({"approve", "reject", "needs_info"})},
-                                          {"tier", openapi::one_of({"community", "enterprise"})},
-                                          {"note", openapi::text(0, 4000)},
-                                          {"add_model", openapi::any_object()}},
-                                         {"decision"}),
-                 .responses = {{200, oa::closed_record({{"application", application},
-                                                        {"provider_id", oa::text(1)},
-                                                        {"api_key_id", oa::text(1)},
-                                                        {"api_key_delivery", oa::text(1)},
-                                                        {"tier", tier}},
-                                                       {"application"})}}}),
+            RouteOptions::for_roles({"reviewer"})
+                .sealed_idempotency()
+                .doc({.summary = "Decide on a submitted application: approve, reject or needs_info",
+                      .body = oa::body_of(read_decision),
+                      .responses = {{200, oa::closed_record({{"application", application},
+                                                             {"provider_id", oa::text(1)},
+                                                             {"api_key_id", oa::text(1)},
+                                                             {"api_key_delivery", oa::text(1)},
+                                                             {"tier", tier}},
+                                                            {"application"})}}}),
             decide);
 }
 

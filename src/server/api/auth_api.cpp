@@ -43,10 +43,9 @@ EmailConfirmationSettings confirmation_settings(Ctx& ctx) {
   return {c.base_url(), std::int64_t{c.email_confirmation_ttl_hours} * 3'600'000, c.email_confirmations_per_hour};
 }
 
-Response signup(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body, "", "", {{"email", {"e-mail", ""}}, {"full_name", {"full name", ""}}});
+//! POST /v1/auth/signup {email, password, full_name}.
+core::Result<NewUser> read_signup(const nlohmann::json& body) {
+  core::ObjectReader r(body, "", "", {{"email", {"e-mail", ""}}, {"full_name", {"full name", ""}}});
   NewUser u;
   u.email = r.required_string("email", 1, 254);
   u.password = r.required_string("password", 1, 1024);
@@ -58,8 +57,35 @@ Response signup(Ctx& ctx) {
     NewUser present = u;
     present.email = core::trim(u.email);
     if (auto v = validate_new_user(present); !v) all.add(std::move(v).error());
-    return Response::error(all.status().error());
+    return all.status().error();
   }
+  return u;
+}
+
+//! {email, password}: a login, or an address change confirmed with the password.
+core::Result<std::pair<std::string, std::string>> read_credentials(const nlohmann::json& body,
+                                                                   core::FieldLabels labels) {
+  core::ObjectReader r(body, "", "", std::move(labels));
+  std::string email = r.required_string("email", 1, 254);
+  std::string password = r.required_string("password", 1, 1024);
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  return std::pair{std::move(email), std::move(password)};
+}
+
+//! POST /v1/auth/confirm-email {token}.
+core::Result<std::string> read_confirmation_token(const nlohmann::json& body) {
+  core::ObjectReader r(body);
+  std::string token = r.required_string("token", 1, 200);
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  return token;
+}
+
+Response signup(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  auto read = read_signup(*body);
+  if (!read) return Response::error(read.error());
+  const NewUser& u = *read;
   // The address is the account's once it opens the link mailed to it; until then nothing else is mailed.
   const auto settings = confirmation_settings(ctx);
   const auto now = ctx.now_ms();
@@ -73,10 +99,9 @@ Response signup(Ctx& ctx) {
 Response login_handler(Ctx& ctx) {
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body);
-  std::string email = r.required_string("email", 1, 254);
-  std::string password = r.required_string("password", 1, 1024);
-  if (auto s = r.finish(); !s) return Response::error(s.error());
+  auto read = read_credentials(*body, {});
+  if (!read) return Response::error(read.error());
+  const auto& [email, password] = *read;
   // No account has such an address: say which field, as signup would.
   if (!core::is_single_line_text(email)) {
     return Response::error(Error::make(ErrorCode::invalid_field, "E-mail must not contain control characters", "email"));
@@ -129,12 +154,10 @@ Response me(Ctx& ctx) {
 Response confirm_email_handler(Ctx& ctx) {
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body);
-  const std::string token = r.required_string("token", 1, 200);
-  if (auto s = r.finish(); !s) return Response::error(s.error());
+  auto token = read_confirmation_token(*body);
+  if (!token) return Response::error(token.error());
   const auto base_url = ctx.config().base_url();
-  auto user = ctx.store().transact(
-      [&](store::Tx& tx) { return confirm_email(tx, token, base_url, ctx.now_ms()); });
+  auto user = ctx.store().transact([&](store::Tx& tx) { return confirm_email(tx, *token, base_url, ctx.now_ms()); });
   if (!user) return Response::error(user.error());
   return Response::json(200, user->to_json());
 }
@@ -144,10 +167,9 @@ Response confirm_email_handler(Ctx& ctx) {
 Response change_email(Ctx& ctx) {
   auto body = ctx.json_body();
   if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body, "", "", {{"email", {"e-mail", ""}}});
-  const std::string email_in = r.required_string("email", 1, 254);
-  const std::string password = r.required_string("password", 1, 1024);
-  if (auto s = r.finish(); !s) return Response::error(s.error());
+  auto read = read_credentials(*body, {{"email", {"e-mail", ""}}});
+  if (!read) return Response::error(read.error());
+  const auto& [email_in, password] = *read;
   const std::string email = core::to_lower_ascii(core::trim(email_in));
   if (!core::is_valid_email(email)) {
     return Response::error(Error::make(ErrorCode::invalid_field,
@@ -214,18 +236,12 @@ void register_auth_api(App& app) {
       {{"status", oa::one_of({"confirmation_sent"})}, {"pending_email", oa::text(1)}}, {"status", "pending_email"});
   app.route(Method::post, "/v1/auth/signup",
             RouteOptions::public_route().rate_limited().sealed_idempotency().slow_work().doc(
-                {.summary = "Create an account",
-                 .body = openapi::object({{"email", openapi::text(1, 254)},
-                                          {"password", openapi::text(1, 1024)},
-                                          {"full_name", openapi::text(1, 200)}},
-                                         {"email", "password", "full_name"}),
-                 .responses = {{201, user}}}),
+                {.summary = "Create an account", .body = oa::body_of(read_signup), .responses = {{201, user}}}),
             signup);  // the body holds a password
   app.route(Method::post, "/v1/auth/login",
             RouteOptions::public_route().no_idempotency().rate_limited().slow_work().doc(
                 {.summary = "Sign in: a session token, and the session and CSRF cookies",
-                 .body = openapi::object({{"email", openapi::text(1, 254)}, {"password", openapi::text(1, 1024)}},
-                                         {"email", "password"}),
+                 .body = oa::body_of([](const nlohmann::json& b) { return read_credentials(b, {}); }),
                  .responses = {{200, oa::record({{"token", oa::text(1)},
                                                  {"csrf_token", oa::text(1)},
                                                  {"expires_in_s", oa::integer(1, 1LL << 40)},
@@ -244,14 +260,13 @@ void register_auth_api(App& app) {
   app.route(Method::post, "/v1/auth/confirm-email",
             RouteOptions::public_route().no_idempotency().rate_limited().doc(
                 {.summary = "Open an e-mail confirmation link: the address becomes the account's",
-                 .body = openapi::object({{"token", openapi::text(1, 200)}}, {"token"}),
+                 .body = oa::body_of(read_confirmation_token),
                  .responses = {{200, user}}}),
             confirm_email_handler);  // the body holds the link's token
   app.route(Method::post, "/v1/me/email",
             RouteOptions::signed_in().sealed_idempotency().slow_work().doc(
                 {.summary = "Change the account's e-mail address: a link is mailed to the new one",
-                 .body = openapi::object({{"email", openapi::text(1, 254)}, {"password", openapi::text(1, 1024)}},
-                                         {"email", "password"}),
+                 .body = oa::body_of([](const nlohmann::json& b) { return read_credentials(b, {}); }),
                  .responses = {{202, confirmation_sent}}}),
             change_email);  // the body holds a password
   app.route(Method::post, "/v1/me/email/confirmation",

@@ -104,20 +104,25 @@ void register_benchmarks_api(App& app) {
                                       {"quality_ratio", oa::nullable(oa::number())},
                                       {"failures", oa::array(oa::any_object())}},
                                      {"uuid", "listed", "perf_score", "quality_ratio", "failures"});
-  app.route(http::Method::post, "/v1/agent/benchmarks", RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
-                {.summary = "Agent: a benchmark run's results",
-                 .body = openapi::any_object(),
-                 .responses = {{200, oa::record({{"run_id", oa::text(1)},
-                                                 {"reason", oa::text(1)},
-                                                 {"gpus", oa::array(gpu_result)},
-                                                 {"machine_failures", oa::array(oa::any_object())},
-                                                 {"challenges", oa::array(oa::record({{"id", oa::text(1)},
-                                                                                      {"kind", oa::one_of({"gemm", "vram"})},
-                                                                                      {"gpu_uuid", oa::text(1)},
-                                                                                      {"allowed_s", oa::number()}},
-                                                                                     {"id", "kind", "gpu_uuid", "allowed_s"}))}},
-                                                {"run_id", "gpus", "machine_failures", "challenges"})}}}),
-            agent_benchmarks);
+  app.route(
+      http::Method::post, "/v1/agent/benchmarks",
+      RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
+          {.summary = "Agent: a benchmark run's results",
+           // Not described: parse_run_report stops at a report's first bad part (it reads a large
+           // report of every GPU's results), so a describing run would see only its top fields.
+           .body = openapi::any_object(),
+           .responses = {{200,
+                          oa::record({{"run_id", oa::text(1)},
+                                      {"reason", oa::text(1)},
+                                      {"gpus", oa::array(gpu_result)},
+                                      {"machine_failures", oa::array(oa::any_object())},
+                                      {"challenges", oa::array(oa::record({{"id", oa::text(1)},
+                                                                           {"kind", oa::one_of({"gemm", "vram"})},
+                                                                           {"gpu_uuid", oa::text(1)},
+                                                                           {"allowed_s", oa::number()}},
+                                                                          {"id", "kind", "gpu_uuid", "allowed_s"}))}},
+                                     {"run_id", "gpus", "machine_failures", "challenges"})}}}),
+      agent_benchmarks);
   // Off the I/O threads (checking opened rows is O(n²)), and with room for kMaxOpenedRows rows in full.
   app.route(http::Method::post, "/v1/agent/challenges",
             RouteOptions::signed_in()
@@ -126,7 +131,7 @@ void register_benchmarks_api(App& app) {
                 .slow_work()
                 .large_body(protocol::kMaxChallengeBody)
                 .doc({.summary = "Agent: a benchmark challenge's answer",
-                      .body = openapi::any_object(),
+                      .body = openapi::body_of(protocol::parse_challenge_answer),
                       .responses = {{200, oa::any_object()}}}),
             agent_challenges);
   app.route(http::Method::get, "/v1/admin/providers/flagged",

@@ -126,12 +126,12 @@ Response provider_earnings(Ctx& ctx) {
   return csv;
 }
 
-Response post_credit(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body, "", "", {{"amount", {"credit amount", "USDC"}}});
+//! POST /v1/admin/credits {email, amount, reference}.
+core::Result<billing::CreditRequest> read_credit(const nlohmann::json& body) {
+  core::ObjectReader r(body, "", "", {{"amount", {"credit amount", "USDC"}}});
   billing::CreditRequest request;
   request.email = r.required_string("email", 3, 254);
+  r.describe_field("amount", {{"type", "string"}, {"description", "A decimal USDC string such as \"100.00\"."}});
   if (const auto* amount = r.required_value("amount"); amount && !amount->is_string()) {
     // A JSON number is a binary float: money travels as a decimal string.
     r.invalid("amount", "must be a decimal string such as \"100.00\"", "invalid_amount");
@@ -142,9 +142,17 @@ Response post_credit(Ctx& ctx) {
   if (!r.failed("email") && !core::is_valid_email(core::trim(request.email))) {
     r.invalid("email", "must be an e-mail address such as name@example.com");
   }
-  if (auto s = r.finish(); !s) return Response::error(s.error());
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  return request;
+}
+
+Response post_credit(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  auto request = read_credit(*body);
+  if (!request) return Response::error(request.error());
   auto result = ctx.store().transact(
-      [&](store::Tx& tx) { return billing::add_credit(tx, request, ctx.principal->user.id, ctx.now_ms()); });
+      [&](store::Tx& tx) { return billing::add_credit(tx, *request, ctx.principal->user.id, ctx.now_ms()); });
   if (!result) return Response::error(result.error());
   return Response::json(result->repeated ? 200 : 201, {{"transaction_id", result->transaction_id},
                                                        {"user_id", result->user_id},
@@ -193,10 +201,7 @@ void register_billing_api(App& app) {
   app.route(http::Method::post, "/v1/admin/credits",
             RouteOptions::for_roles({"admin"}).doc(
                 {.summary = "Credit a customer's balance (one ledger transaction per payment reference)",
-                 .body = openapi::object({{"email", openapi::text(3, 254)},
-                                          {"amount", openapi::money()},
-                                          {"reference", openapi::text(1, 200)}},
-                                         {"email", "amount", "reference"}),
+                 .body = openapi::body_of(read_credit),
                  // 201 for a new credit; 200 when the payment reference was credited before (nothing added).
                  .responses = {{201, credit}, {200, credit}}}),
             post_credit);

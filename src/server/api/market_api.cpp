@@ -31,11 +31,12 @@ using http::Response;
 
 namespace {
 
-Response put_price(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body, "", "", {{"usdc_per_gpu_hour", {"price per GPU-hour", ""}}});
+//! PUT /v1/provider/prices/{model} {usdc_per_gpu_hour}.
+core::Result<core::MicroUsdc> read_price(const nlohmann::json& body) {
+  core::ObjectReader r(body, "", "", {{"usdc_per_gpu_hour", {"price per GPU-hour", ""}}});
   const auto* raw = r.required_value("usdc_per_gpu_hour");
+  r.describe_field("usdc_per_gpu_hour",
+                   {{"type", "string"}, {"description", "A decimal USDC string such as \"2.50\"."}});
   std::optional<core::MicroUsdc> rate;
   if (raw && !raw->is_string()) {
     // A JSON number is a binary float: money travels as a decimal string.
@@ -50,7 +51,15 @@ Response put_price(Ctx& ctx) {
       r.fail(std::move(e));
     }
   }
-  if (auto s = r.finish(); !s) return Response::error(s.error());
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  return *rate;
+}
+
+Response put_price(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  auto rate = read_price(*body);
+  if (!rate) return Response::error(rate.error());
   const std::string model = ctx.req.param("model");
   return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto p = provider_of_user(tx, ctx.principal->user.id);
@@ -312,7 +321,7 @@ void register_market_api(App& app, OfferCache& offer_cache, ScheduleCache& sched
                            "reliability", "tier", "location", "simulated", "rank", "rank_explanation"}));
   app.route(Method::put, "/v1/provider/prices/{model}",
             provider().doc({.summary = "Set my rate for a GPU model",
-                            .body = openapi::object({{"usdc_per_gpu_hour", openapi::money()}}, {"usdc_per_gpu_hour"}),
+                            .body = openapi::body_of(read_price),
                             .responses = {{200, price}}}),
             put_price);
   app.route(Method::get, "/v1/provider/prices",
@@ -340,7 +349,7 @@ void register_market_api(App& app, OfferCache& offer_cache, ScheduleCache& sched
             recommendation);
   app.route(Method::put, "/v1/provider/machines/{id}/schedule",
             provider().doc({.summary = "Set a machine's availability schedule",
-                            .body = openapi::any_object(),
+                            .body = openapi::body_of([](const nlohmann::json& b) { return core::parse_schedule(b); }),
                             .responses = {{200, schedule}}}),
             put_schedule);
   app.route(Method::get, "/v1/provider/machines/{id}/schedule",

@@ -52,6 +52,26 @@ json object(std::vector<std::pair<std::string, json>> members, std::vector<std::
 
 json any_object() { return {{"type", "object"}}; }
 
+json merge_patch_of(const json& schema) {
+  if (!schema.is_object() || !schema.contains("properties")) return schema;
+  json patch = schema;
+  patch.erase("required");
+  for (auto& [key, member] : patch["properties"].items()) {
+    json inner = merge_patch_of(member);
+    // null removes the member; a schema that admits null already says so.
+    if (auto t = inner.find("type"); t != inner.end() && t->is_string()) {
+      *t = {t->get<std::string>(), "null"};
+    } else if (t == inner.end() || !t->is_array()) {
+      inner = {{"anyOf", {std::move(inner), {{"type", "null"}}}}};
+    }
+    if (auto e = inner.find("enum"); e != inner.end() && std::find(e->begin(), e->end(), nullptr) == e->end()) {
+      e->push_back(nullptr);
+    }
+    member = std::move(inner);
+  }
+  return patch;
+}
+
 json nullable(json schema) { return {{"oneOf", {std::move(schema), {{"type", "null"}}}}}; }
 
 json record(std::vector<std::pair<std::string, json>> members, std::vector<std::string> required) {

@@ -2,7 +2,8 @@
 // The API document, OpenAPI 3.1, served at GET /v1/openapi.json: built from the App's route table
 // (path, method, who may call it, from each route's RouteOptions) and the RouteDoc written beside each
 // route (summary, query parameters, the request body's JSON Schema, the success answers' JSON Schemas),
-// so it lists exactly the routes the server answers. The small schema builders below are for those
+// so it lists exactly the routes the server answers. A request body's schema comes from the route's own
+// parser (body_of), so it says what the validators check. The small schema builders below are for those
 // RouteDocs; an object several answers share is a component (`component` once, `ref` elsewhere).
 
 #include <initializer_list>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_reader.hpp"
 #include "server/platform/request_pipeline.hpp"
 
 namespace gpunex::server::openapi {
@@ -29,8 +31,19 @@ nlohmann::json array(nlohmann::json items, int max_items = 0);
 //! An object of these members, `required` among them; no other member (the API refuses unknown fields).
 nlohmann::json object(std::vector<std::pair<std::string, nlohmann::json>> members,
                       std::vector<std::string> required);
-//! Any JSON object (its members checked by the handler, not described here).
+//! Any JSON object (its members checked by the handler, not described here). For an answer, or a
+//! request body no ObjectReader reads (say why beside it).
 nlohmann::json any_object();
+//! A request body's schema: `parse` (the route's parser, called with the body) run once describing
+//! (core::describe_body), so the schema is what its ObjectReaders check. Called when the route is
+//! registered, never per request.
+template <class Parse>
+nlohmann::json body_of(Parse parse) {
+  return core::describe_body([&](const nlohmann::json& body) { (void)parse(body); });
+}
+//! The JSON Merge Patch (RFC 7396) of a body `schema` describes: any of its members, null to remove one,
+//! each nested object patched the same way; a list is replaced whole, so its items keep their schema.
+nlohmann::json merge_patch_of(const nlohmann::json& schema);
 //! `schema` or null.
 nlohmann::json nullable(nlohmann::json schema);
 //! An answer's object: these members, `required` among them; others may appear (an answer may grow a

@@ -127,10 +127,9 @@ Response get_hot_wallet(Ctx& ctx) {
 
 std::string earnings_link(Ctx& ctx) { return ctx.config().base_url() + "/#/earnings"; }
 
-Response post_sepa_batch(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  core::ObjectReader r(*body);
+//! POST /v1/admin/payout-runs/{id}/sepa-batch {eur_per_usdc}: the rate, in millionths of a euro per USDC.
+core::Result<std::int64_t> read_sepa_rate(const nlohmann::json& body) {
+  core::ObjectReader r(body);
   const std::string rate_text = r.required_line("eur_per_usdc", 1, 20);
   std::int64_t rate = 0;
   if (!r.failed("eur_per_usdc")) {
@@ -140,7 +139,24 @@ Response post_sepa_batch(Ctx& ctx) {
       r.fail(parsed.error());
     }
   }
-  if (auto st = r.finish(); !st) return Response::error(st.error());
+  if (auto st = r.finish(); !st) return std::move(st).error();
+  return rate;
+}
+
+//! POST /v1/admin/payouts/{id}/returned {reason}.
+core::Result<std::string> read_return_reason(const nlohmann::json& body) {
+  core::ObjectReader r(body);
+  std::string reason = r.required_line("reason", 1, 200);
+  if (auto st = r.finish(); !st) return std::move(st).error();
+  return reason;
+}
+
+Response post_sepa_batch(Ctx& ctx) {
+  auto body = ctx.json_body();
+  if (!body) return Response::error(body.error());
+  auto read = read_sepa_rate(*body);
+  if (!read) return Response::error(read.error());
+  const std::int64_t rate = *read;
   const auto& cfg = ctx.config();
   const payouts::Debtor debtor{cfg.sepa_debtor_name, cfg.sepa_debtor_iban, cfg.sepa_debtor_bic};
   const std::string link = earnings_link(ctx);
@@ -169,9 +185,9 @@ Response post_settle(Ctx& ctx, payouts::Outcome outcome) {
   if (outcome == payouts::Outcome::returned) {
     auto body = ctx.json_body();
     if (!body) return Response::error(body.error());
-    core::ObjectReader r(*body);
-    reason = r.required_line("reason", 1, 200);
-    if (auto st = r.finish(); !st) return Response::error(st.error());
+    auto read = read_return_reason(*body);
+    if (!read) return Response::error(read.error());
+    reason = std::move(*read);
   }
   const std::string link = earnings_link(ctx);
   return respond(ctx, [&](store::Tx& tx) {
@@ -215,10 +231,12 @@ void register_payouts_api(App& app) {
   app.route(http::Method::get, "/v1/provider/payout-settings",
             provider.doc({.summary = "My payout method and schedule", .responses = {{200, settings}}}), get_settings);
   // A change is confirmed with the account password (argon2): checked off the I/O threads.
-  app.route(http::Method::put, "/v1/provider/payout-settings", RouteOptions::for_roles({"provider"}).slow_work().doc(
-                {.summary = "Change my payout settings (confirmed with the account password)",
-                 .body = openapi::any_object(),
-                 .responses = {{200, settings}}}),
+  app.route(http::Method::put, "/v1/provider/payout-settings",
+            RouteOptions::for_roles({"provider"})
+                .slow_work()
+                .doc({.summary = "Change my payout settings (confirmed with the account password)",
+                      .body = oa::body_of(payouts::read_settings),
+                      .responses = {{200, settings}}}),
             put_settings);
   app.route(http::Method::get, "/v1/provider/payouts", RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
                 {.summary = "My payouts", .query = {"limit", "cursor"}, .responses = {{200, oa::page(payout)}}}),
@@ -236,7 +254,7 @@ void register_payouts_api(App& app) {
             get_hot_wallet);
   app.route(http::Method::post, "/v1/admin/payout-runs/{id}/sepa-batch",
             admin.doc({.summary = "Make a run's SEPA batch (pain.001)",
-                       .body = openapi::object({{"eur_per_usdc", openapi::text(1, 20)}}, {"eur_per_usdc"}),
+                       .body = oa::body_of(read_sepa_rate),
                        .responses = {{201, oa::any_object()}}}),
             post_sepa_batch);
   app.route(http::Method::get, "/v1/admin/sepa-batches/{id}/file",
@@ -249,7 +267,7 @@ void register_payouts_api(App& app) {
             [](Ctx& ctx) { return post_settle(ctx, payouts::Outcome::paid); });
   app.route(http::Method::post, "/v1/admin/payouts/{id}/returned",
             admin.doc({.summary = "Record a payout as returned by the bank",
-                       .body = openapi::object({{"reason", openapi::text(1, 200)}}, {"reason"}),
+                       .body = oa::body_of(read_return_reason),
                        .responses = {{200, oa::any_object()}}}),
             [](Ctx& ctx) { return post_settle(ctx, payouts::Outcome::returned); });
 }

@@ -50,14 +50,22 @@ Response list_keys(Ctx& ctx) {
   return Response::json(200, *r);
 }
 
+//! POST /v1/provider/api-keys {revoke?}: the id of a key to revoke as the new one is made.
+core::Result<std::optional<std::string>> read_key_request(const nlohmann::json& body) {
+  core::ObjectReader r(body);
+  auto revoke = r.optional_line("revoke", 64);
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  return revoke;
+}
+
 Response create_key(Ctx& ctx) {
   std::optional<std::string> revoke;
   if (!ctx.req.body.empty()) {
     auto body = ctx.json_body();
     if (!body) return Response::error(body.error());
-    core::ObjectReader r(*body);
-    revoke = r.optional_line("revoke", 64);
-    if (auto s = r.finish(); !s) return Response::error(s.error());
+    auto read = read_key_request(*body);
+    if (!read) return Response::error(read.error());
+    revoke = std::move(*read);
   }
   auto r = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto p = provider_of_user(tx, ctx.principal->user.id);
@@ -204,11 +212,14 @@ void register_provider_api(App& app) {
             RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
                 {.summary = "My API keys (never their values)", .query = {"limit", "cursor"}, .responses = {{200, oa::page(key)}}}),
             list_keys);
-  app.route(Method::post, "/v1/provider/api-keys", RouteOptions::for_roles({"provider"}).sealed_idempotency().doc(
-                {.summary = "Create an API key (shown once); with revoke, rotate: revoke that key in the same step",
-                 .body = openapi::object({{"revoke", openapi::text(1, 64)}}, {}),
-                 .responses = {{201, new_key}}}),
-            create_key);
+  app.route(
+      Method::post, "/v1/provider/api-keys",
+      RouteOptions::for_roles({"provider"})
+          .sealed_idempotency()
+          .doc({.summary = "Create an API key (shown once); with revoke, rotate: revoke that key in the same step",
+                .body = openapi::body_of(read_key_request),
+                .responses = {{201, new_key}}}),
+      create_key);
   app.route(Method::del, "/v1/provider/api-keys/{id}",
             RouteOptions::for_roles({"provider"}).doc({.summary = "Revoke an API key", .responses = {{200, key}}}), delete_key);
   // The key issued at approval, once, to its owner's session; the answer is a secret, so never replayed.

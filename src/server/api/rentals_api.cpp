@@ -250,7 +250,9 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
                                           {"id", "machine_id", "model", "state", "usdc_per_gpu_hour", "earned_so_far",
                                            "created_at"});
   app.route(http::Method::post, "/v1/rentals",
-            customer.doc({.summary = "Start a rental", .body = openapi::any_object(), .responses = {{201, rental}}}),
+            customer.doc({.summary = "Start a rental",
+                          .body = openapi::body_of(rentals::read_create_request),
+                          .responses = {{201, rental}}}),
             [&](Ctx& ctx) { return create_rental(ctx, offers, schedules, polls); });
   app.route(http::Method::get, "/v1/rentals", customer.doc({.summary = "My rentals", .query = {"limit", "cursor"}, .responses = {{200, oa::page(rental)}}}), [](Ctx& ctx) {
     const auto now = ctx.now_ms();
@@ -312,7 +314,7 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
                   [&](Ctx& ctx, http::Reply reply) { agent_rentals_poll(ctx, reply, polls); });
   app.route(http::Method::post, std::string(protocol::kRentalEventsPath),
             agent.doc({.summary = "Agent: rental events (starting, running, ended, logs)",
-                       .body = openapi::any_object(),
+                       .body = openapi::body_of(protocol::parse_rental_events),
                        .responses = {{200, oa::any_object()}}}),
             [&](Ctx& ctx) { return agent_rental_events(ctx, polls); });
 }

@@ -50,6 +50,8 @@ core::Result<PayoutSettings> read_settings(const nlohmann::json& body) {
   core::ObjectReader r(body);
   PayoutSettings s;
   const std::string method = r.required_string("method", 1, 32);
+  r.describe_field(
+      "method", {{"enum", {payout::to_string(payout::Method::solana_usdc), payout::to_string(payout::Method::sepa)}}});
   if (!r.failed("method")) {
     if (auto m = payout::parse_method(method)) {
       s.method = *m;
@@ -58,6 +60,9 @@ core::Result<PayoutSettings> read_settings(const nlohmann::json& body) {
     }
   }
   const std::string schedule = r.required_string("schedule", 1, 32);
+  r.describe_field(
+      "schedule",
+      {{"enum", {payout::to_string(payout::Schedule::weekly), payout::to_string(payout::Schedule::monthly)}}});
   if (!r.failed("schedule")) {
     if (auto sc = payout::parse_schedule(schedule)) {
       s.schedule = *sc;
@@ -66,7 +71,9 @@ core::Result<PayoutSettings> read_settings(const nlohmann::json& body) {
     }
   }
   (void)r.optional_string("password", 1000);  // checked by the caller
-  if (!r.failed("method") && s.method == payout::Method::solana_usdc) {
+  // Described, both branches are read, each field required only with its method.
+  if (r.describing() || (!r.failed("method") && s.method == payout::Method::solana_usdc)) {
+    r.describe_when("method is solana_usdc");
     const std::string wallet = r.required_string("wallet_address", 32, 44);
     if (!r.failed("wallet_address")) {
       if (auto key = payout::parse_solana_wallet(wallet); !key) {
@@ -75,7 +82,9 @@ core::Result<PayoutSettings> read_settings(const nlohmann::json& body) {
         s.destination = {{"wallet_address", wallet}};
       }
     }
-  } else if (!r.failed("method")) {
+  }
+  if (r.describing() || (!r.failed("method") && s.method != payout::Method::solana_usdc)) {
+    r.describe_when("method is sepa");
     const std::string holder = r.required_string("account_holder", 1, 70);
     if (!r.failed("account_holder") && !core::sepa::sepa_text(holder)) {
       r.invalid("account_holder", "may hold only letters a-z, digits, spaces and / - ? : ( ) . , ' + (SEPA's characters)");
@@ -94,6 +103,7 @@ core::Result<PayoutSettings> read_settings(const nlohmann::json& body) {
       if (bic) s.destination["bic"] = *bic;
     }
   }
+  r.describe_when("");
   if (auto st = r.finish(); !st) return std::move(st).error();
   return s;
 }

@@ -49,8 +49,10 @@ core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
   core::ObjectReader r(body, "", "", {{"gpu_count", {"number of GPUs", ""}}, {"max_hours", {"max hours", "hours"}}});
   CreateRequest out;
   out.request.machine_id = r.optional_string("machine_id", 64);
+  r.describe_field("machine_id",
+                   {{"description", "One offer. Required unless filters or a model is given; not with filters."}});
   out.model_text = r.optional_line("model", 100);
-  const nlohmann::json* filters = r.optional_value("filters");
+  const nlohmann::json* filters = r.optional_value("filters", core::ObjectReader::Shape::object);
   if (filters != nullptr) {
     if (!filters->is_object()) {
       r.invalid("filters", "must be an object: {model, region, min_reliability, max_price}");
@@ -64,6 +66,9 @@ core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
         }
       }
       out.request.region = f.optional_line("region", 100);
+      f.describe_field("min_reliability", {{"type", "number"}, {"minimum", 0}, {"maximum", 100}});
+      f.describe_field("max_price",
+                       {{"type", "string"}, {"description", "A decimal USDC string above 0 such as \"1.20\"."}});
       if (const auto* rel = f.optional_value("min_reliability"); rel != nullptr) {
         if (!rel->is_number() || rel->get<double>() < 0 || rel->get<double>() > 100) {
           f.invalid("min_reliability", "must be a number from 0 to 100");

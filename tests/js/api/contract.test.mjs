@@ -24,11 +24,22 @@ test(`${BACKEND}: the contract checker passes the server's answers and fails doc
     assert.match(contract.problems('GET', '/v1/me', 200, { ...me.json, roles: ['root'] }).join('\n'),
       /\/roles\/0 must be equal to one of the allowed values/);
     // A member nested in a shared component ($ref), in a closed object: an unexpected field fails.
-    const draft = await alice.request('POST', '/v1/applications', { body: {
+    const form = {
       full_name: 'Alice', email, gpus: [{ model: 'L40S', count: 1, system_ram_gb: 64, download_gbps: 1, upload_gbps: 1,
         availability: '24/7', location: { city: 'Berlin', country: 'DE', region: 'eu-central' } }],
-      ups: false, commitment_months: 3 } });
+      ups: false, commitment_months: 3 };
+    const draft = await alice.request('POST', '/v1/applications', { body: form });
     assert.equal(draft.status, 201, draft.body);
+    // A body the server accepted is held to the operation's requestBody schema (its validators'):
+    // one it could not have accepted fails; one it refused is not the schema's to judge.
+    assert.deepEqual(contract.requestProblems('POST', '/v1/applications', 201, form), []);
+    assert.match(contract.requestProblems('POST', '/v1/applications', 201, { ...form, surprise: 1 }).join('\n'),
+      /request body .*must NOT have additional properties/);
+    const noCity = structuredClone(form);
+    delete noCity.gpus[0].location.city;
+    assert.match(contract.requestProblems('POST', '/v1/applications', 201, noCity).join('\n'),
+      /\/gpus\/0\/location must have required property 'city'/);
+    assert.deepEqual(contract.requestProblems('POST', '/v1/applications', 400, { ...form, surprise: 1 }), []);
     const doctored = structuredClone(draft.json);
     doctored.history[0].surprise = 1;
     assert.match(contract.problems('POST', '/v1/applications', 201, doctored).join('\n'),

@@ -2,7 +2,9 @@
 // fetched once, its response schemas compiled with ajv (JSON Schema 2020-12, the OpenAPI 3.1 dialect).
 // check() finds the operation a request reached and fails when the answer's status is not one the
 // operation documents, or its JSON body does not match that status's schema. Operations that document
-// no success status ("2XX" only) have their error answers checked, their success bodies not.
+// no success status ("2XX" only) have their error answers checked, their success bodies not. A JSON
+// request body the server accepted (2xx) must match the operation's requestBody schema too: the
+// schemas are described by the server's own validators, and every scenario's bodies prove they agree.
 import Ajv2020 from 'ajv/dist/2020.js';
 
 const DOC_ID = 'gpunex-openapi.json';
@@ -105,10 +107,21 @@ export class Contract {
       (e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''));
   }
 
-  // Throws a ContractError naming every problem of the answer.
-  check(method, pathAndQuery, res) {
+  // The problems of a JSON request body the server answered `status` to: [] unless it was accepted
+  // (2xx) and its operation's requestBody schema refuses it.
+  requestProblems(method, pathAndQuery, status, body) {
+    if (body === undefined || status < 200 || status > 299) return [];
+    const found = this.operation(method, pathAndQuery);
+    if (!found?.op.requestBody?.content?.['application/json']) return [];
+    const pointer = `/paths/${escapePointer(found.template)}/${found.method}/requestBody/content/application~1json/schema`;
+    return this.match(pointer, body, `${method} ${found.template} request body (answered ${status})`);
+  }
+
+  // Throws a ContractError naming every problem of the answer (and of the body it accepted).
+  check(method, pathAndQuery, res, body) {
     const type = (res.headers?.get?.('content-type') ?? 'application/json').split(';')[0].trim();
-    const problems = this.problems(method, pathAndQuery, res.status, res.json, type);
+    const problems = [...this.problems(method, pathAndQuery, res.status, res.json, type),
+      ...this.requestProblems(method, pathAndQuery, res.status, body)];
     if (problems.length) {
       throw new ContractError(`answer breaks /v1/openapi.json:\n  ${problems.join('\n  ')}\n  body: ${res.body?.slice(0, 600)}`);
     }

@@ -192,7 +192,7 @@ export class Client {
     const out = { status: res.status, headers: res.headers, body: text, json };
     // GPUNEX_CHECK_CONTRACT=1 checks every client of a test file, as the scenarios' are.
     if (!this.contract && process.env.GPUNEX_CHECK_CONTRACT === '1') this.contract = await Contract.load(this.baseUrl);
-    this.contract?.check(method, pathAndQuery, out);
+    this.contract?.check(method, pathAndQuery, out, raw === undefined ? body : undefined);
     return out;
   }
 
