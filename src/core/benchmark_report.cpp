@@ -37,6 +37,7 @@ double read_figure(ObjectReader& r, std::string_view key) { return r.required_nu
 
 std::optional<double> optional_figure(ObjectReader& r, std::string_view key, double max) {
   const auto* v = r.optional_value(key);
+  r.describe_field(key, {{"type", "number"}, {"minimum", 0}, {"maximum", max}});
   if (!v) return std::nullopt;
   if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0 || v->get<double>() > max) {
     r.fail(Error::make(ErrorCode::invalid_field, r.path_of(key) + " must be a finite number between 0 and " +
@@ -47,6 +48,17 @@ std::optional<double> optional_figure(ObjectReader& r, std::string_view key, dou
   return v->get<double>();
 }
 
+//! The keys of the GPU's (or the machine's) benchmarks: what a case's key is checked against.
+nlohmann::json metric_keys(bool gpu) {
+  nlohmann::json keys = nlohmann::json::array();
+  for (Metric m : all_metrics()) {
+    if (is_gpu_metric(m) == gpu) keys.push_back(metric_key(m));
+  }
+  return keys;
+}
+
+//! Described, a case is read with both statuses' fields, and its defaults are answered, so that the
+//! report's reader goes on to describe the rest.
 Result<std::vector<CaseResult>> parse_results(const nlohmann::json& arr, const std::string& path,
                                               const ReportLimits& limits, bool gpu) {
   std::vector<CaseResult> out;
@@ -56,31 +68,39 @@ Result<std::vector<CaseResult>> parse_results(const nlohmann::json& arr, const s
     CaseResult c;
     const std::string key = r.required_string("key", 1, 64);
     const std::string status = r.required_string("status", 1, 16);
-    if (r.failed()) return r.finish().error();
-    auto m = parse_metric(key);
-    if (!m || is_gpu_metric(*m) != gpu) {
-      return Error::make(ErrorCode::invalid_field,
-                         r.path_of("key") + " '" + key + "' is not a " + (gpu ? "GPU" : "machine") + " benchmark",
-                         r.path_of("key"));
-    }
-    for (const auto& prev : out) {
-      if (prev.metric == *m) {
-        return Error::make(ErrorCode::invalid_field, r.path_of("key") + " '" + key + "' appears twice",
+    // Checked by hand below: a key of this list's kind, each once in the list; a known status.
+    r.describe_field("key", {{"enum", metric_keys(gpu)}, {"description", "Each key once in the list."}});
+    r.describe_field("status", {{"enum", {"ok", "waived", "failed"}}});
+    if (!r.describing()) {
+      if (r.failed()) return r.finish().error();
+      auto m = parse_metric(key);
+      if (!m || is_gpu_metric(*m) != gpu) {
+        return Error::make(ErrorCode::invalid_field,
+                           r.path_of("key") + " '" + key + "' is not a " + (gpu ? "GPU" : "machine") + " benchmark",
                            r.path_of("key"));
       }
+      for (const auto& prev : out) {
+        if (prev.metric == *m) {
+          return Error::make(ErrorCode::invalid_field, r.path_of("key") + " '" + key + "' appears twice",
+                             r.path_of("key"));
+        }
+      }
+      auto st = parse_status(status);
+      if (!st) {
+        return Error::make(ErrorCode::invalid_field, r.path_of("status") + " must be ok, waived or failed",
+                           r.path_of("status"));
+      }
+      c.metric = *m;
+      c.status = *st;
     }
-    auto st = parse_status(status);
-    if (!st) {
-      return Error::make(ErrorCode::invalid_field, r.path_of("status") + " must be ok, waived or failed",
-                         r.path_of("status"));
-    }
-    c.metric = *m;
-    c.status = *st;
     r.optional_line("unit", 16);
-    if (c.status == CaseStatus::ok) {
+    r.describe_when("status is ok");
+    if (c.status == CaseStatus::ok || r.describing()) {
       c.median = read_figure(r, "median");
+      r.describe_field("median", {{"description", "Between the least and the greatest of samples."}});
       const auto* samples = r.required_array("samples", 1, limits.max_samples);
-      if (samples) {
+      r.describe_field("samples", {{"items", {{"type", "number"}, {"minimum", 0}, {"maximum", kMaxFigure}}}});
+      if (samples && !r.describing()) {
         for (std::size_t k = 0; k < samples->size(); ++k) {
           const auto& s = (*samples)[k];
           const std::string sp = r.path_of("samples") + "[" + std::to_string(k) + "]";
@@ -97,15 +117,17 @@ Result<std::vector<CaseResult>> parse_results(const nlohmann::json& arr, const s
                              r.path_of("median"));
         }
       }
-    } else {
-      c.reason = r.required_string("reason", 1, 500);
     }
-    if (auto s = r.finish(); !s) return s.error();
+    r.describe_when("status is waived or failed");
+    if (c.status != CaseStatus::ok || r.describing()) c.reason = r.required_string("reason", 1, 500);
+    r.describe_when("");
+    if (auto s = r.finish(); !s && !r.describing()) return s.error();
     out.push_back(std::move(c));
   }
   return out;
 }
 
+//! Described, the sample's defaults are answered (see parse_results).
 Result<std::vector<TelemetryPoint>> parse_telemetry(const nlohmann::json& arr, const std::string& path) {
   std::vector<TelemetryPoint> out;
   for (std::size_t i = 0; i < arr.size(); ++i) {
@@ -117,7 +139,7 @@ Result<std::vector<TelemetryPoint>> parse_telemetry(const nlohmann::json& arr, c
     p.temperature_c = optional_figure(r, "temperature_c", 200);
     p.power_w = optional_figure(r, "power_w", 5'000);
     p.clock_event_bits = static_cast<std::uint64_t>(r.optional_int("clock_event_bits", 0, 1LL << 40).value_or(0));
-    if (auto s = r.finish(); !s) return s.error();
+    if (auto s = r.finish(); !s && !r.describing()) return s.error();
     out.push_back(std::move(p));
   }
   return out;
@@ -193,7 +215,12 @@ Result<RunReport> parse_run_report(std::string_view body, const ReportLimits& li
     }
     return parsed.error();
   }
-  const auto& j = *parsed;
+  return read_run_report(*parsed, limits);
+}
+
+// Described, the gpus and machine lists are read although failed() holds (it always does then), each
+// on its stand-in item, whose results and telemetry answer their defaults.
+Result<RunReport> read_run_report(const nlohmann::json& j, const ReportLimits& limits) {
   ObjectReader r(j);
   RunReport rep;
   rep.protocol = static_cast<int>(r.required_int("protocol", kProtocolVersion, kProtocolVersion));
@@ -204,7 +231,8 @@ Result<RunReport> parse_run_report(std::string_view body, const ReportLimits& li
   rep.finished_at_ms = r.required_int("finished_at_ms", 0, 1LL << 50);
   const auto* gpus = r.required_array("gpus", 0, limits.max_gpus);
   const auto* machine = r.required_array("machine", 0, 32);
-  if (r.failed()) return r.finish().error();
+  r.describe_field("finished_at_ms", {{"description", "Not before started_at_ms."}});
+  if (r.failed() && !r.describing()) return r.finish().error();
   if (rep.finished_at_ms < rep.started_at_ms) {
     return Error::make(ErrorCode::invalid_field, "finished_at_ms must not be before started_at_ms", "finished_at_ms");
   }
@@ -218,8 +246,10 @@ Result<RunReport> parse_run_report(std::string_view body, const ReportLimits& li
     run.memory_total_gib = optional_figure(g, "memory_total_gib", 10'000);
     run.ecc_uncorrected = static_cast<std::uint64_t>(g.optional_int("ecc_uncorrected", 0, 1LL << 40).value_or(0));
     const auto* results = g.required_array("results", 0, 32);
-    const auto* tel = g.optional_value("telemetry");
-    if (g.failed()) return g.finish().error();
+    const auto* tel = g.optional_value("telemetry", ObjectReader::Shape::list);
+    g.describe_field("telemetry", {{"maxItems", limits.max_telemetry}});
+    g.describe_field("uuid", {{"description", "Each GPU's index and uuid once in the report."}});
+    if (g.failed() && !g.describing()) return g.finish().error();
     if (tel && (!tel->is_array() || tel->size() > limits.max_telemetry)) {
       return Error::make(ErrorCode::invalid_field,
                          g.path_of("telemetry") + " must be an array of at most " +
@@ -234,7 +264,7 @@ Result<RunReport> parse_run_report(std::string_view body, const ReportLimits& li
       if (!t) return t.error();
       run.telemetry = std::move(*t);
     }
-    if (auto s = g.finish(); !s) return s.error();
+    if (auto s = g.finish(); !s && !g.describing()) return s.error();
     for (const auto& prev : rep.gpus) {
       if (prev.index == run.index || prev.uuid == run.uuid) {
         return Error::make(ErrorCode::invalid_field, at + " repeats another GPU's index or uuid", at + ".uuid");

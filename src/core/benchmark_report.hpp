@@ -74,6 +74,9 @@ nlohmann::json to_json(const RunReport& r);
 
 //! Parses a submitted body: shape, types, known keys, finite and non-negative figures, bounds.
 Result<RunReport> parse_run_report(std::string_view body, const ReportLimits& limits = {});
+//! The same for a body already parsed as one JSON object: parse_run_report's reading, which the API
+//! document describes (core::describe_body) as the body of POST /v1/agent/benchmarks.
+Result<RunReport> read_run_report(const nlohmann::json& body, const ReportLimits& limits = {});
 
 //! Refuses figures no healthy machine reaches: above spec peak × policy.absurd_factor on a GPU
 //! (`models[i]` is GPU i's model, null when unknown), or beyond fixed ceilings for storage and network.

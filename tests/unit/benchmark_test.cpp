@@ -2,11 +2,13 @@
 // recommendations, and the validation of submitted result bodies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
 #include "core/benchmark.hpp"
 #include "core/benchmark_report.hpp"
+#include "core/json_reader.hpp"
 
 using namespace gpunex::core;         // NOLINT
 using namespace gpunex::core::bench;  // NOLINT
@@ -391,6 +393,68 @@ TEST(BenchmarkReport, BoundsOnSamples) {
   auto r = parse_run_report(to_json(sample_report()).dump(), lim);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().field, "gpus[0].results[0].samples");
+}
+
+// The API document's body of POST /v1/agent/benchmarks is read_run_report described: it goes on into a
+// GPU's results and telemetry and the machine's results, though a real read stops at the first bad part.
+TEST(BenchmarkReport, ItsParserDescribesTheBodyItReads) {
+  using nlohmann::json;
+  const json s = describe_body([](const json& body) { (void)read_run_report(body); });
+  EXPECT_EQ(s["required"],
+            json({"protocol", "machine_id", "simulated", "started_at_ms", "finished_at_ms", "gpus", "machine"}));
+  EXPECT_EQ(s["additionalProperties"], false);
+  EXPECT_EQ(s["properties"]["protocol"]["minimum"], kProtocolVersion);
+  EXPECT_EQ(s["properties"]["protocol"]["maximum"], kProtocolVersion);
+  EXPECT_EQ(s["properties"]["gpus"]["maxItems"], ReportLimits{}.max_gpus);
+  const auto& gpu = s["properties"]["gpus"]["items"];
+  EXPECT_EQ(gpu["required"], json({"index", "uuid", "results"}));
+  EXPECT_EQ(gpu["additionalProperties"], false);
+  EXPECT_EQ(gpu["properties"]["index"]["maximum"], 63);
+  EXPECT_EQ(gpu["properties"]["uuid"]["maxLength"], 100);
+  EXPECT_EQ(gpu["properties"]["memory_total_gib"]["type"], json({"number", "null"}));
+  EXPECT_EQ(gpu["properties"]["memory_total_gib"]["maximum"], 10'000);
+  EXPECT_EQ(gpu["properties"]["telemetry"]["maxItems"], ReportLimits{}.max_telemetry);
+  EXPECT_EQ(gpu["properties"]["results"]["maxItems"], 32);
+  // A case: GPU keys only, and the fields of either status, each noted with the status that requires it.
+  const auto& result = gpu["properties"]["results"]["items"];
+  EXPECT_EQ(result["required"], json({"key", "status"}));
+  EXPECT_EQ(result["properties"]["status"]["enum"], json({"ok", "waived", "failed"}));
+  const auto& keys = result["properties"]["key"]["enum"];
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "compute.fp16_tensor"), keys.end());
+  EXPECT_EQ(std::find(keys.begin(), keys.end(), "storage.seq_read"), keys.end());
+  EXPECT_EQ(result["properties"]["samples"]["minItems"], 1);
+  EXPECT_EQ(result["properties"]["samples"]["maxItems"], ReportLimits{}.max_samples);
+  EXPECT_EQ(result["properties"]["samples"]["items"]["type"], "number");
+  EXPECT_NE(result["properties"]["median"]["description"].get<std::string>().find("Required when status is ok."),
+            std::string::npos);
+  EXPECT_NE(result["properties"]["reason"]["description"].get<std::string>().find("Required when status is waived"),
+            std::string::npos);
+  const auto& sample = gpu["properties"]["telemetry"]["items"];
+  EXPECT_EQ(sample["required"], json({"at_ms"}));
+  EXPECT_EQ(sample["properties"]["temperature_c"]["maximum"], 200);
+  // The machine's cases: machine keys only.
+  const auto& machine_keys = s["properties"]["machine"]["items"]["properties"]["key"]["enum"];
+  EXPECT_NE(std::find(machine_keys.begin(), machine_keys.end(), "storage.seq_read"), machine_keys.end());
+  EXPECT_EQ(std::find(machine_keys.begin(), machine_keys.end(), "compute.fp16_tensor"), machine_keys.end());
+  // Every member of a real report is described.
+  const json report = to_json(sample_report());
+  for (const auto& [k, v] : report.items()) EXPECT_TRUE(s["properties"].contains(k)) << k;
+  for (const auto& [k, v] : report["gpus"][0].items()) EXPECT_TRUE(gpu["properties"].contains(k)) << k;
+  for (const auto& [k, v] : report["gpus"][0]["results"][0].items()) EXPECT_TRUE(result["properties"].contains(k)) << k;
+  for (const auto& [k, v] : report["gpus"][0]["telemetry"][0].items())
+    EXPECT_TRUE(sample["properties"].contains(k)) << k;
+}
+
+// read_run_report is parse_run_report's reading: the same answer for a body parsed already.
+TEST(BenchmarkReport, ReadingAParsedBodyAnswersTheSame) {
+  auto j = to_json(sample_report());
+  auto read = read_run_report(j);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_EQ(to_json(*read), to_json(*parse_run_report(j.dump())));
+  j["gpus"][0]["results"][0]["median"] = -1;
+  auto bad = read_run_report(j);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().field, "gpus[0].results[0].median");
 }
 
 TEST(BenchmarkReport, AbsurdFiguresAgainstTheSpec) {

@@ -1,13 +1,14 @@
 // Benchmarks: the agent's results (POST /v1/agent/benchmarks), the provider's
 // view per machine and the rate-limited re-run button.
 
+#include "core/benchmark_report.hpp"
 #include "server/api/handlers.hpp"
 #include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
-#include "server/platform/request_pipeline.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/challenges.hpp"
 #include "server/fleet/machines.hpp"
+#include "server/platform/request_pipeline.hpp"
 
 namespace gpunex::server {
 
@@ -108,9 +109,7 @@ void register_benchmarks_api(App& app) {
       http::Method::post, "/v1/agent/benchmarks",
       RouteOptions::signed_in().no_idempotency().agent_key_only().doc(
           {.summary = "Agent: a benchmark run's results",
-           // Not described: parse_run_report stops at a report's first bad part (it reads a large
-           // report of every GPU's results), so a describing run would see only its top fields.
-           .body = openapi::any_object(),
+           .body = openapi::body_of([](const nlohmann::json& b) { return core::bench::read_run_report(b); }),
            .responses = {{200,
                           oa::record({{"run_id", oa::text(1)},
                                       {"reason", oa::text(1)},

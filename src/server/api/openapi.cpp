@@ -252,7 +252,7 @@ json operation(const RouteInfo& r) {
                          {"content", {{"application/octet-stream",
                                        {{"schema", {{"type", "string"}, {"contentMediaType", "application/octet-stream"}}}}}}}};
   } else if (!d.body.is_null()) {
-    op["requestBody"] = {{"required", true}, {"content", {{"application/json", {{"schema", d.body}}}}}};
+    op["requestBody"] = {{"required", !d.body_optional}, {"content", {{"application/json", {{"schema", d.body}}}}}};
   }
   if (d.responses.empty()) {
     op["responses"] = {{"2XX", {{"description", "success"}}}, {"default", {{"$ref", "#/components/responses/Error"}}}};

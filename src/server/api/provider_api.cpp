@@ -218,6 +218,7 @@ void register_provider_api(App& app) {
           .sealed_idempotency()
           .doc({.summary = "Create an API key (shown once); with revoke, rotate: revoke that key in the same step",
                 .body = openapi::body_of(read_key_request),
+                .body_optional = true,  // no body: a new key, revoking none
                 .responses = {{201, new_key}}}),
       create_key);
   app.route(Method::del, "/v1/provider/api-keys/{id}",

@@ -57,6 +57,9 @@ struct RouteDoc {
   std::string summary = {};
   //! The JSON Schema of the request body; null: the route takes none (or not JSON).
   nlohmann::json body = nullptr;
+  //! Whether the route also takes no body at all (an empty one reads as its defaults), so the document
+  //! does not mark the request body required.
+  bool body_optional = false;
   //! The query parameters it reads.
   std::vector<std::string> query = {};
   //! Not part of the API: the dashboard's files, left out of the document.
