@@ -150,26 +150,27 @@ OfferBook::OfferBook(const OfferBook& previous, std::shared_ptr<const CandidateS
     if (i >= kept || reranked[e.model]) e.rank = rank_of(*e.candidate, models_[e.model].median, config);
   }
 
-  // Each order: the previous one without the entries that left or moved, merged with those sorted.
+  // Each order: the previous one without the entries that left or are placed again, merged with
+  // those, sorted. A model ranked again keeps its offers' order but for rounding (they were all
+  // scaled by the same median), so they come in their previous order and are sorted only if needed.
   for (const OfferSort sort : {OfferSort::rank, OfferSort::price, OfferSort::perf}) {
     const bool by_rank = sort == OfferSort::rank;
-    const auto placed_again = [&](std::uint32_t i) { return i >= kept || (by_rank && reranked[entries_[i].model]); };
-    const auto& was = previous.orders_[static_cast<std::size_t>(sort)];
-    std::vector<std::uint32_t> stay;
-    stay.reserve(was.size());
-    for (const std::uint32_t i : was) {
-      const std::uint32_t j = moved[i];
-      if (j != kGone && !placed_again(j)) stay.push_back(j);
-    }
-    std::vector<std::uint32_t> again;
-    for (auto i = static_cast<std::uint32_t>(by_rank ? 0 : kept); i < entries_.size(); ++i) {
-      if (placed_again(i)) again.push_back(i);
-    }
     const auto less = [&](std::uint32_t a, std::uint32_t b) { return before(sort, a, b); };
-    std::sort(again.begin(), again.end(), less);
+    std::vector<std::uint32_t> stay, again, added;
+    stay.reserve(entries_.size());
+    for (const std::uint32_t i : previous.orders_[static_cast<std::size_t>(sort)]) {
+      const std::uint32_t j = moved[i];
+      if (j == kGone) continue;
+      (by_rank && reranked[entries_[j].model] ? again : stay).push_back(j);
+    }
+    if (!std::is_sorted(again.begin(), again.end(), less)) std::sort(again.begin(), again.end(), less);
+    for (auto i = static_cast<std::uint32_t>(kept); i < entries_.size(); ++i) added.push_back(i);
+    std::sort(added.begin(), added.end(), less);
+    std::vector<std::uint32_t> moving(again.size() + added.size());
+    std::merge(again.begin(), again.end(), added.begin(), added.end(), moving.begin(), less);
     auto& order = orders_[static_cast<std::size_t>(sort)];
     order.resize(entries_.size());
-    std::merge(stay.begin(), stay.end(), again.begin(), again.end(), order.begin(), less);
+    std::merge(stay.begin(), stay.end(), moving.begin(), moving.end(), order.begin(), less);
   }
 }
 
