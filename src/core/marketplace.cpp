@@ -28,56 +28,167 @@ void AvailabilityMemo::prune() {
   std::erase_if(known_, [](const auto& kv) { return kv.second.schedule.use_count() <= 1; });
 }
 
+namespace {
+
+// The vector's candidates, shared with it (no copies).
+std::shared_ptr<const CandidateSet> share(std::shared_ptr<const std::vector<OfferCandidate>> candidates) {
+  auto set = std::make_shared<CandidateSet>();
+  set->reserve(candidates->size());
+  for (const auto& c : *candidates) set->emplace_back(candidates, &c);
+  return set;
+}
+
+RankExplanation rank_of(const OfferCandidate& c, double model_median, const RankConfig& config) {
+  return rank_offer(RankInput{c.reliability, c.perf_score, c.price, c.tier, static_cast<int>(c.commitment_months)},
+                    model_median, config);
+}
+
+}  // namespace
+
 OfferBook::OfferBook(std::shared_ptr<const std::vector<OfferCandidate>> candidates, UtcTime now,
                      AvailabilityMemo& availability, const RankConfig& config)
+    : OfferBook(share(std::move(candidates)), now, availability, config) {}
+
+OfferBook::OfferBook(std::shared_ptr<const CandidateSet> candidates, UtcTime now, AvailabilityMemo& availability,
+                     const RankConfig& config)
     : candidates_(std::move(candidates)), built_at_(now), valid_until_(now + AvailabilityMemo::kHorizon) {
   std::vector<const OfferCandidate*> visible;
   visible.reserve(candidates_->size());
   for (const auto& c : *candidates_) {
-    if (c.gpu_count_available <= 0 || c.price <= 0) continue;
-    if (c.schedule) {
-      const auto a = availability.at(c.schedule, now);
+    if (c->gpu_count_available <= 0 || c->price <= 0) continue;
+    if (c->schedule) {
+      const auto a = availability.at(c->schedule, now);
       valid_until_ = std::min(valid_until_, a.until);
       if (!a.available) continue;
     }
-    visible.push_back(&c);
+    visible.push_back(c.get());
   }
-  std::map<std::string, std::vector<double>, std::less<>> values;
-  for (const auto* c : visible) values[c->model].push_back(perf_per_usdc(c->perf_score, c->price));
-  std::map<std::string, double, std::less<>> medians;
-  for (auto& [model, v] : values) medians[model] = median_value(std::move(v));
-
-  entries_.reserve(visible.size());
-  for (const auto* c : visible) {
-    entries_.push_back(Entry{c, rank_offer(RankInput{c->reliability, c->perf_score, c->price, c->tier,
-                                                     static_cast<int>(c->commitment_months)},
-                                           medians[c->model], config)});
-  }
-  const auto key = [&](std::uint32_t i) {
-    return std::tie(entries_[i].candidate->machine_id, entries_[i].candidate->model);
-  };
+  rank_entries(visible, config);
   for (const OfferSort sort : {OfferSort::rank, OfferSort::price, OfferSort::perf}) {
     auto& order = orders_[static_cast<std::size_t>(sort)];
     order.resize(entries_.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::uint32_t ia, std::uint32_t ib) {
-      const Entry& a = entries_[ia];
-      const Entry& b = entries_[ib];
-      switch (sort) {
-        case OfferSort::rank:
-          if (a.rank.rank != b.rank.rank) return a.rank.rank > b.rank.rank;
-          break;
-        case OfferSort::price:
-          if (a.candidate->price != b.candidate->price) return a.candidate->price < b.candidate->price;
-          break;
-        case OfferSort::perf:
-          if (a.candidate->perf_score != b.candidate->perf_score)
-            return a.candidate->perf_score > b.candidate->perf_score;
-          break;
-      }
-      return key(ia) < key(ib);
-    });
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return before(sort, a, b); });
   }
+}
+
+void OfferBook::rank_entries(const std::vector<const OfferCandidate*>& visible, const RankConfig& config) {
+  std::unordered_map<std::string_view, std::uint32_t> index;
+  std::vector<std::vector<double>> values;
+  entries_.reserve(visible.size());
+  for (const auto* c : visible) {
+    const auto [it, added] = index.try_emplace(c->model, static_cast<std::uint32_t>(models_.size()));
+    if (added) {
+      models_.push_back(Model{c->model});
+      values.emplace_back();
+    }
+    values[it->second].push_back(perf_per_usdc(c->perf_score, c->price));
+    entries_.push_back(Entry{c, {}, it->second});
+  }
+  for (std::size_t m = 0; m < models_.size(); ++m) models_[m].median = median_value(std::move(values[m]));
+  for (auto& e : entries_) e.rank = rank_of(*e.candidate, models_[e.model].median, config);
+}
+
+OfferBook::OfferBook(const OfferBook& previous, std::shared_ptr<const CandidateSet> candidates,
+                     const std::unordered_set<std::string_view>& changed_machines, std::size_t added_from, UtcTime now,
+                     AvailabilityMemo& availability, const RankConfig& config)
+    : candidates_(std::move(candidates)),
+      models_(previous.models_),
+      built_at_(now),
+      valid_until_(previous.valid_until_) {
+  // The previous entries that stay, and where each went (kGone: its machine changed).
+  constexpr std::uint32_t kGone = std::numeric_limits<std::uint32_t>::max();
+  std::vector<std::uint32_t> moved(previous.entries_.size(), kGone);
+  std::vector<char> touched(models_.size(), 0);  // models that lost or gained an offer
+  entries_.reserve(previous.entries_.size() + (candidates_->size() - added_from));
+  for (std::uint32_t i = 0; i < previous.entries_.size(); ++i) {
+    const Entry& e = previous.entries_[i];
+    if (changed_machines.contains(e.candidate->machine_id)) {
+      touched[e.model] = 1;
+      continue;
+    }
+    moved[i] = static_cast<std::uint32_t>(entries_.size());
+    entries_.push_back(e);
+  }
+  const std::size_t kept = entries_.size();  // the entries after these are the changed machines'
+
+  std::map<std::string, std::uint32_t, std::less<>> index;  // (views of models_ would move with it)
+  for (std::uint32_t m = 0; m < models_.size(); ++m) index.emplace(models_[m].id, m);
+  for (std::size_t i = added_from; i < candidates_->size(); ++i) {
+    const OfferCandidate& c = *(*candidates_)[i];
+    if (c.gpu_count_available <= 0 || c.price <= 0) continue;
+    if (c.schedule) {
+      // The previous entries' availability holds until previous.valid_until(), which is after now.
+      const auto a = availability.at(c.schedule, now);
+      valid_until_ = std::min(valid_until_, a.until);
+      if (!a.available) continue;
+    }
+    const auto [it, added] = index.try_emplace(c.model, static_cast<std::uint32_t>(models_.size()));
+    if (added) {
+      models_.push_back(Model{c.model});
+      touched.push_back(0);
+    }
+    touched[it->second] = 1;
+    entries_.push_back(Entry{&c, {}, it->second});
+  }
+
+  // A touched model's median may have moved; then all its offers are ranked again. An untouched
+  // model's offers keep their rank, and so their place in every order.
+  std::vector<std::vector<double>> values(models_.size());
+  for (const auto& e : entries_) {
+    if (touched[e.model]) values[e.model].push_back(perf_per_usdc(e.candidate->perf_score, e.candidate->price));
+  }
+  std::vector<char> reranked(models_.size(), 0);
+  for (std::size_t m = 0; m < models_.size(); ++m) {
+    if (!touched[m]) continue;
+    const double median = median_value(std::move(values[m]));
+    reranked[m] = median != models_[m].median;
+    models_[m].median = median;
+  }
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    auto& e = entries_[i];
+    if (i >= kept || reranked[e.model]) e.rank = rank_of(*e.candidate, models_[e.model].median, config);
+  }
+
+  // Each order: the previous one without the entries that left or are placed again, merged with
+  // those, sorted. A model ranked again keeps its offers' order but for rounding (they were all
+  // scaled by the same median), so they come in their previous order and are sorted only if needed.
+  for (const OfferSort sort : {OfferSort::rank, OfferSort::price, OfferSort::perf}) {
+    const bool by_rank = sort == OfferSort::rank;
+    const auto less = [&](std::uint32_t a, std::uint32_t b) { return before(sort, a, b); };
+    std::vector<std::uint32_t> stay, again, added;
+    stay.reserve(entries_.size());
+    for (const std::uint32_t i : previous.orders_[static_cast<std::size_t>(sort)]) {
+      const std::uint32_t j = moved[i];
+      if (j == kGone) continue;
+      (by_rank && reranked[entries_[j].model] ? again : stay).push_back(j);
+    }
+    if (!std::is_sorted(again.begin(), again.end(), less)) std::sort(again.begin(), again.end(), less);
+    for (auto i = static_cast<std::uint32_t>(kept); i < entries_.size(); ++i) added.push_back(i);
+    std::sort(added.begin(), added.end(), less);
+    std::vector<std::uint32_t> moving(again.size() + added.size());
+    std::merge(again.begin(), again.end(), added.begin(), added.end(), moving.begin(), less);
+    auto& order = orders_[static_cast<std::size_t>(sort)];
+    order.resize(entries_.size());
+    std::merge(stay.begin(), stay.end(), moving.begin(), moving.end(), order.begin(), less);
+  }
+}
+
+bool OfferBook::before(OfferSort sort, std::uint32_t ia, std::uint32_t ib) const {
+  const Entry& a = entries_[ia];
+  const Entry& b = entries_[ib];
+  switch (sort) {
+    case OfferSort::rank:
+      if (a.rank.rank != b.rank.rank) return a.rank.rank > b.rank.rank;
+      break;
+    case OfferSort::price:
+      if (a.candidate->price != b.candidate->price) return a.candidate->price < b.candidate->price;
+      break;
+    case OfferSort::perf:
+      if (a.candidate->perf_score != b.candidate->perf_score) return a.candidate->perf_score > b.candidate->perf_score;
+      break;
+  }
+  return std::tie(a.candidate->machine_id, a.candidate->model) < std::tie(b.candidate->machine_id, b.candidate->model);
 }
 
 OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, std::size_t limit) const {

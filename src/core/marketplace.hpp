@@ -14,7 +14,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +42,10 @@ struct OfferCandidate {
   std::shared_ptr<const Schedule> schedule;  // null: always available (shared: machines share schedules)
   bool simulated = false;  // the machine's GPUs are simulated: offered only in demo mode, and said so
 };
+
+//! A market's candidates, each shared: a book patched after a change keeps the candidates that did
+//! not change rather than copying them.
+using CandidateSet = std::vector<std::shared_ptr<const OfferCandidate>>;
 
 enum class OfferSort { rank, price, perf };
 //! "rank" / "price" / "perf"; nullopt for anything else.
@@ -94,11 +100,22 @@ class AvailabilityMemo {
 //! machine's availability may change), as long as the candidates are.
 class OfferBook {
  public:
+  OfferBook(std::shared_ptr<const CandidateSet> candidates, UtcTime now, AvailabilityMemo& availability,
+            const RankConfig& config = {});
   OfferBook(std::shared_ptr<const std::vector<OfferCandidate>> candidates, UtcTime now, AvailabilityMemo& availability,
             const RankConfig& config = {});
+  //! `previous` after some machines changed: the same offers and orders as a book built from
+  //! `candidates` at `now`, in time proportional to the book's size plus the changed offers' sort
+  //! (a book built anew sorts everything three times). `candidates` is previous's without the
+  //! candidates of `changed_machines`, followed from index `added_from` by their candidates now.
+  //! Requires previous.built_at() <= now < previous.valid_until() and previous's RankConfig.
+  OfferBook(const OfferBook& previous, std::shared_ptr<const CandidateSet> candidates,
+            const std::unordered_set<std::string_view>& changed_machines, std::size_t added_from, UtcTime now,
+            AvailabilityMemo& availability, const RankConfig& config = {});
 
   UtcTime built_at() const { return built_at_; }
   UtcTime valid_until() const { return valid_until_; }
+  const std::shared_ptr<const CandidateSet>& candidates() const { return candidates_; }
 
   struct Page {
     std::vector<Offer> items;  // available_until left empty (see fill_available_until)
@@ -113,8 +130,19 @@ class OfferBook {
   struct Entry {
     const OfferCandidate* candidate;
     RankExplanation rank;
+    std::uint32_t model;  // index in models_
   };
-  std::shared_ptr<const std::vector<OfferCandidate>> candidates_;
+  struct Model {
+    std::string id;
+    double median = 0;  // of the visible offers' perf per USDC
+  };
+  //! Whether entry a comes before entry b in `sort`'s order (a strict total order: ties by key).
+  bool before(OfferSort sort, std::uint32_t a, std::uint32_t b) const;
+  //! The visible candidates' ranks against their models' medians.
+  void rank_entries(const std::vector<const OfferCandidate*>& visible, const RankConfig& config);
+
+  std::shared_ptr<const CandidateSet> candidates_;
+  std::vector<Model> models_;
   std::vector<Entry> entries_;
   std::array<std::vector<std::uint32_t>, 3> orders_;  // entry indexes by OfferSort
   UtcTime built_at_{};

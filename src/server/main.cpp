@@ -187,6 +187,15 @@ class BackgroundWorkers {
         return server::record_listing_activity(tx, clock_.now_ms(), /*keep_days=*/90, cfg_.allow_simulated_offers);
       });
     });
+
+    // The market's change log (migration 20): each round forgets what the round before had seen, so
+    // the log keeps at least five minutes of changes; an offer cache further behind reloads in full.
+    add("market_changes", std::chrono::minutes(5), [this, seen = std::optional<std::int64_t>{}]() mutable {
+      app_.store().transact([&](store::Tx& tx) {
+        if (seen) server::prune_market_changes(tx, *seen);
+        seen = server::market_version(tx);
+      });
+    });
   }
   BackgroundWorkers(const BackgroundWorkers&) = delete;
   BackgroundWorkers& operator=(const BackgroundWorkers&) = delete;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 namespace gpunex::store {
 
@@ -208,6 +209,126 @@ std::string reliability_postgres() {
          "CREATE CONSTRAINT TRIGGER market_reliability_scores_update AFTER UPDATE OF score, is_new ON "
          "reliability_scores" +
          deferred + "WHEN (OLD.score IS DISTINCT FROM NEW.score OR OLD.is_new IS DISTINCT FROM NEW.is_new) " + bump;
+}
+
+// Migration 20: the market change log. Every market_version bump also records what changed: a
+// machine, a provider (prices, profile, tier: all its machines' offers) or everything (the GPU
+// catalog), at the version it commits at, so that the offer cache reads only the changes since its
+// version and reloads only those machines' candidates (server/market/offer_cache.cpp). The trigger
+// that bumps the version writes the row, in the same transaction: a reader at one snapshot sees
+// exactly the changes up to the version it reads. market_version.changes_from: the log holds every
+// change after that version (older rows are pruned: prune_market_changes); a cache older than that
+// reloads everything.
+struct MarketSource {
+  const char* table;
+  const char* kind;  // machine, provider or all
+  const char* key;   // the column naming the machine or provider
+};
+constexpr std::array<MarketSource, 10> kMarketSources = {{{"machine_gpus", "machine", "machine_id"},
+                                                          {"gpu_listing", "machine", "machine_id"},
+                                                          {"providers", "provider", "id"},
+                                                          {"provider_current_prices", "provider", "provider_id"},
+                                                          {"gpu_models", "all", ""},
+                                                          {"provider_market_profiles", "provider", "provider_id"},
+                                                          {"machine_schedules", "machine", "machine_id"},
+                                                          {"machines", "machine", "id"},
+                                                          {"gpu_allocations", "machine", "machine_id"},
+                                                          {"reliability_scores", "machine", "machine_id"}}};
+
+constexpr const char* kMarketChanges = R"sql(
+CREATE TABLE market_changes (
+  version BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  id TEXT NOT NULL,
+  PRIMARY KEY (version, kind, id)
+);
+ALTER TABLE market_version ADD COLUMN changes_from BIGINT NOT NULL DEFAULT 0;
+UPDATE market_version SET changes_from = version;
+)sql";
+
+// SQLite runs each trigger's statements in order, but several triggers on one event in no promised
+// order: migrations 6, 11 and 13's triggers are replaced by ones that bump and record together.
+std::string market_changes_sqlite() {
+  std::string sql = kMarketChanges;
+  const auto body = [](const MarketSource& s, const std::vector<std::string>& rows) {
+    // Each firing bumps the version, so its rows are new keys; an update logs its old and new
+    // machine or provider (the same one but once). No OR IGNORE: an outer upsert's conflict
+    // handling would override it.
+    std::string b = " BEGIN UPDATE market_version SET version = version + 1 WHERE id = 1;";
+    const auto key = [&](const std::string& row) {
+      return *s.key ? "COALESCE(" + row + "." + s.key + ", '')" : std::string("''");
+    };
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      b += " INSERT INTO market_changes (version, kind, id) SELECT version, '" + std::string(s.kind) + "', " +
+           key(rows[i]) + " FROM market_version WHERE id = 1" +
+           (i == 0 ? "" : " AND " + key(rows[i]) + " IS NOT " + key(rows[0])) + ";";
+    }
+    return b + " END;\n";
+  };
+  for (const auto& s : kMarketSources) {
+    const std::string t = s.table;
+    const bool no_update = t == "gpu_allocations";
+    sql += "DROP TRIGGER market_" + t + "_insert;\nDROP TRIGGER market_" + t + "_delete;\n";
+    if (!no_update) sql += "DROP TRIGGER market_" + t + "_update;\n";
+    sql += "CREATE TRIGGER market_" + t + "_insert AFTER INSERT ON " + t + body(s, {"NEW"});
+    sql += "CREATE TRIGGER market_" + t + "_delete AFTER DELETE ON " + t + body(s, {"OLD"});
+    if (t == "machines") {
+      sql +=
+          "CREATE TRIGGER market_machines_update AFTER UPDATE OF status, provider_id ON machines "
+          "WHEN OLD.status IS NOT NEW.status OR OLD.provider_id IS NOT NEW.provider_id" +
+          body(s, {"OLD", "NEW"});
+    } else if (t == "reliability_scores") {
+      sql +=
+          "CREATE TRIGGER market_reliability_scores_update AFTER UPDATE OF score, is_new ON reliability_scores "
+          "WHEN OLD.score IS NOT NEW.score OR OLD.is_new IS NOT NEW.is_new" +
+          body(s, {"OLD", "NEW"});
+    } else if (!no_update) {
+      sql += "CREATE TRIGGER market_" + t + "_update AFTER UPDATE ON " + t + body(s, {"OLD", "NEW"});
+    }
+  }
+  return sql;
+}
+
+// On PostgreSQL every market trigger runs market_version_bump() at commit, once per changed row:
+// it now records the row's machine or provider (before and after an update) with the version.
+std::string market_changes_postgres() {
+  std::string sql = kMarketChanges;
+  std::string kind = "CASE TG_TABLE_NAME", key = "CASE TG_TABLE_NAME";
+  for (const auto& s : kMarketSources) {
+    kind += " WHEN '" + std::string(s.table) + "' THEN '" + s.kind + "'";
+    key += " WHEN '" + std::string(s.table) + "' THEN '" + s.key + "'";
+  }
+  kind += " END";
+  key += " END";
+  sql +=
+      "CREATE OR REPLACE FUNCTION market_version_bump() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+      "DECLARE\n"
+      "  v BIGINT;\n"
+      "  k TEXT := " +
+      kind +
+      ";\n"
+      "  col TEXT := " +
+      key +
+      ";\n"
+      "BEGIN\n"
+      "  UPDATE market_version SET version = version + 1, bumped_by = txid_current()\n"
+      "  WHERE id = 1 AND bumped_by IS DISTINCT FROM txid_current();\n"
+      "  SELECT version INTO v FROM market_version WHERE id = 1;\n"
+      "  IF k = 'all' THEN\n"
+      "    INSERT INTO market_changes (version, kind, id) VALUES (v, k, '') ON CONFLICT DO NOTHING;\n"
+      "    RETURN NULL;\n"
+      "  END IF;\n"
+      "  IF TG_OP <> 'INSERT' THEN\n"
+      "    INSERT INTO market_changes (version, kind, id) VALUES (v, k, COALESCE(to_jsonb(OLD) ->> col, '')) ON "
+      "CONFLICT DO NOTHING;\n"
+      "  END IF;\n"
+      "  IF TG_OP <> 'DELETE' THEN\n"
+      "    INSERT INTO market_changes (version, kind, id) VALUES (v, k, COALESCE(to_jsonb(NEW) ->> col, '')) ON "
+      "CONFLICT DO NOTHING;\n"
+      "  END IF;\n"
+      "  RETURN NULL;\n"
+      "END $$;\n";
+  return sql;
 }
 
 }  // namespace
@@ -750,6 +871,8 @@ ALTER TABLE benchmark_challenges ADD COLUMN products BIGINT NOT NULL DEFAULT 1;
 ALTER TABLE benchmark_challenges ADD COLUMN open_rows BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE benchmark_challenges ADD COLUMN root TEXT;
 )sql"},
+      {20, "market: the change log behind the market version (the offer cache reloads only what changed)",
+       market_changes_sqlite(), market_changes_postgres()},
   };
   return list;
 }

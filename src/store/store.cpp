@@ -116,6 +116,13 @@ std::optional<double> Row::opt_f64(std::size_t i) const {
 
 // ---- Tx ----
 
+std::string in_list(std::size_t n) {
+  if (n == 0) return " IN (NULL)";
+  std::string s = " IN (?";
+  for (std::size_t i = 1; i < n; ++i) s += ", ?";
+  return s + ")";
+}
+
 std::optional<Row> Tx::query_one(std::string_view sql, const Params& params) {
   auto rows = query(sql, params);
   if (rows.empty()) return std::nullopt;

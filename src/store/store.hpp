@@ -84,6 +84,9 @@ class Tx {
   std::optional<Row> query_one(std::string_view sql, const Params& params = {});
 };
 
+//! " IN (?, ?, ...)" with `n` placeholders, for a list of values; " IN (NULL)" (matches nothing) for none.
+std::string in_list(std::size_t n);
+
 enum class TxMode {
   read,   // reads only (SQLite: BEGIN DEFERRED)
   write,  // may write (SQLite: BEGIN IMMEDIATE, so writers queue on the busy timeout instead of deadlocking)

@@ -2,6 +2,7 @@
 // scenarios run the same code on PostgreSQL too; these cover what the API cannot reach yet
 // (schedules need issue 4's machines) and the bookkeeping the API does not show.
 
+#include "server/market/market_repo.hpp"
 #include "server/market/offers.hpp"
 #include "util/clock.hpp"
 
@@ -184,6 +185,47 @@ TEST_F(MarketStore, OfferCacheFollowsEveryChangeToTheMarket) {
   EXPECT_EQ(tuesday->search({}).total, 2u);
 }
 
+// Issue 20: every market change is logged with the version it commits at, naming the machine, the
+// provider, or everything (the GPU catalog); the cache reads only the changes after its version, and
+// a version older than the pruned horizon reads as everything.
+TEST_F(MarketStore, TheChangeLogNamesWhatChangedSinceAVersion) {
+  store_->transact([&](store::Tx& tx) {
+    tx.exec(
+        "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+        "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, "
+        "last_seq) VALUES ('m1', 'p1', 'm1', 'h', '{}', 0, '1', 1, 'online', '', '', 0, 0, 0, 0)");
+  });
+  const auto version = [&] { return store_->transact([](store::Tx& tx) { return server::market_version(tx); }); };
+  const auto since = [&](std::int64_t v) {
+    return store_->transact([&](store::Tx& tx) { return server::MarketRepo(tx).market_changes_since(v, 10); });
+  };
+  const auto v0 = version();
+  EXPECT_TRUE(since(v0).machines.empty());
+  store_->transact([](store::Tx& tx) { tx.exec("UPDATE machines SET last_seen_at = 5 WHERE id = 'm1'"); });
+  EXPECT_EQ(version(), v0);  // a heartbeat is no market change
+  store_->transact([](store::Tx& tx) { tx.exec("UPDATE machines SET status = 'offline' WHERE id = 'm1'"); });
+  const auto v1 = version();
+  store_->transact(
+      [&](store::Tx& tx) { ASSERT_TRUE(server::set_price(tx, provider_, "L4", 400'000, "u1", 1000).ok()); });
+  auto c = since(v0);
+  EXPECT_FALSE(c.everything);
+  EXPECT_EQ(c.machines, std::vector<std::string>{"m1"});
+  EXPECT_EQ(c.providers, std::vector<std::string>{"p1"});
+  c = since(v1);
+  EXPECT_TRUE(c.machines.empty());
+  EXPECT_EQ(c.providers, std::vector<std::string>{"p1"});
+  store_->transact([](store::Tx& tx) { tx.exec("UPDATE gpu_models SET vram_gib = vram_gib WHERE id = 'L4'"); });
+  EXPECT_TRUE(since(v1).everything);
+  EXPECT_TRUE(store_->transact([&](store::Tx& tx) { return server::MarketRepo(tx).market_changes_since(v0, 1); })
+                  .everything);  // more changes than the limit: everything
+  store_->transact([&](store::Tx& tx) { server::prune_market_changes(tx, v1); });
+  EXPECT_TRUE(since(v0).everything);  // pruned
+  c = since(v1);
+  EXPECT_TRUE(c.everything);  // still the catalog's change
+  const auto v2 = version();
+  EXPECT_FALSE(since(v2).everything);
+}
+
 // Issue 21: a machine on simulated GPUs is never offered unless the operator's demo mode is on, and
 // then its offers say so; a real machine's offers say simulated false either way.
 TEST_F(MarketStore, SimulatedMachinesAreOfferedOnlyInDemoMode) {
@@ -227,13 +269,16 @@ TEST_F(MarketStore, OfferCacheAnswersFromThePreviousBookWhileASlowReloadRuns) {
   std::atomic<int> loads{0};
   std::atomic<int> reloads{0};
   const auto max_wait = std::chrono::milliseconds{400};
-  server::OfferCache cache(max_wait, [&](store::Store& st, server::ScheduleCache& sc) {
-    ++loads;
-    while (hold) std::this_thread::sleep_for(std::chrono::milliseconds{1});
-    return st.transact([&](store::Tx& tx) {
-      return std::make_pair(server::market_version(tx), server::offer_candidates(tx, sc));
-    });
-  }, [&](double) { ++reloads; });
+  server::OfferCache cache(
+      max_wait,
+      [&](store::Store& st, server::ScheduleCache& sc, std::optional<std::int64_t>) {
+        ++loads;
+        while (hold) std::this_thread::sleep_for(std::chrono::milliseconds{1});
+        return st.transact([&](store::Tx& tx) {
+          return server::OfferCache::Loaded{server::market_version(tx), server::offer_candidates(tx, sc), std::nullopt};
+        });
+      },
+      [&](double) { ++reloads; });
   const core::UtcTime now{std::chrono::seconds{*core::parse_rfc3339_ms("2026-01-05T12:00:00Z") / 1000}};
   store_->transact([&](store::Tx& tx) {
     tx.exec(

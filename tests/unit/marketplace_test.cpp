@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
+#include <set>
+#include <string_view>
 #include <tuple>
+#include <unordered_set>
 
 #include "core/rfc3339.hpp"
 
@@ -259,4 +263,98 @@ TEST(Marketplace, ModelFilterKeepsTheModelsItNamed) {
   EXPECT_TRUE(assemble_offers(c, utc("2026-01-05T12:00:00Z"), f).empty());
   f.models.reset();
   EXPECT_EQ(assemble_offers(c, utc("2026-01-05T12:00:00Z"), f).size(), 3u);
+}
+
+// Issue 20: a book patched after each of many random market changes (prices, GPU counts, perf,
+// schedules, reliability, machines leaving and arriving, a provider's machines all at once) serves
+// every search, in every order and page, exactly as a book built from scratch at that instant.
+TEST(Marketplace, APatchedBookSearchesAsABookBuiltAnew) {
+  const auto schedules = varied_schedules();
+  const char* models[] = {"L4", "L40S", "H100-SXM", "A100"};
+  const char* regions[] = {"eu-central", "us-east"};
+  std::mt19937 rng(20);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  // Machine n's candidates now: none, or one to three models. Prices, perf scores and reliabilities
+  // come from small sets, so ties (broken by machine id, then model) are common.
+  const auto machine = [&](int n) {
+    std::vector<OfferCandidate> out;
+    const int k = pick(4);
+    for (int j = 0; j < k; ++j) {
+      auto c = candidate("m-" + std::to_string(n), models[(n + j) % 4], 300'000 + pick(6) * 100'000, 10 + pick(5) * 5);
+      c.gpu_count_available = pick(8) == 0 ? 0 : 1 + pick(4);
+      if (pick(9) == 0) c.price = 0;
+      c.region = regions[pick(2)];
+      c.tier = pick(4) == 0 ? Tier::enterprise : Tier::community;
+      c.commitment_months = pick(3) * 6;
+      c.vram_gib = j == 2 ? 80 : 48;
+      if (pick(3) != 0) c.reliability = 50 + pick(6) * 10;
+      if (pick(2) == 0) c.schedule = schedules[static_cast<std::size_t>(pick(static_cast<int>(schedules.size())))];
+      out.push_back(std::move(c));
+    }
+    return out;
+  };
+  constexpr int kMachines = 150;
+  std::vector<std::shared_ptr<const OfferCandidate>> start;
+  for (int n = 0; n < kMachines; ++n) {
+    for (auto& c : machine(n)) start.push_back(std::make_shared<const OfferCandidate>(std::move(c)));
+  }
+  std::vector<OfferFilter> filters(6);
+  filters[1].models = std::vector<std::string>{"L40S", "A100"};
+  filters[1].sort = OfferSort::price;
+  filters[2].region = "us-east";
+  filters[2].sort = OfferSort::perf;
+  filters[3].tier = Tier::enterprise;
+  filters[3].min_reliability = 70;
+  filters[4].max_price = 600'000;
+  filters[4].min_vram_gb = 60;
+  filters[5].sort = OfferSort::perf;
+  const auto key = [](const std::vector<Offer>& offers) {
+    std::vector<std::tuple<std::string, std::string, double, MicroUsdc, std::int64_t, double>> out;
+    for (const auto& o : offers) {
+      out.emplace_back(o.candidate.machine_id, o.candidate.model, o.rank.rank, o.candidate.price,
+                       o.candidate.gpu_count_available, o.rank.model_median_perf_per_usdc);
+    }
+    return out;
+  };
+
+  AvailabilityMemo memo;
+  UtcTime t = utc("2026-03-27T00:00:00Z");
+  auto book = std::make_shared<const OfferBook>(std::make_shared<const CandidateSet>(start), t, memo);
+  int patched = 0;
+  for (int step = 0; step < 400; ++step) {
+    t += std::chrono::minutes{pick(90)};
+    // One to five machines change; now and then a "provider's" ten machines at once.
+    std::set<int> changed;
+    const int n = pick(10) == 0 ? 10 : 1 + pick(5);
+    const int first = pick(kMachines + 20);  // past kMachines: a new machine
+    for (int i = 0; i < n; ++i) changed.insert(n == 10 ? (first + i) % (kMachines + 20) : pick(kMachines + 20));
+    std::unordered_set<std::string> ids;
+    for (const int m : changed) ids.insert("m-" + std::to_string(m));
+    const std::unordered_set<std::string_view> views(ids.begin(), ids.end());
+    auto next = std::make_shared<CandidateSet>();
+    for (const auto& c : *book->candidates()) {
+      if (!views.contains(c->machine_id)) next->push_back(c);
+    }
+    const std::size_t added_from = next->size();
+    for (const int m : changed) {
+      for (auto& c : machine(m)) next->push_back(std::make_shared<const OfferCandidate>(std::move(c)));
+    }
+    if (t < book->valid_until()) {
+      book = std::make_shared<const OfferBook>(*book, next, views, added_from, t, memo);
+      ++patched;
+    } else {
+      book = std::make_shared<const OfferBook>(next, t, memo);
+    }
+    AvailabilityMemo fresh_memo;  // answers from t on: valid_until is then the next real change (or a day)
+    const OfferBook fresh(next, t, fresh_memo);
+    for (const auto& f : filters) {
+      const auto want = fresh.search(f);
+      const auto got = book->search(f);
+      ASSERT_EQ(got.total, want.total) << "step " << step;
+      ASSERT_EQ(key(got.items), key(want.items)) << "step " << step;
+      EXPECT_EQ(key(book->search(f, 7, 9).items), key(fresh.search(f, 7, 9).items)) << "step " << step;
+    }
+    EXPECT_LE(book->valid_until(), fresh.valid_until());  // never served past a change of availability
+  }
+  EXPECT_GT(patched, 200);  // mostly patched, not rebuilt
 }

@@ -57,6 +57,12 @@ struct CurrentPrice {
   core::MicroUsdc usdc_micro = 0;
 };
 
+//! What changed in the market after a version (market_changes, migration 20).
+struct MarketChanges {
+  bool everything = false;                       // a global change (the GPU catalog), or changes no longer logged
+  std::vector<std::string> machines, providers;  // each once
+};
+
 //! The market tables of one transaction.
 class MarketRepo {
  public:
@@ -69,8 +75,8 @@ class MarketRepo {
   std::vector<PriceRecord> current_prices(const std::string& provider_id);
   //! Every price the provider set for a model, newest first.
   std::vector<PriceRecord> price_history(const std::string& provider_id, const std::string& model);
-  //! Every provider's current price, for the offer candidates.
-  std::vector<CurrentPrice> all_current_prices();
+  //! Every provider's current price, for the offer candidates; only `providers`' when given.
+  std::vector<CurrentPrice> all_current_prices(const std::vector<std::string>* providers = nullptr);
 
   std::optional<ProfileRecord> profile(const std::string& provider_id);
   //! Stores a profile unless the provider already has one.
@@ -87,16 +93,24 @@ class MarketRepo {
   void delete_listing_activity_before(std::int64_t before_ms);
 
   //! Online machines with their provider's profile and their schedule (the tier is onboarding's:
-  //! onboarding_repo::provider_tiers).
-  std::vector<OfferMachineRow> online_offer_machines();
-  //! Listed GPUs that no rental holds (gpu_allocations), in key order (machine, uuid).
-  std::vector<ListedGpuRow> listed_gpus();
+  //! onboarding_repo::provider_tiers); when `only` is given, only the machines it names and those of
+  //! the providers it names.
+  std::vector<OfferMachineRow> online_offer_machines(const MarketChanges* only = nullptr);
+  //! Listed GPUs that no rental holds (gpu_allocations), in key order (machine, uuid); only `machines`'
+  //! when given.
+  std::vector<ListedGpuRow> listed_gpus(const std::vector<std::string>* machines = nullptr);
 
   //! Makes the rest of the transaction read one snapshot (PostgreSQL: REPEATABLE READ, READ ONLY; SQLite
   //! always does). First in the transaction.
   void read_one_snapshot();
   //! The store's market version (migration 6's triggers bump it).
   std::int64_t market_version();
+  //! The machines and providers whose offers changed after `version`, up to this snapshot's version;
+  //! everything when more than `limit` of them did (reading them one by one would be slower than
+  //! reading all), or when the log no longer goes back to `version` (pruned).
+  MarketChanges market_changes_since(std::int64_t version, std::size_t limit);
+  //! Forgets the changes up to `version` (market_changes_since for older versions says everything).
+  void prune_market_changes(std::int64_t version);
 
  private:
   store::Tx& tx_;

@@ -1,5 +1,8 @@
 #include "server/market/offer_cache.hpp"
 
+#include <string_view>
+#include <unordered_set>
+
 #include "server/market/market_repo.hpp"
 #include "util/log.hpp"
 
@@ -7,23 +10,50 @@ namespace gpunex::server {
 
 namespace {
 
-// One snapshot for the version and offer_candidates' queries, so the candidates are exactly those of
-// the version (SQLite reads a whole transaction at one snapshot; PostgreSQL does so from REPEATABLE
-// READ on, and a read-only transaction there never fails to serialise).
-OfferCache::Loaded load_candidates(store::Store& store, ScheduleCache& schedules, bool allow_simulated) {
+// More changed machines and providers than this are read as a whole market: a thousand-key filter
+// is still a few milliseconds, and a change that large (a fleet's import) is rare.
+constexpr std::size_t kMaxChanges = 1000;
+
+// One snapshot for the version, the change log and the candidates' queries, so the candidates are
+// exactly those of the version (SQLite reads a whole transaction at one snapshot; PostgreSQL does
+// so from REPEATABLE READ on, and a read-only transaction there never fails to serialise).
+OfferCache::Loaded load_candidates(store::Store& store, ScheduleCache& schedules, bool allow_simulated,
+                                   std::optional<std::int64_t> since) {
   return store.transact(
       [&](store::Tx& tx) {
-        MarketRepo(tx).read_one_snapshot();
-        return std::make_pair(market_version(tx), offer_candidates(tx, schedules, allow_simulated));
+        MarketRepo repo(tx);
+        repo.read_one_snapshot();
+        OfferCache::Loaded out;
+        out.version = repo.market_version();
+        if (since && out.version >= *since) {
+          auto changes = repo.market_changes_since(*since, kMaxChanges);
+          if (!changes.everything) {
+            auto changed = changed_offer_candidates(tx, schedules, allow_simulated, changes);
+            out.candidates = std::move(changed.candidates);
+            out.changed_machines = std::move(changed.machines);
+            return out;
+          }
+        }
+        out.candidates = offer_candidates(tx, schedules, allow_simulated);
+        return out;
       },
       store::TxMode::read);
+}
+
+// The vector's candidates, shared with it (no copies).
+std::shared_ptr<const core::CandidateSet> share(std::vector<core::OfferCandidate> candidates,
+                                                core::CandidateSet into = {}) {
+  const auto owner = std::make_shared<const std::vector<core::OfferCandidate>>(std::move(candidates));
+  into.reserve(into.size() + owner->size());
+  for (const auto& c : *owner) into.emplace_back(owner, &c);
+  return std::make_shared<const core::CandidateSet>(std::move(into));
 }
 
 }  // namespace
 
 OfferCache::Loader OfferCache::store_loader(bool allow_simulated) {
-  return [allow_simulated](store::Store& store, ScheduleCache& schedules) {
-    return load_candidates(store, schedules, allow_simulated);
+  return [allow_simulated](store::Store& store, ScheduleCache& schedules, std::optional<std::int64_t> since) {
+    return load_candidates(store, schedules, allow_simulated, since);
   };
 }
 
@@ -37,10 +67,37 @@ OfferCache::~OfferCache() {
   if (reloader_.joinable()) reloader_.join();
 }
 
-void OfferCache::install(Loaded loaded) {
-  version_ = loaded.first;
-  candidates_ = std::make_shared<const std::vector<core::OfferCandidate>>(std::move(loaded.second));
-  book_.reset();
+OfferCache::State OfferCache::apply(Loaded loaded, const State& base, core::UtcTime now,
+                                    const core::RankConfig& config) {
+  State next{loaded.version, nullptr, nullptr};
+  if (!loaded.changed_machines || !base.candidates) {
+    next.candidates = share(std::move(loaded.candidates));
+    next.book = std::make_shared<const core::OfferBook>(next.candidates, now, reload_availability_, config);
+    reload_availability_.prune();
+    return next;
+  }
+  const std::unordered_set<std::string_view> changed(loaded.changed_machines->begin(), loaded.changed_machines->end());
+  core::CandidateSet kept;
+  kept.reserve(base.candidates->size() + loaded.candidates.size());
+  for (const auto& c : *base.candidates) {
+    if (!changed.contains(c->machine_id)) kept.push_back(c);
+  }
+  const std::size_t added_from = kept.size();
+  next.candidates = share(std::move(loaded.candidates), std::move(kept));
+  if (base.book && base.book->built_at() <= now && now < base.book->valid_until()) {
+    next.book = std::make_shared<const core::OfferBook>(*base.book, next.candidates, changed, added_from, now,
+                                                        reload_availability_, config);
+  } else {
+    next.book = std::make_shared<const core::OfferBook>(next.candidates, now, reload_availability_, config);
+  }
+  reload_availability_.prune();
+  return next;
+}
+
+void OfferCache::install(State state) {
+  version_ = state.version;
+  candidates_ = std::move(state.candidates);
+  book_ = std::move(state.book);
   availability_.prune();
 }
 
@@ -49,20 +106,26 @@ void OfferCache::reload_loop(std::stop_token stop) {
   while (work_.wait(lock, stop, [&] { return reload_wanted_; })) {
     // Every version requested so far was committed before this snapshot begins.
     reload_wanted_ = false;
-    std::optional<Loaded> loaded;
+    const State base{version_.value_or(0), candidates_, book_};
+    const auto since = version_;
+    const auto now = last_now_;
+    const auto config = config_;
+    std::optional<State> next;
     lock.unlock();
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      loaded = loader_(*store_, *schedules_);
+      next = apply(loader_(*store_, *schedules_, since), base, now, config);
       if (on_reload_) on_reload_(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     } catch (const std::exception& e) {
       util::log_event("warn", "offer cache reload failed", {{"error", e.what()}});
     }
     lock.lock();
-    if (!loaded) {
-      requested_ = version_.value_or(0);  // the next search that sees the change asks again
-    } else if (!version_ || loaded->first >= *version_) {  // not older than one installed inline meanwhile
-      install(std::move(*loaded));
+    if (next && version_ == since) {
+      install(std::move(*next));
+    } else {
+      // Failed, or a search installed a full load meanwhile (a store put back), which this one
+      // may not patch: the next search that sees a change asks again.
+      requested_ = version_.value_or(0);
     }
     reloaded_.notify_all();
   }
@@ -75,11 +138,15 @@ std::shared_ptr<const core::OfferBook> OfferCache::book(store::Store& store, Sch
   };
   std::int64_t version = read_version();
   std::unique_lock lock(mutex_);
+  last_now_ = now;
+  config_ = config;
   // Older than the cached one: read before another search's reload, most likely; read again, as
   // a store put back from a backup can also go back.
   if (version_ && version < *version_) version = read_version();
   if (!version_ || version < *version_) {
-    install(loader_(store, schedules));  // no book yet, or a store put back: wait for it
+    // No book yet, or a store put back: wait for the whole load.
+    auto loaded = loader_(store, schedules, std::nullopt);
+    install(State{loaded.version, share(std::move(loaded.candidates)), nullptr});
     requested_ = *version_;
   } else if (version > *version_) {
     // A change no reload has been asked to cover: one that starts from now on will (one more,

@@ -35,13 +35,28 @@ struct OfferMachine {
   bool simulated = false;
 };
 
-//! The online machines by id, with their provider's tier (onboarding's, joined here by provider id),
-//! their schedules parsed (once per distinct text).
-std::unordered_map<std::string, OfferMachine> online_machines(store::Tx& tx, MarketRepo& repo,
-                                                              ScheduleCache& schedules, bool allow_simulated) {
-  const auto tiers = onboarding_repo::provider_tiers(tx);
+//! The online machines by id (only those `only` covers, when given), with their provider's tier
+//! (onboarding's, joined here by provider id), their schedules parsed (once per distinct text).
+//! `covered`, when given, receives the id of every machine read.
+std::unordered_map<std::string, OfferMachine> online_machines(store::Tx& tx, MarketRepo& repo, ScheduleCache& schedules,
+                                                              bool allow_simulated, const MarketChanges* only,
+                                                              std::vector<std::string>* covered) {
+  auto rows = repo.online_offer_machines(only);
+  std::unordered_map<std::string, core::Tier> tiers;
+  if (only) {
+    std::vector<std::string> providers;
+    for (const auto& r : rows) {
+      providers.push_back(r.provider_id);
+      if (covered) covered->push_back(r.machine_id);
+    }
+    std::sort(providers.begin(), providers.end());
+    providers.erase(std::unique(providers.begin(), providers.end()), providers.end());
+    tiers = onboarding_repo::provider_tiers(tx, &providers);
+  } else {
+    tiers = onboarding_repo::provider_tiers(tx);
+  }
   std::unordered_map<std::string, OfferMachine> machines;
-  for (auto& r : repo.online_offer_machines()) {
+  for (auto& r : rows) {
     const auto tier = tiers.find(r.provider_id);
     if (tier == tiers.end()) continue;  // no such provider (machines.provider_id references one)
     if (r.simulated && !allow_simulated) continue;  // never offered outside the operator's demo mode
@@ -59,18 +74,30 @@ std::unordered_map<std::string, OfferMachine> online_machines(store::Tx& tx, Mar
   return machines;
 }
 
-}  // namespace
-
-std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules, bool allow_simulated) {
+// The candidates of every online machine, or only of those `only` covers (each query filtered
+// alike, so that a change's candidates are exactly what a full read would give for its machines).
+std::vector<core::OfferCandidate> read_candidates(store::Tx& tx, ScheduleCache& schedules, bool allow_simulated,
+                                                  const MarketChanges* only, std::vector<std::string>* covered) {
   // Plain queries joined here by key, rather than one seven-way join: the planners misjudge that
   // join at this size (PostgreSQL estimates a handful of rows for 100,000 GPUs and picks nested
   // loops), and each query alone is a scan or an index walk.
   MarketRepo repo(tx);
-  const auto machines = online_machines(tx, repo, schedules, allow_simulated);
+  const auto machines = online_machines(tx, repo, schedules, allow_simulated, only, covered);
+  std::vector<std::string> machine_ids, provider_ids;
+  if (only) {
+    for (const auto& [id, m] : machines) {
+      machine_ids.push_back(id);
+      provider_ids.push_back(m.provider_id);
+    }
+    std::sort(provider_ids.begin(), provider_ids.end());
+    provider_ids.erase(std::unique(provider_ids.begin(), provider_ids.end()), provider_ids.end());
+  }
   std::unordered_map<std::string, core::MicroUsdc> prices;  // by provider id + '\n' + model
-  for (const auto& p : repo.all_current_prices()) prices.emplace(p.provider_id + '\n' + p.model, p.usdc_micro);
+  for (const auto& p : repo.all_current_prices(only ? &provider_ids : nullptr))
+    prices.emplace(p.provider_id + '\n' + p.model, p.usdc_micro);
   const auto vram = model_vram_gib(tx);
-  const auto reliability = reliability::published_scores(tx);  // machines still new carry none: the prior
+  // Machines still new carry none: the prior.
+  const auto reliability = reliability::published_scores(tx, only ? &machine_ids : nullptr);
 
   // Listed GPUs in key order, summed here per (machine, model): the mean perf score is then the
   // same on every plan and store (a database's AVG sums in whatever order its plan reads, and
@@ -109,7 +136,7 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache&
     }
     groups.clear();
   };
-  for (auto& r : repo.listed_gpus()) {
+  for (auto& r : repo.listed_gpus(only ? &machine_ids : nullptr)) {
     std::string id = std::move(r.machine_id);
     if (id != machine_id) {
       if (machine) flush();
@@ -128,8 +155,28 @@ std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache&
   return out;
 }
 
+}  // namespace
+
+std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules, bool allow_simulated) {
+  return read_candidates(tx, schedules, allow_simulated, nullptr, nullptr);
+}
+
+ChangedCandidates changed_offer_candidates(store::Tx& tx, ScheduleCache& schedules, bool allow_simulated,
+                                           const MarketChanges& changes) {
+  ChangedCandidates out;
+  out.machines = changes.machines;
+  out.candidates = read_candidates(tx, schedules, allow_simulated, &changes, &out.machines);
+  std::sort(out.machines.begin(), out.machines.end());
+  out.machines.erase(std::unique(out.machines.begin(), out.machines.end()), out.machines.end());
+  return out;
+}
+
 std::int64_t market_version(store::Tx& tx) {
   return MarketRepo(tx).market_version();
+}
+
+void prune_market_changes(store::Tx& tx, std::int64_t version) {
+  MarketRepo(tx).prune_market_changes(version);
 }
 
 }  // namespace gpunex::server

@@ -41,9 +41,27 @@ class ScheduleCache {
 std::vector<core::OfferCandidate> offer_candidates(store::Tx& tx, ScheduleCache& schedules,
                                                    bool allow_simulated = false);
 
+struct MarketChanges;
+
+//! The candidates of the machines `changes` names and of the providers' machines it names (the
+//! same read as offer_candidates', filtered), and every machine whose candidates they replace: the
+//! named machines and the providers' online ones (an offline machine has none).
+struct ChangedCandidates {
+  std::vector<core::OfferCandidate> candidates;
+  std::vector<std::string> machines;
+};
+ChangedCandidates changed_offer_candidates(store::Tx& tx, ScheduleCache& schedules, bool allow_simulated,
+                                           const MarketChanges& changes);
+
 //! The store's market version: bumped (by triggers, migration 6) in every transaction that
 //! changes what offer_candidates reads, so an unchanged version means unchanged candidates.
-//! A table that offer_candidates starts to read needs the same trigger, in a new migration.
+//! A table that offer_candidates starts to read needs the same trigger, in a new migration, logging
+//! its machine or provider to market_changes as migration 20's do (the offer cache patches its book
+//! from that log).
 std::int64_t market_version(store::Tx& tx);
+
+//! Forgets the market's changes (migration 20's log) up to `version`: an offer cache older than that
+//! reloads every candidate.
+void prune_market_changes(store::Tx& tx, std::int64_t version);
 
 }  // namespace gpunex::server

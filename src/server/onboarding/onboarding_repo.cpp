@@ -167,9 +167,15 @@ std::optional<Provider> find_provider_by_user(store::Tx& tx, const std::string& 
       tx.query_one(std::string("SELECT ") + kProviderCols + " FROM providers WHERE user_id = ?", {user_id}));
 }
 
-std::unordered_map<std::string, core::Tier> provider_tiers(store::Tx& tx) {
+std::unordered_map<std::string, core::Tier> provider_tiers(store::Tx& tx, const std::vector<std::string>* providers) {
+  std::string sql = "SELECT id, tier FROM providers";
+  store::Params params;
+  if (providers) {
+    sql += " WHERE id" + store::in_list(providers->size());
+    params.assign(providers->begin(), providers->end());
+  }
   std::unordered_map<std::string, core::Tier> out;
-  for (const auto& r : tx.query("SELECT id, tier FROM providers")) {
+  for (const auto& r : tx.query(sql, params)) {
     out.emplace(r.str(0), core::parse_tier(r.str(1)).value_or(core::Tier::community));
   }
   return out;

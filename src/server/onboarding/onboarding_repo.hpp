@@ -103,8 +103,10 @@ bool move_to_decided(store::Tx& tx, const std::string& id, core::ApplicationStat
 void insert_provider(store::Tx& tx, const Provider& p);
 std::optional<Provider> find_provider(store::Tx& tx, const std::string& provider_id);
 std::optional<Provider> find_provider_by_user(store::Tx& tx, const std::string& user_id);
-//! Every provider's tier, by provider id (for joining in memory with rows of other areas).
-std::unordered_map<std::string, core::Tier> provider_tiers(store::Tx& tx);
+//! Every provider's tier, by provider id (for joining in memory with rows of other areas); only
+//! `providers`' when given.
+std::unordered_map<std::string, core::Tier> provider_tiers(store::Tx& tx,
+                                                           const std::vector<std::string>* providers = nullptr);
 
 // ---- API keys ----
 

@@ -453,8 +453,8 @@ nlohmann::json provider_reliability(Tx& tx, const std::string& provider_id, cons
       {"events", std::move(events)}};
 }
 
-std::unordered_map<std::string, double> published_scores(Tx& tx) {
-  return ReliabilityRepo(tx).all_scored();
+std::unordered_map<std::string, double> published_scores(Tx& tx, const std::vector<std::string>* machines) {
+  return ReliabilityRepo(tx).all_scored(machines);
 }
 
 }  // namespace gpunex::server::reliability

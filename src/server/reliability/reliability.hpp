@@ -67,7 +67,9 @@ core::Result<nlohmann::json> machine_reliability(store::Tx& tx, const std::strin
 nlohmann::json provider_reliability(store::Tx& tx, const std::string& provider_id, const JobSource& jobs,
                                     const Settings& s, std::int64_t now_ms);
 
-//! The score the marketplace shows for every machine that has one (not new), by machine id.
-std::unordered_map<std::string, double> published_scores(store::Tx& tx);
+//! The score the marketplace shows for every machine that has one (not new), by machine id; only
+//! `machines`' when given.
+std::unordered_map<std::string, double> published_scores(store::Tx& tx,
+                                                         const std::vector<std::string>* machines = nullptr);
 
 }  // namespace gpunex::server::reliability

@@ -84,10 +84,15 @@ void ReliabilityRepo::upsert_published(const std::string& machine_id, const Publ
       {machine_id, p.score, flag(p.is_new), p.computed_ms, flag(p.alerted)});
 }
 
-std::unordered_map<std::string, double> ReliabilityRepo::all_scored() {
+std::unordered_map<std::string, double> ReliabilityRepo::all_scored(const std::vector<std::string>* machines) {
+  std::string sql = "SELECT machine_id, score FROM reliability_scores WHERE is_new = 0";
+  store::Params params;
+  if (machines) {
+    sql += " AND machine_id" + store::in_list(machines->size());
+    params.assign(machines->begin(), machines->end());
+  }
   std::unordered_map<std::string, double> out;
-  for (const auto& r : tx_.query("SELECT machine_id, score FROM reliability_scores WHERE is_new = 0"))
-    out.emplace(r.str(0), r.f64(1));
+  for (const auto& r : tx_.query(sql, params)) out.emplace(r.str(0), r.f64(1));
   return out;
 }
 

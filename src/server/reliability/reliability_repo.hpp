@@ -50,8 +50,8 @@ class ReliabilityRepo {
 
   std::optional<PublishedRow> published(const std::string& machine_id);
   void upsert_published(const std::string& machine_id, const PublishedRow& p);
-  //! Every machine's shown score that is not the prior, by machine id.
-  std::unordered_map<std::string, double> all_scored();
+  //! Every machine's shown score that is not the prior, by machine id; only `machines`' when given.
+  std::unordered_map<std::string, double> all_scored(const std::vector<std::string>* machines = nullptr);
 
  private:
   store::Tx& tx_;
