@@ -26,9 +26,7 @@ MachineSettings settings_of(const Config& c) {
 template <class Parse, class Apply>
 http::Response agent_call(Ctx& ctx, Parse parse, Apply apply) {
   if (auto refused = require_agent_key(ctx)) return *refused;
-  auto body = ctx.json_body();
-  if (!body) return http::Response::error(body.error());
-  auto req = parse(*body);
+  auto req = ctx.read_body(parse);
   if (!req) return http::Response::error(req.error());
   const auto settings = settings_of(ctx.config());
   const auto now = ctx.now_ms();
@@ -48,9 +46,7 @@ http::Response agent_register(Ctx& ctx) {
 //! other agents in one transaction; the reply is sent once that transaction has committed.
 void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
   if (auto refused = require_agent_key(ctx)) return reply(*refused);
-  auto body = ctx.json_body();
-  if (!body) return reply(http::Response::error(body.error()));
-  auto req = protocol::parse_heartbeat_request(*body);
+  auto req = ctx.read_body(protocol::parse_heartbeat_request);
   if (!req) return reply(http::Response::error(req.error()));
   std::string machine_id = req->machine_id;  // orders the batch
   // A bogus machine id or GPU is refused before the batch writes, so it cannot make the batch roll back

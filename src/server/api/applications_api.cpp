@@ -213,9 +213,7 @@ core::Result<Decision> read_decision(const nlohmann::json& body) {
 }
 
 Response decide(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto decision = read_decision(*body);
+  auto decision = ctx.read_body(read_decision);
   if (!decision) return Response::error(decision.error());
   const Decision& d = *decision;
   auto result = ctx.store().transact([&](store::Tx& tx) -> core::Result<DecisionResult> {

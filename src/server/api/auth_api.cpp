@@ -81,9 +81,7 @@ core::Result<std::string> read_confirmation_token(const nlohmann::json& body) {
 }
 
 Response signup(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto read = read_signup(*body);
+  auto read = ctx.read_body(read_signup);
   if (!read) return Response::error(read.error());
   const NewUser& u = *read;
   // The address is the account's once it opens the link mailed to it; until then nothing else is mailed.
@@ -97,9 +95,7 @@ Response signup(Ctx& ctx) {
 }
 
 Response login_handler(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto read = read_credentials(*body, {});
+  auto read = ctx.read_body([](const nlohmann::json& body) { return read_credentials(body, {}); });
   if (!read) return Response::error(read.error());
   const auto& [email, password] = *read;
   // No account has such an address: say which field, as signup would.
@@ -152,9 +148,7 @@ Response me(Ctx& ctx) {
 
 //! POST /v1/auth/confirm-email {token}: the link from the mail, opened by the dashboard (signed in or not).
 Response confirm_email_handler(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto token = read_confirmation_token(*body);
+  auto token = ctx.read_body(read_confirmation_token);
   if (!token) return Response::error(token.error());
   const auto base_url = ctx.config().base_url();
   auto user = ctx.store().transact([&](store::Tx& tx) { return confirm_email(tx, *token, base_url, ctx.now_ms()); });
@@ -165,9 +159,9 @@ Response confirm_email_handler(Ctx& ctx) {
 //! POST /v1/me/email {email, password}: moves the account to a new address once a link mailed there is
 //! opened. The password is asked again, so a session left open somewhere cannot take the account's mail.
 Response change_email(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto read = read_credentials(*body, {{"email", {"e-mail", ""}}});
+  auto read = ctx.read_body([](const nlohmann::json& body) {
+    return read_credentials(body, {{"email", {"e-mail", ""}}});
+  });
   if (!read) return Response::error(read.error());
   const auto& [email_in, password] = *read;
   const std::string email = core::to_lower_ascii(core::trim(email_in));

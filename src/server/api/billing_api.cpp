@@ -147,9 +147,7 @@ core::Result<billing::CreditRequest> read_credit(const nlohmann::json& body) {
 }
 
 Response post_credit(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto request = read_credit(*body);
+  auto request = ctx.read_body(read_credit);
   if (!request) return Response::error(request.error());
   auto result = ctx.store().transact(
       [&](store::Tx& tx) { return billing::add_credit(tx, *request, ctx.principal->user.id, ctx.now_ms()); });

@@ -56,9 +56,7 @@ core::Result<core::MicroUsdc> read_price(const nlohmann::json& body) {
 }
 
 Response put_price(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto rate = read_price(*body);
+  auto rate = ctx.read_body(read_price);
   if (!rate) return Response::error(rate.error());
   const std::string model = ctx.req.param("model");
   return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
@@ -148,11 +146,9 @@ Response recommendation(Ctx& ctx) {
 }
 
 Response put_schedule(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
   // The body is validated before the machine is looked up, so bad input answers 400 naming the
   // field whatever the machine.
-  auto schedule = core::parse_schedule(*body);
+  auto schedule = ctx.read_body([](const nlohmann::json& body) { return core::parse_schedule(body); });
   if (!schedule) return Response::error(schedule.error());
   const std::string machine_id = ctx.req.param("id");
   return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {

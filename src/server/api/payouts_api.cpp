@@ -152,9 +152,7 @@ core::Result<std::string> read_return_reason(const nlohmann::json& body) {
 }
 
 Response post_sepa_batch(Ctx& ctx) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto read = read_sepa_rate(*body);
+  auto read = ctx.read_body(read_sepa_rate);
   if (!read) return Response::error(read.error());
   const std::int64_t rate = *read;
   const auto& cfg = ctx.config();
@@ -183,9 +181,7 @@ Response get_batch_file(Ctx& ctx) {
 Response post_settle(Ctx& ctx, payouts::Outcome outcome) {
   std::string reason;
   if (outcome == payouts::Outcome::returned) {
-    auto body = ctx.json_body();
-    if (!body) return Response::error(body.error());
-    auto read = read_return_reason(*body);
+    auto read = ctx.read_body(read_return_reason);
     if (!read) return Response::error(read.error());
     reason = std::move(*read);
   }

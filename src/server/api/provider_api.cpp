@@ -61,9 +61,7 @@ core::Result<std::optional<std::string>> read_key_request(const nlohmann::json& 
 Response create_key(Ctx& ctx) {
   std::optional<std::string> revoke;
   if (!ctx.req.body.empty()) {
-    auto body = ctx.json_body();
-    if (!body) return Response::error(body.error());
-    auto read = read_key_request(*body);
+    auto read = ctx.read_body(read_key_request);
     if (!read) return Response::error(read.error());
     revoke = std::move(*read);
   }

@@ -69,9 +69,7 @@ core::Result<std::vector<rentals::Candidate>> candidates_for(Ctx& ctx, const ren
 }
 
 Response create_rental(Ctx& ctx, OfferCache& offers, ScheduleCache& schedules, rentals::AgentPolls& polls) {
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto req = rentals::read_create_request(*body);
+  auto req = ctx.read_body(rentals::read_create_request);
   if (!req) return Response::error(req.error());
   auto candidates = candidates_for(ctx, *req, offers, schedules);
   if (!candidates) return Response::error(candidates.error());
@@ -181,9 +179,7 @@ void agent_rentals_poll(Ctx& ctx, const http::Reply& reply, rentals::AgentPolls&
 
 Response agent_rental_events(Ctx& ctx, rentals::AgentPolls& polls) {
   if (auto refused = require_agent_key(ctx)) return *refused;
-  auto body = ctx.json_body();
-  if (!body) return Response::error(body.error());
-  auto req = protocol::parse_rental_events(*body);
+  auto req = ctx.read_body(protocol::parse_rental_events);
   if (!req) return Response::error(req.error());
   const auto now = ctx.now_ms();
   auto out = respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {

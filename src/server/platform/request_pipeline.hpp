@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -159,6 +160,14 @@ struct Ctx {
   std::int64_t now_ms() const;
   //! The request body as a JSON object, or a 400 naming what is wrong.
   core::Result<nlohmann::json> json_body() const;
+  //! The body read by `read`, the route's parser (the one its API document's body schema is described
+  //! from, openapi::body_of): what it answers, or the body's JSON error.
+  template <class Read>
+  auto read_body(Read&& read) const -> std::invoke_result_t<Read, const nlohmann::json&> {
+    auto body = json_body();
+    if (!body) return std::move(body).error();
+    return std::forward<Read>(read)(*body);
+  }
 };
 
 using ApiHandler = std::function<http::Response(Ctx&)>;
