@@ -44,8 +44,6 @@ struct TelemetrySample {
   nlohmann::json readings_json() const;
   //! readings_json().dump(), written directly (the server stores it for every GPU on every heartbeat).
   std::string readings_text() const;
-  //! The old name of readings_text(), still used by server/fleet/machines.cpp.
-  std::string to_json_text() const { return readings_text(); }
   bool operator==(const TelemetrySample&) const = default;
 };
 

@@ -12,11 +12,13 @@
 #include <stdexcept>
 #include <thread>
 
-#include "server/fleet/agent_protocol.hpp"
-#include "server/platform/group_commit.hpp"
-#include "server/fleet/machines.hpp"
-#include "server/workers/machines_worker.hpp"
 #include "provider_store.hpp"
+#include "server/fleet/agent_protocol.hpp"
+#include "server/fleet/latest_samples.hpp"
+#include "server/fleet/machines.hpp"
+#include "server/fleet/machines_repo.hpp"
+#include "server/platform/group_commit.hpp"
+#include "server/workers/machines_worker.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 
@@ -84,6 +86,22 @@ class MachinesStore : public ::testing::Test {
       auto r = tx.query_one("SELECT COALESCE(SUM(samples), 0) FROM telemetry_minute WHERE uuid = ?", {uuid});
       return r ? r->i64(0) : 0;
     });
+  }
+
+  //! The stored latest sample's temperature of a GPU, -1 when none is stored.
+  std::int64_t stored_temperature(const std::string& uuid) {
+    return store_->transact([&](store::Tx& tx) -> std::int64_t {
+      auto r = tx.query_one("SELECT sample FROM telemetry_latest WHERE uuid = ?", {uuid});
+      return r ? nlohmann::json::parse(r->str(0)).value("temperature_c", std::int64_t{-2}) : -1;
+    });
+  }
+  //! The temperature GET /v1/provider/machines/{id} shows for the machine's first GPU, -1 for none.
+  std::int64_t shown_temperature(const std::string& machine, const server::LatestSamples* latest) {
+    auto detail =
+        store_->transact([&](store::Tx& tx) { return server::machine_detail(tx, "p1", machine, kNow, latest); });
+    EXPECT_TRUE(detail) << detail.error().message;
+    const auto& shown = (*detail)["gpus"][0]["latest"];
+    return shown.is_object() ? shown.value("temperature_c", std::int64_t{-2}) : -1;
   }
 
   std::unique_ptr<store::Store> store_;
@@ -255,6 +273,84 @@ TEST_F(MachinesStore, SweepMarksOfflineAndPrunesInBoundedTransactions) {
   EXPECT_EQ(left->i64(1), 1);  // the current minute stays
   EXPECT_EQ(left->i64(2), 0);
   EXPECT_EQ(left->i64(3), 3);
+}
+
+// Latest samples wait in memory: the replica that holds them shows them at once, the store has them after
+// a flush, and an older sample (late, or pending while a newer one was stored) never replaces a newer one.
+TEST_F(MachinesStore, LatestSamplesAreShownAtOnceAndStoredWhenFlushed) {
+  const std::string m1 = register_machine("a");
+  server::LatestSamples latest;
+  auto beat = [&](std::int64_t seq, std::int64_t at_ms) {
+    auto req = heartbeat(m1, "a", seq);
+    req.telemetry[0].at_ms = at_ms;
+    auto out = store_->transact(
+        [&](store::Tx& tx) { return server::record_heartbeat(tx, "p1", req, settings_, kNow, &latest); });
+    ASSERT_TRUE(out) << out.error().message;
+  };
+  beat(1, kNow - 2'000);  // temperature 51
+  EXPECT_EQ(stored_temperature("a-0"), -1);
+  EXPECT_EQ(shown_temperature(m1, &latest), 51);
+  EXPECT_EQ(shown_temperature(m1, nullptr), -1);  // another replica: not yet
+  EXPECT_EQ(samples("a-0"), 1);                   // the minute aggregate is written at once
+  beat(2, kNow - 1'000);                          // 52
+  beat(3, kNow - 3'000);                          // 53, taken before the other two: came late
+  EXPECT_EQ(latest.pending(), 1u);
+  EXPECT_EQ(shown_temperature(m1, &latest), 52);
+  EXPECT_EQ(latest.flush(*store_), 1u);
+  EXPECT_EQ(latest.pending(), 0u);
+  EXPECT_EQ(stored_temperature("a-0"), 52);
+  EXPECT_EQ(shown_temperature(m1, nullptr), 52);
+
+  // Another replica stored a newer sample meanwhile: this replica's older one is neither shown nor stored.
+  beat(4, kNow - 500);  // 54
+  store_->transact(
+      [&](store::Tx& tx) { server::MachinesRepo(tx).store_latest_sample(m1, "a-0", kNow, R"({"temperature_c":70})"); });
+  EXPECT_EQ(shown_temperature(m1, &latest), 70);
+  latest.flush(*store_);
+  EXPECT_EQ(stored_temperature("a-0"), 70);
+
+  // A replayed seq stores nothing, the latest sample included.
+  beat(4, kNow + 1'000);
+  EXPECT_EQ(latest.pending(), 0u);
+}
+
+// A flush writes many rows a statement (128, 32, 8, 1) in bounded transactions; a failed write keeps
+// its samples for the next flush, where a newer sample put meanwhile wins; stop() writes what is left.
+TEST_F(MachinesStore, LatestSamplesFlushInBatchesAndKeepWhatAFailedWriteHeld) {
+  const std::string m1 = register_machine("a");
+  const std::string m2 = register_machine("b");
+  server::LatestSamples latest;
+  auto text = [](int t) { return R"({"temperature_c":)" + std::to_string(t) + "}"; };
+  for (int i = 0; i < 340; ++i) {
+    char uuid[16];
+    std::snprintf(uuid, sizeof uuid, "u%03d", i);
+    latest.put(i % 2 ? m1 : m2, uuid, kNow, text(i));
+  }
+  EXPECT_EQ(latest.flush(*store_, 100), 340u);
+  auto rows = store_->transact([&](store::Tx& tx) {
+    return tx.query("SELECT machine_id, uuid, at, sample FROM telemetry_latest ORDER BY uuid");
+  });
+  ASSERT_EQ(rows.size(), 340u);
+  for (int i = 0; i < 340; ++i) {
+    const auto& r = rows[static_cast<std::size_t>(i)];
+    EXPECT_EQ(r.str(0), i % 2 ? m1 : m2);
+    EXPECT_EQ(r.i64(2), kNow);
+    EXPECT_EQ(r.str(3), text(i)) << r.str(1);
+  }
+
+  latest.put(m1, "a-0", kNow + 1, text(1));
+  latest.put(m1, "a-1", kNow + 1, text(2));
+  store_->transact([](store::Tx& tx) { tx.exec("ALTER TABLE telemetry_latest RENAME TO telemetry_latest_away"); });
+  EXPECT_ANY_THROW(latest.flush(*store_));
+  EXPECT_EQ(latest.pending(), 2u);
+  latest.put(m1, "a-0", kNow + 2, text(3));  // newer than the one whose write failed
+  latest.put(m1, "a-1", kNow, text(4));      // older: the failed one stays
+  store_->transact([](store::Tx& tx) { tx.exec("ALTER TABLE telemetry_latest_away RENAME TO telemetry_latest"); });
+  latest.start(*store_, std::chrono::hours(1));
+  latest.stop();  // writes what is pending
+  EXPECT_EQ(latest.pending(), 0u);
+  EXPECT_EQ(stored_temperature("a-0"), 3);
+  EXPECT_EQ(stored_temperature("a-1"), 2);
 }
 
 }  // namespace

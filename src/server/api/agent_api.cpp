@@ -44,7 +44,7 @@ http::Response agent_register(Ctx& ctx) {
 }
 //! A heartbeat is parsed here, on the I/O thread, and stored by the group commit with the heartbeats of
 //! other agents in one transaction; the reply is sent once that transaction has committed.
-void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
+void agent_heartbeat(Ctx& ctx, const http::Reply& reply, LatestSamples& latest) {
   if (auto refused = require_agent_key(ctx)) return reply(*refused);
   auto req = ctx.read_body(protocol::parse_heartbeat_request);
   if (!req) return reply(http::Response::error(req.error()));
@@ -65,18 +65,18 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
     *checked = std::move(*machine);
     return core::ok_status();
   };
-  auto work = [key_id = ctx.principal->api_key_id, shared_req, checked, settings = settings_of(ctx.config()),
+  auto work = [key_id = ctx.principal->api_key_id, shared_req, checked, &latest, settings = settings_of(ctx.config()),
                bench = benchmark_settings(ctx.config()),
                now = ctx.now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
     const auto& req = *shared_req;
     std::optional<CheckedMachine> machine = std::exchange(*checked, std::nullopt);
     core::Result<nlohmann::json> out = core::Error::make(core::ErrorCode::internal, "not run");
     if (machine) {
-      out = record_checked_heartbeat(tx, *machine, req, settings, now);
+      out = record_checked_heartbeat(tx, *machine, req, settings, now, &latest);
     } else {  // not checked just before (GroupCommit always checks first): the whole check here
       auto provider = agent_key_provider(tx, key_id);
       if (!provider) return std::move(provider).error();
-      out = record_heartbeat(tx, *provider, req, settings, now);
+      out = record_heartbeat(tx, *provider, req, settings, now, &latest);
     }
     if (!out) return out;
     // A rented GPU that stopped answering stops its rental (gpu_failure, the provider's side). A
@@ -100,7 +100,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply) {
       std::move(machine_id), std::move(check));
 }
 
-http::Response provider_machines(Ctx& ctx) {
+http::Response provider_machines(Ctx& ctx, const LatestSamples& latest) {
   auto page = page_params(ctx.req);
   if (!page) return http::Response::error(page.error());
   const auto now = ctx.now_ms();
@@ -108,21 +108,21 @@ http::Response provider_machines(Ctx& ctx) {
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         const std::string pid = caller_provider(ctx, tx);
         if (pid.empty()) return not_a_provider();
-        return list_machines(tx, pid, *page, now);
+        return list_machines(tx, pid, *page, now, &latest);
       },
       store::TxMode::read);
   if (!out) return http::Response::error(out.error());
   return http::Response::json(200, *out);
 }
 
-http::Response provider_machine(Ctx& ctx) {
+http::Response provider_machine(Ctx& ctx, const LatestSamples& latest) {
   const std::string id = ctx.req.param("id");
   const auto now = ctx.now_ms();
   auto out = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         const std::string pid = caller_provider(ctx, tx);
         if (pid.empty()) return not_a_provider();
-        return machine_detail(tx, pid, id, now);
+        return machine_detail(tx, pid, id, now, &latest);
       },
       store::TxMode::read);
   if (!out) return http::Response::error(out.error());
@@ -141,6 +141,10 @@ http::Response install_script(Ctx& ctx) {
 void register_agent_api(App& app) {
   // Sequence numbers make agent messages idempotent; Idempotency-Key replay is not needed here.
   auto agent = RouteOptions::signed_in().no_idempotency().agent_key_only();
+  // Each GPU's latest sample, written in batches (server/fleet/latest_samples.hpp); the rest at the stop.
+  auto& latest = app.keep(std::make_unique<LatestSamples>());
+  latest.start(app.store(), std::chrono::seconds(app.config().telemetry_flush_s));
+  app.on_stop([&latest] { latest.stop(); });
   namespace oa = openapi;
   const auto figure = oa::nullable(oa::number());
   const auto gpu = oa::record({{"uuid", oa::text(1)},
@@ -183,20 +187,21 @@ void register_agent_api(App& app) {
                              .responses = {{200, oa::record({{"commands", oa::array(oa::any_object())},
                                                              {"heartbeat_interval_s", oa::number()}},
                                                             {"commands"})}}}),
-                  agent_heartbeat);
+                  [&latest](Ctx& ctx, const http::Reply& reply) { agent_heartbeat(ctx, reply, latest); });
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
   app.route(http::Method::get, "/agent/install.sh",
             RouteOptions::public_route().doc(
                 {.summary = "The agent installer, with this server's URL filled in", .responses = {{200, nullptr}}}),
             install_script);
-  app.route(http::Method::get, "/v1/provider/machines",
-            provider.doc({.summary = "My machines", .query = {"limit", "cursor"}, .responses = {{200, oa::page(machine)}}}),
-            provider_machines);
+  app.route(
+      http::Method::get, "/v1/provider/machines",
+      provider.doc({.summary = "My machines", .query = {"limit", "cursor"}, .responses = {{200, oa::page(machine)}}}),
+      [&latest](Ctx& ctx) { return provider_machines(ctx, latest); });
   app.route(http::Method::get, "/v1/provider/machines/{id}",
             provider.doc({.summary = "One of my machines",
                           .responses = {{200, oa::all_of({machine, oa::record({{"events", oa::array(oa::any_object())}},
                                                                               {"events"})})}}}),
-            provider_machine);
+            [&latest](Ctx& ctx) { return provider_machine(ctx, latest); });
 }
 
 }  // namespace gpunex::server

@@ -82,9 +82,17 @@ nlohmann::json gpu_summary(const GpuCard& c) {
 }
 
 //! What a machine card shows (list and detail): the machine, its host and its GPUs with the latest sample.
-nlohmann::json machine_summary(MachinesRepo& repo, const MachineCard& m) {
+nlohmann::json machine_summary(MachinesRepo& repo, const MachineCard& m, const LatestSamples* latest) {
+  const auto pending = latest ? latest->pending_of(m.id) : LatestSamples::OfMachine{};
   nlohmann::json gpus = nlohmann::json::array();
-  for (const GpuCard& g : repo.gpu_cards(m.id)) gpus.push_back(gpu_summary(g));
+  for (GpuCard& g : repo.gpu_cards(m.id)) {
+    // This replica's newest sample, not written yet (server/fleet/latest_samples.hpp).
+    if (auto p = pending.find(g.uuid);
+        p != pending.end() && (!g.latest_sample_json || p->second.at_ms >= g.latest_at_ms)) {
+      g.latest_sample_json = p->second.text;
+    }
+    gpus.push_back(gpu_summary(g));
+  }
   return {{"id", m.id},
           {"status", core::machine_status_name(m.status)},
           {"last_seen_at", m.last_seen_ms ? nlohmann::json(util::rfc3339(*m.last_seen_ms)) : nlohmann::json()},
@@ -280,14 +288,16 @@ core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const Heart
 }
 
 core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req,
-                                              const MachineSettings& settings, std::int64_t now) {
+                                              const MachineSettings& settings, std::int64_t now,
+                                              LatestSamples* latest) {
   auto m = check_heartbeat_machine(tx, provider_id, req);
   if (!m) return std::move(m).error();
-  return record_checked_heartbeat(tx, *m, req, settings, now);
+  return record_checked_heartbeat(tx, *m, req, settings, now, latest);
 }
 
 core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachine& m, const HeartbeatRequest& req,
-                                                      const MachineSettings& settings, std::int64_t now) {
+                                                      const MachineSettings& settings, std::int64_t now,
+                                                      LatestSamples* latest) {
   MachinesRepo repo(tx);
   const nlohmann::json reply = {{"commands", nlohmann::json::array()},
                                 {"heartbeat_interval_s", settings.heartbeat_interval_s}};
@@ -303,7 +313,11 @@ core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachi
   auto clamp_time = [&](std::int64_t at) { return (at < oldest || at > now + kMinuteMs) ? now : at; };
   for (const auto& s : req.telemetry) {
     const std::int64_t at = clamp_time(s.at_ms);
-    repo.store_latest_sample(m.id, s.uuid, at, s.to_json_text());
+    if (latest) {
+      latest->put(m.id, s.uuid, at, s.readings_text());
+    } else {
+      repo.store_latest_sample(m.id, s.uuid, at, s.readings_text());
+    }
     repo.add_minute_sample(m.id, s.uuid, minute_of(at), minute_sample(s));
   }
   repo.add_presence(m.id, minute_of(now));
@@ -319,14 +333,14 @@ core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachi
 }
 
 core::Result<nlohmann::json> list_machines(Tx& tx, const std::string& provider_id, const PageParams& page,
-                                           std::int64_t now) {
+                                           std::int64_t now, const LatestSamples* latest) {
   MachinesRepo repo(tx);
   const auto cards = repo.cards_of_provider(provider_id);
   auto s = page_slice(cards, page, [](const MachineCard& m) { return m.id; });
   if (!s) return std::move(s).error();
   nlohmann::json items = nlohmann::json::array();
   for (std::size_t i = s->begin; i < s->end; ++i) {
-    nlohmann::json m = machine_summary(repo, cards[i]);
+    nlohmann::json m = machine_summary(repo, cards[i], latest);
     add_overview_24h(repo, m, now);
     items.push_back(std::move(m));
   }
@@ -334,11 +348,11 @@ core::Result<nlohmann::json> list_machines(Tx& tx, const std::string& provider_i
 }
 
 core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_id, const std::string& machine_id,
-                                            std::int64_t now) {
+                                            std::int64_t now, const LatestSamples* latest) {
   MachinesRepo repo(tx);
   auto m = repo.card(machine_id, provider_id);
   if (!m) return machine_not_found(machine_id);
-  nlohmann::json out = machine_summary(repo, *m);
+  nlohmann::json out = machine_summary(repo, *m, latest);
   const std::int64_t since = minute_of(now) - kDayMs + kMinuteMs;
   for (auto& g : out["gpus"]) {
     nlohmann::json series = nlohmann::json::array();

@@ -121,6 +121,25 @@ void MachinesRepo::store_latest_sample(const std::string& machine_id, const std:
       {machine_id, uuid, at, sample_json});
 }
 
+void MachinesRepo::store_latest_samples(const std::vector<LatestSampleRow>& rows) {
+  // Statements of 128, 32, 8 or 1 rows: four texts for the stores' statement caches, not one per count.
+  std::vector<store::Value> params;
+  for (std::size_t i = 0, n = 0; i < rows.size(); i += n) {
+    const std::size_t left = rows.size() - i;
+    n = left >= 128 ? 128 : left >= 32 ? 32 : left >= 8 ? 8 : 1;
+    std::string q = "INSERT INTO telemetry_latest (machine_id, uuid, at, sample) VALUES ";
+    params.clear();
+    for (std::size_t k = 0; k < n; ++k) {
+      const LatestSampleRow& r = rows[i + k];
+      q += k == 0 ? "(?, ?, ?, ?)" : ", (?, ?, ?, ?)";
+      params.insert(params.end(), {*r.machine_id, *r.uuid, r.at_ms, *r.sample_json});
+    }
+    q += " ON CONFLICT (machine_id, uuid) DO UPDATE SET at = excluded.at, sample = excluded.sample "
+         "WHERE excluded.at >= telemetry_latest.at";
+    tx_.exec(q, params);
+  }
+}
+
 void MachinesRepo::add_minute_sample(const std::string& machine_id, const std::string& uuid, std::int64_t minute,
                                      const MinuteSample& s) {
   tx_.exec(
@@ -181,7 +200,7 @@ std::optional<MachineCard> MachinesRepo::card(const std::string& machine_id, con
 std::vector<GpuCard> MachinesRepo::gpu_cards(const std::string& machine_id) {
   std::vector<GpuCard> out;
   for (const Row& r : tx_.query("SELECT g.uuid, g.idx, g.name, g.model, g.memory_mib, g.present, g.facts, l.sample, "
-                                "b.listed, b.perf_score, b.quality_ratio, b.delist_reason "
+                                "b.listed, b.perf_score, b.quality_ratio, b.delist_reason, l.at "
                                 "FROM machine_gpus g LEFT JOIN telemetry_latest l ON l.machine_id = g.machine_id AND "
                                 "l.uuid = g.uuid "
                                 "LEFT JOIN gpu_listing b ON b.machine_id = g.machine_id AND b.uuid = g.uuid "
@@ -196,6 +215,7 @@ std::vector<GpuCard> MachinesRepo::gpu_cards(const std::string& machine_id) {
     g.present = r.boolean(5);
     g.facts_json = r.str(6);
     g.latest_sample_json = r.opt_str(7);
+    if (!r.is_null(12)) g.latest_at_ms = r.i64(12);
     if (!r.is_null(8)) g.listed = r.boolean(8);
     if (!r.is_null(9)) g.perf_score = r.f64(9);
     if (!r.is_null(10)) g.quality_ratio = r.f64(10);

@@ -36,6 +36,14 @@ struct MachineRegistration {
   std::string driver_version, cuda_version;
 };
 
+//! One GPU's newest sample, for MachinesRepo::store_latest_samples: views of the caller's strings.
+struct LatestSampleRow {
+  const std::string* machine_id;
+  const std::string* uuid;
+  std::int64_t at_ms = 0;
+  const std::string* sample_json;
+};
+
 //! One GPU as registered (machine_gpus).
 struct MachineGpuWrite {
   std::string uuid;
@@ -82,6 +90,7 @@ struct GpuCard {
   bool present = false;
   std::string facts_json;
   std::optional<std::string> latest_sample_json;
+  std::int64_t latest_at_ms = 0;  // when latest_sample_json was taken
   std::optional<bool> listed;  // none until a first benchmark run
   std::optional<double> perf_score, quality_ratio;
   std::optional<std::string> delist_reason;
@@ -171,6 +180,8 @@ class MachinesRepo {
   //! Keeps a GPU's newest sample (an older one arriving late changes nothing).
   void store_latest_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms,
                            const std::string& sample_json);
+  //! store_latest_sample for many GPUs, up to 128 rows a statement. No two rows may name the same GPU.
+  void store_latest_samples(const std::vector<LatestSampleRow>& rows);
   void add_minute_sample(const std::string& machine_id, const std::string& uuid, std::int64_t minute_ms,
                          const MinuteSample& s);
   void add_presence(const std::string& machine_id, std::int64_t minute_ms);

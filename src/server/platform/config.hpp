@@ -28,6 +28,7 @@ struct Config {
   int heartbeat_interval_s = 15;
   int offline_after_missed = 3;       // heartbeats missed before a machine is Offline
   int telemetry_retention_days = 30;  // per-minute telemetry and presence
+  int telemetry_flush_s = 60;         // latest samples are written in batches this often
   int threads = 0;
   std::int64_t body_limit_bytes = 1 << 20;
   int header_timeout_s = 10;

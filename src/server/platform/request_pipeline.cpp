@@ -95,8 +95,17 @@ void App::on_store_change(std::string_view topic) {
 App::~App() {
   change_feed_.reset();  // its thread calls into the caches
   slow_work_.stop();  // its jobs use the store
-  group_commit_.stop();
+  stop_background();
   while (!kept_.empty()) kept_.pop_back();
+}
+
+void App::stop_background() {
+  group_commit_.stop();
+  while (!stops_.empty()) {
+    auto stop = std::move(stops_.back());
+    stops_.pop_back();
+    stop();
+  }
 }
 
 void App::set_bound_port(std::uint16_t port) {

@@ -197,9 +197,12 @@ class App {
   void handle(http::Request& req, http::Reply reply);
   //! The same, waiting for the answer (the fuzzer; tests driving the pipeline in-process).
   http::Response handle(http::Request& req);
-  //! Answers what the group commit still holds and stops its thread: call after the HTTP server has stopped
-  //! (its requests in flight are answered while it drains) and before it is destroyed.
-  void stop_background() { group_commit_.stop(); }
+  //! Answers what the group commit still holds and stops its thread, then runs the stops added with
+  //! on_stop (last added first): call after the HTTP server has stopped (its requests in flight are
+  //! answered while it drains) and before it is destroyed. ~App calls it too. Idempotent.
+  void stop_background();
+  //! Something to stop after the group commit (a buffer its work fills, written out at the stop).
+  void on_stop(std::function<void()> stop) { stops_.push_back(std::move(stop)); }
   //! For http::ServerOptions::body_plan: a route with a counted body (large uploads) admits the caller
   //! (authentication, roles) from the header, before any of the body is read; others keep their body.
   http::BodyPlan body_plan(const http::Request& head);
@@ -288,6 +291,7 @@ class App {
   std::vector<RouteInfo> route_table_;  // route_table_[i] describes routes_[i]
   std::vector<std::shared_ptr<void>> kept_;  // keep(): shared_ptr<void> only erases the type, one owner each
   GroupCommit group_commit_;      // its thread uses the store and the metrics
+  std::vector<std::function<void()>> stops_;  // on_stop
   WorkQueue slow_work_;           // RouteOptions::off_io_threads handlers; stopped first
 };
 
