@@ -127,9 +127,10 @@ void require_verification(Tx& tx, const std::string& machine_id, BenchmarkReason
 
 nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const BenchmarkSettings& s, std::int64_t now) {
   BenchmarksRepo repo(tx);
+  nlohmann::json cmds = nlohmann::json::array();
+  if (!repo.has_heartbeat_work(machine_id, now, s.challenges.spot_check_mean_ms > 0)) return cmds;
   repo.expire_delivered_before(machine_id, now - s.run_timeout_ms);
   expire_challenges(tx, machine_id, s.challenges, now);
-  nlohmann::json cmds = nlohmann::json::array();
   auto r = repo.oldest_requested(machine_id);
   if (!r) {
     if (auto spot = spot_check_command(tx, machine_id, s.challenges, now)) cmds.push_back(std::move(*spot));

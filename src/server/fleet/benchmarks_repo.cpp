@@ -71,6 +71,19 @@ bool BenchmarksRepo::has_open_run(const std::string& machine_id) {
   return tx_.query_one(q, {machine_id}).has_value();
 }
 
+bool BenchmarksRepo::has_heartbeat_work(const std::string& machine_id, std::int64_t now, bool spot_checks) {
+  static const std::string open_work =
+      "EXISTS (SELECT 1 FROM benchmark_runs WHERE machine_id = ? AND status IN " + open_statuses() +
+      ") OR EXISTS (SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status IN " +
+      std::string(kOpenChallengeStatuses) + ")";
+  static const std::string with_spot_checks =
+      "SELECT 1 FROM machines WHERE id = ? AND (spot_check_at IS NULL OR spot_check_at <= ? OR " + open_work + ")";
+  static const std::string without = "SELECT " + open_work;
+  if (spot_checks) return tx_.query_one(with_spot_checks, {machine_id, now, machine_id, machine_id}).has_value();
+  auto r = tx_.query_one(without, {machine_id, machine_id});
+  return r && r->boolean(0);
+}
+
 std::string BenchmarksRepo::open_run(const std::string& machine_id, BenchmarkReason reason, std::int64_t now) {
   static const std::string q =
       "INSERT INTO benchmark_runs (id, machine_id, reason, status, requested_at, simulated) "

@@ -94,6 +94,10 @@ struct GpuScoreRow {
   std::int64_t at_ms = 0;
 };
 
+//! The challenge statuses still awaiting the agent (issued, filled, committed: server/fleet/challenges.cpp),
+//! as an SQL list.
+inline constexpr std::string_view kOpenChallengeStatuses = "('issued', 'filled', 'committed')";
+
 //! The benchmark tables of one transaction.
 class BenchmarksRepo {
  public:
@@ -102,6 +106,9 @@ class BenchmarksRepo {
   //! When the machine's newest completed run completed; none before a first.
   std::optional<std::int64_t> last_completed_at(const std::string& machine_id);
   bool has_open_run(const std::string& machine_id);
+  //! Whether a heartbeat of the machine has benchmark work to look at: an open run or challenge, or (with
+  //! spot checks on) a spot check due or not yet scheduled. One read, so that most heartbeats do no more.
+  bool has_heartbeat_work(const std::string& machine_id, std::int64_t now_ms, bool spot_checks);
   //! Opens a run, Requested; returns its id.
   std::string open_run(const std::string& machine_id, core::BenchmarkReason reason, std::int64_t now_ms);
   //! Online machines with no open run and no run requested after `requested_after_ms`, by id.

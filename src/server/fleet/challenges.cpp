@@ -28,7 +28,7 @@ constexpr std::string_view kIssued = "issued";  // sent; the answer (or the VRAM
 constexpr std::string_view kFilled = "filled";  // VRAM filled, slices sent, their digests awaited
 constexpr std::string_view kCommitted = "committed";  // GEMM root in, rows picked, their opening awaited
 //! The statuses of a challenge still open, for SQL.
-constexpr std::string_view kOpenStatuses = "('issued', 'filled', 'committed')";
+constexpr std::string_view kOpenStatuses = kOpenChallengeStatuses;
 constexpr std::string_view kUnanswered = "unanswered";
 constexpr std::string_view kTelemetry = "telemetry";   // the kind of a run's telemetry check
 constexpr std::string_view kRun = "run";               // origin: issued with a requested run's results
