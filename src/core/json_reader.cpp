@@ -13,16 +13,6 @@ namespace {
 
 constexpr int kMaxDepth = 32;
 
-bool too_deep(const nlohmann::json& j, int depth) {
-  if (depth > kMaxDepth) return true;
-  if (j.is_object() || j.is_array()) {
-    for (const auto& v : j) {
-      if (too_deep(v, depth + 1)) return true;
-    }
-  }
-  return false;
-}
-
 std::string type_name(const nlohmann::json& j) {
   if (j.is_null()) return "null";
   if (j.is_boolean()) return "boolean";
@@ -106,53 +96,118 @@ nlohmann::json describe_body(const std::function<void(const nlohmann::json&)>& p
   return std::move(d.schema);
 }
 
-Result<nlohmann::json> parse_json_object(std::string_view body) {
-  // Depth is checked by a callback while parsing, so a deeply nested body cannot exhaust the stack.
-  // Keys are checked there too: nlohmann keeps the last of two equal keys, and a proxy or another reader
-  // may keep the first, so a body with a key given twice means two things and is refused.
-  using Event = nlohmann::json::parse_event_t;
+namespace {
+
+//! Builds the body's DOM from nlohmann's SAX events (as its own DOM parser does), checking as it goes:
+//! - depth: a deeply nested body is stopped at level 32, before it can exhaust anything;
+//! - keys given twice: nlohmann keeps the last of two equal keys, and a proxy or another reader may keep
+//!   the first, so such a body means two things and is refused;
+//! - a NUL in a string: no store text can hold it (PostgreSQL's libpq cuts the value there, so
+//!   "id\0junk" would match "id"), and no field means it; refused naming the key it came under.
+//! The first problem of each kind is kept and parsing goes on (a deeper one found later outranks a
+//! duplicate), except for depth, which stops it. A SAX handler of our own instead of parse()'s callback:
+//! no std::function call and key set per event, which was most of a heartbeat's parse.
+class CheckedDomBuilder {
+ public:
+  using json = nlohmann::json;
   bool deep = false;
   std::optional<std::string> duplicate;
-  // A NUL in a string: no store text can hold it (PostgreSQL's libpq cuts the value there, so
-  // "id\0junk" would match "id"), and no field means it; refused naming the key it came under.
   std::optional<std::string> nul;
-  std::string last_key;
-  std::vector<std::string> under;  // the key each open object was given under ("" for the body)
-  std::vector<std::set<std::string, std::less<>>> keys;  // the keys of each object being parsed
-  auto cb = [&](int d, Event ev, nlohmann::json& parsed) {
-    if (ev == Event::object_start || ev == Event::array_start) {
-      if (d >= kMaxDepth) deep = true;
-      if (ev == Event::object_start) {
-        keys.emplace_back();
-        under.push_back(last_key);
-      }
-    } else if (ev == Event::object_end) {
-      if (!keys.empty()) keys.pop_back();
-      if (!under.empty()) under.pop_back();
-    } else if (ev == Event::key && !keys.empty() && parsed.is_string()) {
-      last_key = parsed.get<std::string>();
-      // A key with a NUL is named by the object it is in (env: {"A\0B": …} names "env").
-      if (last_key.find('\0') != std::string::npos && !nul) {
-        nul = !under.empty() && !under.back().empty() ? under.back() : last_key.substr(0, last_key.find('\0'));
-      }
-      if (!keys.back().insert(last_key).second && !duplicate) duplicate = last_key;
-    } else if (ev == Event::value && parsed.is_string() && !nul &&
-               parsed.get_ref<const std::string&>().find('\0') != std::string::npos) {
-      nul = last_key;
-    }
-    return !deep && !duplicate && !nul;
-  };
-  nlohmann::json j = nlohmann::json::parse(body, cb, /*allow_exceptions=*/false);
-  if (deep) return Error::make(ErrorCode::invalid_json, "request body nests deeper than 32 levels");
-  if (duplicate) {
-    return Error::make(ErrorCode::duplicate_field,
-                       "Field \"" + *duplicate + "\" is given twice in one object; give it once", *duplicate);
+  bool syntax_error = false;
+  json root;
+
+  bool null() { return put(nullptr); }
+  bool boolean(bool v) { return put(v); }
+  bool number_integer(json::number_integer_t v) { return put(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return put(v); }
+  bool number_float(json::number_float_t v, const json::string_t& /*text*/) { return put(v); }
+  bool string(json::string_t& v) {
+    if (!nul && v.find('\0') != std::string::npos) nul = last_key_;
+    return put(std::move(v));
   }
-  if (nul) return Error::make(ErrorCode::invalid_field, "Field \"" + *nul + "\" holds a NUL character", *nul);
-  if (j.is_discarded()) return Error::make(ErrorCode::invalid_json, "request body is not valid JSON");
-  if (!j.is_object()) return Error::make(ErrorCode::invalid_json, "request body must be a JSON object");
-  if (too_deep(j, 0)) return Error::make(ErrorCode::invalid_json, "request body nests deeper than 32 levels");
-  return j;
+  bool binary(json::binary_t& /*v*/) { return false; }  // JSON text has none
+  bool start_object(std::size_t /*elements*/) {
+    if (!open(json::object())) return false;
+    under_.push_back(last_key_);
+    return true;
+  }
+  bool key(json::string_t& k) {
+    // A key with a NUL is named by the object it is in (env: {"A\0B": …} names "env").
+    if (!nul && k.find('\0') != std::string::npos) {
+      nul = !under_.back().empty() ? under_.back() : k.substr(0, k.find('\0'));
+    }
+    json& object = *stack_.back();
+    if (!duplicate && object.contains(k)) duplicate = k;
+    element_ = &object[k];
+    last_key_ = std::move(k);
+    return true;
+  }
+  bool end_object() {
+    stack_.pop_back();
+    under_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t /*elements*/) { return open(json::array()); }
+  bool end_array() {
+    stack_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& /*token*/, const json::exception& /*e*/) {
+    syntax_error = true;
+    return false;
+  }
+
+ private:
+  //! Places a value where the parser is: the root, the open array's end, or the key just read.
+  template <class V>
+  json* place(V&& v) {
+    if (stack_.empty()) {
+      root = json(std::forward<V>(v));
+      return &root;
+    }
+    json& parent = *stack_.back();
+    if (parent.is_array()) {
+      parent.emplace_back(std::forward<V>(v));
+      return &parent.back();
+    }
+    *element_ = json(std::forward<V>(v));
+    return element_;
+  }
+  template <class V>
+  bool put(V&& v) {
+    place(std::forward<V>(v));
+    return true;
+  }
+  bool open(json container) {
+    if (stack_.size() >= static_cast<std::size_t>(kMaxDepth)) {
+      deep = true;
+      return false;
+    }
+    stack_.push_back(place(std::move(container)));
+    return true;
+  }
+
+  std::vector<json*> stack_;        // the open objects and arrays, innermost last
+  std::vector<std::string> under_;  // the key each open object was given under ("" for the body)
+  json* element_ = nullptr;         // where the open object's next value goes
+  std::string last_key_;
+};
+
+}  // namespace
+
+Result<nlohmann::json> parse_json_object(std::string_view body) {
+  CheckedDomBuilder b;
+  nlohmann::json::sax_parse(body.begin(), body.end(), &b, nlohmann::json::input_format_t::json, /*strict=*/true,
+                            /*ignore_comments=*/false);
+  if (b.deep) return Error::make(ErrorCode::invalid_json, "request body nests deeper than 32 levels");
+  if (b.duplicate) {
+    return Error::make(ErrorCode::duplicate_field,
+                       "Field \"" + *b.duplicate + "\" is given twice in one object; give it once", *b.duplicate);
+  }
+  if (b.nul) return Error::make(ErrorCode::invalid_field, "Field \"" + *b.nul + "\" holds a NUL character", *b.nul);
+  if (b.syntax_error) return Error::make(ErrorCode::invalid_json, "request body is not valid JSON");
+  if (!b.root.is_object()) return Error::make(ErrorCode::invalid_json, "request body must be a JSON object");
+  return std::move(b.root);
 }
 
 ObjectReader::ObjectReader(const nlohmann::json& obj, std::string path, std::string context, FieldLabels labels)

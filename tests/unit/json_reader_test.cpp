@@ -29,6 +29,45 @@ TEST(JsonReader, RejectsDeepNesting) {
   EXPECT_EQ(r.error().code, ErrorCode::invalid_json);
 }
 
+// Containers may open up to level 31 (the body's object is level 0); one at level 32 is refused, and
+// outranks a key given twice before it.
+TEST(JsonReader, NestingStopsAtLevel32) {
+  auto nested = [](int levels) {
+    return "{\"a\":" + std::string(static_cast<std::size_t>(levels), '[') +
+           std::string(static_cast<std::size_t>(levels), ']') + "}";
+  };
+  EXPECT_TRUE(parse_json_object(nested(31)).ok());
+  auto r = parse_json_object(nested(32));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "request body nests deeper than 32 levels");
+  auto both = parse_json_object("{\"b\":1,\"b\":2," + nested(40).substr(1));
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error().code, ErrorCode::invalid_json);
+}
+
+// The checked parse builds the document nlohmann's own parser builds.
+TEST(JsonReader, BuildsTheDocumentNlohmannBuilds) {
+  for (
+      const char* body : {
+          R"({})",
+          R"({"a":[],"b":{},"c":null,"d":true,"e":false})",
+          R"({"n":[0,-1,9223372036854775807,-9223372036854775808,18446744073709551615,1.5,-2.5e-3,1E3]})",
+          R"({"s":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/","t":["x",{"u":[{"v":[1,[2,[3]]]}]}]})",
+          R"( { "spaced" : [ 1 , 2 ] , "z" : { "y" : { } } } )",
+          R"({"telemetry":[{"index":0,"uuid":"GPU-1","at":"2026-12-02T10:00:00Z","temperature_c":51,"power_w":301.5,"clock_events":[]}]})",
+      }) {
+    auto r = parse_json_object(body);
+    ASSERT_TRUE(r.ok()) << body << ": " << r.error().message;
+    EXPECT_EQ(*r, nlohmann::json::parse(body)) << body;
+    EXPECT_EQ(r->dump(), nlohmann::json::parse(body).dump()) << body;
+  }
+  for (const char* bad : {"", " ", "{", "{\"a\":1,}", "{\"a\":1} x", "{\"a\":01}", "{'a':1}", "{\"a\":[1,]}"}) {
+    auto r = parse_json_object(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message, "request body is not valid JSON") << bad;
+  }
+}
+
 TEST(JsonReader, NamesMissingField) {
   auto j = parse_json_object(R"({"email":"a@b.c"})");
   ASSERT_TRUE(j.ok());
