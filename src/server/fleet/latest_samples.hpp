@@ -11,7 +11,9 @@
 //   wins), another replica's within one flush interval;
 // - a replica that crashes loses at most one interval of samples, which the next heartbeat replaces;
 //   a clean stop writes them all;
-// - a write that fails keeps them pending for the next flush (a newer sample put meanwhile wins).
+// - a write that fails keeps them pending for the next flush (a newer sample put meanwhile wins);
+// - a heartbeat puts its samples inside its transaction (a replayed seq puts none); should that
+//   transaction fail after all, its samples may still be shown: they are the agent's readings all the same.
 
 #include <chrono>
 #include <condition_variable>
