@@ -22,6 +22,7 @@
 
 #include "core/rental.hpp"
 #include "core/result.hpp"
+#include "server/fleet/latest_samples.hpp"
 #include "server/rentals/rentals_repo.hpp"
 #include "store/migrations.hpp"
 #include "store/nul_in_text.hpp"
@@ -789,6 +790,58 @@ TEST(StoreOpen, PostgresFailureNamesServerButNotPassword) {
 // #16: a GPU is never given to two rentals. 50 customers race for the 10 GPUs of one machine, each
 // reading which GPUs are free, picking one by the scheduler's rule and taking it, and trying again
 // when another took it first: exactly 10 rentals get a GPU, all different, on both stores.
+// Latest telemetry samples written from memory (server/fleet/latest_samples.hpp) on each store: many rows
+// a statement (128, 32, 8 and 1 all used), and a stored sample newer than a pending one is kept.
+TEST_P(StoreTest, LatestSamplesAreWrittenManyRowsAStatementNewestKept) {
+  gpunex::store::migrate(*store_);
+  store_->transact([](Tx& tx) {
+    tx.exec(
+        "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('u1', 'p@x', "
+        "'P', 'x', 0, 0)");
+    tx.exec(
+        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES ('a1', 'u1', 'approved', "
+        "'{}', 0, 0)");
+    tx.exec(
+        "INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'u1', 'a1', 'community', "
+        "0)");
+    for (const char* id : {"m1", "m2"}) {
+      tx.exec(
+          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
+          "VALUES (?, 'p1', ?, 'h', '{}', 1, '1', 1, 'online', '', '', 0, 0, 0)",
+          {std::string(id), std::string("f-") + id});
+    }
+  });
+  const auto text = [](int t) { return R"({"temperature_c":)" + std::to_string(t) + "}"; };
+  gpunex::server::LatestSamples latest;
+  for (int i = 0; i < 170; ++i) {
+    char uuid[16];
+    std::snprintf(uuid, sizeof uuid, "g%03d", i);
+    latest.put(i < 100 ? "m1" : "m2", uuid, 1000, text(i));
+  }
+  EXPECT_EQ(latest.flush(*store_), 170u);
+  const auto stored = [&] {
+    return store_->transact(
+        [](Tx& tx) { return tx.query("SELECT machine_id, uuid, at, sample FROM telemetry_latest ORDER BY uuid"); },
+        TxMode::read);
+  };
+  auto rows = stored();
+  ASSERT_EQ(rows.size(), 170u);
+  for (int i = 0; i < 170; ++i) {
+    const auto& r = rows[static_cast<std::size_t>(i)];
+    EXPECT_EQ(r.str(0), i < 100 ? "m1" : "m2");
+    EXPECT_EQ(r.i64(2), 1000);
+    EXPECT_EQ(r.str(3), text(i));
+  }
+  latest.put("m1", "g000", 999, text(-1));  // older than the stored one: not written
+  latest.put("m1", "g001", 1001, text(-2));
+  EXPECT_EQ(latest.flush(*store_), 2u);
+  rows = stored();
+  EXPECT_EQ(rows[0].str(3), text(0));
+  EXPECT_EQ(rows[1].str(3), text(-2));
+  EXPECT_EQ(rows[1].i64(2), 1001);
+}
+
 TEST_P(StoreTest, FiftyCustomersRacingForTenGpusGetExactlyTen) {
   gpunex::store::migrate(*store_);
   constexpr int kCustomers = 50, kGpus = 10;
