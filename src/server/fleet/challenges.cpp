@@ -28,7 +28,6 @@ constexpr std::string_view kIssued = "issued";  // sent; the answer (or the VRAM
 constexpr std::string_view kFilled = "filled";  // VRAM filled, slices sent, their digests awaited
 constexpr std::string_view kCommitted = "committed";  // GEMM root in, rows picked, their opening awaited
 //! The statuses of a challenge still open, for SQL.
-constexpr std::string_view kOpenStatuses = kOpenChallengeStatuses;
 constexpr std::string_view kUnanswered = "unanswered";
 constexpr std::string_view kTelemetry = "telemetry";   // the kind of a run's telemetry check
 constexpr std::string_view kRun = "run";               // origin: issued with a requested run's results
@@ -302,7 +301,7 @@ std::optional<nlohmann::json> spot_check_command(Tx& tx, const std::string& mach
   // Not while a run or a challenge is open: each check is timed alone, on a GPU doing nothing else.
   if (BenchmarksRepo(tx).has_open_run(machine_id) ||
       tx.query_one(std::string("SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status IN ") +
-                       std::string(kOpenStatuses),
+                       std::string(kOpenChallengeStatuses),
                    {machine_id})) {
     return std::nullopt;
   }
@@ -494,7 +493,7 @@ std::size_t expire_challenges(Tx& tx, const std::string& machine_id, const Chall
   std::vector<ChallengeRow> due;
   for (const auto& r :
        tx.query(std::string("SELECT ") + kColumns + " FROM benchmark_challenges WHERE machine_id = ? AND status IN " +
-                    std::string(kOpenStatuses) + " AND deadline_at < ?",
+                    std::string(kOpenChallengeStatuses) + " AND deadline_at < ?",
                 {machine_id, now})) {
     due.push_back(row_of(r));
   }

@@ -2,9 +2,9 @@
 // The newest telemetry sample of each GPU, held in memory and written to telemetry_latest in batches.
 //
 // Every heartbeat carries a sample per GPU, and each one used to be an upsert in the heartbeat's own
-// transaction: about a quarter of the server's CPU per heartbeat (bench/README.md), for a value the next
+// transaction: about a fifth of the server's CPU per heartbeat (bench/README.md), for a value the next
 // heartbeat replaces 15 s later. A sample is shown (the machine card's "latest"), never counted: the
-// per-minute aggregates and presence that billing and reliability read stay in the heartbeat's
+// per-minute aggregates (the charts) and presence (the reliability score) stay in the heartbeat's
 // transaction. So the samples wait here and are written every flush interval, in key order, many rows
 // to a statement:
 // - this replica's own readers see them at once (overlay: a pending sample newer than the stored one
