@@ -873,6 +873,16 @@ ALTER TABLE benchmark_challenges ADD COLUMN root TEXT;
 )sql"},
       {20, "market: the change log behind the market version (the offer cache reloads only what changed)",
        market_changes_sqlite(), market_changes_postgres()},
+      // Migration 21: an agent sends its messages in seq order, one at a time, so the machine's last seq is
+      // the whole dedupe record (server/fleet/machines_repo.hpp take_seq), not a row per message with two
+      // indexes, written by every heartbeat. Rental events took seqs from agent_seq without
+      // raising last_seq, so the highest seq stored there is carried over first.
+      {21, "fleet: an agent message's seq deduped by the machine's last seq; agent_seq dropped",
+       R"sql(
+UPDATE machines SET last_seq = (SELECT MAX(seq) FROM agent_seq WHERE agent_seq.machine_id = machines.id)
+  WHERE last_seq < (SELECT MAX(seq) FROM agent_seq WHERE agent_seq.machine_id = machines.id);
+DROP TABLE agent_seq;
+)sql"},
   };
   return list;
 }

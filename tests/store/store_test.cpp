@@ -173,6 +173,44 @@ TEST_P(StoreTest, MigratesFromEmptyAndIsIdempotent) {
   EXPECT_EQ(store_->dialect(), GetParam() == "sqlite" ? Dialect::sqlite : Dialect::postgres);
 }
 
+// Migration 21 drops agent_seq, the row-per-message dedupe record: a machine's last seq becomes the
+// highest seq stored there when that is higher (rental events took seqs there without raising it), and a
+// machine with no rows keeps its own.
+TEST_P(StoreTest, MigrationTwentyOneCarriesTheHighestSeqIntoTheMachine) {
+  std::vector<gpunex::store::Migration> to20;
+  for (const auto& m : gpunex::store::migrations()) {
+    if (m.version <= 20) to20.push_back(m);
+  }
+  ASSERT_EQ(gpunex::store::migrate(*store_, to20), 20);
+  store_->transact([](Tx& tx) {
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
+    tx.exec(
+        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
+        "VALUES ('a1', 'u1', 'approved', '{}', 0, 0)");
+    tx.exec(
+        "INSERT INTO providers (id, user_id, application_id, tier, created_at) "
+        "VALUES ('p1', 'u1', 'a1', 'community', 0)");
+    for (const auto& [id, last_seq] : std::vector<std::pair<std::string, int>>{{"m1", 5}, {"m2", 9}, {"m3", 4}}) {
+      tx.exec(
+          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
+          "VALUES (?, 'p1', ?, 'h', '{}', 1, '1', 1, 'offline', '', '', 0, 0, ?)",
+          {id, "f-" + id, last_seq});
+    }
+    for (const auto& [id, seq] : std::vector<std::pair<std::string, int>>{{"m1", 4}, {"m1", 7}, {"m2", 8}}) {
+      tx.exec("INSERT INTO agent_seq (machine_id, seq, received_at) VALUES (?, ?, 0)", {id, seq});
+    }
+  });
+  EXPECT_EQ(gpunex::store::migrate(*store_), gpunex::store::migrations().back().version);
+  auto rows =
+      store_->transact([](Tx& tx) { return tx.query("SELECT id, last_seq FROM machines ORDER BY id"); }, TxMode::read);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].i64(1), 7);  // a rental event's seq 7 above the heartbeats' 5
+  EXPECT_EQ(rows[1].i64(1), 9);  // its own last seq was higher
+  EXPECT_EQ(rows[2].i64(1), 4);  // nothing in agent_seq
+  EXPECT_THROW(store_->transact([](Tx& tx) { tx.query("SELECT COUNT(*) FROM agent_seq"); }, TxMode::read), StoreError);
+}
+
 // PostgreSQL text cannot hold a NUL and libpq would cut the value there, matching another row: both
 // drivers refuse such a parameter alike (issue #19).
 // Replicas on one PostgreSQL (issue 20): a replica started with a newer build migrates under the advisory

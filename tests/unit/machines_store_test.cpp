@@ -18,6 +18,7 @@
 #include "server/fleet/machines.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "server/platform/group_commit.hpp"
+#include "server/rentals/rentals.hpp"
 #include "server/workers/machines_worker.hpp"
 
 using namespace gpunex;  // NOLINT: test file
@@ -32,8 +33,9 @@ class MachinesStore : public ::testing::Test {
     store_ = test_support::store_with_provider();
   }
 
-  //! Registers a simulated machine with GPUs "<name>-0" and "<name>-1"; returns its id.
-  std::string register_machine(const std::string& name) {
+  //! Registers a simulated machine with GPUs "<name>-0" and "<name>-1"; returns its id. An agent that kept
+  //! its state sends the machine id it was given (`known_id`).
+  std::string register_machine(const std::string& name, const std::string& known_id = "") {
     nlohmann::json gpus = nlohmann::json::array();
     for (int i = 0; i < 2; ++i) {
       gpus.push_back({{"index", i},
@@ -44,19 +46,21 @@ class MachinesStore : public ::testing::Test {
                       {"cuda_version", "12.4"},
                       {"pci_bus_id", ""}});
     }
-    auto req = server::parse_register_request({{"protocol_version", 1},
-                                               {"agent_version", "0.1.0"},
-                                               {"machine_fingerprint", "fingerprint-" + name},
-                                               {"simulated", true},
-                                               {"host",
-                                                {{"hostname", name},
-                                                 {"cpu_model", "x"},
-                                                 {"cpu_cores", 8},
-                                                 {"ram_mib", 1},
-                                                 {"disk_free_mib", 1},
-                                                 {"os", "x"},
-                                                 {"kernel", "x"}}},
-                                               {"gpus", gpus}});
+    nlohmann::json body = {{"protocol_version", 1},
+                           {"agent_version", "0.1.0"},
+                           {"machine_fingerprint", "fingerprint-" + name},
+                           {"simulated", true},
+                           {"host",
+                            {{"hostname", name},
+                             {"cpu_model", "x"},
+                             {"cpu_cores", 8},
+                             {"ram_mib", 1},
+                             {"disk_free_mib", 1},
+                             {"os", "x"},
+                             {"kernel", "x"}}},
+                           {"gpus", gpus}};
+    if (!known_id.empty()) body["machine_id"] = known_id;
+    auto req = server::parse_register_request(body);
     EXPECT_TRUE(req) << req.error().message;
     auto out =
         store_->transact([&](store::Tx& tx) { return server::register_machine(tx, "p1", *req, settings_, kNow); });
@@ -189,6 +193,53 @@ TEST_F(MachinesStore, GroupCommitAnswersEachHeartbeatAfterItsBatchAndKeepsTheGoo
   EXPECT_EQ(status->i64(1), 3);
 }
 
+// The machine's last seq is the dedupe record: a retried or older seq stores nothing, rental events take
+// seqs from the same count, and an agent whose state is gone (it registers again without the machine id,
+// found by its fingerprint) counts from 1 again and is stored, not taken for a replay.
+TEST_F(MachinesStore, AnAgentsSeqIsTakenOnceAndStartsAgainWithAFreshAgent) {
+  const std::string m1 = register_machine("a");
+  auto beat = [&](std::int64_t seq) {
+    auto out = store_->transact(
+        [&](store::Tx& tx) { return server::record_heartbeat(tx, "p1", heartbeat(m1, "a", seq), settings_, kNow); });
+    EXPECT_TRUE(out) << out.error().message;
+    return out && !out->value("duplicate", false);
+  };
+  auto rental_events = [&](std::int64_t seq) {
+    protocol::RentalEventsRequest req;
+    req.machine_id = m1;
+    req.seq = seq;
+    auto out = store_->transact([&](store::Tx& tx) { return server::rentals::apply_events(tx, "p1", req, kNow); });
+    EXPECT_TRUE(out) << out.error().message;
+    return out && !out->duplicate;
+  };
+  auto last_seq = [&] {
+    return store_->transact(
+        [&](store::Tx& tx) { return tx.query_one("SELECT last_seq FROM machines WHERE id = ?", {m1})->i64(0); });
+  };
+
+  EXPECT_TRUE(beat(1));
+  EXPECT_FALSE(beat(1));  // the reply was lost and the agent sent it again
+  EXPECT_TRUE(beat(2));
+  EXPECT_FALSE(beat(1));  // older than the last one taken
+  EXPECT_TRUE(rental_events(3));
+  EXPECT_FALSE(rental_events(3));
+  EXPECT_FALSE(beat(3));  // one count for both kinds of message
+  EXPECT_TRUE(beat(5));   // a gap (the agent's full spool dropped telemetry) is no reason to refuse
+  EXPECT_EQ(samples("a-0"), 3);
+  EXPECT_EQ(last_seq(), 5);
+
+  // The agent restarted with its state: it says which machine it is, and its seq goes on.
+  EXPECT_EQ(register_machine("a", m1), m1);
+  EXPECT_FALSE(beat(5));
+  EXPECT_EQ(last_seq(), 5);
+  // Its state was wiped: the same machine by its fingerprint, and seq 1 is a new heartbeat.
+  EXPECT_EQ(register_machine("a"), m1);
+  EXPECT_EQ(last_seq(), 0);
+  EXPECT_TRUE(beat(1));
+  EXPECT_FALSE(beat(1));
+  EXPECT_EQ(samples("a-0"), 4);
+}
+
 // Security (issue #19): heartbeats naming a machine that is not the caller's are refused by their check,
 // before the batch writes: the good ones in the batch run once, committed in one transaction.
 TEST_F(MachinesStore, GroupCommitRefusedChecksDoNotRollTheBatchBack) {
@@ -253,7 +304,11 @@ TEST_F(MachinesStore, SweepMarksOfflineAndPrunesInBoundedTransactions) {
     const std::int64_t old = kNow - std::int64_t{settings_.telemetry_retention_days + 1} * 86'400'000;
     for (int i = 0; i < 7; ++i) {
       tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) VALUES (?, ?, 1)", {ids[0], old + i * 60'000});
-      tx.exec("INSERT INTO agent_seq (machine_id, seq, received_at) VALUES (?, ?, ?)", {ids[1], i + 1, old});
+      tx.exec(
+          "INSERT INTO telemetry_minute (machine_id, uuid, minute, samples, errors, temp_n, temp_sum, temp_max, "
+          "power_n, power_sum, power_max, util_n, util_sum, util_max, mem_used_max, throttled, ecc_uncorrected_max) "
+          "VALUES (?, 'b-0', ?, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)",
+          {ids[1], old + i * 60'000});
     }
     tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) VALUES (?, ?, 1)", {ids[0], kNow});
   });
@@ -265,7 +320,7 @@ TEST_F(MachinesStore, SweepMarksOfflineAndPrunesInBoundedTransactions) {
   auto left = store_->transact([&](store::Tx& tx) {
     return tx.query_one(
         "SELECT (SELECT COUNT(*) FROM machines WHERE status = 'offline'), "
-        "(SELECT COUNT(*) FROM presence_minute), (SELECT COUNT(*) FROM agent_seq), "
+        "(SELECT COUNT(*) FROM presence_minute), (SELECT COUNT(*) FROM telemetry_minute), "
         "(SELECT COUNT(*) FROM machine_events WHERE kind = 'offline')");
   });
   ASSERT_TRUE(left);

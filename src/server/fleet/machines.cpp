@@ -259,6 +259,8 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
   } else {
     id = m->id;
     if (reattach(repo, *m, req, reg, now)) verify = core::BenchmarkReason::hardware_change;
+    // Found by its fingerprint, the agent's state gone: its seq starts again at 1.
+    if (!req.machine_id) repo.restart_seq(id);
   }
   std::vector<std::string> models;
   const auto catalog = list_models(tx);  // once per registration, not once per GPU
@@ -302,8 +304,9 @@ core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachi
   const nlohmann::json reply = {{"commands", nlohmann::json::array()},
                                 {"heartbeat_interval_s", settings.heartbeat_interval_s}};
 
-  // The dedupe record: a replayed seq is answered as before and stores nothing.
-  if (!repo.record_seq(m.id, req.seq, now)) {
+  // The machine row takes the seq: a replayed one is answered as before and stores nothing.
+  const auto next = core::on_heartbeat(m.status);
+  if (!repo.record_heartbeat(m.id, next.next, req.seq, now)) {
     nlohmann::json dup = reply;
     dup["duplicate"] = true;
     return dup;
@@ -326,8 +329,6 @@ core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachi
     if (e.message) detail["message"] = *e.message;
     repo.add_event(m.id, clamp_time(e.at_ms), e.type, detail, req.seq);
   }
-  const auto next = core::on_heartbeat(m.status);
-  repo.record_heartbeat(m.id, next.next, req.seq, now);
   if (next.came_online) repo.add_event(m.id, now, "online", {{"seq", req.seq}});
   return reply;
 }

@@ -25,7 +25,7 @@ namespace gpunex::server {
 struct MachineSettings {
   int heartbeat_interval_s = 15;
   int offline_after_missed = 3;       // heartbeats missed before a machine is Offline
-  int telemetry_retention_days = 30;  // telemetry_minute, presence_minute, agent_seq
+  int telemetry_retention_days = 30;  // telemetry_minute, presence_minute
 };
 
 //! Registers or re-attaches (same provider and fingerprint, or the machine id it already has).

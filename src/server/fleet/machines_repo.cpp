@@ -107,9 +107,12 @@ void MachinesRepo::add_event(const std::string& machine_id, std::int64_t at, con
            {util::new_id("mev"), machine_id, at, kind, detail.dump(), seq ? store::Value(*seq) : store::Value(nullptr)});
 }
 
-bool MachinesRepo::record_seq(const std::string& machine_id, std::int64_t seq, std::int64_t now) {
-  return tx_.exec("INSERT INTO agent_seq (machine_id, seq, received_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                  {machine_id, seq, now}) != 0;
+bool MachinesRepo::take_seq(const std::string& machine_id, std::int64_t seq) {
+  return tx_.exec("UPDATE machines SET last_seq = ? WHERE id = ? AND last_seq < ?", {seq, machine_id, seq}) != 0;
+}
+
+void MachinesRepo::restart_seq(const std::string& machine_id) {
+  tx_.exec("UPDATE machines SET last_seq = 0 WHERE id = ?", {machine_id});
 }
 
 void MachinesRepo::store_latest_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at,
@@ -174,12 +177,10 @@ void MachinesRepo::add_presence(const std::string& machine_id, std::int64_t minu
       {machine_id, minute});
 }
 
-void MachinesRepo::record_heartbeat(const std::string& machine_id, core::MachineStatus status, std::int64_t seq,
+bool MachinesRepo::record_heartbeat(const std::string& machine_id, core::MachineStatus status, std::int64_t seq,
                                     std::int64_t now) {
-  tx_.exec(
-      "UPDATE machines SET last_seen_at = ?, status = ?, "
-      "last_seq = CASE WHEN last_seq < ? THEN ? ELSE last_seq END WHERE id = ?",
-      {now, std::string(core::machine_status_name(status)), seq, seq, machine_id});
+  return tx_.exec("UPDATE machines SET last_seen_at = ?, status = ?, last_seq = ? WHERE id = ? AND last_seq < ?",
+                  {now, std::string(core::machine_status_name(status)), seq, machine_id, seq}) != 0;
 }
 
 std::vector<MachineCard> MachinesRepo::cards_of_provider(const std::string& provider_id) {
@@ -353,10 +354,6 @@ std::int64_t MachinesRepo::prune_before(std::int64_t oldest, std::int64_t limit)
          tx_.exec(
              "DELETE FROM presence_minute WHERE (machine_id, minute) IN (SELECT machine_id, minute "
              "FROM presence_minute WHERE minute < ? LIMIT ?)",
-             {oldest, limit}) +
-         tx_.exec(
-             "DELETE FROM agent_seq WHERE (machine_id, seq) IN (SELECT machine_id, seq FROM agent_seq "
-             "WHERE received_at < ? LIMIT ?)",
              {oldest, limit});
 }
 

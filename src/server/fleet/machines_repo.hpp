@@ -1,7 +1,7 @@
 #pragma once
 // The fleet's machine tables, and every SQL statement that reads or writes
 // them: machines, machine_gpus, telemetry_latest, telemetry_minute,
-// presence_minute, machine_events and agent_seq (store/migrations.cpp). Typed
+// presence_minute and machine_events (store/migrations.cpp). Typed
 // rows in and out; statuses as core::MachineStatus. Works inside the caller's
 // transaction.
 
@@ -175,8 +175,12 @@ class MachinesRepo {
   void add_event(const std::string& machine_id, std::int64_t at_ms, const std::string& kind,
                  const nlohmann::json& detail, std::optional<std::int64_t> seq = std::nullopt);
 
-  //! The dedupe record of a heartbeat; false when this seq was already stored.
-  bool record_seq(const std::string& machine_id, std::int64_t seq, std::int64_t now_ms);
+  //! Takes an agent message's seq: true when it is above the machine's last one (then it becomes the last
+  //! one), false for a seq already taken (a retry). The agent sends its messages in seq order, one at a
+  //! time, from its spool (agent/agent.cpp), so the highest seq is the whole dedupe record.
+  bool take_seq(const std::string& machine_id, std::int64_t seq);
+  //! A fresh agent (one that registers without a machine id, its state gone) counts its seq from 1 again.
+  void restart_seq(const std::string& machine_id);
   //! Keeps a GPU's newest sample (an older one arriving late changes nothing).
   void store_latest_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms,
                            const std::string& sample_json);
@@ -185,8 +189,9 @@ class MachinesRepo {
   void add_minute_sample(const std::string& machine_id, const std::string& uuid, std::int64_t minute_ms,
                          const MinuteSample& s);
   void add_presence(const std::string& machine_id, std::int64_t minute_ms);
-  //! A heartbeat's effect on the machine row: seen now, the status given, the highest seq kept.
-  void record_heartbeat(const std::string& machine_id, core::MachineStatus status, std::int64_t seq,
+  //! A heartbeat's effect on the machine row, with take_seq's dedupe in the same statement: seen now, the
+  //! status given, the seq taken. False (and nothing changed) when the seq was already taken.
+  bool record_heartbeat(const std::string& machine_id, core::MachineStatus status, std::int64_t seq,
                         std::int64_t now_ms);
 
   //! A provider's machines, oldest first.
@@ -216,7 +221,7 @@ class MachinesRepo {
   std::vector<SilentMachine> silent_online_machines(std::int64_t cutoff_ms, std::int64_t limit);
   //! Moves an Online machine to `to`; false when it was no longer Online.
   bool move_from_online(const std::string& machine_id, core::MachineStatus to);
-  //! Deletes minute aggregates, presence and dedupe rows older than `oldest_ms`, at most `limit` per table.
+  //! Deletes minute aggregates and presence older than `oldest_ms`, at most `limit` per table.
   std::int64_t prune_before(std::int64_t oldest_ms, std::int64_t limit);
 
   std::optional<MachineHostFacts> host_facts(const std::string& machine_id);

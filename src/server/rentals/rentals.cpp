@@ -234,7 +234,7 @@ core::Result<EventsOutcome> apply_events(store::Tx& tx, const std::string& provi
   const auto owner = machines.owner(req.machine_id);
   if (!owner || *owner != provider_id) return machine_not_found(req.machine_id);
   EventsOutcome out;
-  if (!machines.record_seq(req.machine_id, req.seq, now_ms)) {
+  if (!machines.take_seq(req.machine_id, req.seq)) {
     out.duplicate = true;
     return out;
   }
