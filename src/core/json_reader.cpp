@@ -227,7 +227,9 @@ ObjectReader::ObjectReader(const nlohmann::json& obj, std::string path, std::str
     const std::string what = path_.empty() ? std::string("The request body") : context_;
     fail(Error::make(ErrorCode::invalid_field, what + " must be a JSON object, not " + type_name(obj_),
                      path_.empty() ? std::nullopt : std::optional<std::string>(path_)));
+    return;
   }
+  seen_.reserve(obj_.size());
 }
 
 std::string ObjectReader::path_of(std::string_view key) const {
@@ -263,7 +265,6 @@ void ObjectReader::fail(Error e) {
 }
 
 nlohmann::json& ObjectReader::describe(std::string_view key, bool required) {
-  seen_.emplace(key);
   auto& field = (*schema_)["properties"][std::string(key)];
   if (field.is_null()) field = nlohmann::json::object();
   if (required && !condition_.empty()) {
@@ -298,8 +299,8 @@ void ObjectReader::describe_alternative(std::string_view key, const nlohmann::js
   field = {{"anyOf", {schema, std::move(own)}}};
 }
 
-void ObjectReader::describe_when(std::string condition) {
-  if (describing()) condition_ = std::move(condition);
+void ObjectReader::describe_when(std::string_view condition) {
+  if (describing()) condition_ = condition;
 }
 
 void ObjectReader::fail_at(ErrorCode code, std::string_view key, std::string_view what) {
@@ -313,9 +314,9 @@ void ObjectReader::invalid(std::string_view key, std::string_view what, std::str
 }
 
 const nlohmann::json* ObjectReader::lookup(std::string_view key, bool required) {
-  seen_.emplace(key);
   if (!obj_.is_object()) return nullptr;
-  auto it = obj_.find(std::string(key));
+  auto it = obj_.find(key);
+  if (it != obj_.end()) seen_.push_back(&*it);
   if (it == obj_.end() || it->is_null()) {
     if (required) fail_at(ErrorCode::missing_field, key, "is required");
     return nullptr;
@@ -564,8 +565,9 @@ Status ObjectReader::finish() {
   // Code after a finish() relies on a clean read, which a stand-in is not: it is not run.
   if (describing()) return Error::make(ErrorCode::bad_request, "a body was described, not read");
   if (obj_.is_object()) {
-    for (const auto& [k, v] : obj_.items()) {
-      if (seen_.contains(k)) continue;
+    for (auto it = obj_.begin(); it != obj_.end(); ++it) {
+      if (std::find(seen_.begin(), seen_.end(), &*it) != seen_.end()) continue;
+      const std::string& k = it.key();
       fail(Error::make(ErrorCode::unknown_field,
                        "Unknown field \"" + path_of(k) + "\": this request does not take it", path_of(k)));
     }

@@ -12,7 +12,7 @@ using core::ErrorCode;
 
 std::optional<double> optional_number(core::ObjectReader& r, std::string_view key, double min, double max) {
   const nlohmann::json* v = r.optional_value(key);
-  r.describe_field(key, {{"type", "number"}, {"minimum", min}, {"maximum", max}});
+  if (r.describing()) r.describe_field(key, {{"type", "number"}, {"minimum", min}, {"maximum", max}});
   if (v == nullptr) return std::nullopt;
   if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < min || v->get<double>() > max) {
     r.fail(Error::make(ErrorCode::invalid_field,
@@ -26,7 +26,7 @@ std::optional<double> optional_number(core::ObjectReader& r, std::string_view ke
 
 std::optional<std::int64_t> time_field(core::ObjectReader& r, std::string_view key, bool required) {
   auto s = required ? std::optional<std::string>(r.required_string(key, 1, 64)) : r.optional_string(key, 64);
-  r.describe_field(key, {{"format", "date-time"}});
+  if (r.describing()) r.describe_field(key, {{"format", "date-time"}});
   if (!s || r.failed()) return std::nullopt;
   auto ms = core::parse_rfc3339_ms(*s);
   if (!ms) r.fail(Error::make(ErrorCode::invalid_field, "must be an RFC 3339 time", r.path_of(key)));
@@ -35,7 +35,7 @@ std::optional<std::int64_t> time_field(core::ObjectReader& r, std::string_view k
 
 int protocol_version(core::ObjectReader& r) {
   const int v = static_cast<int>(r.required_int("protocol_version", 1, 1000));
-  r.describe_field("protocol_version", {{"const", kProtocolVersion}});
+  if (r.describing()) r.describe_field("protocol_version", {{"const", kProtocolVersion}});
   if (!r.failed() && v != kProtocolVersion) {
     r.fail(Error::make(ErrorCode::invalid_field,
                        "protocol version " + std::to_string(v) + " is not supported by this server (it speaks " +

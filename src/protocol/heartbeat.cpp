@@ -45,16 +45,18 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
     s.sm_clock_mhz = r.optional_int("sm_clock_mhz", 0, 100000);
     s.mem_clock_mhz = r.optional_int("mem_clock_mhz", 0, 100000);
     const auto* ev = r.required_array("clock_events", 0, 32);
-    r.describe_field("clock_events", {{"items", {{"type", "string"}, {"minLength", 1}, {"maxLength", 64}}}});
+    if (r.describing())
+      r.describe_field("clock_events", {{"items", {{"type", "string"}, {"minLength", 1}, {"maxLength", 64}}}});
     if (ev != nullptr) {
       for (std::size_t i = 0; i < ev->size(); ++i) {
         const auto& e = (*ev)[i];
-        if (!e.is_string() || e.get<std::string>().empty() || e.get<std::string>().size() > 64) {
+        const auto* name = e.get_ptr<const std::string*>();
+        if (name == nullptr || name->empty() || name->size() > 64) {
           r.fail(Error::make(ErrorCode::invalid_field, "must be a clock-event name",
                              r.path_of("clock_events") + "[" + std::to_string(i) + "]"));
           break;
         }
-        s.clock_events.push_back(e.get<std::string>());
+        s.clock_events.push_back(*name);
       }
     }
     s.ecc_corrected = r.optional_int("ecc_corrected", 0, kBig);
@@ -67,7 +69,7 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
 core::Status parse_event(const nlohmann::json& j, const std::string& path, GpuEvent& e) {
   ObjectReader r(j, path);
   e.type = r.required_string("type", 1, 32);
-  r.describe_field("type", {{"enum", {kGpuLost, kGpuRecovered}}});
+  if (r.describing()) r.describe_field("type", {{"enum", {kGpuLost, kGpuRecovered}}});
   if (!r.failed() && e.type != kGpuLost && e.type != kGpuRecovered) {
     r.fail(Error::make(ErrorCode::invalid_field, "must be gpu_lost or gpu_recovered", r.path_of("type")));
   }
@@ -217,10 +219,10 @@ core::Result<HeartbeatRequest> parse_heartbeat_request(const nlohmann::json& bod
     detail::parse_items(r, *t, "telemetry", req.telemetry, parse_sample);
   }
   if (const auto* jobs = r.required_array("jobs", 0, 1024); jobs != nullptr) req.jobs = *jobs;
-  r.describe_field("jobs", {{"description", "The agent's running jobs, as it reports them."}});
+  if (r.describing()) r.describe_field("jobs", {{"description", "The agent's running jobs, as it reports them."}});
   if (const auto* ev = r.optional_value("events", ObjectReader::Shape::list);
       ev != nullptr && (!r.failed() || r.describing())) {
-    r.describe_field("events", {{"maxItems", 256}});
+    if (r.describing()) r.describe_field("events", {{"maxItems", 256}});
     if (!ev->is_array() || ev->size() > 256) {
       r.fail(Error::make(ErrorCode::invalid_field, "must be an array of at most 256 events", std::string("events")));
     } else {

@@ -110,6 +110,30 @@ TEST(JsonReader, RefusesUnknownField) {
   EXPECT_EQ(s.error().field, "admin");
 }
 
+// finish() knows a field as read when it was read present, null, or more than once; a field asked for but
+// absent adds nothing; every field never read is refused, each named once.
+TEST(JsonReader, RefusesExactlyTheFieldsNeverRead) {
+  auto j = parse_json_object(R"({"a":"x","b":null,"c":1,"d":true,"e":[],"f":{}})");
+  ObjectReader r(*j);
+  r.required_string("a");
+  r.required_string("a");
+  EXPECT_FALSE(r.optional_int("b", 0, 10));
+  r.optional_string("missing");
+  r.required_value("e");
+  auto s = r.finish();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::unknown_field);
+  std::vector<std::string> refused;
+  for (const auto& f : s.error().fields) refused.push_back(f.field);
+  EXPECT_EQ(refused, (std::vector<std::string>{"c", "d", "f"}));
+
+  auto all = parse_json_object(R"({"a":"x","b":null})");
+  ObjectReader every(*all);
+  every.required_string("a");
+  every.optional_string("b");
+  EXPECT_TRUE(every.finish().ok());
+}
+
 TEST(JsonReader, NestedPaths) {
   auto j = parse_json_object(R"({"gpus":[{"location":{"city":5}}]})");
   ObjectReader r(*j);
