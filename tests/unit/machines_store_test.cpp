@@ -14,6 +14,8 @@
 
 #include "provider_store.hpp"
 #include "server/fleet/agent_protocol.hpp"
+#include "server/fleet/benchmarks.hpp"
+#include "server/fleet/benchmarks_repo.hpp"
 #include "server/fleet/latest_samples.hpp"
 #include "server/fleet/machines.hpp"
 #include "server/fleet/machines_repo.hpp"
@@ -238,6 +240,68 @@ TEST_F(MachinesStore, AnAgentsSeqIsTakenOnceAndStartsAgainWithAFreshAgent) {
   EXPECT_TRUE(beat(1));
   EXPECT_FALSE(beat(1));
   EXPECT_EQ(samples("a-0"), 4);
+}
+
+// A heartbeat looks at the benchmark tables beyond one read only when there is work: a requested run to
+// deliver, a delivered run past the timeout or a challenge past its deadline to expire, a spot check to
+// schedule or issue. A machine running its benchmark (run delivered, challenge open and in time) has none.
+TEST_F(MachinesStore, AHeartbeatDoesBenchmarkWorkOnlyWhenThereIsSome) {
+  const std::string m1 = register_machine("a");  // verified before it is offered: a run is requested
+  server::BenchmarkSettings s;
+  s.run_timeout_ms = 3'600'000;
+  s.challenges.require_answers = true;
+  s.challenges.spot_check_mean_ms = 0;  // off, but for the calls that say otherwise
+  auto work = [&](std::int64_t now, bool spot_checks = false) {
+    return store_->transact([&](store::Tx& tx) {
+      return server::BenchmarksRepo(tx).has_heartbeat_work(m1, now, now - s.run_timeout_ms, spot_checks);
+    });
+  };
+  auto commands = [&](std::int64_t now) {
+    return store_->transact([&](store::Tx& tx) { return server::benchmark_commands(tx, m1, s, now); });
+  };
+  auto run_status = [&] {
+    return store_->transact([&](store::Tx& tx) {
+      return tx.query_one("SELECT status FROM benchmark_runs WHERE machine_id = ?", {m1})->str(0);
+    });
+  };
+  EXPECT_TRUE(work(kNow));
+  const auto delivered = commands(kNow);
+  ASSERT_EQ(delivered.size(), 1u);
+  EXPECT_EQ(delivered[0]["type"], "run_benchmark");
+  EXPECT_EQ(run_status(), "delivered");
+
+  // The agent runs it: its heartbeats find nothing to do, and the run stays delivered.
+  EXPECT_FALSE(work(kNow + 60'000));
+  EXPECT_TRUE(commands(kNow + 60'000).empty());
+  EXPECT_EQ(run_status(), "delivered");
+  // With spot checks on, the first heartbeat schedules one, and the next finds nothing until it is due.
+  EXPECT_TRUE(work(kNow + 60'000, true));
+  store_->transact([&](store::Tx& tx) {
+    tx.exec("UPDATE machines SET spot_check_at = ? WHERE id = ?", {kNow + 600'000, m1});
+  });
+  EXPECT_FALSE(work(kNow + 60'000, true));
+  EXPECT_TRUE(work(kNow + 600'000, true));
+
+  // A challenge of the run is open: work once it is past its deadline, not before.
+  store_->transact([&](store::Tx& tx) {
+    tx.exec(
+        "INSERT INTO benchmark_challenges (id, run_id, machine_id, gpu_uuid, kind, status, seed_a, seed_b, "
+        "seed_verifier, seed_slices, size, slice_words, allowed_ms, issued_at, deadline_at) SELECT 'ch1', id, "
+        "machine_id, 'a-0', 'gemm', 'issued', '', '', '', '', 1, 1, 1000, ?, ? FROM benchmark_runs WHERE machine_id = "
+        "?",
+        {kNow + 60'000, kNow + 120'000, m1});
+  });
+  EXPECT_FALSE(work(kNow + 119'000));
+  EXPECT_TRUE(work(kNow + 121'000));
+  store_->transact([&](store::Tx& tx) { tx.exec("UPDATE benchmark_challenges SET status = 'answered'"); });
+  EXPECT_FALSE(work(kNow + 121'000));
+
+  // The agent never reports: past the timeout the heartbeat expires the run.
+  EXPECT_FALSE(work(kNow + s.run_timeout_ms - 1));
+  EXPECT_TRUE(work(kNow + s.run_timeout_ms + 1));
+  EXPECT_TRUE(commands(kNow + s.run_timeout_ms + 1).empty());
+  EXPECT_EQ(run_status(), "expired");
+  EXPECT_FALSE(work(kNow + s.run_timeout_ms + 2));
 }
 
 // Security (issue #19): heartbeats naming a machine that is not the caller's are refused by their check,

@@ -128,7 +128,9 @@ void require_verification(Tx& tx, const std::string& machine_id, BenchmarkReason
 nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const BenchmarkSettings& s, std::int64_t now) {
   BenchmarksRepo repo(tx);
   nlohmann::json cmds = nlohmann::json::array();
-  if (!repo.has_heartbeat_work(machine_id, now, s.challenges.spot_check_mean_ms > 0)) return cmds;
+  if (!repo.has_heartbeat_work(machine_id, now, now - s.run_timeout_ms, s.challenges.spot_check_mean_ms > 0)) {
+    return cmds;
+  }
   repo.expire_delivered_before(machine_id, now - s.run_timeout_ms);
   expire_challenges(tx, machine_id, s.challenges, now);
   auto r = repo.oldest_requested(machine_id);

@@ -106,9 +106,12 @@ class BenchmarksRepo {
   //! When the machine's newest completed run completed; none before a first.
   std::optional<std::int64_t> last_completed_at(const std::string& machine_id);
   bool has_open_run(const std::string& machine_id);
-  //! Whether a heartbeat of the machine has benchmark work to look at: an open run or challenge, or (with
-  //! spot checks on) a spot check due or not yet scheduled. One read, so that most heartbeats do no more.
-  bool has_heartbeat_work(const std::string& machine_id, std::int64_t now_ms, bool spot_checks);
+  //! Whether a heartbeat of the machine has benchmark work to do: a requested run to deliver, a run
+  //! delivered before `delivered_cutoff_ms` or a challenge past its deadline to expire, or (with spot checks
+  //! on) a spot check due or not yet scheduled. One read, so that most heartbeats do no more; a machine
+  //! running a benchmark (its run delivered, its challenges open and in time) is one of them.
+  bool has_heartbeat_work(const std::string& machine_id, std::int64_t now_ms, std::int64_t delivered_cutoff_ms,
+                          bool spot_checks);
   //! Opens a run, Requested; returns its id.
   std::string open_run(const std::string& machine_id, core::BenchmarkReason reason, std::int64_t now_ms);
   //! Online machines with no open run and no run requested after `requested_after_ms`, by id.
