@@ -81,6 +81,10 @@ for N in $COUNTS; do
   read -r lu ls le < <(tail -n 1 "$WORK/loadgen-$N.time") || true
   cpu+=("$N agents: CPU over ${le}s wall: gpunex-server $(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.1f", b-a}') s, gpunex-loadgen $(awk -v a="$lu" -v b="$ls" 'BEGIN{printf "%.1f", a+b}') s (load average $(cut -d' ' -f1-3 /proc/loadavg))")
   cpu+=("$N agents: server CPU per heartbeat: $(awk -v a="${shb:-$s1}" -v b="$s1" -v n="$hbok" 'BEGIN{ if (n > 0) printf "%.3f ms (%.1f s over %d heartbeats, registration excluded)", (b-a)/n*1000, b-a, n; else print "?" }')")
+  # The loadgen does the same work per heartbeat on any build of the server, so its CPU time measures how
+  # fast this (shared, virtual) machine ran meanwhile: the ratio moves less from run to run than the
+  # milliseconds above, and compares two builds run one after the other better.
+  cpu+=("$N agents: server CPU / loadgen CPU: $(awk -v a="$s0" -v b="$s1" -v u="$lu" -v s="$ls" 'BEGIN{ if (u + s > 0) printf "%.2f", (b-a)/(u+s); else print "?" }') (registration included in both)")
   tail -n 3 "$WORK/loadgen-$N.log" >&2
   curl -s "$URL/metrics" >"$WORK/metrics-$N.txt" || true
 done
