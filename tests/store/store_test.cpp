@@ -22,7 +22,7 @@
 
 #include "core/rental.hpp"
 #include "core/result.hpp"
-#include "server/fleet/latest_samples.hpp"
+#include "server/fleet/pending_telemetry.hpp"
 #include "server/rentals/rentals_repo.hpp"
 #include "store/migrations.hpp"
 #include "store/nul_in_text.hpp"
@@ -828,8 +828,9 @@ TEST(StoreOpen, PostgresFailureNamesServerButNotPassword) {
 // #16: a GPU is never given to two rentals. 50 customers race for the 10 GPUs of one machine, each
 // reading which GPUs are free, picking one by the scheduler's rule and taking it, and trying again
 // when another took it first: exactly 10 rentals get a GPU, all different, on both stores.
-// Latest telemetry samples written from memory (server/fleet/latest_samples.hpp) on each store: many rows
-// a statement (128, 32, 8 and 1 all used), and a stored sample newer than a pending one is kept.
+// Telemetry written from memory (server/fleet/pending_telemetry.hpp) on each store: many rows a statement
+// (128, 32, 8 and 1 all used); a stored sample newer than a pending one is kept, and a minute's pending sums
+// are added to the stored ones (counts and sums added, maxima kept).
 TEST_P(StoreTest, LatestSamplesAreWrittenManyRowsAStatementNewestKept) {
   gpunex::store::migrate(*store_);
   store_->transact([](Tx& tx) {
@@ -851,7 +852,7 @@ TEST_P(StoreTest, LatestSamplesAreWrittenManyRowsAStatementNewestKept) {
     }
   });
   const auto text = [](int t) { return R"({"temperature_c":)" + std::to_string(t) + "}"; };
-  gpunex::server::LatestSamples latest;
+  gpunex::server::PendingTelemetry latest;
   for (int i = 0; i < 170; ++i) {
     char uuid[16];
     std::snprintf(uuid, sizeof uuid, "g%03d", i);
@@ -878,6 +879,39 @@ TEST_P(StoreTest, LatestSamplesAreWrittenManyRowsAStatementNewestKept) {
   EXPECT_EQ(rows[0].str(3), text(0));
   EXPECT_EQ(rows[1].str(3), text(-2));
   EXPECT_EQ(rows[1].i64(2), 1001);
+
+  gpunex::server::MinuteSample reading;
+  reading.temp_n = 1;
+  reading.util_n = 1;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 170; ++i) {
+      char uuid[16];
+      std::snprintf(uuid, sizeof uuid, "g%03d", i);
+      reading.temp = 30.0 + round * 10 + i % 5;
+      reading.util = 100.0 - round * 50;
+      reading.ecc_uncorrected = round == 0 ? 3 : 1;
+      latest.put_sample(i < 100 ? "m1" : "m2", uuid, 2000, text(i), 60'000, reading);
+    }
+    EXPECT_EQ(latest.flush(*store_), 340u);  // 170 samples, 170 minutes
+  }
+  auto sums = store_->transact(
+      [](Tx& tx) {
+        return tx.query(
+            "SELECT uuid, samples, temp_n, temp_sum, temp_max, util_sum, util_max, ecc_uncorrected_max FROM "
+            "telemetry_minute WHERE minute = 60000 ORDER BY uuid");
+      },
+      TxMode::read);
+  ASSERT_EQ(sums.size(), 170u);
+  for (int i = 0; i < 170; ++i) {
+    const auto& r = sums[static_cast<std::size_t>(i)];
+    EXPECT_EQ(r.i64(1), 2) << r.str(0);
+    EXPECT_EQ(r.i64(2), 2);
+    EXPECT_DOUBLE_EQ(r.f64(3), 30.0 + 40.0 + 2 * (i % 5));
+    EXPECT_DOUBLE_EQ(r.f64(4), 40.0 + i % 5);
+    EXPECT_DOUBLE_EQ(r.f64(5), 150.0);
+    EXPECT_DOUBLE_EQ(r.f64(6), 100.0);
+    EXPECT_EQ(r.i64(7), 3);
+  }
 }
 
 TEST_P(StoreTest, FiftyCustomersRacingForTenGpusGetExactlyTen) {

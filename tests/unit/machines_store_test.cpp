@@ -16,9 +16,9 @@
 #include "server/fleet/agent_protocol.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/benchmarks_repo.hpp"
-#include "server/fleet/latest_samples.hpp"
 #include "server/fleet/machines.hpp"
 #include "server/fleet/machines_repo.hpp"
+#include "server/fleet/pending_telemetry.hpp"
 #include "server/platform/group_commit.hpp"
 #include "server/rentals/rentals.hpp"
 #include "server/workers/machines_worker.hpp"
@@ -102,7 +102,7 @@ class MachinesStore : public ::testing::Test {
     });
   }
   //! The temperature GET /v1/provider/machines/{id} shows for the machine's first GPU, -1 for none.
-  std::int64_t shown_temperature(const std::string& machine, const server::LatestSamples* latest) {
+  std::int64_t shown_temperature(const std::string& machine, const server::PendingTelemetry* latest) {
     auto detail =
         store_->transact([&](store::Tx& tx) { return server::machine_detail(tx, "p1", machine, kNow, latest); });
     EXPECT_TRUE(detail) << detail.error().message;
@@ -394,11 +394,12 @@ TEST_F(MachinesStore, SweepMarksOfflineAndPrunesInBoundedTransactions) {
   EXPECT_EQ(left->i64(3), 3);
 }
 
-// Latest samples wait in memory: the replica that holds them shows them at once, the store has them after
-// a flush, and an older sample (late, or pending while a newer one was stored) never replaces a newer one.
+// Latest samples and minute sums wait in memory: the replica that holds them shows them at once, the store
+// has them after a flush, and an older sample (late, or pending while a newer one was stored) never
+// replaces a newer one. Pending sums are added to the stored ones, on the detail's chart and the list's.
 TEST_F(MachinesStore, LatestSamplesAreShownAtOnceAndStoredWhenFlushed) {
   const std::string m1 = register_machine("a");
-  server::LatestSamples latest;
+  server::PendingTelemetry latest;
   auto beat = [&](std::int64_t seq, std::int64_t at_ms) {
     auto req = heartbeat(m1, "a", seq);
     req.telemetry[0].at_ms = at_ms;
@@ -406,30 +407,71 @@ TEST_F(MachinesStore, LatestSamplesAreShownAtOnceAndStoredWhenFlushed) {
         [&](store::Tx& tx) { return server::record_heartbeat(tx, "p1", req, settings_, kNow, &latest); });
     ASSERT_TRUE(out) << out.error().message;
   };
-  beat(1, kNow - 2'000);  // temperature 51
+  // The first GPU's charts as shown: the detail's minutes ("at samples max-temperature") and the list's
+  // 15-minute spans ("at samples").
+  auto detail_chart = [&](const server::PendingTelemetry* pending) {
+    auto d = store_->transact([&](store::Tx& tx) { return server::machine_detail(tx, "p1", m1, kNow, pending); });
+    std::vector<std::string> out;
+    for (const auto& p : (*d)["gpus"][0]["series_24h"]) {
+      out.push_back(p["at"].get<std::string>() + " " + std::to_string(p["samples"].get<int>()) + " " +
+                    std::to_string(p["temperature_c_max"].get<int>()));
+    }
+    return out;
+  };
+  auto list_chart = [&](const server::PendingTelemetry* pending) {
+    auto l = store_->transact(
+        [&](store::Tx& tx) { return server::list_machines(tx, "p1", server::PageParams{}, kNow, pending); });
+    std::vector<std::string> out;
+    for (const auto& p : (*l)["items"][0]["gpus"][0]["overview_24h"]["points"]) {
+      out.push_back(p["at"].get<std::string>() + " " + std::to_string(p["samples"].get<int>()));
+    }
+    return out;
+  };
+  using Chart = std::vector<std::string>;
+  beat(1, kNow - 2'000);  // temperature 51, in the minute 09:59
   EXPECT_EQ(stored_temperature("a-0"), -1);
   EXPECT_EQ(shown_temperature(m1, &latest), 51);
   EXPECT_EQ(shown_temperature(m1, nullptr), -1);  // another replica: not yet
-  EXPECT_EQ(samples("a-0"), 1);                   // the minute aggregate is written at once
-  beat(2, kNow - 1'000);                          // 52
-  beat(3, kNow - 3'000);                          // 53, taken before the other two: came late
-  EXPECT_EQ(latest.pending(), 1u);
+  EXPECT_EQ(samples("a-0"), 0);                   // nor the minute's sums
+  EXPECT_EQ(detail_chart(&latest), Chart{"2026-12-02T09:59:00Z 1 51"});
+  EXPECT_EQ(detail_chart(nullptr), Chart{});
+  beat(2, kNow - 1'000);            // 52
+  beat(3, kNow - 3'000);            // 53, taken before the other two: came late
+  EXPECT_EQ(latest.pending(), 2u);  // a latest sample, a minute
   EXPECT_EQ(shown_temperature(m1, &latest), 52);
-  EXPECT_EQ(latest.flush(*store_), 1u);
+  EXPECT_EQ(detail_chart(&latest), Chart{"2026-12-02T09:59:00Z 3 53"});
+  EXPECT_EQ(list_chart(&latest), Chart{"2026-12-02T09:45:00Z 3"});
+  EXPECT_EQ(latest.flush(*store_), 2u);
   EXPECT_EQ(latest.pending(), 0u);
   EXPECT_EQ(stored_temperature("a-0"), 52);
   EXPECT_EQ(shown_temperature(m1, nullptr), 52);
+  EXPECT_EQ(samples("a-0"), 3);
+  EXPECT_EQ(detail_chart(&latest), Chart{"2026-12-02T09:59:00Z 3 53"});  // shown once, not stored and pending
+  EXPECT_EQ(detail_chart(nullptr), Chart{"2026-12-02T09:59:00Z 3 53"});
 
   // Another replica stored a newer sample meanwhile: this replica's older one is neither shown nor stored.
+  // Its sums are added to the stored minute's, and a sample of the next minute opens a point of its own.
   beat(4, kNow - 500);  // 54
-  store_->transact(
-      [&](store::Tx& tx) { server::MachinesRepo(tx).store_latest_sample(m1, "a-0", kNow, R"({"temperature_c":70})"); });
+  auto next_minute = heartbeat(m1, "a", 5);
+  next_minute.telemetry[0].at_ms = kNow + 1'000;
+  next_minute.telemetry[0].temperature_c = 40;
+  ASSERT_TRUE(store_->transact([&](store::Tx& tx) {
+    return server::record_heartbeat(tx, "p1", next_minute, settings_, kNow + 1'000, &latest);
+  }));
+  store_->transact([&](store::Tx& tx) {
+    server::MachinesRepo(tx).store_latest_sample(m1, "a-0", kNow + 2'000, R"({"temperature_c":70})");
+  });
   EXPECT_EQ(shown_temperature(m1, &latest), 70);
+  const Chart both{"2026-12-02T09:59:00Z 4 54", "2026-12-02T10:00:00Z 1 40"};
+  EXPECT_EQ(detail_chart(&latest), both);
+  EXPECT_EQ(list_chart(&latest), (Chart{"2026-12-02T09:45:00Z 4", "2026-12-02T10:00:00Z 1"}));
   latest.flush(*store_);
   EXPECT_EQ(stored_temperature("a-0"), 70);
+  EXPECT_EQ(detail_chart(nullptr), both);
+  EXPECT_EQ(samples("a-0"), 5);
 
-  // A replayed seq stores nothing, the latest sample included.
-  beat(4, kNow + 1'000);
+  // A replayed seq stores nothing, the latest sample and the sums included.
+  beat(5, kNow + 1'000);
   EXPECT_EQ(latest.pending(), 0u);
 }
 
@@ -438,7 +480,7 @@ TEST_F(MachinesStore, LatestSamplesAreShownAtOnceAndStoredWhenFlushed) {
 TEST_F(MachinesStore, LatestSamplesFlushInBatchesAndKeepWhatAFailedWriteHeld) {
   const std::string m1 = register_machine("a");
   const std::string m2 = register_machine("b");
-  server::LatestSamples latest;
+  server::PendingTelemetry latest;
   auto text = [](int t) { return R"({"temperature_c":)" + std::to_string(t) + "}"; };
   for (int i = 0; i < 340; ++i) {
     char uuid[16];
@@ -457,19 +499,54 @@ TEST_F(MachinesStore, LatestSamplesFlushInBatchesAndKeepWhatAFailedWriteHeld) {
     EXPECT_EQ(r.str(3), text(i)) << r.str(1);
   }
 
+  // Minute sums: 140 GPU-minutes over the two machines, two samples each, then a third for one of them.
+  server::MinuteSample reading;
+  reading.temp_n = 1;
+  for (int i = 0; i < 140; ++i) {
+    const std::string uuid = "m" + std::to_string(i % 70);
+    const std::int64_t minute = kNow - (i < 70 ? 60'000 : 0);
+    for (const double t : {40.0 + i % 7, 50.0}) {
+      reading.temp = t;
+      latest.put_sample(i % 2 ? m1 : m2, uuid, kNow, text(i), minute, reading);
+    }
+  }
+  EXPECT_EQ(latest.pending(), 140u + 70u);  // 70 latest samples, 140 minutes
+  EXPECT_EQ(latest.flush(*store_, 64), 210u);
+  auto minutes = store_->transact([&](store::Tx& tx) {
+    return tx.query_one(
+        "SELECT COUNT(*), SUM(samples), SUM(temp_n), SUM(temp_sum), MAX(temp_max) FROM telemetry_minute");
+  });
+  EXPECT_EQ(minutes->i64(0), 140);
+  EXPECT_EQ(minutes->i64(1), 280);
+  EXPECT_EQ(minutes->i64(2), 280);
+  EXPECT_DOUBLE_EQ(minutes->f64(3), 140 * 50.0 + 2 * (10 * (40 + 41 + 42 + 43 + 44 + 45 + 46)));
+  EXPECT_DOUBLE_EQ(minutes->f64(4), 50.0);
+
   latest.put(m1, "a-0", kNow + 1, text(1));
   latest.put(m1, "a-1", kNow + 1, text(2));
+  reading.temp = 80;
+  latest.put_sample(m1, "m1", kNow + 1, text(5), kNow, reading);
   store_->transact([](store::Tx& tx) { tx.exec("ALTER TABLE telemetry_latest RENAME TO telemetry_latest_away"); });
   EXPECT_ANY_THROW(latest.flush(*store_));
-  EXPECT_EQ(latest.pending(), 2u);
+  EXPECT_EQ(latest.pending(), 4u);           // three latest samples and a minute
   latest.put(m1, "a-0", kNow + 2, text(3));  // newer than the one whose write failed
   latest.put(m1, "a-1", kNow, text(4));      // older: the failed one stays
+  reading.temp = 90;
+  latest.put_sample(m1, "m1", kNow + 1, text(6), kNow, reading);  // added to the minute whose write failed
   store_->transact([](store::Tx& tx) { tx.exec("ALTER TABLE telemetry_latest_away RENAME TO telemetry_latest"); });
   latest.start(*store_, std::chrono::hours(1));
   latest.stop();  // writes what is pending
   EXPECT_EQ(latest.pending(), 0u);
   EXPECT_EQ(stored_temperature("a-0"), 3);
   EXPECT_EQ(stored_temperature("a-1"), 2);
+  auto m1_now = store_->transact([&](store::Tx& tx) {
+    return tx.query_one("SELECT samples, temp_sum, temp_max FROM telemetry_minute WHERE uuid = 'm1' AND minute = ?",
+                        {kNow});
+  });
+  ASSERT_TRUE(m1_now);
+  EXPECT_EQ(m1_now->i64(0), 4);  // two flushed before, the one whose write failed, the one after
+  EXPECT_DOUBLE_EQ(m1_now->f64(1), 41.0 + 50.0 + 80.0 + 90.0);
+  EXPECT_DOUBLE_EQ(m1_now->f64(2), 90.0);
 }
 
 }  // namespace

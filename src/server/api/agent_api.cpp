@@ -44,7 +44,7 @@ http::Response agent_register(Ctx& ctx) {
 }
 //! A heartbeat is parsed here, on the I/O thread, and stored by the group commit with the heartbeats of
 //! other agents in one transaction; the reply is sent once that transaction has committed.
-void agent_heartbeat(Ctx& ctx, const http::Reply& reply, LatestSamples& latest) {
+void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& latest) {
   if (auto refused = require_agent_key(ctx)) return reply(*refused);
   auto req = ctx.read_body(protocol::parse_heartbeat_request);
   if (!req) return reply(http::Response::error(req.error()));
@@ -100,7 +100,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, LatestSamples& latest) 
       std::move(machine_id), std::move(check));
 }
 
-http::Response provider_machines(Ctx& ctx, const LatestSamples& latest) {
+http::Response provider_machines(Ctx& ctx, const PendingTelemetry& latest) {
   auto page = page_params(ctx.req);
   if (!page) return http::Response::error(page.error());
   const auto now = ctx.now_ms();
@@ -115,7 +115,7 @@ http::Response provider_machines(Ctx& ctx, const LatestSamples& latest) {
   return http::Response::json(200, *out);
 }
 
-http::Response provider_machine(Ctx& ctx, const LatestSamples& latest) {
+http::Response provider_machine(Ctx& ctx, const PendingTelemetry& latest) {
   const std::string id = ctx.req.param("id");
   const auto now = ctx.now_ms();
   auto out = ctx.store().transact(
@@ -141,8 +141,9 @@ http::Response install_script(Ctx& ctx) {
 void register_agent_api(App& app) {
   // Sequence numbers make agent messages idempotent; Idempotency-Key replay is not needed here.
   auto agent = RouteOptions::signed_in().no_idempotency().agent_key_only();
-  // Each GPU's latest sample, written in batches (server/fleet/latest_samples.hpp); the rest at the stop.
-  auto& latest = app.keep(std::make_unique<LatestSamples>());
+  // Each GPU's latest sample and its minutes' sums, written in batches (server/fleet/pending_telemetry.hpp);
+  // the rest at the stop.
+  auto& latest = app.keep(std::make_unique<PendingTelemetry>());
   latest.start(app.store(), std::chrono::seconds(app.config().telemetry_flush_s));
   app.on_stop([&latest] { latest.stop(); });
   namespace oa = openapi;

@@ -82,14 +82,13 @@ nlohmann::json gpu_summary(const GpuCard& c) {
 }
 
 //! What a machine card shows (list and detail): the machine, its host and its GPUs with the latest sample.
-nlohmann::json machine_summary(MachinesRepo& repo, const MachineCard& m, const LatestSamples* latest) {
-  const auto pending = latest ? latest->pending_of(m.id) : LatestSamples::OfMachine{};
+nlohmann::json machine_summary(MachinesRepo& repo, const MachineCard& m, const PendingTelemetry::OfMachine& pending) {
   nlohmann::json gpus = nlohmann::json::array();
   for (GpuCard& g : repo.gpu_cards(m.id)) {
-    // This replica's newest sample, not written yet (server/fleet/latest_samples.hpp).
-    if (auto p = pending.find(g.uuid);
-        p != pending.end() && (!g.latest_sample_json || p->second.at_ms >= g.latest_at_ms)) {
-      g.latest_sample_json = p->second.text;
+    // This replica's newest sample, not written yet (server/fleet/pending_telemetry.hpp).
+    if (auto p = pending.find(g.uuid); p != pending.end() && p->second.latest &&
+                                       (!g.latest_sample_json || p->second.latest->at_ms >= g.latest_at_ms)) {
+      g.latest_sample_json = p->second.latest->text;
     }
     gpus.push_back(gpu_summary(g));
   }
@@ -118,20 +117,50 @@ nlohmann::json max_of(std::int64_t n, double max) {
 // The list's charts: 96 points a GPU instead of the detail's 1440, since the list page polls every machine.
 constexpr std::int64_t kOverviewStepMinutes = 15;
 
+//! The stored spans of a GPU (at_ms ascending, `step` long) with this replica's pending minute sums of
+//! the GPU since `since` added to their spans (server/fleet/pending_telemetry.hpp).
+std::vector<TelemetrySums> with_pending(std::vector<TelemetrySums> stored, const PendingTelemetry::OfMachine& pending,
+                                        const std::string& uuid, std::int64_t since, std::int64_t step) {
+  auto p = pending.find(uuid);
+  if (p == pending.end() || p->second.minutes.empty()) return stored;
+  std::map<std::int64_t, TelemetrySums> spans;
+  for (auto& s : stored) spans.emplace(s.at_ms, std::move(s));
+  for (const auto& m : p->second.minutes) {
+    if (m.at_ms < since) continue;
+    const std::int64_t span = m.at_ms - m.at_ms % step;
+    auto [it, added] = spans.try_emplace(span, TelemetrySums{});
+    if (added) it->second.at_ms = span;
+    add_telemetry_sums(it->second, m);
+  }
+  std::vector<TelemetrySums> out;
+  out.reserve(spans.size());
+  for (auto& [at, s] : spans) out.push_back(std::move(s));
+  return out;
+}
+
 //! Adds each GPU's last 24 h as 15-minute averages ({step_minutes, points}) to a machine summary,
 //! from one query for the whole machine, so the machines list draws its charts without a request per machine.
-void add_overview_24h(MachinesRepo& repo, nlohmann::json& machine, std::int64_t now) {
+void add_overview_24h(MachinesRepo& repo, nlohmann::json& machine, std::int64_t now,
+                      const PendingTelemetry::OfMachine& pending) {
   const std::int64_t since = minute_of(now) - kDayMs + kMinuteMs;
+  constexpr std::int64_t step = kOverviewStepMinutes * kMinuteMs;
+  std::map<std::string, std::vector<TelemetrySums>> spans;
+  for (auto& b : repo.telemetry_buckets(machine["id"].get<std::string>(), since, step)) {
+    spans[b.uuid].push_back(std::move(b.sums));
+  }
+  for (const auto& [uuid, gpu] : pending) spans.try_emplace(uuid);
   std::map<std::string, nlohmann::json> points;
-  for (const auto& b : repo.telemetry_buckets(machine["id"].get<std::string>(), since, kOverviewStepMinutes * kMinuteMs)) {
-    const auto& s = b.sums;
-    points[b.uuid].push_back({{"at", util::rfc3339(s.at_ms)},
+  for (auto& [uuid, stored] : spans) {
+    points[uuid] = nlohmann::json::array();
+    for (const auto& s : with_pending(std::move(stored), pending, uuid, since, step)) {
+      points[uuid].push_back({{"at", util::rfc3339(s.at_ms)},
                               {"samples", s.samples},
                               {"errors", s.errors},
                               {"temperature_c_avg", avg(s.temp_n, s.temp_sum)},
                               {"temperature_c_max", max_of(s.temp_n, s.temp_max)},
                               {"power_w_avg", avg(s.power_n, s.power_sum)},
                               {"util_gpu_pct_avg", avg(s.util_n, s.util_sum)}});
+    }
   }
   for (auto& g : machine["gpus"]) {
     auto it = points.find(g["uuid"].get<std::string>());
@@ -291,7 +320,7 @@ core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const Heart
 
 core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req,
                                               const MachineSettings& settings, std::int64_t now,
-                                              LatestSamples* latest) {
+                                              PendingTelemetry* latest) {
   auto m = check_heartbeat_machine(tx, provider_id, req);
   if (!m) return std::move(m).error();
   return record_checked_heartbeat(tx, *m, req, settings, now, latest);
@@ -299,7 +328,7 @@ core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provide
 
 core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachine& m, const HeartbeatRequest& req,
                                                       const MachineSettings& settings, std::int64_t now,
-                                                      LatestSamples* latest) {
+                                                      PendingTelemetry* latest) {
   MachinesRepo repo(tx);
   const nlohmann::json reply = {{"commands", nlohmann::json::array()},
                                 {"heartbeat_interval_s", settings.heartbeat_interval_s}};
@@ -317,11 +346,12 @@ core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachi
   for (const auto& s : req.telemetry) {
     const std::int64_t at = clamp_time(s.at_ms);
     if (latest) {
-      latest->put(m.id, s.uuid, at, s.readings_text());
+      latest->put_sample(m.id, s.uuid, at, s.readings_text(), minute_of(at), minute_sample(s));
     } else {
       repo.store_latest_sample(m.id, s.uuid, at, s.readings_text());
+      const TelemetrySums sums = minute_sums(minute_sample(s), minute_of(at));
+      repo.add_minute_sums({MinuteSumsRow{&m.id, &s.uuid, &sums}});
     }
-    repo.add_minute_sample(m.id, s.uuid, minute_of(at), minute_sample(s));
   }
   repo.add_presence(m.id, minute_of(now));
   for (const auto& e : req.events) {
@@ -334,30 +364,34 @@ core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachi
 }
 
 core::Result<nlohmann::json> list_machines(Tx& tx, const std::string& provider_id, const PageParams& page,
-                                           std::int64_t now, const LatestSamples* latest) {
+                                           std::int64_t now, const PendingTelemetry* latest) {
   MachinesRepo repo(tx);
   const auto cards = repo.cards_of_provider(provider_id);
   auto s = page_slice(cards, page, [](const MachineCard& m) { return m.id; });
   if (!s) return std::move(s).error();
   nlohmann::json items = nlohmann::json::array();
   for (std::size_t i = s->begin; i < s->end; ++i) {
-    nlohmann::json m = machine_summary(repo, cards[i], latest);
-    add_overview_24h(repo, m, now);
+    const auto pending = latest ? latest->pending_of(cards[i].id) : PendingTelemetry::OfMachine{};
+    nlohmann::json m = machine_summary(repo, cards[i], pending);
+    add_overview_24h(repo, m, now, pending);
     items.push_back(std::move(m));
   }
   return nlohmann::json{{"items", std::move(items)}, {"next_cursor", s->next_cursor}};
 }
 
 core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_id, const std::string& machine_id,
-                                            std::int64_t now, const LatestSamples* latest) {
+                                            std::int64_t now, const PendingTelemetry* latest) {
   MachinesRepo repo(tx);
   auto m = repo.card(machine_id, provider_id);
   if (!m) return machine_not_found(machine_id);
-  nlohmann::json out = machine_summary(repo, *m, latest);
+  const auto pending = latest ? latest->pending_of(machine_id) : PendingTelemetry::OfMachine{};
+  nlohmann::json out = machine_summary(repo, *m, pending);
   const std::int64_t since = minute_of(now) - kDayMs + kMinuteMs;
   for (auto& g : out["gpus"]) {
     nlohmann::json series = nlohmann::json::array();
-    for (const auto& s : repo.telemetry_minutes(machine_id, g["uuid"].get<std::string>(), since)) {
+    const std::string uuid = g["uuid"].get<std::string>();
+    for (const auto& s :
+         with_pending(repo.telemetry_minutes(machine_id, uuid, since), pending, uuid, since, kMinuteMs)) {
       series.push_back(minute_json(s));
     }
     g["series_24h"] = std::move(series);

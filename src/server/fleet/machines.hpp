@@ -16,7 +16,7 @@
 #include "core/machine_status.hpp"
 #include "core/result.hpp"
 #include "server/fleet/agent_protocol.hpp"
-#include "server/fleet/latest_samples.hpp"
+#include "server/fleet/pending_telemetry.hpp"
 #include "server/platform/paging.hpp"
 #include "store/store.hpp"
 
@@ -47,27 +47,30 @@ core::Result<CheckedMachine> check_heartbeat_machine(store::Tx& tx, const std::s
                                                      const HeartbeatRequest& req);
 //! Stores a heartbeat that check_heartbeat_machine passed just before in the same transaction, with
 //! nothing in between (GroupCommit runs a request's Check and then its Work): record_heartbeat without
-//! reading the machine, its GPUs and the caller's key a second time. Each GPU's sample goes to `latest`
-//! (written in batches, server/fleet/latest_samples.hpp), or to the store in this transaction without one.
+//! reading the machine, its GPUs and the caller's key a second time. Each GPU's sample and its minute's sums
+//! go to `latest` (written in batches, server/fleet/pending_telemetry.hpp), or to the store in this
+//! transaction without one.
 core::Result<nlohmann::json> record_checked_heartbeat(store::Tx& tx, const CheckedMachine& machine,
                                                       const HeartbeatRequest& req, const MachineSettings& settings,
-                                                      std::int64_t now_ms, LatestSamples* latest = nullptr);
+                                                      std::int64_t now_ms, PendingTelemetry* latest = nullptr);
 
 //! Stores one heartbeat. A seq already stored answers the same reply and stores nothing.
 //! 404 when the machine is not this provider's; 400 naming the field when a sample names another GPU.
 core::Result<nlohmann::json> record_heartbeat(store::Tx& tx, const std::string& provider_id,
                                               const HeartbeatRequest& req, const MachineSettings& settings,
-                                              std::int64_t now_ms, LatestSamples* latest = nullptr);
+                                              std::int64_t now_ms, PendingTelemetry* latest = nullptr);
 
 //! GET /v1/provider/machines: a page of the provider's machines, oldest first, as {items, next_cursor}: each
 //! with its host, its GPUs with the latest sample and the last 24 h in 15-minute averages (`overview_24h`).
-//! A sample `latest` holds that is newer than the stored one is shown instead.
+//! A sample `latest` holds that is newer than the stored one is shown instead; its pending minute sums are
+//! added to the stored ones.
 core::Result<nlohmann::json> list_machines(store::Tx& tx, const std::string& provider_id, const PageParams& page,
-                                           std::int64_t now_ms, const LatestSamples* latest = nullptr);
-//! GET /v1/provider/machines/{id}: the machine, its GPUs with the latest sample and a 24 h per-minute series.
+                                           std::int64_t now_ms, const PendingTelemetry* latest = nullptr);
+//! GET /v1/provider/machines/{id}: the machine, its GPUs with the latest sample and a 24 h per-minute series,
+//! with what `latest` holds as list_machines shows it.
 core::Result<nlohmann::json> machine_detail(store::Tx& tx, const std::string& provider_id,
                                             const std::string& machine_id, std::int64_t now_ms,
-                                            const LatestSamples* latest = nullptr);
+                                            const PendingTelemetry* latest = nullptr);
 
 //! Marks machines whose last heartbeat is older than offline_after_missed intervals Offline, with an event:
 //! at most `limit` of them (the longest silent first). Returns how many changed.

@@ -124,33 +124,49 @@ void MachinesRepo::store_latest_sample(const std::string& machine_id, const std:
       {machine_id, uuid, at, sample_json});
 }
 
-void MachinesRepo::store_latest_samples(const std::vector<LatestSampleRow>& rows) {
-  // Statements of 128, 32, 8 or 1 rows: four texts for the stores' statement caches, not one per count.
+namespace {
+
+//! Runs `head` + n × `tuple` + `tail` over `rows`, n rows a statement: 128, 32, 8 or 1, four texts for the
+//! stores' statement caches rather than one per count. `bind` appends a row's parameters.
+template <class Row, class Bind>
+void exec_rows(store::Tx& tx, const std::vector<Row>& rows, std::string_view head, std::string_view tuple,
+               std::string_view tail, Bind bind) {
   std::vector<store::Value> params;
   for (std::size_t i = 0, n = 0; i < rows.size(); i += n) {
     const std::size_t left = rows.size() - i;
     n = left >= 128 ? 128 : left >= 32 ? 32 : left >= 8 ? 8 : 1;
-    std::string q = "INSERT INTO telemetry_latest (machine_id, uuid, at, sample) VALUES ";
+    std::string q(head);
     params.clear();
     for (std::size_t k = 0; k < n; ++k) {
-      const LatestSampleRow& r = rows[i + k];
-      q += k == 0 ? "(?, ?, ?, ?)" : ", (?, ?, ?, ?)";
-      params.insert(params.end(), {*r.machine_id, *r.uuid, r.at_ms, *r.sample_json});
+      if (k > 0) q += ", ";
+      q += tuple;
+      bind(params, rows[i + k]);
     }
-    q += " ON CONFLICT (machine_id, uuid) DO UPDATE SET at = excluded.at, sample = excluded.sample "
-         "WHERE excluded.at >= telemetry_latest.at";
-    tx_.exec(q, params);
+    q += tail;
+    tx.exec(q, params);
   }
 }
 
-void MachinesRepo::add_minute_sample(const std::string& machine_id, const std::string& uuid, std::int64_t minute,
-                                     const MinuteSample& s) {
-  tx_.exec(
+}  // namespace
+
+void MachinesRepo::store_latest_samples(const std::vector<LatestSampleRow>& rows) {
+  exec_rows(tx_, rows, "INSERT INTO telemetry_latest (machine_id, uuid, at, sample) VALUES ", "(?, ?, ?, ?)",
+            " ON CONFLICT (machine_id, uuid) DO UPDATE SET at = excluded.at, sample = excluded.sample "
+            "WHERE excluded.at >= telemetry_latest.at",
+            [](std::vector<store::Value>& p, const LatestSampleRow& r) {
+              p.insert(p.end(), {*r.machine_id, *r.uuid, r.at_ms, *r.sample_json});
+            });
+}
+
+void MachinesRepo::add_minute_sums(const std::vector<MinuteSumsRow>& rows) {
+  exec_rows(
+      tx_, rows,
       "INSERT INTO telemetry_minute (machine_id, uuid, minute, samples, errors, temp_n, temp_sum, temp_max, "
       "power_n, power_sum, power_max, util_n, util_sum, util_max, mem_used_max, throttled, ecc_uncorrected_max) "
-      "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-      "ON CONFLICT (machine_id, uuid, minute) DO UPDATE SET "
-      "samples = telemetry_minute.samples + 1, errors = telemetry_minute.errors + excluded.errors, "
+      "VALUES ",
+      "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      " ON CONFLICT (machine_id, uuid, minute) DO UPDATE SET "
+      "samples = telemetry_minute.samples + excluded.samples, errors = telemetry_minute.errors + excluded.errors, "
       "temp_n = telemetry_minute.temp_n + excluded.temp_n, temp_sum = telemetry_minute.temp_sum + excluded.temp_sum, "
       "temp_max = CASE WHEN excluded.temp_max > telemetry_minute.temp_max THEN excluded.temp_max "
       "ELSE telemetry_minute.temp_max END, "
@@ -166,8 +182,12 @@ void MachinesRepo::add_minute_sample(const std::string& machine_id, const std::s
       "throttled = telemetry_minute.throttled + excluded.throttled, "
       "ecc_uncorrected_max = CASE WHEN excluded.ecc_uncorrected_max > telemetry_minute.ecc_uncorrected_max "
       "THEN excluded.ecc_uncorrected_max ELSE telemetry_minute.ecc_uncorrected_max END",
-      {machine_id, uuid, minute, s.errors, s.temp_n, s.temp, s.temp, s.power_n, s.power, s.power, s.util_n, s.util,
-       s.util, s.mem_used, s.throttled, s.ecc_uncorrected});
+      [](std::vector<store::Value>& p, const MinuteSumsRow& r) {
+        const TelemetrySums& s = *r.sums;
+        p.insert(p.end(), {*r.machine_id, *r.uuid, s.at_ms, s.samples, s.errors, s.temp_n, s.temp_sum, s.temp_max,
+                           s.power_n, s.power_sum, s.power_max, s.util_n, s.util_sum, s.util_max, s.mem_used_max,
+                           s.throttled, s.ecc_uncorrected_max});
+      });
 }
 
 void MachinesRepo::add_presence(const std::string& machine_id, std::int64_t minute) {

@@ -109,6 +109,13 @@ struct TelemetrySums {
   std::int64_t mem_used_max = 0, throttled = 0, ecc_uncorrected_max = 0;
 };
 
+//! One GPU's pending sums of a minute (at_ms), for MachinesRepo::add_minute_sums: views of the caller's data.
+struct MinuteSumsRow {
+  const std::string* machine_id;
+  const std::string* uuid;
+  const TelemetrySums* sums;
+};
+
 //! A GPU's bucket of telemetry (the machines list's 24 h overview).
 struct GpuTelemetryBucket {
   std::string uuid;
@@ -186,8 +193,9 @@ class MachinesRepo {
                            const std::string& sample_json);
   //! store_latest_sample for many GPUs, up to 128 rows a statement. No two rows may name the same GPU.
   void store_latest_samples(const std::vector<LatestSampleRow>& rows);
-  void add_minute_sample(const std::string& machine_id, const std::string& uuid, std::int64_t minute_ms,
-                         const MinuteSample& s);
+  //! Adds sums to their GPU's minutes in telemetry_minute (counts and sums added, maxima kept), up to 128
+  //! rows a statement. No two rows may name the same GPU and minute.
+  void add_minute_sums(const std::vector<MinuteSumsRow>& rows);
   void add_presence(const std::string& machine_id, std::int64_t minute_ms);
   //! A heartbeat's effect on the machine row, with take_seq's dedupe in the same statement: seen now, the
   //! status given, the seq taken. False (and nothing changed) when the seq was already taken.

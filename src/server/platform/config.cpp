@@ -261,8 +261,8 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(int_key("telemetry_retention_days", "days of per-minute telemetry and presence kept",
                         &Config::telemetry_retention_days, 1, 3650));
     k.push_back(int_key("telemetry_flush",
-                        "seconds between batched writes of each GPU's latest sample (other replicas show it this "
-                        "much later)",
+                        "seconds between batched writes of each GPU's latest sample and per-minute sums (other "
+                        "replicas show them this much later)",
                         &Config::telemetry_flush_s, 1, 3600));
     k.push_back(int_key("threads", "I/O threads (0: one per core)", &Config::threads, 0, 256));
     k.push_back(int_key("body_limit_bytes", "largest request body accepted (larger: 413)", &Config::body_limit_bytes,

@@ -1,0 +1,185 @@
+#include "server/fleet/pending_telemetry.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "util/log.hpp"
+
+namespace gpunex::server {
+
+void add_telemetry_sums(TelemetrySums& into, const TelemetrySums& from) {
+  into.samples += from.samples;
+  into.errors += from.errors;
+  into.temp_n += from.temp_n;
+  into.temp_sum += from.temp_sum;
+  into.temp_max = std::max(into.temp_max, from.temp_max);
+  into.power_n += from.power_n;
+  into.power_sum += from.power_sum;
+  into.power_max = std::max(into.power_max, from.power_max);
+  into.util_n += from.util_n;
+  into.util_sum += from.util_sum;
+  into.util_max = std::max(into.util_max, from.util_max);
+  into.mem_used_max = std::max(into.mem_used_max, from.mem_used_max);
+  into.throttled += from.throttled;
+  into.ecc_uncorrected_max = std::max(into.ecc_uncorrected_max, from.ecc_uncorrected_max);
+}
+
+TelemetrySums minute_sums(const MinuteSample& s, std::int64_t minute_ms) {
+  TelemetrySums t;
+  t.at_ms = minute_ms;
+  t.samples = 1;
+  t.errors = s.errors;
+  t.temp_n = s.temp_n;
+  t.temp_sum = t.temp_max = s.temp;
+  t.power_n = s.power_n;
+  t.power_sum = t.power_max = s.power;
+  t.util_n = s.util_n;
+  t.util_sum = t.util_max = s.util;
+  t.mem_used_max = s.mem_used;
+  t.throttled = s.throttled;
+  t.ecc_uncorrected_max = s.ecc_uncorrected;
+  return t;
+}
+
+void PendingTelemetry::put_latest(Gpu& gpu, Sample sample) {
+  if (!gpu.latest) {
+    ++count_;
+  } else if (gpu.latest->at_ms > sample.at_ms) {
+    return;  // a newer sample is pending: this one came late
+  }
+  gpu.latest = std::move(sample);
+}
+
+void PendingTelemetry::add_sums(Gpu& gpu, const TelemetrySums& s) {
+  // Minutes stay in order; a heartbeat's sample is nearly always for the newest one.
+  auto it = std::find_if(gpu.minutes.rbegin(), gpu.minutes.rend(),
+                         [&](const TelemetrySums& m) { return m.at_ms <= s.at_ms; });
+  if (it != gpu.minutes.rend() && it->at_ms == s.at_ms) {
+    add_telemetry_sums(*it, s);
+    return;
+  }
+  gpu.minutes.insert(it.base(), s);
+  ++count_;
+}
+
+void PendingTelemetry::put(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms,
+                           std::string text) {
+  std::lock_guard lock(mu_);
+  put_latest(by_machine_[machine_id][uuid], Sample{at_ms, std::move(text)});
+}
+
+void PendingTelemetry::put_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms,
+                                  std::string text, std::int64_t minute_ms, const MinuteSample& s) {
+  const TelemetrySums sums = minute_sums(s, minute_ms);
+  std::lock_guard lock(mu_);
+  Gpu& gpu = by_machine_[machine_id][uuid];
+  put_latest(gpu, Sample{at_ms, std::move(text)});
+  add_sums(gpu, sums);
+}
+
+PendingTelemetry::OfMachine PendingTelemetry::pending_of(const std::string& machine_id) const {
+  std::lock_guard lock(mu_);
+  auto it = by_machine_.find(machine_id);
+  return it == by_machine_.end() ? OfMachine{} : it->second;
+}
+
+std::size_t PendingTelemetry::pending() const {
+  std::lock_guard lock(mu_);
+  return count_;
+}
+
+void PendingTelemetry::restore(std::map<std::string, OfMachine> taken) {
+  std::lock_guard lock(mu_);
+  for (auto& [machine_id, gpus] : taken) {
+    for (auto& [uuid, g] : gpus) {
+      Gpu& into = by_machine_[machine_id][uuid];
+      if (g.latest) put_latest(into, std::move(*g.latest));
+      for (const auto& m : g.minutes) add_sums(into, m);
+    }
+  }
+}
+
+std::size_t PendingTelemetry::flush(store::Store& store, std::size_t rows_per_tx) {
+  std::map<std::string, OfMachine> taken;
+  {
+    std::lock_guard lock(mu_);
+    taken.swap(by_machine_);
+    count_ = 0;
+  }
+  const auto rows_of = [](const OfMachine& gpus) {
+    std::size_t n = 0;
+    for (const auto& [uuid, g] : gpus) n += (g.latest ? 1 : 0) + g.minutes.size();
+    return n;
+  };
+  std::vector<LatestSampleRow> latest;
+  std::vector<MinuteSumsRow> minutes;
+  std::size_t written = 0;
+  auto it = taken.begin();
+  try {
+    while (it != taken.end()) {
+      // Whole machines per transaction, in key order (replicas flushing at once take row locks in the
+      // same order on PostgreSQL).
+      latest.clear();
+      minutes.clear();
+      std::size_t rows = 0;
+      auto end = it;
+      for (; end != taken.end() && (rows == 0 || rows + rows_of(end->second) <= rows_per_tx); ++end) {
+        for (const auto& [uuid, g] : end->second) {
+          if (g.latest) latest.push_back({&end->first, &uuid, g.latest->at_ms, &g.latest->text});
+          for (const auto& m : g.minutes) minutes.push_back({&end->first, &uuid, &m});
+        }
+        rows += rows_of(end->second);
+      }
+      store.transact([&](store::Tx& tx) {
+        MachinesRepo repo(tx);
+        repo.store_latest_samples(latest);
+        repo.add_minute_sums(minutes);
+      });
+      written += rows;
+      it = taken.erase(it, end);
+    }
+  } catch (...) {
+    restore(std::move(taken));
+    throw;
+  }
+  return written;
+}
+
+void PendingTelemetry::start(store::Store& store, std::chrono::milliseconds every) {
+  std::lock_guard lock(run_mu_);
+  if (flusher_.joinable() || stopping_) return;
+  store_ = &store;
+  flusher_ = std::thread([this, every] {
+    std::unique_lock lock(run_mu_);
+    while (!run_cv_.wait_for(lock, every, [this] { return stopping_; })) {
+      lock.unlock();
+      try {
+        flush(*store_);
+      } catch (const std::exception& e) {
+        util::log_event("warn", "pending telemetry not written; kept for the next flush",
+                        {{"error", e.what()}, {"pending", pending()}});
+      }
+      lock.lock();
+    }
+  });
+}
+
+void PendingTelemetry::stop() {
+  {
+    std::lock_guard lock(run_mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  run_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  if (store_ == nullptr) return;
+  try {
+    flush(*store_);
+  } catch (const std::exception& e) {
+    util::log_event("error", "pending telemetry lost at stop", {{"error", e.what()}, {"pending", pending()}});
+  }
+}
+
+}  // namespace gpunex::server

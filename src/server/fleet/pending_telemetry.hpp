@@ -1,0 +1,103 @@
+#pragma once
+// Telemetry held in memory and written in batches: each GPU's newest sample (telemetry_latest) and its
+// per-minute aggregates (telemetry_minute, the charts).
+//
+// Every heartbeat carries a sample per GPU. Each one used to be two upserts in the heartbeat's own
+// transaction: the latest sample's, about a fifth of the server's CPU per heartbeat, for a value the next
+// heartbeat replaces 15 s later; and the minute's, about 6% more, for sums that four heartbeats in a row add
+// to (bench/README.md). Both are shown, never counted: presence (the reliability score), events and the seq stay in the
+// heartbeat's transaction. So they wait here and are written every flush interval, in key order, many rows
+// to a statement:
+// - this replica's own readers see them at once (overlay: a pending sample newer than the stored one
+//   wins; pending sums are added to the stored ones), another replica's within one flush interval;
+// - a replica that crashes loses at most one interval of them: the next heartbeat replaces the samples,
+//   and the charts miss that interval's readings; a clean stop writes them all;
+// - a write that fails keeps them pending for the next flush (a newer sample put meanwhile wins, sums put
+//   meanwhile are added). A commit whose outcome the store cannot tell (the connection lost while
+//   committing) is retried too, so its sums may then be counted twice;
+// - a heartbeat puts its telemetry inside its transaction (a replayed seq puts none); should that
+//   transaction fail after all, its telemetry may still be shown: they are the agent's readings all the same.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/fleet/machines_repo.hpp"
+#include "store/store.hpp"
+
+namespace gpunex::server {
+
+class PendingTelemetry {
+ public:
+  struct Sample {
+    std::int64_t at_ms = 0;
+    std::string text;  // protocol::TelemetrySample::readings_text()
+  };
+  //! What waits for one GPU: its newest sample, and its minutes' sums (at_ms = the minute), oldest first.
+  struct Gpu {
+    std::optional<Sample> latest;
+    std::vector<TelemetrySums> minutes;
+  };
+  //! A machine's GPUs by uuid.
+  using OfMachine = std::map<std::string, Gpu, std::less<>>;
+
+  PendingTelemetry() = default;
+  ~PendingTelemetry() { stop(); }
+  PendingTelemetry(const PendingTelemetry&) = delete;
+  PendingTelemetry& operator=(const PendingTelemetry&) = delete;
+
+  //! Keeps the sample as the GPU's latest unless one at least as new is pending (no minute's sums).
+  void put(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms, std::string text);
+  //! A heartbeat's sample of a GPU: kept as its latest unless one at least as new is pending, and added
+  //! to the pending sums of its minute.
+  void put_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms, std::string text,
+                  std::int64_t minute_ms, const MinuteSample& s);
+  //! The machine's telemetry not written yet, by uuid.
+  OfMachine pending_of(const std::string& machine_id) const;
+  //! Pending rows: latest samples plus minutes.
+  std::size_t pending() const;
+
+  //! Writes everything pending, in transactions of at most `rows_per_tx` rows so that a long flush does
+  //! not hold the store's writer from the heartbeats; a stored sample newer than a pending one is kept,
+  //! pending sums are added to the stored ones. Returns how many rows were written. Throws what the store
+  //! threw; what was not written stays pending.
+  std::size_t flush(store::Store& store, std::size_t rows_per_tx = 4096);
+
+  //! Flushes every `every` on a thread of its own until stop(). Errors are logged and retried next time.
+  void start(store::Store& store, std::chrono::milliseconds every);
+  //! Ends the thread, then writes what is pending. Idempotent.
+  void stop();
+
+ private:
+  //! Puts back what a failed write held: a sample unless a newer one was put meanwhile, sums added.
+  void restore(std::map<std::string, OfMachine> taken);
+  //! Under mu_: keeps `sample` as the GPU's latest unless a newer one is pending.
+  void put_latest(Gpu& gpu, Sample sample);
+  //! Under mu_: adds `s` to the GPU's sums for s.at_ms.
+  void add_sums(Gpu& gpu, const TelemetrySums& s);
+
+  mutable std::mutex mu_;
+  std::map<std::string, OfMachine> by_machine_;
+  std::size_t count_ = 0;
+
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  bool stopping_ = false;
+  store::Store* store_ = nullptr;
+  std::thread flusher_;
+};
+
+//! Adds `from`'s readings to `into` (the same span): counts and sums add, maxima take the larger, as
+//! telemetry_minute's upsert does.
+void add_telemetry_sums(TelemetrySums& into, const TelemetrySums& from);
+
+//! One sample as a minute's sums (samples = 1) for the minute starting at `minute_ms`.
+TelemetrySums minute_sums(const MinuteSample& s, std::int64_t minute_ms);
+
+}  // namespace gpunex::server
