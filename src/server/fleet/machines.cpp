@@ -305,11 +305,10 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
 
 core::Result<CheckedMachine> check_heartbeat_machine(Tx& tx, const std::string& provider_id,
                                                      const HeartbeatRequest& req) {
-  MachinesRepo repo(tx);
-  auto m = repo.find(req.machine_id);
+  auto m = MachinesRepo(tx).heartbeat_machine(req.machine_id);
   if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
-  if (auto ok = check_heartbeat_gpus(repo.gpu_uuids(m->id, /*present_only=*/false), req); !ok) return ok.error();
-  return CheckedMachine{m->id, m->status};
+  if (auto ok = check_heartbeat_gpus(m->gpu_uuids, req); !ok) return ok.error();
+  return CheckedMachine{req.machine_id, m->status};
 }
 
 core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req) {
@@ -343,16 +342,19 @@ core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachi
 
   const std::int64_t oldest = now - std::int64_t{settings.telemetry_retention_days} * kDayMs;
   auto clamp_time = [&](std::int64_t at) { return (at < oldest || at > now + kMinuteMs) ? now : at; };
+  std::vector<PendingTelemetry::Reading> readings;
+  if (latest) readings.reserve(req.telemetry.size());
   for (const auto& s : req.telemetry) {
     const std::int64_t at = clamp_time(s.at_ms);
     if (latest) {
-      latest->put_sample(m.id, s.uuid, at, s.readings_text(), minute_of(at), minute_sample(s));
+      readings.push_back({s.uuid, at, s.readings_text(), minute_of(at), minute_sample(s)});
     } else {
       repo.store_latest_sample(m.id, s.uuid, at, s.readings_text());
       const TelemetrySums sums = minute_sums(minute_sample(s), minute_of(at));
       repo.add_minute_sums({MinuteSumsRow{&m.id, &s.uuid, &sums}});
     }
   }
+  if (latest) latest->put_samples(m.id, std::move(readings));
   repo.add_presence(m.id, minute_of(now));
   for (const auto& e : req.events) {
     nlohmann::json detail = {{"uuid", e.uuid}};

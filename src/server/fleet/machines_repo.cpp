@@ -86,6 +86,17 @@ std::set<std::string> MachinesRepo::gpu_uuids(const std::string& machine_id, boo
   return out;
 }
 
+std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine(const std::string& machine_id) {
+  std::optional<HeartbeatMachine> out;
+  for (const Row& r : tx_.query("SELECT m.provider_id, m.status, g.uuid FROM machines m LEFT JOIN machine_gpus g ON "
+                                "g.machine_id = m.id WHERE m.id = ?",
+                                {machine_id})) {
+    if (!out) out = HeartbeatMachine{r.str(0), status_of(r.str(1)), {}};
+    if (!r.is_null(2)) out->gpu_uuids.insert(r.str(2));
+  }
+  return out;
+}
+
 void MachinesRepo::mark_gpus_absent(const std::string& machine_id, std::int64_t now) {
   tx_.exec("UPDATE machine_gpus SET present = 0, updated_at = ? WHERE machine_id = ?", {now, machine_id});
 }

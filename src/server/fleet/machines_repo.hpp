@@ -26,6 +26,13 @@ struct MachineRecord {
   bool simulated = false;
 };
 
+//! What a heartbeat's check reads of its machine: the owner, the status and every GPU it registered.
+struct HeartbeatMachine {
+  std::string provider_id;
+  core::MachineStatus status = core::MachineStatus::offline;
+  std::set<std::string> gpu_uuids;  // present or not
+};
+
 //! What a registration writes on a machine row.
 struct MachineRegistration {
   std::string provider_id, fingerprint, hostname;
@@ -175,6 +182,8 @@ class MachinesRepo {
 
   //! The uuids of the machine's GPUs: all of them, or only those present at the last registration.
   std::set<std::string> gpu_uuids(const std::string& machine_id, bool present_only);
+  //! The machine and its GPUs in one read, for a heartbeat's check; none when there is no such machine.
+  std::optional<HeartbeatMachine> heartbeat_machine(const std::string& machine_id);
   //! Marks every GPU of the machine absent, before a registration marks those it reports present again.
   void mark_gpus_absent(const std::string& machine_id, std::int64_t now_ms);
   void upsert_gpu(const std::string& machine_id, const MachineGpuWrite& g, std::int64_t now_ms);

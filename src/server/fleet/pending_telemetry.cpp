@@ -70,13 +70,23 @@ void PendingTelemetry::put(const std::string& machine_id, const std::string& uui
   put_latest(by_machine_[machine_id][uuid], Sample{at_ms, std::move(text)});
 }
 
+void PendingTelemetry::put_samples(const std::string& machine_id, std::vector<Reading> readings) {
+  std::lock_guard lock(mu_);
+  OfMachine& gpus = by_machine_[machine_id];
+  for (Reading& r : readings) {
+    auto it = gpus.find(r.uuid);
+    if (it == gpus.end()) it = gpus.emplace(std::string(r.uuid), Gpu{}).first;
+    Gpu& gpu = it->second;
+    put_latest(gpu, Sample{r.at_ms, std::move(r.text)});
+    add_sums(gpu, minute_sums(r.sums, r.minute_ms));
+  }
+}
+
 void PendingTelemetry::put_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms,
                                   std::string text, std::int64_t minute_ms, const MinuteSample& s) {
-  const TelemetrySums sums = minute_sums(s, minute_ms);
-  std::lock_guard lock(mu_);
-  Gpu& gpu = by_machine_[machine_id][uuid];
-  put_latest(gpu, Sample{at_ms, std::move(text)});
-  add_sums(gpu, sums);
+  std::vector<Reading> one;
+  one.push_back(Reading{uuid, at_ms, std::move(text), minute_ms, s});
+  put_samples(machine_id, std::move(one));
 }
 
 PendingTelemetry::OfMachine PendingTelemetry::pending_of(const std::string& machine_id) const {

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -54,8 +55,18 @@ class PendingTelemetry {
 
   //! Keeps the sample as the GPU's latest unless one at least as new is pending (no minute's sums).
   void put(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms, std::string text);
-  //! A heartbeat's sample of a GPU: kept as its latest unless one at least as new is pending, and added
-  //! to the pending sums of its minute.
+  //! A heartbeat's sample of one GPU.
+  struct Reading {
+    std::string_view uuid;  // valid for the call
+    std::int64_t at_ms = 0;
+    std::string text;  // protocol::TelemetrySample::readings_text()
+    std::int64_t minute_ms = 0;
+    MinuteSample sums;
+  };
+  //! A heartbeat's samples of the machine's GPUs: each kept as its GPU's latest unless one at least as
+  //! new is pending, and added to the pending sums of its minute. One lookup of the machine for them all.
+  void put_samples(const std::string& machine_id, std::vector<Reading> readings);
+  //! put_samples for one GPU.
   void put_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms, std::string text,
                   std::int64_t minute_ms, const MinuteSample& s);
   //! The machine's telemetry not written yet, by uuid.
