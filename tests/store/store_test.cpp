@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../unit/provider_store.hpp"
 #include "core/rental.hpp"
 #include "core/result.hpp"
 #include "server/fleet/pending_telemetry.hpp"
@@ -117,6 +118,19 @@ class PgDatabase : public ::testing::Environment {
 
 const auto* const kPgEnv = ::testing::AddGlobalTestEnvironment(new PgDatabase);  // gtest takes ownership
 
+//! The provider p1 (user u1, application a1) and its machines, each with the last seq given (fingerprint
+//! "f-<id>"), for the tests of the fleet's tables.
+void seed_machines(Tx& tx, const std::vector<std::pair<std::string, int>>& machines) {
+  gpunex::test_support::insert_provider(tx);
+  for (const auto& [id, last_seq] : machines) {
+    tx.exec(
+        "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+        "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
+        "VALUES (?, 'p1', ?, 'h', '{}', 1, '1', 1, 'online', '', '', 0, 0, ?)",
+        {id, "f-" + id, last_seq});
+  }
+}
+
 class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -183,20 +197,7 @@ TEST_P(StoreTest, MigrationTwentyOneCarriesTheHighestSeqIntoTheMachine) {
   }
   ASSERT_EQ(gpunex::store::migrate(*store_, to20), 20);
   store_->transact([](Tx& tx) {
-    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u1', 'p@x', 'P', 'x', 0)");
-    tx.exec(
-        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
-        "VALUES ('a1', 'u1', 'approved', '{}', 0, 0)");
-    tx.exec(
-        "INSERT INTO providers (id, user_id, application_id, tier, created_at) "
-        "VALUES ('p1', 'u1', 'a1', 'community', 0)");
-    for (const auto& [id, last_seq] : std::vector<std::pair<std::string, int>>{{"m1", 5}, {"m2", 9}, {"m3", 4}}) {
-      tx.exec(
-          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
-          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
-          "VALUES (?, 'p1', ?, 'h', '{}', 1, '1', 1, 'offline', '', '', 0, 0, ?)",
-          {id, "f-" + id, last_seq});
-    }
+    seed_machines(tx, {{"m1", 5}, {"m2", 9}, {"m3", 4}});
     for (const auto& [id, seq] : std::vector<std::pair<std::string, int>>{{"m1", 4}, {"m1", 7}, {"m2", 8}}) {
       tx.exec("INSERT INTO agent_seq (machine_id, seq, received_at) VALUES (?, ?, 0)", {id, seq});
     }
@@ -833,24 +834,7 @@ TEST(StoreOpen, PostgresFailureNamesServerButNotPassword) {
 // are added to the stored ones (counts and sums added, maxima kept).
 TEST_P(StoreTest, LatestSamplesAreWrittenManyRowsAStatementNewestKept) {
   gpunex::store::migrate(*store_);
-  store_->transact([](Tx& tx) {
-    tx.exec(
-        "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('u1', 'p@x', "
-        "'P', 'x', 0, 0)");
-    tx.exec(
-        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES ('a1', 'u1', 'approved', "
-        "'{}', 0, 0)");
-    tx.exec(
-        "INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'u1', 'a1', 'community', "
-        "0)");
-    for (const char* id : {"m1", "m2"}) {
-      tx.exec(
-          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
-          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
-          "VALUES (?, 'p1', ?, 'h', '{}', 1, '1', 1, 'online', '', '', 0, 0, 0)",
-          {std::string(id), std::string("f-") + id});
-    }
-  });
+  store_->transact([](Tx& tx) { seed_machines(tx, {{"m1", 0}, {"m2", 0}}); });
   const auto text = [](int t) { return R"({"temperature_c":)" + std::to_string(t) + "}"; };
   gpunex::server::PendingTelemetry latest;
   for (int i = 0; i < 170; ++i) {
