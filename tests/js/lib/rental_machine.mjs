@@ -10,6 +10,27 @@ import { requestedRunId } from './provider.mjs';
 
 const PROTOCOL_VERSION = 1;
 
+// Each posted machine's message sequence, by machine id, for AgentVoice (lib/rentals.mjs), which speaks
+// for the same agent.
+export const machineSequences = new Map();
+
+// One sequence per machine, shared by heartbeats and rental events, sent one at a time, as the agent
+// sends from its spool: the server takes a message only when its seq is above the last it took, so none
+// may overtake another. `send(n)` posts the message with seq n; the seq is taken when it is queued (`at`
+// sends an explicit one, such as a replay's).
+export function messageSequence() {
+  const sequence = {
+    n: 0,
+    chain: Promise.resolve(),
+    send(post, at = ++sequence.n) {
+      const sent = sequence.chain.then(() => post(at));
+      sequence.chain = sent.catch(() => {});
+      return sent;
+    },
+  };
+  return sequence;
+}
+
 // L40S figures at the catalog's expectations (as the scenario above posts them): the GPU is listed.
 function l40sResults() {
   return [
@@ -45,15 +66,9 @@ export async function postedMachine(server, provider, { gpus = 1, price = '0.50'
     gpus: uuids.map((uuid, index) => ({ index, uuid, name: 'NVIDIA L40S', ecc_uncorrected: 0, results: l40sResults(), telemetry: [] })),
     machine: [],
   } }));
-  // One sequence per machine, shared by heartbeats and rental events, sent one at a time: the server
-  // drops a message whose seq is not above the last it took, so none may overtake another.
-  let seq = 0;
-  let chain = Promise.resolve();
-  const inOrder = (send) => {
-    const sent = chain.then(() => send(++seq));
-    chain = sent.catch(() => {});
-    return sent;
-  };
+  const sequence = messageSequence();
+  machineSequences.set(machineId, sequence);
+  const inOrder = (post) => sequence.send(post);
   const heartbeat = () => inOrder((n) => agent.request('POST', '/v1/agent/heartbeat', { body: {
     protocol_version: PROTOCOL_VERSION, machine_id: machineId, seq: n, sent_at: new Date().toISOString(),
     telemetry: [], jobs: [],
@@ -79,6 +94,6 @@ export async function postedMachine(server, provider, { gpus = 1, price = '0.50'
       } })));
     },
     // Ends the heartbeats (the machine goes offline after the server's missed-heartbeat limit).
-    async stop() { clearInterval(timer); await chain; },
+    async stop() { clearInterval(timer); await sequence.chain; },
   };
 }

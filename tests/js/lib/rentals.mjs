@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { approvedProvider } from './provider.mjs';
 import { startAgent } from './agent.mjs';
-import { postedMachine } from './rental_machine.mjs';
+import { machineSequences, messageSequence, postedMachine } from './rental_machine.mjs';
 import { BENCH_SERVER_ARGS, Client, until } from './server.mjs';
 
 let customers = 0;
@@ -74,13 +74,18 @@ export async function customerWithCredit(server, amount = '100.00') {
 }
 
 // The agent's side of the rentals protocol, spoken by the test with the provider's key.
+// Its messages take their seqs from the posted machine's sequence (lib/rental_machine.mjs), as one agent's
+// do: `++voice.seq` takes the next one, for a message sent (and replayed) with it.
 export class AgentVoice {
   constructor(server, key, machineId) {
     this.agent = new Client(server.url);
     this.agent.token = key;
     this.machineId = machineId;
-    this.seq = 1_000_000_000;  // far above the real agent's heartbeats
+    this.sequence = machineSequences.get(machineId) ?? messageSequence();
   }
+
+  get seq() { return this.sequence.n; }
+  set seq(n) { this.sequence.n = n; }
 
   async poll(known = '', waitS = 0) {
     return this.agent.request('GET',
@@ -88,18 +93,18 @@ export class AgentVoice {
   }
 
   // A heartbeat carrying GPU events (gpu_lost, gpu_recovered) and no telemetry.
-  async heartbeat(events, seq = ++this.seq) {
-    return this.agent.request('POST', '/v1/agent/heartbeat', {
-      body: { protocol_version: 1, machine_id: this.machineId, seq, sent_at: new Date().toISOString(), jobs: [],
+  async heartbeat(events, seq = undefined) {
+    return this.sequence.send((n) => this.agent.request('POST', '/v1/agent/heartbeat', {
+      body: { protocol_version: 1, machine_id: this.machineId, seq: n, sent_at: new Date().toISOString(), jobs: [],
         telemetry: [], events: events.map((e) => ({ at: new Date().toISOString(), ...e })) },
-    });
+    }), seq);
   }
 
-  async send(events, seq = ++this.seq) {
-    return this.agent.request('POST', '/v1/agent/rental-events', {
-      body: { protocol_version: 1, machine_id: this.machineId, seq,
+  async send(events, seq = undefined) {
+    return this.sequence.send((n) => this.agent.request('POST', '/v1/agent/rental-events', {
+      body: { protocol_version: 1, machine_id: this.machineId, seq: n,
         events: events.map((e) => ({ at: new Date().toISOString(), ...e })) },
-    });
+    }), seq);
   }
 }
 
