@@ -62,7 +62,10 @@ inline constexpr std::string_view kGpuRecovered = "gpu_recovered";  // it answer
 struct HeartbeatRequest {
   int protocol_version = kProtocolVersion;
   std::string machine_id;
-  std::int64_t seq = 0;  // from 1, never reused by the agent: the server drops a replayed one
+  // From 1 (again after the agent's state is lost), increasing, one count with the rental events, sent in
+  // order from the agent's spool: the server takes a seq only above the machine's last one and answers a
+  // replayed or older one as a duplicate, storing nothing.
+  std::int64_t seq = 0;
   std::optional<std::int64_t> sent_at_ms;
   std::vector<TelemetrySample> telemetry;
   nlohmann::json jobs = nlohmann::json::array();  // reserved for rentals; an empty array today
@@ -89,7 +92,7 @@ inline constexpr std::string_view kSpotCheck = "spot_check";
 struct HeartbeatReply {
   std::vector<Command> commands;
   std::optional<unsigned> heartbeat_interval_s;
-  bool duplicate = false;  // the seq was seen before: nothing was stored
+  bool duplicate = false;  // the seq was not above the machine's last one: nothing was stored
   nlohmann::json to_json() const;
   bool operator==(const HeartbeatReply&) const = default;
 };
