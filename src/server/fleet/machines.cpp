@@ -212,7 +212,7 @@ void start_with_declared_schedule(Tx& tx, const std::string& provider_id, const 
 //! its GPUs, driver or simulated flag changed (then it is verified again before it is offered).
 bool reattach(MachinesRepo& repo, const MachineRecord& m, const RegisterRequest& req, const MachineRegistration& reg,
               std::int64_t now) {
-  const std::set<std::string> before = repo.gpu_uuids(m.id, /*present_only=*/true);
+  const std::set<std::string> before = repo.present_gpu_uuids(m.id);
   std::set<std::string> after;
   for (const auto& g : req.gpus) after.insert(g.uuid);
   nlohmann::json added = nlohmann::json::array();

@@ -78,11 +78,11 @@ void MachinesRepo::update_registration(const std::string& id, const MachineRegis
        r.driver_version, r.cuda_version, now, id});
 }
 
-std::set<std::string> MachinesRepo::gpu_uuids(const std::string& machine_id, bool present_only) {
+std::set<std::string> MachinesRepo::present_gpu_uuids(const std::string& machine_id) {
   std::set<std::string> out;
-  const char* q = present_only ? "SELECT uuid FROM machine_gpus WHERE machine_id = ? AND present = 1"
-                               : "SELECT uuid FROM machine_gpus WHERE machine_id = ?";
-  for (const Row& r : tx_.query(q, {machine_id})) out.insert(r.str(0));
+  for (const Row& r : tx_.query("SELECT uuid FROM machine_gpus WHERE machine_id = ? AND present = 1", {machine_id})) {
+    out.insert(r.str(0));
+  }
   return out;
 }
 

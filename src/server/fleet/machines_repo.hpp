@@ -180,8 +180,8 @@ class MachinesRepo {
   //! A re-registration: the host, agent and driver as reported now.
   void update_registration(const std::string& id, const MachineRegistration& r, std::int64_t now_ms);
 
-  //! The uuids of the machine's GPUs: all of them, or only those present at the last registration.
-  std::set<std::string> gpu_uuids(const std::string& machine_id, bool present_only);
+  //! The uuids of the machine's GPUs present at the last registration (heartbeat_machine has them all).
+  std::set<std::string> present_gpu_uuids(const std::string& machine_id);
   //! The machine and its GPUs in one read, for a heartbeat's check; none when there is no such machine.
   std::optional<HeartbeatMachine> heartbeat_machine(const std::string& machine_id);
   //! Marks every GPU of the machine absent, before a registration marks those it reports present again.
