@@ -6,7 +6,10 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-Release}
-JOBS=${JOBS:-$(nproc)}
+# One test more than cores: the API, rentals and browser suites wait on servers, agents and browsers
+# most of the time (api_sqlite: about 100 s of CPU in 320 s), and the builds ahead (below, nice 19)
+# take what CPU they leave.
+JOBS=${JOBS:-$(($(nproc) + 1))}
 
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null
 ninja -C "$BUILD_DIR"
@@ -37,14 +40,16 @@ echo "test: container engine (Podman, Docker API) at $GPUNEX_TEST_DOCKER_HOST"
 
 # The sanitizer and fuzz trees build ahead, in the background at the lowest CPU priority, while the
 # first suites run: those wait on servers, agents and browsers much of the time, and nice 19 takes
-# only the CPU they leave. The sanitizer and fuzz tests (RUN_SERIAL, so last) then find their
-# binaries built (each script takes its tree's lock, so the two builds never overlap on one tree)
-# instead of building them with every other test stopped. A failure here is reported by those tests.
+# only the CPU they leave. The sanitizer and fuzz tests (last by their COST) then find their
+# binaries built, or wait for them (each script takes its tree's lock, so two builds never overlap
+# on one tree). A failure here is reported by those tests. The log says when each tree was ready.
 # Only for a whole run: `make test` with ctest arguments (-R api_sqlite) builds nothing extra.
 if (($# == 0)); then
-  setsid nice -n 19 bash -c 'scripts/asan.sh --build-only && scripts/fuzz.sh --build-only' \
+  setsid nice -n 19 bash -c 'scripts/asan.sh --build-only && echo "build-ahead: build-asan ready at $(date -u +%T)" &&
+    scripts/fuzz.sh --build-only && echo "build-ahead: build-fuzz ready at $(date -u +%T)"' \
     >"$GPUNEX_TEST_OUTPUT/build-ahead.log" 2>&1 &
   BUILD_AHEAD=$!
 fi
 
+echo "test: ctest -j $JOBS from $(date -u +%T)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" --timeout 900 "$@"
