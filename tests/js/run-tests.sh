@@ -2,6 +2,8 @@
 # Runs the test files of a folder with `node --test`, one file at a time; fails if any file failed.
 # Usage: tests/js/run-tests.sh DIR [node --test options, e.g. --test-reporter=dot]. $NODE picks node.
 # $GPUNEX_TEST_EXCLUDE: space-separated file names of DIR not to run here (each is named in the output).
+# $GPUNEX_TEST_SHARD=K/N: only the K-th of N shares of DIR's files (every N-th file from the K-th, in
+# name order), so that one folder can run as N tests side by side; all N shares run every file once.
 #
 # One at a time because the files start servers, agents and browsers with timed expectations (a
 # machine Online within 20 s) that a crowded host misses. `node --test --test-concurrency=1 DIR`
@@ -12,7 +14,18 @@ set -uo pipefail
 dir=$1
 shift
 failed=()
+shard_k=1 shard_n=1
+if [[ -n ${GPUNEX_TEST_SHARD:-} ]]; then
+  if [[ ! $GPUNEX_TEST_SHARD =~ ^([1-9][0-9]*)/([1-9][0-9]*)$ ]] || ((BASH_REMATCH[1] > BASH_REMATCH[2])); then
+    echo "run-tests: GPUNEX_TEST_SHARD must be K/N with 1 <= K <= N, not '$GPUNEX_TEST_SHARD'" >&2
+    exit 2
+  fi
+  shard_k=${BASH_REMATCH[1]} shard_n=${BASH_REMATCH[2]}
+fi
+i=0
 for file in "$dir"/*.test.mjs; do
+  i=$((i + 1))
+  (((i - 1) % shard_n == shard_k - 1)) || continue
   if [[ " ${GPUNEX_TEST_EXCLUDE:-} " == *" $(basename "$file") "* ]]; then
     echo "run-tests: $(basename "$file") is not run in this suite (GPUNEX_TEST_EXCLUDE)"
     continue
