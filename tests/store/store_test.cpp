@@ -262,6 +262,26 @@ TEST_P(StoreTest, RefusesANulInATextParameter) {
                gpunex::store::NulInText);
 }
 
+TEST_P(StoreTest, AReadTransactionReadsOneSnapshot) {
+  // A page is several reads in one read transaction: a write committed between two of them must not show
+  // in the second (on PostgreSQL, READ COMMITTED would show it).
+  make_things();
+  store_->transact([&](Tx& tx) { tx.exec("INSERT INTO things (id, n) VALUES ('a', 1)"); });
+  std::int64_t first = -1, second = -1, after = -1;
+  store_->transact(
+      [&](Tx& tx) {
+        first = tx.query_one("SELECT COUNT(*) FROM things")->i64(0);
+        // Another connection of the pool commits meanwhile.
+        store_->transact([&](Tx& w) { w.exec("INSERT INTO things (id, n) VALUES ('b', 2)"); });
+        second = tx.query_one("SELECT COUNT(*) FROM things")->i64(0);
+      },
+      TxMode::read);
+  after = count_things();
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(second, 1) << "the read transaction saw a write committed after its first read";
+  EXPECT_EQ(after, 2) << "the write was committed";
+}
+
 TEST_P(StoreTest, RoundTripsEveryValueType) {
   make_things();
   const std::int64_t big = std::numeric_limits<std::int64_t>::max();

@@ -470,8 +470,11 @@ class PgStore final : public Store {
       if (usable) {
         try {
           detail::StatementTimer timer(observer_, "begin");
-          // As on SQLite, a read transaction cannot write: a write there is a bug every test shows.
-          conn->exec_simple(mode == TxMode::write ? "BEGIN" : "BEGIN READ ONLY");
+          // As on SQLite, a read transaction cannot write: a write there is a bug every test shows. And as on
+          // SQLite, it reads one snapshot: under READ COMMITTED each statement of a page's reads saw the
+          // latest commit, so a page could show a benchmark run completed beside its GPU's listing from
+          // before the run (CI, api_postgres). REPEATABLE READ READ ONLY never fails to serialize.
+          conn->exec_simple(mode == TxMode::write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
         } catch (const StoreError&) {
           usable = conn->healthy();
           if (usable) throw;  // the server refused BEGIN itself: nothing to retry
