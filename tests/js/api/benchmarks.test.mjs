@@ -126,8 +126,9 @@ test(`${BACKEND}: a thermal-throttle fault recommends cooling`, async () => {
     const id = await onlyMachine(client);
     const run = await completedRuns(client, id, 1);
     const gpu = run.gpus[0];
-    assert.equal(gpu.listed, false);
-    assert.match(gpu.recommendation, /cooling/);
+    const seen = `${JSON.stringify(run)}\nagent:\n${agent.logs.join('').slice(-4000)}`;
+    assert.equal(gpu.listed, false, seen);
+    assert.match(gpu.recommendation ?? '(none)', /cooling/, seen);
     assert.equal(gpu.latest.failures[0].cause, 'thermal_throttling');
   } finally {
     if (agent) await agent.stop();
