@@ -88,7 +88,7 @@ class Tx {
 std::string in_list(std::size_t n);
 
 enum class TxMode {
-  read,   // reads only (SQLite: BEGIN DEFERRED)
+  read,   // reads only, all from one snapshot (SQLite: BEGIN DEFERRED; PostgreSQL: REPEATABLE READ READ ONLY)
   write,  // may write (SQLite: BEGIN IMMEDIATE, so writers queue on the busy timeout instead of deadlocking)
 };
 
