@@ -68,8 +68,7 @@ export async function postedMachine(server, provider, { gpus = 1, price = '0.50'
   } }));
   const sequence = messageSequence();
   machineSequences.set(machineId, sequence);
-  const inOrder = (post) => sequence.send(post);
-  const heartbeat = () => inOrder((n) => agent.request('POST', '/v1/agent/heartbeat', { body: {
+  const heartbeat = () => sequence.send((n) => agent.request('POST', '/v1/agent/heartbeat', { body: {
     protocol_version: PROTOCOL_VERSION, machine_id: machineId, seq: n, sent_at: new Date().toISOString(),
     telemetry: [], jobs: [],
   } }));
@@ -88,7 +87,7 @@ export async function postedMachine(server, provider, { gpus = 1, price = '0.50'
     // Posts one rental event as the agent does: type starting, running, ended or logs; `extra`
     // adds ports, logs, reason, exit_code, oom.
     async event(rentalId, type, extra = {}) {
-      return must(`rental event ${type}`, inOrder((n) => agent.request('POST', '/v1/agent/rental-events', { body: {
+      return must(`rental event ${type}`, sequence.send((n) => agent.request('POST', '/v1/agent/rental-events', { body: {
         protocol_version: PROTOCOL_VERSION, machine_id: machineId, seq: n,
         events: [{ rental_id: rentalId, type, at: new Date().toISOString(), ...extra }],
       } })));
