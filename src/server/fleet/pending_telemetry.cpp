@@ -100,7 +100,7 @@ std::size_t PendingTelemetry::pending() const {
   return count_;
 }
 
-void PendingTelemetry::restore(std::map<std::string, OfMachine> taken) {
+void PendingTelemetry::restore(std::unordered_map<std::string, OfMachine> taken) {
   std::lock_guard lock(mu_);
   for (auto& [machine_id, gpus] : taken) {
     for (auto& [uuid, g] : gpus) {
@@ -112,7 +112,7 @@ void PendingTelemetry::restore(std::map<std::string, OfMachine> taken) {
 }
 
 std::size_t PendingTelemetry::flush(store::Store& store, std::size_t rows_per_tx) {
-  std::map<std::string, OfMachine> taken;
+  std::unordered_map<std::string, OfMachine> taken;
   {
     std::lock_guard lock(mu_);
     taken.swap(by_machine_);
@@ -123,24 +123,29 @@ std::size_t PendingTelemetry::flush(store::Store& store, std::size_t rows_per_tx
     for (const auto& [uuid, g] : gpus) n += (g.latest ? 1 : 0) + g.minutes.size();
     return n;
   };
+  // Whole machines per transaction, in key order (replicas flushing at once take row locks in the same
+  // order on PostgreSQL).
+  std::vector<decltype(taken)::iterator> order;
+  order.reserve(taken.size());
+  for (auto it = taken.begin(); it != taken.end(); ++it) order.push_back(it);
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a->first < b->first; });
   std::vector<LatestSampleRow> latest;
   std::vector<MinuteSumsRow> minutes;
   std::size_t written = 0;
-  auto it = taken.begin();
+  std::size_t next = 0;
   try {
-    while (it != taken.end()) {
-      // Whole machines per transaction, in key order (replicas flushing at once take row locks in the
-      // same order on PostgreSQL).
+    while (next < order.size()) {
       latest.clear();
       minutes.clear();
       std::size_t rows = 0;
-      auto end = it;
-      for (; end != taken.end() && (rows == 0 || rows + rows_of(end->second) <= rows_per_tx); ++end) {
-        for (const auto& [uuid, g] : end->second) {
-          if (g.latest) latest.push_back({&end->first, &uuid, g.latest->at_ms, &g.latest->text});
-          for (const auto& m : g.minutes) minutes.push_back({&end->first, &uuid, &m});
+      std::size_t end = next;
+      for (; end < order.size() && (rows == 0 || rows + rows_of(order[end]->second) <= rows_per_tx); ++end) {
+        const auto& [machine_id, gpus] = *order[end];
+        for (const auto& [uuid, g] : gpus) {
+          if (g.latest) latest.push_back({&machine_id, &uuid, g.latest->at_ms, &g.latest->text});
+          for (const auto& m : g.minutes) minutes.push_back({&machine_id, &uuid, &m});
         }
-        rows += rows_of(end->second);
+        rows += rows_of(gpus);
       }
       store.transact([&](store::Tx& tx) {
         MachinesRepo repo(tx);
@@ -148,7 +153,7 @@ std::size_t PendingTelemetry::flush(store::Store& store, std::size_t rows_per_tx
         repo.add_minute_sums(minutes);
       });
       written += rows;
-      it = taken.erase(it, end);
+      for (; next < end; ++next) taken.erase(order[next]);  // the other iterators stay valid
     }
   } catch (...) {
     restore(std::move(taken));

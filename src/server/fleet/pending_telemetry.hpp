@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "server/fleet/machines_repo.hpp"
@@ -87,14 +88,16 @@ class PendingTelemetry {
 
  private:
   //! Puts back what a failed write held: a sample unless a newer one was put meanwhile, sums added.
-  void restore(std::map<std::string, OfMachine> taken);
+  void restore(std::unordered_map<std::string, OfMachine> taken);
   //! Under mu_: keeps `sample` as the GPU's latest unless a newer one is pending.
   void put_latest(Gpu& gpu, Sample sample);
   //! Under mu_: adds `s` to the GPU's sums for s.at_ms.
   void add_sums(Gpu& gpu, const TelemetrySums& s);
 
   mutable std::mutex mu_;
-  std::map<std::string, OfMachine> by_machine_;
+  // Hashed: every heartbeat looks its machine up here (a map's string compares were ~2% of the server's
+  // CPU at 20,000 agents); flush() sorts the machines it writes.
+  std::unordered_map<std::string, OfMachine> by_machine_;
   std::size_t count_ = 0;
 
   std::mutex run_mu_;
