@@ -136,10 +136,11 @@ class CheckedDomBuilder {
     if (!nul && k.find('\0') != std::string::npos) {
       nul = !under_.back().empty() ? under_.back() : k.substr(0, k.find('\0'));
     }
-    json& object = *stack_.back();
-    if (!duplicate && object.contains(k)) duplicate = k;
-    element_ = &object[k];
-    last_key_ = std::move(k);
+    // One lookup: the key's place, new or (given twice) the earlier one, which the later value replaces.
+    auto [it, added] = stack_.back()->get_ref<json::object_t&>().try_emplace(std::move(k));
+    if (!added && !duplicate) duplicate = it->first;
+    element_ = &it->second;
+    last_key_ = it->first;
     return true;
   }
   bool end_object() {
