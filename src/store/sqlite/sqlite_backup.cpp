@@ -18,6 +18,7 @@
 
 #include "store/backup.hpp"
 #include "store/migrations.hpp"
+#include "store/sqlite/sqlite_store.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::store {
@@ -39,6 +40,7 @@ using Db = std::unique_ptr<sqlite3, CloseDb>;
 }
 
 Db open_db(const std::string& path, int flags) {
+  configure_sqlite_library();
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   Db db(raw);

@@ -65,6 +65,7 @@ struct SqlHash {
 class SqliteConnection {
  public:
   SqliteConnection(const std::string& path, const StoreOptions& options) {
+    configure_sqlite_library();
     sqlite3* raw = nullptr;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
     int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
@@ -440,6 +441,15 @@ class SqliteStore final : public Store {
 };
 
 }  // namespace
+
+void configure_sqlite_library() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // Fails (SQLITE_MISUSE, harmless) only if something opened a connection before: then SQLite keeps
+    // its defaults.
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  });
+}
 
 std::unique_ptr<Store> open_sqlite_store(const std::string& path, const StoreOptions& options) {
   return std::make_unique<SqliteStore>(path, options);
