@@ -206,7 +206,13 @@ TEST(ReliabilityDay, MinutesSurviveTheirTextForm) {
   b.set(1439);
   const auto hex = to_hex(b);
   EXPECT_EQ(hex.size(), 360u);
+  // The stored form: digit i holds minutes 4i..4i+3, the earliest in its lowest bit.
+  EXPECT_EQ(hex, "12" + std::string(357, '0') + "8");
   EXPECT_EQ(from_hex(hex), b);
+  MinuteBits pattern;  // every word of the bitset, across the 64-minute boundaries
+  for (std::size_t m = 0; m < 1440; m += 7) pattern.set(m);
+  EXPECT_EQ(from_hex(to_hex(pattern)), pattern);
+  EXPECT_EQ(to_hex(pattern).substr(15, 3), "804");  // minutes 63 and 70: digit 15 bit 3, digit 17 bit 2
   EXPECT_FALSE(from_hex("xyz").has_value());
   const std::vector<std::int64_t> minutes = {ms("2026-05-01T00:05:00Z"), ms("2026-04-30T23:59:00Z")};
   EXPECT_EQ(minutes_of_day(minutes, ms("2026-05-01T00:00:00Z")).count(), 1u);
