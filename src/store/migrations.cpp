@@ -883,14 +883,6 @@ UPDATE machines SET last_seq = (SELECT MAX(seq) FROM agent_seq WHERE agent_seq.m
   WHERE last_seq < (SELECT MAX(seq) FROM agent_seq WHERE agent_seq.machine_id = machines.id);
 DROP TABLE agent_seq;
 )sql"},
-      // Migration 22: a minute's presence is a yes or no (the reliability score counts minutes with a
-      // heartbeat). presence_minute counted the minute's heartbeats, which nothing read: every heartbeat
-      // after a minute's first rewrote its row (on SQLite a page in the WAL, on PostgreSQL a dead row
-      // version) to count one more. Now the first inserts the row and the others leave it as it is.
-      {22, "fleet: presence_minute without the unread count of a minute's heartbeats",
-       R"sql(
-ALTER TABLE presence_minute DROP COLUMN beats;
-)sql"},
   };
   return list;
 }

@@ -212,34 +212,6 @@ TEST_P(StoreTest, MigrationTwentyOneCarriesTheHighestSeqIntoTheMachine) {
   EXPECT_THROW(store_->transact([](Tx& tx) { tx.query("SELECT COUNT(*) FROM agent_seq"); }, TxMode::read), StoreError);
 }
 
-// Migration 22 drops presence_minute's count of a minute's heartbeats (nothing read it): the minutes a
-// machine was present are kept, and a minute's row is now written once.
-TEST_P(StoreTest, MigrationTwentyTwoKeepsThePresenceMinutes) {
-  std::vector<gpunex::store::Migration> to21;
-  for (const auto& m : gpunex::store::migrations()) {
-    if (m.version <= 21) to21.push_back(m);
-  }
-  ASSERT_EQ(gpunex::store::migrate(*store_, to21), 21);
-  store_->transact([](Tx& tx) {
-    seed_machines(tx, {{"m1", 0}, {"m2", 0}});
-    for (const auto& [id, minute, beats] :
-         std::vector<std::tuple<std::string, int, int>>{{"m1", 60'000, 4}, {"m1", 120'000, 1}, {"m2", 60'000, 3}}) {
-      tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) VALUES (?, ?, ?)", {id, minute, beats});
-    }
-  });
-  EXPECT_EQ(gpunex::store::migrate(*store_), gpunex::store::migrations().back().version);
-  auto rows = store_->transact(
-      [](Tx& tx) { return tx.query("SELECT machine_id, minute FROM presence_minute ORDER BY machine_id, minute"); },
-      TxMode::read);
-  ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0].str(0), "m1");
-  EXPECT_EQ(rows[0].i64(1), 60'000);
-  EXPECT_EQ(rows[1].i64(1), 120'000);
-  EXPECT_EQ(rows[2].str(0), "m2");
-  EXPECT_THROW(store_->transact([](Tx& tx) { tx.query("SELECT beats FROM presence_minute"); }, TxMode::read),
-               StoreError);
-}
-
 // PostgreSQL text cannot hold a NUL and libpq would cut the value there, matching another row: both
 // drivers refuse such a parameter alike (issue #19).
 // Replicas on one PostgreSQL (issue 20): a replica started with a newer build migrates under the advisory

@@ -242,32 +242,6 @@ TEST_F(MachinesStore, AnAgentsSeqIsTakenOnceAndStartsAgainWithAFreshAgent) {
   EXPECT_EQ(samples("a-0"), 4);
 }
 
-// Presence is a minute's yes or no: the minute's first heartbeat writes its row, the others leave it as it
-// is (no row version, no page written), and the next minute gets a row of its own.
-TEST_F(MachinesStore, AMinutesHeartbeatsMakeOnePresenceRow) {
-  const std::string m1 = register_machine("a");
-  const std::int64_t minute = kNow - kNow % 60'000;
-  auto beat = [&](std::int64_t seq, std::int64_t at) {
-    auto out = store_->transact(
-        [&](store::Tx& tx) { return server::record_heartbeat(tx, "p1", heartbeat(m1, "a", seq), settings_, at); });
-    EXPECT_TRUE(out) << out.error().message;
-  };
-  auto minutes = [&] {
-    std::vector<std::int64_t> out;
-    store_->transact([&](store::Tx& tx) {
-      for (const auto& r : tx.query("SELECT minute FROM presence_minute WHERE machine_id = ? ORDER BY minute", {m1}))
-        out.push_back(r.i64(0));
-    });
-    return out;
-  };
-  beat(1, minute + 1'000);
-  beat(2, minute + 16'000);
-  beat(3, minute + 31'000);
-  EXPECT_EQ(minutes(), std::vector<std::int64_t>{minute});
-  beat(4, minute + 61'000);
-  EXPECT_EQ(minutes(), (std::vector<std::int64_t>{minute, minute + 60'000}));
-}
-
 // A heartbeat looks at the benchmark tables beyond one read only when there is work: a requested run to
 // deliver, a delivered run past the timeout or a challenge past its deadline to expire, a spot check to
 // schedule or issue. A machine running its benchmark (run delivered, challenge open and in time) has none.
@@ -393,14 +367,14 @@ TEST_F(MachinesStore, SweepMarksOfflineAndPrunesInBoundedTransactions) {
     tx.exec("UPDATE machines SET status = 'online', last_seen_at = ?", {kNow - 3'600'000});
     const std::int64_t old = kNow - std::int64_t{settings_.telemetry_retention_days + 1} * 86'400'000;
     for (int i = 0; i < 7; ++i) {
-      tx.exec("INSERT INTO presence_minute (machine_id, minute) VALUES (?, ?)", {ids[0], old + i * 60'000});
+      tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) VALUES (?, ?, 1)", {ids[0], old + i * 60'000});
       tx.exec(
           "INSERT INTO telemetry_minute (machine_id, uuid, minute, samples, errors, temp_n, temp_sum, temp_max, "
           "power_n, power_sum, power_max, util_n, util_sum, util_max, mem_used_max, throttled, ecc_uncorrected_max) "
           "VALUES (?, 'b-0', ?, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)",
           {ids[1], old + i * 60'000});
     }
-    tx.exec("INSERT INTO presence_minute (machine_id, minute) VALUES (?, ?)", {ids[0], kNow});
+    tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) VALUES (?, ?, 1)", {ids[0], kNow});
   });
   EXPECT_EQ(store_->transact([&](store::Tx& tx) { return server::mark_offline_machines(tx, settings_, kNow, 2); }), 2u);
   EXPECT_EQ(store_->transact([&](store::Tx& tx) { return server::prune_telemetry(tx, settings_, kNow, 3); }), 6);

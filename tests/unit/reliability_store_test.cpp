@@ -40,7 +40,7 @@ class ReliabilityStore : public ::testing::Test {
     store_->transact([&](store::Tx& tx) {
       for (std::int64_t t = from; t < to; t += cr::kMinuteMs) {
         if (t >= gap_from && t < gap_to) continue;
-        tx.exec("INSERT INTO presence_minute (machine_id, minute) VALUES ('m1', ?)", {t});
+        tx.exec("INSERT INTO presence_minute (machine_id, minute, beats) VALUES ('m1', ?, 1)", {t});
       }
     });
   }

@@ -202,8 +202,10 @@ void MachinesRepo::add_minute_sums(const std::vector<MinuteSumsRow>& rows) {
 }
 
 void MachinesRepo::add_presence(const std::string& machine_id, std::int64_t minute) {
-  tx_.exec("INSERT INTO presence_minute (machine_id, minute) VALUES (?, ?) ON CONFLICT (machine_id, minute) DO NOTHING",
-           {machine_id, minute});
+  tx_.exec(
+      "INSERT INTO presence_minute (machine_id, minute, beats) VALUES (?, ?, 1) "
+      "ON CONFLICT (machine_id, minute) DO UPDATE SET beats = presence_minute.beats + 1",
+      {machine_id, minute});
 }
 
 bool MachinesRepo::record_heartbeat(const std::string& machine_id, core::MachineStatus status, std::int64_t seq,

@@ -205,8 +205,6 @@ class MachinesRepo {
   //! Adds sums to their GPU's minutes in telemetry_minute (counts and sums added, maxima kept), up to 128
   //! rows a statement. No two rows may name the same GPU and minute.
   void add_minute_sums(const std::vector<MinuteSumsRow>& rows);
-  //! Marks the machine present in the minute. The minute's later heartbeats change nothing (no row version,
-  //! no page written): presence is a minute's yes or no.
   void add_presence(const std::string& machine_id, std::int64_t minute_ms);
   //! A heartbeat's effect on the machine row, with take_seq's dedupe in the same statement: seen now, the
   //! status given, the seq taken. False (and nothing changed) when the seq was already taken.
