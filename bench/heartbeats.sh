@@ -3,7 +3,9 @@
 # gpunex-loadgen simulates 2,000 and then 20,000 agents at a 15 s interval
 # (registration first, then DURATION_S of heartbeats), against one approved
 # provider's API key made through the public API. In the same run wrk measures
-# nginx's static 200 as the baseline (as bench/http.sh does). Prints a table.
+# nginx's static 200 as the baseline (as bench/http.sh does). Prints a table, and the server's CPU per
+# heartbeat over all heartbeats and in the steady state (from two intervals after the first heartbeats:
+# give DURATION_S of at least 60 for a useful figure).
 # Target: 20,000 agents with p99 under 100 ms.
 # Usage: bench/heartbeats.sh [DURATION_S] [AGENT_COUNTS] [CONNECTIONS]
 #   GPUNEX_BIN_DIR: gpunex-server (default build/bin); GPUNEX_LOADGEN: loadgen binary
@@ -58,6 +60,10 @@ NP50=$(awk '/ 50%/ {print $2}' "$WORK/wrk.log")
 NP99=$(awk '/ 99%/ {print $2}' "$WORK/wrk.log")
 
 curl -s "$URL/metrics" >"$WORK/metrics-before.txt" || true
+# Heartbeats the server has answered so far (its /metrics counter).
+heartbeats_served() {
+  curl -s "$URL/metrics" | awk '/^gpunex_http_request_duration_seconds_count\{route="\/v1\/agent\/heartbeat"\}/ {print $2; f=1} END {if (!f) print 0}'
+}
 # CPU seconds (user+system) a process has used so far.
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
 cpu=()
@@ -74,12 +80,25 @@ for N in $COUNTS; do
     if grep -q 'heartbeats start' "$WORK/loadgen-$N.log" 2>/dev/null; then shb=$(cpu_s "$SPID"); break; fi
     sleep 0.05
   done
+  # Steady state: from two intervals after the heartbeats start (each agent's first beats deliver its
+  # first-registration benchmark run and schedule its spot checks, which a fleet that registered long
+  # ago does not do) to the end, counted by the server's own heartbeat counter.
+  ss0="" sc0=""
+  steady_from=$(( $(date +%s) + 2 * INTERVAL ))
+  while kill -0 "$LPID" 2>/dev/null; do
+    if [ "$(date +%s)" -ge "$steady_from" ]; then
+      ss0=$(cpu_s "$SPID"); sc0=$(heartbeats_served); break
+    fi
+    sleep 0.2
+  done
   wait "$LPID" || true
   s1=$(cpu_s "$SPID")
+  sc1=$(heartbeats_served)
   hbok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["heartbeats"]["ok"])' \
     "$WORK/loadgen-$N.json" 2>/dev/null || echo 0)
   read -r lu ls le < <(tail -n 1 "$WORK/loadgen-$N.time") || true
   cpu+=("$N agents: CPU over ${le}s wall: gpunex-server $(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.1f", b-a}') s, gpunex-loadgen $(awk -v a="$lu" -v b="$ls" 'BEGIN{printf "%.1f", a+b}') s (load average $(cut -d' ' -f1-3 /proc/loadavg))")
+  cpu+=("$N agents: server CPU per heartbeat, steady state: $(awk -v a="$ss0" -v b="$s1" -v c0="$sc0" -v c1="$sc1" 'BEGIN{ if (a != "" && c1 > c0) printf "%.3f ms (%.1f s over %d heartbeats, from %d s after the first)", (b-a)/(c1-c0)*1000, b-a, c1-c0, 2*'"$INTERVAL"'; else print "? (run longer than two intervals)" }')")
   cpu+=("$N agents: server CPU per heartbeat: $(awk -v a="${shb:-$s1}" -v b="$s1" -v n="$hbok" 'BEGIN{ if (n > 0) printf "%.3f ms (%.1f s over %d heartbeats, registration excluded)", (b-a)/n*1000, b-a, n; else print "?" }')")
   # The loadgen does the same work per heartbeat on any build of the server, so its CPU time measures how
   # fast this (shared, virtual) machine ran meanwhile: the ratio moves less from run to run than the

@@ -205,6 +205,9 @@ class MachinesRepo {
   //! Adds sums to their GPU's minutes in telemetry_minute (counts and sums added, maxima kept), up to 128
   //! rows a statement. No two rows may name the same GPU and minute.
   void add_minute_sums(const std::vector<MinuteSumsRow>& rows);
+  //! Marks the machine present in the minute and counts the heartbeat in `beats`. Only tests read the count
+  //! (the cluster chaos test: a machine's beats equal its last seq, so no acknowledged heartbeat was lost or
+  //! stored twice); the reliability score reads the minute.
   void add_presence(const std::string& machine_id, std::int64_t minute_ms);
   //! A heartbeat's effect on the machine row, with take_seq's dedupe in the same statement: seen now, the
   //! status given, the seq taken. False (and nothing changed) when the seq was already taken.
