@@ -45,8 +45,12 @@ case "$MODE" in
 esac
 offset=$((target - now))
 
+# faketime appends libfaketime to LD_PRELOAD, so the passthrough (built beside the suites) comes first
+# and keeps the monotonic timers Boost.Asio arms working: tests/support/timerfd_passthrough.cpp.
+PASSTHROUGH="${BIN%/bin}/lib/timerfd_passthrough.so"
+[ -f "$PASSTHROUGH" ] || { echo "moved-clock: $PASSTHROUGH is missing (built with the tests)" >&2; exit 1; }
 export TZ=UTC FAKETIME_DONT_FAKE_MONOTONIC=1
-moved() { faketime -f "+${offset}s" "$@"; }
+moved() { LD_PRELOAD="$PASSTHROUGH${LD_PRELOAD:+:$LD_PRELOAD}" faketime -f "+${offset}s" "$@"; }
 echo "moved-clock: $MODE: the clock reads $(moved date -u '+%a %F %T UTC') (real: $(date -u '+%F %T'))"
 
 failed=()

@@ -16,12 +16,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include <gtest/gtest.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <gtest/gtest.h>
 
 namespace {
 
@@ -312,6 +313,20 @@ void expect_closed_after_about_1s(Client& c) {
 
 std::string get(const std::string& path, const std::string& extra = "") {
   return "GET " + path + " HTTP/1.1\r\nHost: test\r\n" + extra + "\r\n";
+}
+
+// The server's timeouts are Asio timers. A timer waited on once its deadline has passed (a byte that
+// arrived just after a session's header deadline, a worker that ran late) fires at once. The clock guard
+// runs this suite under libfaketime, which broke exactly this until scripts/moved-clock.sh preloaded
+// tests/support/timerfd_passthrough.cpp; this test is what fails there if it stops doing so.
+TEST(AsioTimer, AlreadyDueFires) {
+  boost::asio::io_context io;
+  boost::asio::steady_timer timer(io);
+  timer.expires_at(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  bool fired = false;
+  timer.async_wait([&fired](boost::system::error_code ec) { fired = !ec; });
+  io.run_for(std::chrono::seconds(3));
+  EXPECT_TRUE(fired);
 }
 
 // ---------------------------------------------------------------- server
