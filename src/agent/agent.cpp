@@ -12,6 +12,7 @@
 #include "agent/host_info.hpp"
 #include "protocol/heartbeat.hpp"
 #include "protocol/rentals.hpp"
+#include "util/clock.hpp"
 #include "util/http_client.hpp"
 #include "util/log.hpp"
 
@@ -20,10 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 constexpr const char* kHeartbeatPath = "/v1/agent/heartbeat";
 constexpr const char* kKeyRefusedLine =
@@ -259,20 +256,20 @@ core::Status Runner::take_heartbeat() {
       hb.telemetry.push_back(std::move(*s));
       if (gpu_lost_[i]) {
         gpu_lost_[i] = false;
-        hb.events.push_back({std::string(protocol::kGpuRecovered), g.uuid, wall_ms(), std::nullopt});
+        hb.events.push_back({std::string(protocol::kGpuRecovered), g.uuid, util::system_now_ms(), std::nullopt});
       }
       continue;
     }
     protocol::TelemetrySample failed;
     failed.index = g.index;
     failed.uuid = g.uuid;
-    failed.at_ms = wall_ms();
+    failed.at_ms = util::system_now_ms();
     failed.error = s.error().message;
     hb.telemetry.push_back(std::move(failed));
     if (!gpu_lost_[i]) {
       gpu_lost_[i] = true;
       util::log_event("error", "GPU stopped answering", {{"uuid", g.uuid}, {"error", s.error().message}});
-      hb.events.push_back({std::string(protocol::kGpuLost), g.uuid, wall_ms(), s.error().message});
+      hb.events.push_back({std::string(protocol::kGpuLost), g.uuid, util::system_now_ms(), s.error().message});
     }
   }
   // The seq is taken and the message spooled in one step, so the spool holds every seq in order.
@@ -281,7 +278,7 @@ core::Status Runner::take_heartbeat() {
   if (!seq) return std::move(seq).error();
   hb.machine_id = state_.identity().machine_id;
   hb.seq = static_cast<std::int64_t>(*seq);
-  hb.sent_at_ms = wall_ms();
+  hb.sent_at_ms = util::system_now_ms();
   const SpoolKind kind = hb.events.empty() ? SpoolKind::telemetry : SpoolKind::event;
   auto dropped = spool_->push(SpoolEntry{*seq, kind, kHeartbeatPath, hb.to_json().dump()});
   if (!dropped) return std::move(dropped).error();

@@ -10,6 +10,7 @@
 
 #include "core/rental.hpp"
 #include "core/rental_spec.hpp"
+#include "util/clock.hpp"
 #include "util/log.hpp"
 
 namespace gpunex::agent {
@@ -29,16 +30,11 @@ constexpr std::size_t kMaxErrorBytes = 4000;  // the most the protocol takes
 constexpr auto kResendRunningAfter = std::chrono::seconds(60);
 constexpr const char* kGone = "the rental's container is gone from this machine";
 
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 RentalEvent make_event(const std::string& id, RentalEventType type) {
   RentalEvent e;
   e.rental_id = id;
   e.type = type;
-  e.at_ms = wall_ms();
+  e.at_ms = util::system_now_ms();
   return e;
 }
 

@@ -50,4 +50,9 @@ std::string item_path(const std::string& list, std::size_t i) {
   return list + "[" + std::to_string(i) + "]";
 }
 
+std::string without_nul(std::string s) {
+  std::erase(s, '\0');
+  return s;
+}
+
 }  // namespace gpunex::protocol::detail

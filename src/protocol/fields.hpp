@@ -22,6 +22,8 @@ std::optional<std::int64_t> time_field(core::ObjectReader& r, std::string_view k
 int protocol_version(core::ObjectReader& r);
 //! "gpus[3]".
 std::string item_path(const std::string& list, std::size_t i);
+//! `s` without its NUL bytes: the server refuses a NUL in any JSON string (no store text can hold one).
+std::string without_nul(std::string s);
 
 //! Parses every item of the array `list`, found at `key`, with parse(item, "key[i]", T&) into `out`;
 //! each bad item's error is recorded in `r` (and the item left out).

@@ -16,12 +16,6 @@ using detail::kBig;
 
 namespace {
 
-//! `s` without its NUL bytes: the server refuses a NUL in any JSON string (no store text can hold one).
-std::string without_nul(std::string s) {
-  std::erase(s, '\0');
-  return s;
-}
-
 template <class T>
 nlohmann::json opt(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -66,7 +60,7 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
   return r.finish();
 }
 
-core::Status parse_event(const nlohmann::json& j, const std::string& path, GpuEvent& e) {
+core::Status parse_gpu_event(const nlohmann::json& j, const std::string& path, GpuEvent& e) {
   ObjectReader r(j, path);
   e.type = r.required_string("type", 1, 32);
   if (r.describing()) r.describe_field("type", {{"enum", {kGpuLost, kGpuRecovered}}});
@@ -120,7 +114,7 @@ nlohmann::json TelemetrySample::to_json() const {
 nlohmann::json TelemetrySample::readings_json() const {
   nlohmann::json j = {{"at", core::format_rfc3339_ms(at_ms)}};
   if (error) {
-    j["error"] = without_nul(*error);
+    j["error"] = detail::without_nul(*error);
     return j;
   }
   j.update({{"memory_used_mib", opt(memory_used_mib)},
@@ -164,7 +158,7 @@ std::string TelemetrySample::readings_text() const {
 
 nlohmann::json GpuEvent::to_json() const {
   nlohmann::json j = {{"type", type}, {"uuid", uuid}, {"at", core::format_rfc3339_ms(at_ms)}};
-  if (message) j["message"] = without_nul(*message);
+  if (message) j["message"] = detail::without_nul(*message);
   return j;
 }
 
@@ -226,7 +220,7 @@ core::Result<HeartbeatRequest> parse_heartbeat_request(const nlohmann::json& bod
     if (!ev->is_array() || ev->size() > 256) {
       r.fail(Error::make(ErrorCode::invalid_field, "must be an array of at most 256 events", std::string("events")));
     } else {
-      detail::parse_items(r, *ev, "events", req.events, parse_event);
+      detail::parse_items(r, *ev, "events", req.events, parse_gpu_event);
     }
   }
   if (auto s = r.finish(); !s) return std::move(s).error();

@@ -14,12 +14,6 @@ using detail::kBig;
 
 namespace {
 
-//! `s` without its NUL bytes: the server refuses a NUL in any JSON string (no store text can hold one).
-std::string without_nul(std::string s) {
-  std::erase(s, '\0');
-  return s;
-}
-
 constexpr RentalEventType kEventTypes[] = {RentalEventType::starting, RentalEventType::running, RentalEventType::ended,
                                            RentalEventType::logs};
 
@@ -55,7 +49,7 @@ core::Status parse_assigned(const nlohmann::json& j, const std::string& path, As
   return r.finish();
 }
 
-core::Status parse_event(const nlohmann::json& j, const std::string& path, RentalEvent& e) {
+core::Status parse_rental_event(const nlohmann::json& j, const std::string& path, RentalEvent& e) {
   ObjectReader r(j, path);
   e.rental_id = r.required_string("rental_id", 1, 64);
   const std::string type = r.required_string("type", 1, 32);
@@ -171,8 +165,8 @@ nlohmann::json RentalEvent::to_json() const {
   if (exit_code) j["exit_code"] = *exit_code;
   if (oom) j["oom"] = true;
   // The engine's text may hold NULs, which the server refuses in any JSON string: dropped here.
-  if (error) j["error"] = without_nul(*error);
-  if (logs) j["logs"] = without_nul(*logs);
+  if (error) j["error"] = detail::without_nul(*error);
+  if (logs) j["logs"] = detail::without_nul(*logs);
   if (!ports.empty()) {
     auto list = nlohmann::json::array();
     for (const auto& p : ports) list.push_back({{"container_port", p.container_port}, {"host_port", p.host_port}});
@@ -194,7 +188,7 @@ core::Result<RentalEventsRequest> parse_rental_events(const nlohmann::json& body
   out.machine_id = r.required_string("machine_id", 1, 64);
   out.seq = r.required_int("seq", 1, kBig);
   if (const auto* list = r.required_array("events", 1, 256); list != nullptr) {
-    detail::parse_items(r, *list, "events", out.events, parse_event);
+    detail::parse_items(r, *list, "events", out.events, parse_rental_event);
   }
   if (auto st = r.finish(); !st) return std::move(st).error();
   return out;

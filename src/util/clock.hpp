@@ -9,6 +9,10 @@
 
 namespace gpunex::util {
 
+//! The system's wall clock now: milliseconds since the Unix epoch, UTC. For the programs that carry no
+//! Clock (the agent); the server reads the time through its Clock.
+std::int64_t system_now_ms();
+
 class Clock {
  public:
   virtual ~Clock() = default;

@@ -1,6 +1,7 @@
 // The application form, state machine, tier rules and business days (core/application.hpp).
 #include "core/application.hpp"
 #include "core/json_reader.hpp"
+#include "test_time.hpp"
 
 #include <string>
 #include <utility>
@@ -43,7 +44,7 @@ void expect_field_error(const json& body, const std::string& field) {
   EXPECT_EQ(*r.error().field, field) << r.error().message;
 }
 
-constexpr std::int64_t kDay = 86'400'000;
+using gpunex::test_support::kDay;
 // 2024-01-01 00:00 UTC was a Monday.
 constexpr std::int64_t kMonday = 1'704'067'200'000;
 

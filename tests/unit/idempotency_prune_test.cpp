@@ -7,13 +7,14 @@
 
 #include "server/platform/request_pipeline.hpp"
 #include "store/store.hpp"
+#include "test_time.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 
 namespace {
 
-constexpr std::int64_t kNow = 1'700'000'000'000;
-constexpr std::int64_t kHour = 3'600'000;
+using gpunex::test_support::kHour;
+using gpunex::test_support::kNow;
 
 std::set<std::string> keys_left(store::Store& st) {
   std::set<std::string> out;

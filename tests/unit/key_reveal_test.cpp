@@ -7,13 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "provider_store.hpp"
+#include "test_time.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 
 namespace {
 
-constexpr std::int64_t kNow = 1'700'000'000'000;
-constexpr std::int64_t kDay = 86'400'000;
+using gpunex::test_support::kDay;
+using gpunex::test_support::kNow;
 const std::string kSecret = "server-secret-for-the-key-reveal-test-0123456789";
 
 std::string detail(const core::Result<nlohmann::json>& r) {

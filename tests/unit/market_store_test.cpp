@@ -30,7 +30,7 @@ class MarketStore : public ::testing::Test {
   server::Provider provider_;
 };
 
-core::Schedule schedule(const std::string& json) {
+core::Schedule schedule_from(const std::string& json) {
   auto s = core::parse_schedule(nlohmann::json::parse(json));
   EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
   return std::move(s).value();
@@ -82,7 +82,7 @@ TEST_F(MarketStore, ReadingTheProfileWritesNothingAndTheFirstPriceStoresIt) {
 }
 
 TEST_F(MarketStore, SchedulesRoundTripAndKeepDeclarationTimes) {
-  const auto first = schedule(R"({"timezone": "Europe/Berlin", "always": false,
+  const auto first = schedule_from(R"({"timezone": "Europe/Berlin", "always": false,
       "windows": [{"days": ["fri"], "start": "18:00", "end": "08:00"}],
       "maintenance": [{"category": "software", "recurrence": {"nth": 1, "weekday": "sun"}, "start": "02:00", "end": "04:00"},
                       {"category": "power", "start": "2026-12-10T02:00:00Z", "end": "2026-12-10T04:00:00Z", "note": "UPS"}]})");
@@ -167,7 +167,7 @@ TEST_F(MarketStore, OfferCacheFollowsEveryChangeToTheMarket) {
   store_->transact([](store::Tx& tx) { tx.exec("UPDATE machines SET status = 'online' WHERE id = 'm2'"); });
   check({"m1 2 500000", "m2 2 500000"});
   store_->transact([&](store::Tx& tx) {
-    server::save_schedule(tx, "p1", "m1", schedule(R"({"timezone": "UTC", "always": false,
+    server::save_schedule(tx, "p1", "m1", schedule_from(R"({"timezone": "UTC", "always": false,
         "windows": [{"days": ["tue"], "start": "08:00", "end": "18:00"}]})"),
                           3000);
   });

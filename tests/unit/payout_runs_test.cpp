@@ -13,14 +13,15 @@
 
 #include "core/ledger.hpp"
 #include "core/money.hpp"
+#include "core/payout_destination.hpp"
 #include "core/sepa.hpp"
+#include "core/solana.hpp"
 #include "provider_store.hpp"
 #include "server/billing/ledger_repo.hpp"
 #include "server/payouts/payout_runs.hpp"
 #include "server/payouts/payout_settings.hpp"
 #include "server/payouts/solana_payouts.hpp"
-#include "core/payout_destination.hpp"
-#include "core/solana.hpp"
+#include "test_time.hpp"
 #include "util/ed25519.hpp"
 
 using namespace gpunex;  // NOLINT: test file
@@ -165,7 +166,7 @@ TEST(Sepa, WhatBreaksTheRulesIsRefusedNamingIt) {
 
 // ---- the payouts worker on a store ----
 
-constexpr std::int64_t kDay = 86'400'000;
+using gpunex::test_support::kDay;
 // Monday 2026-12-07 00:00 UTC and the days around it, as epoch ms (a Monday by construction:
 // 1970-01-05 was a Monday, so Mondays are 4 days + a multiple of 7 after the epoch).
 constexpr std::int64_t kMonday = (4 + 7 * 2970) * kDay;

@@ -5,13 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "store/migrations.hpp"
+#include "test_time.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 namespace repo = server::platform_repo;
 
 namespace {
 
-constexpr std::int64_t kNow = 1'700'000'000'000;
+using gpunex::test_support::kNow;
 
 class PlatformRepo : public ::testing::Test {
  protected:

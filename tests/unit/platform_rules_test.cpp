@@ -7,6 +7,7 @@
 #include "core/account.hpp"
 #include "core/api_key.hpp"
 #include "core/application.hpp"
+#include "test_time.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 using core::ApplicationAction;
@@ -14,7 +15,7 @@ using core::ApplicationStatus;
 
 namespace {
 
-constexpr std::int64_t kNow = 1'700'000'000'000;
+using gpunex::test_support::kNow;
 
 std::string detail(const core::Status& s) { return s.ok() ? "ok" : s.error().detail_code.value_or("?"); }
 

@@ -1,4 +1,5 @@
 #include "core/price_recommendation.hpp"
+#include "test_time.hpp"
 
 #include <gtest/gtest.h>
 
@@ -108,8 +109,8 @@ TEST(Recommendation, MinimumListingsIsConfigurable) {
 // Issue 14 item 8: the recommendation reads active listing prices over the last 7 days only.
 namespace {
 
-constexpr std::int64_t kHour = 3'600'000;
-constexpr std::int64_t kDay = 24 * kHour;
+using gpunex::test_support::kDay;
+using gpunex::test_support::kHour;
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())

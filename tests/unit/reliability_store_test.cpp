@@ -12,6 +12,7 @@
 #include "provider_store.hpp"
 #include "server/fleet/schedules.hpp"
 #include "server/market/offer_candidates.hpp"
+#include "test_time.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 namespace cr = core::reliability;
@@ -20,7 +21,7 @@ namespace rel = server::reliability;
 namespace {
 
 const std::int64_t kDay0 = *core::parse_rfc3339_ms("2026-05-04T00:00:00Z");  // a Monday
-constexpr std::int64_t kHour = 3'600'000;
+using gpunex::test_support::kHour;
 
 class ReliabilityStore : public ::testing::Test {
  protected:

@@ -8,16 +8,12 @@
 
 #include "core/json_reader.hpp"
 #include "core/rfc3339.hpp"
+#include "test_time.hpp"
 
 using namespace gpunex::core;  // NOLINT: test file
+using gpunex::test_support::utc;
 
 namespace {
-
-UtcTime utc(const std::string& s) {
-  const auto ms = parse_rfc3339_ms(s);
-  EXPECT_TRUE(ms.has_value()) << s;
-  return UtcTime{std::chrono::seconds{ms.value_or(0) / 1000}};
-}
 
 std::string show(std::optional<UtcTime> t) { return t ? date::format("%FT%TZ", *t) : "none"; }
 

@@ -30,10 +30,6 @@ bool known_time_zone(std::string_view name) {
   }
 }
 
-nlohmann::json opt_time(const std::optional<std::int64_t>& t) {
-  return t ? nlohmann::json(util::rfc3339(*t)) : nlohmann::json(nullptr);
-}
-
 Error changed_meanwhile() {
   return Error::make(ErrorCode::conflict, "the application changed meanwhile; reload it").with_code("invalid_state");
 }
@@ -89,8 +85,8 @@ nlohmann::json to_json(const Application& a, std::int64_t now_ms) {
   j["tier"] = a.tier ? nlohmann::json(core::tier_name(*a.tier)) : nlohmann::json(nullptr);
   j["created_at"] = util::rfc3339(a.created_at_ms);
   j["updated_at"] = util::rfc3339(a.updated_at_ms);
-  j["submitted_at"] = opt_time(a.submitted_at_ms);
-  j["decided_at"] = opt_time(a.decided_at_ms);
+  j["submitted_at"] = util::rfc3339_or_null(a.submitted_at_ms);
+  j["decided_at"] = util::rfc3339_or_null(a.decided_at_ms);
   const bool waiting = a.status == ApplicationStatus::submitted && a.submitted_at_ms;
   j["expected_review_by"] =
       waiting ? nlohmann::json(util::rfc3339(core::add_business_days(*a.submitted_at_ms, core::kReviewPromiseBusinessDays)))
@@ -191,8 +187,8 @@ nlohmann::json queue_entry_json(const Application& a, std::int64_t now_ms) {
                       {"gpus", std::move(gpus)},
                       {"gpus_text", core::declared_gpus_text(declared)},
                       {"suggested_tier", core::tier_name(tier.suggested)},
-                      {"submitted_at", opt_time(a.submitted_at_ms)},
-                      {"first_submitted_at", opt_time(a.first_submitted_at_ms)}};
+                      {"submitted_at", util::rfc3339_or_null(a.submitted_at_ms)},
+                      {"first_submitted_at", util::rfc3339_or_null(a.first_submitted_at_ms)}};
   if (a.submitted_at_ms) {
     const auto due = core::add_business_days(*a.submitted_at_ms, core::kReviewPromiseBusinessDays);
     j["age_ms"] = std::max<std::int64_t>(0, now_ms - *a.submitted_at_ms);

@@ -9,10 +9,6 @@ namespace gpunex::server {
 
 namespace {
 
-nlohmann::json opt_time(const std::optional<std::int64_t>& t) {
-  return t ? nlohmann::json(util::rfc3339(*t)) : nlohmann::json(nullptr);
-}
-
 constexpr std::int64_t kDayMs = 86'400'000;
 
 class OnboardingApiKeys final : public ApiKeyDirectory {
@@ -83,13 +79,13 @@ nlohmann::json list_api_keys(store::Tx& tx, const std::string& provider_id, std:
     if (k.kept) {
       reveal = {{"state", core::reveal_state_name(core::reveal_state(*k.kept, now_ms))},
                 {"expires_at", util::rfc3339(k.kept->expires_at_ms)},
-                {"cleared_at", opt_time(k.kept->cleared_at_ms)}};
+                {"cleared_at", util::rfc3339_or_null(k.kept->cleared_at_ms)}};
     }
     items.push_back({{"id", k.id},
                      {"prefix", k.prefix},
                      {"created_at", util::rfc3339(k.created_at_ms)},
-                     {"last_used_at", opt_time(k.last_used_at_ms)},
-                     {"revoked_at", opt_time(k.revoked_at_ms)},
+                     {"last_used_at", util::rfc3339_or_null(k.last_used_at_ms)},
+                     {"revoked_at", util::rfc3339_or_null(k.revoked_at_ms)},
                      {"active", !k.revoked_at_ms.has_value()},
                      {"reveal", reveal}});
   }

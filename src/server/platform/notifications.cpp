@@ -13,10 +13,6 @@ namespace {
 //! At most this much of a delivery error is kept with the mail.
 constexpr std::size_t kMaxErrorChars = 1000;
 
-nlohmann::json opt_time(const std::optional<std::int64_t>& t) {
-  return t ? nlohmann::json(util::rfc3339(*t)) : nlohmann::json(nullptr);
-}
-
 std::string with_secret(std::string body, const std::string& secret) {
   const std::string ph = kSecretPlaceholder;
   for (auto pos = body.find(ph); pos != std::string::npos; pos = body.find(ph, pos + secret.size())) {
@@ -32,7 +28,7 @@ nlohmann::json notification_json(const platform_repo::NotificationRow& n) {
           {"body", n.body},
           {"link", n.link ? nlohmann::json(*n.link) : nlohmann::json(nullptr)},
           {"created_at", util::rfc3339(n.created_at_ms)},
-          {"read_at", opt_time(n.read_at_ms)}};
+          {"read_at", util::rfc3339_or_null(n.read_at_ms)}};
 }
 
 }  // namespace

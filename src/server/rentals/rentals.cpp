@@ -19,10 +19,6 @@ using core::ErrorCode;
 namespace rental = core::rental;
 namespace ledger = core::ledger;
 
-nlohmann::json time_or_null(const std::optional<std::int64_t>& ms) {
-  return ms ? nlohmann::json(util::rfc3339(*ms)) : nlohmann::json(nullptr);
-}
-
 rental::Spec spec_of(const RentalRow& r) {
   auto j = nlohmann::json::parse(r.spec, nullptr, false);
   auto s = rental::spec_from_json(j);
@@ -280,50 +276,52 @@ nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms) {
   auto env_names = nlohmann::json::array();
   for (const auto& [name, value] : rental::container_env(spec)) env_names.push_back(name);
   const auto metered = rental::metered_ms(r.running_since_ms, metered_until(r, now_ms));
-  return {{"id", r.id},
-          {"state", rental::to_string(r.state)},
-          {"machine_id", r.machine_id},
-          {"model", r.model},
-          {"gpu_count", r.gpu_count},
-          {"gpus", r.gpu_uuids},
-          {"usdc_per_gpu_hour", core::format_usdc(r.price)},
-          {"cost_per_hour", core::format_usdc(rental::first_hour_cost(r.price, r.gpu_count))},
-          {"image", spec.image},
-          {"command", spec.command},
-          {"env_names", std::move(env_names)},
-          {"ports", ports_of(r)},
-          {"max_hours", spec.max_hours ? nlohmann::json(*spec.max_hours) : nlohmann::json(nullptr)},
-          {"created_at", util::rfc3339(r.created_at_ms)},
-          {"running_since", time_or_null(r.running_since_ms)},
-          {"ended_at", time_or_null(r.ended_at_ms)},
-          {"stop_requested", r.stop_reason ? nlohmann::json(rental::to_string(*r.stop_reason)) : nlohmann::json(nullptr)},
-          {"end_reason", r.end_reason ? nlohmann::json(rental::to_string(*r.end_reason)) : nlohmann::json(nullptr)},
-          {"end_text", r.end_reason ? nlohmann::json(rental::end_text(*r.end_reason, r.exit_code, r.oom))
-                                    : nlohmann::json(nullptr)},
-          {"exit_code", r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr)},
-          {"oom", r.oom},
-          {"error", r.error ? nlohmann::json(*r.error) : nlohmann::json(nullptr)},
-          {"seconds_metered", metered / 1000},
-          {"cost_so_far", core::format_usdc(cost_so_far(r, now_ms))},
-          {"settled", core::format_usdc(r.settled.charged)}};
+  return {
+      {"id", r.id},
+      {"state", rental::to_string(r.state)},
+      {"machine_id", r.machine_id},
+      {"model", r.model},
+      {"gpu_count", r.gpu_count},
+      {"gpus", r.gpu_uuids},
+      {"usdc_per_gpu_hour", core::format_usdc(r.price)},
+      {"cost_per_hour", core::format_usdc(rental::first_hour_cost(r.price, r.gpu_count))},
+      {"image", spec.image},
+      {"command", spec.command},
+      {"env_names", std::move(env_names)},
+      {"ports", ports_of(r)},
+      {"max_hours", spec.max_hours ? nlohmann::json(*spec.max_hours) : nlohmann::json(nullptr)},
+      {"created_at", util::rfc3339(r.created_at_ms)},
+      {"running_since", util::rfc3339_or_null(r.running_since_ms)},
+      {"ended_at", util::rfc3339_or_null(r.ended_at_ms)},
+      {"stop_requested", r.stop_reason ? nlohmann::json(rental::to_string(*r.stop_reason)) : nlohmann::json(nullptr)},
+      {"end_reason", r.end_reason ? nlohmann::json(rental::to_string(*r.end_reason)) : nlohmann::json(nullptr)},
+      {"end_text",
+       r.end_reason ? nlohmann::json(rental::end_text(*r.end_reason, r.exit_code, r.oom)) : nlohmann::json(nullptr)},
+      {"exit_code", r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr)},
+      {"oom", r.oom},
+      {"error", r.error ? nlohmann::json(*r.error) : nlohmann::json(nullptr)},
+      {"seconds_metered", metered / 1000},
+      {"cost_so_far", core::format_usdc(cost_so_far(r, now_ms))},
+      {"settled", core::format_usdc(r.settled.charged)}};
 }
 
 nlohmann::json provider_json(const RentalRow& r, std::int64_t now_ms) {
   const auto per_hour = rental::first_hour_cost(r.price, r.gpu_count);
   const bool running = r.running_since_ms && r.state != rental::State::ended;
-  return {{"id", r.id},
-          {"machine_id", r.machine_id},
-          {"model", r.model},
-          {"gpus", r.gpu_uuids},
-          {"state", rental::to_string(r.state)},
-          {"usdc_per_gpu_hour", core::format_usdc(r.price)},
-          {"earnings_per_hour", core::format_usdc(running ? ledger::provider_share(per_hour, r.commission) : 0)},
-          {"earned_so_far", core::format_usdc(ledger::provider_share(cost_so_far(r, now_ms), r.commission))},
-          {"created_at", util::rfc3339(r.created_at_ms)},
-          {"running_since", time_or_null(r.running_since_ms)},
-          {"ended_at", time_or_null(r.ended_at_ms)},
-          {"end_reason", r.end_reason ? nlohmann::json(rental::to_string(*r.end_reason)) : nlohmann::json(nullptr)},
-          {"provider_side", r.end_reason ? nlohmann::json(rental::provider_side(*r.end_reason)) : nlohmann::json(nullptr)}};
+  return {
+      {"id", r.id},
+      {"machine_id", r.machine_id},
+      {"model", r.model},
+      {"gpus", r.gpu_uuids},
+      {"state", rental::to_string(r.state)},
+      {"usdc_per_gpu_hour", core::format_usdc(r.price)},
+      {"earnings_per_hour", core::format_usdc(running ? ledger::provider_share(per_hour, r.commission) : 0)},
+      {"earned_so_far", core::format_usdc(ledger::provider_share(cost_so_far(r, now_ms), r.commission))},
+      {"created_at", util::rfc3339(r.created_at_ms)},
+      {"running_since", util::rfc3339_or_null(r.running_since_ms)},
+      {"ended_at", util::rfc3339_or_null(r.ended_at_ms)},
+      {"end_reason", r.end_reason ? nlohmann::json(rental::to_string(*r.end_reason)) : nlohmann::json(nullptr)},
+      {"provider_side", r.end_reason ? nlohmann::json(rental::provider_side(*r.end_reason)) : nlohmann::json(nullptr)}};
 }
 
 std::vector<core::reliability::Job> reliability_jobs(store::Tx& tx, const std::string& machine_id,
