@@ -149,10 +149,9 @@ read -r DEMO_MODEL DEMO_COUNT < <(pick_demo_gpu)
 read -r -d '' SUMMARY_PY <<'PY' || true
 import json, sys
 gpus = [(m, g) for m in json.load(sys.stdin)["items"] for g in m["gpus"] if g.get("present", True)]
-# A GPU whose run passed but whose challenge answers are still due is delisted only for the moment
-# (kAwaitingChallenges, server/fleet/challenges.hpp): its verdict is still to come.
-AWAITING = "Waiting for the answers to its benchmark challenges"
-if not gpus or not all(g.get("benchmarked") and g.get("delist_reason") != AWAITING for _, g in gpus):
+# A GPU whose run passed but whose challenge answers are still due (awaiting_challenges) is delisted
+# only for the moment: its verdict is still to come.
+if not gpus or not all(g.get("benchmarked") and not g.get("awaiting_challenges") for _, g in gpus):
     sys.exit(1)
 for m, g in gpus:
     what = "listed, perf score %.1f" % g["perf_score"] if g["listed"] else "DELISTED: " + str(g["delist_reason"])

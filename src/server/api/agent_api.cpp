@@ -159,9 +159,10 @@ void register_agent_api(App& app) {
                                {"listed", oa::boolean()},
                                {"perf_score", figure},
                                {"quality_ratio", figure},
-                               {"delist_reason", oa::nullable(oa::text())}},
+                               {"delist_reason", oa::nullable(oa::text())},
+                               {"awaiting_challenges", oa::boolean()}},
                               {"uuid", "index", "name", "model", "memory_mib", "present", "benchmarked", "listed",
-                               "perf_score", "quality_ratio", "delist_reason"});
+                               "perf_score", "quality_ratio", "delist_reason", "awaiting_challenges"});
   const auto machine = oa::component(
       "Machine", oa::record({{"id", oa::text(1)},
                              {"status", oa::one_of({"online", "offline"})},

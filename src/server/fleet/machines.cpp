@@ -7,6 +7,7 @@
 #include "core/default_schedule.hpp"
 #include "core/gpu_catalog.hpp"
 #include "server/fleet/benchmarks.hpp"
+#include "server/fleet/challenges.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "server/fleet/schedules.hpp"
 #include "server/onboarding/applications.hpp"
@@ -65,7 +66,8 @@ nlohmann::json opt_json(const auto& v) {
 nlohmann::json gpu_summary(const GpuCard& c) {
   // uuid, idx, name, model, memory_mib, present, facts, latest sample, then the listing state the
   // benchmarks decided (gpu_listing, none until a first run): listed, perf_score, quality_ratio,
-  // delist_reason. The Benchmarks tab reads the same row, so the two pages agree.
+  // delist_reason, and awaiting_challenges: a passing run's GPU delisted only until its challenges are
+  // answered (its verdict still to come). The Benchmarks tab reads the same row, so the two pages agree.
   nlohmann::json g = {{"uuid", c.uuid},         {"index", c.index},         {"name", c.name},
                       {"model", opt_json(c.model)}, {"memory_mib", c.memory_mib}, {"present", c.present}};
   auto facts = nlohmann::json::parse(c.facts_json, nullptr, false);
@@ -78,6 +80,7 @@ nlohmann::json gpu_summary(const GpuCard& c) {
   g["perf_score"] = opt_json(c.perf_score);
   g["quality_ratio"] = opt_json(c.quality_ratio);
   g["delist_reason"] = !benchmarked ? nlohmann::json("awaiting benchmarks") : opt_json(c.delist_reason);
+  g["awaiting_challenges"] = benchmarked && !*c.listed && c.delist_reason == kAwaitingChallenges;
   return g;
 }
 

@@ -50,6 +50,9 @@ test(`${BACKEND}: an honest agent passes its GEMM and VRAM challenges and stays 
       ['gemm', 'gemm', 'telemetry', 'telemetry', 'vram', 'vram']);
     for (const c of bench.run.challenges) assert.equal(c.status, 'passed', JSON.stringify(c) + agent.logs.join(''));
     for (const g of bench.gpus) assert.equal(g.listed, true, JSON.stringify(g));
+    const machines = (await client.request('GET', '/v1/provider/machines')).json.items;
+    assert.deepEqual(machines.flatMap((m) => m.gpus.map((g) => [g.listed, g.awaiting_challenges])),
+      [[true, false], [true, false]]);
     assert.deepEqual(await flaggedProviders(server), []);
   } finally {
     if (agent) await agent.stop();
@@ -201,6 +204,16 @@ test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the d
     assert.deepEqual(bench.gpus.map((g) => g.listed), [false, false]);
     assert.match(bench.gpus[0].delist_reason, /Waiting for the answers to its benchmark challenges/);
     assert.match(bench.gpus[1].delist_reason, /GEMM challenge failed/);
+    // The machines list and a machine's detail say which GPU's verdict is still to come.
+    const awaiting = async () => {
+      const listed = (await send('GET', '/v1/provider/machines')).items.find((m) => m.id === machineId);
+      const detail = await send('GET', `/v1/provider/machines/${machineId}`);
+      // Beside its own 24-hour figures (an overview in the list, series in the detail), each GPU reads the same.
+      const shared = (g) => Object.fromEntries(Object.entries(g).filter(([k]) => !k.endsWith('_24h')));
+      assert.deepEqual(listed.gpus.map(shared), detail.gpus.map(shared));
+      return detail.gpus.map((g) => [g.uuid, g.listed, g.awaiting_challenges]);
+    };
+    assert.deepEqual(await awaiting(), [[uuids[0], false, true], [uuids[1], false, false]]);
     const offers = await new Client(server.url).request('GET', '/v1/marketplace/offers');
     assert.equal(offers.json.items.filter((o) => o.machine_id === machineId).length, 0);
     const deadline = Math.max(...gemm.map((c) => c.allowed_s));
@@ -210,6 +223,7 @@ test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the d
     assert.equal(bench.gpus[0].listed, false);
     assert.match(bench.gpus[0].delist_reason, /GEMM challenge failed/);
     assert.match(bench.gpus[0].recommendation, /did not answer/);
+    assert.deepEqual(await awaiting(), [[uuids[0], false, false], [uuids[1], false, false]]);
     const statuses = bench.runs[0].challenges.filter((c) => c.gpu_uuid === uuids[0] && c.kind !== 'telemetry')
       .map((c) => c.status);
     assert.deepEqual(statuses.sort(), ['issued', 'unanswered'], 'the VRAM fill has ten minutes');
