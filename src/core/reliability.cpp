@@ -146,18 +146,22 @@ std::string to_hex(const MinuteBits& bits) {
 
 std::optional<MinuteBits> from_hex(std::string_view hex) {
   if (hex.size() != kMinutesPerDay / 4) return std::nullopt;
+  // 64 minutes at a time, as to_hex writes them (the worker reads three per judged stored day).
   MinuteBits out;
-  for (int i = 0; i < kMinutesPerDay / 4; ++i) {
-    const char ch = hex[static_cast<std::size_t>(i)];
-    unsigned v = 0;
-    if (ch >= '0' && ch <= '9')
-      v = static_cast<unsigned>(ch - '0');
-    else if (ch >= 'a' && ch <= 'f')
-      v = static_cast<unsigned>(ch - 'a' + 10);
-    else
-      return std::nullopt;
-    for (int b = 0; b < 4; ++b)
-      if (v & (1u << b)) out.set(static_cast<std::size_t>(4 * i + b));
+  for (std::size_t word = 0; word * 16 < hex.size(); ++word) {
+    std::uint64_t w = 0;
+    for (std::size_t d = 0; d < 16 && word * 16 + d < hex.size(); ++d) {
+      const char ch = hex[word * 16 + d];
+      std::uint64_t v = 0;
+      if (ch >= '0' && ch <= '9')
+        v = static_cast<std::uint64_t>(ch - '0');
+      else if (ch >= 'a' && ch <= 'f')
+        v = static_cast<std::uint64_t>(ch - 'a' + 10);
+      else
+        return std::nullopt;
+      w |= v << (4 * d);
+    }
+    out |= MinuteBits(w) << (64 * word);
   }
   return out;
 }

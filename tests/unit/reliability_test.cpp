@@ -214,6 +214,9 @@ TEST(ReliabilityDay, MinutesSurviveTheirTextForm) {
   EXPECT_EQ(from_hex(to_hex(pattern)), pattern);
   EXPECT_EQ(to_hex(pattern).substr(15, 3), "804");  // minutes 63 and 70: digit 15 bit 3, digit 17 bit 2
   EXPECT_FALSE(from_hex("xyz").has_value());
+  EXPECT_FALSE(from_hex(std::string(359, '0') + "g").has_value());  // in the last, partial word
+  EXPECT_FALSE(from_hex("A" + std::string(359, '0')).has_value());  // written lower case only
+  EXPECT_EQ(from_hex(std::string(360, 'f')), ~MinuteBits{});
   const std::vector<std::int64_t> minutes = {ms("2026-05-01T00:05:00Z"), ms("2026-04-30T23:59:00Z")};
   EXPECT_EQ(minutes_of_day(minutes, ms("2026-05-01T00:00:00Z")).count(), 1u);
 }
