@@ -4,6 +4,8 @@
 # $GPUNEX_TEST_EXCLUDE: space-separated file names of DIR not to run here (each is named in the output).
 # $GPUNEX_TEST_SHARD=K/N: only the K-th of N shares of DIR's files (every N-th file from the K-th, in
 # name order), so that one folder can run as N tests side by side; all N shares run every file once.
+# With $GPUNEX_TEST_OUTPUT set (make test sets it), each file's seconds are added to file-times.tsv there:
+# folder, store, build tree, file, seconds, passed or failed.
 #
 # One at a time because the files start servers, agents and browsers with timed expectations (a
 # machine Online within 20 s) that a crowded host misses. `node --test --test-concurrency=1 DIR`
@@ -30,7 +32,15 @@ for file in "$dir"/*.test.mjs; do
     echo "run-tests: $(basename "$file") is not run in this suite (GPUNEX_TEST_EXCLUDE)"
     continue
   fi
-  "${NODE:-node}" --test "$@" "$file" || failed+=("$(basename "$file")")
+  start=$SECONDS
+  status=passed
+  "${NODE:-node}" --test "$@" "$file" || { failed+=("$(basename "$file")"); status=failed; }
+  # Each file's time, to split a folder into shares of equal length (GPUNEX_TEST_SHARD) from figures.
+  if [[ -n ${GPUNEX_TEST_OUTPUT:-} ]]; then
+    printf '%s\t%s\t%s\t%s\t%d\t%s\n' "$(basename "$dir")" "${GPUNEX_TEST_DB:-}" \
+      "$(basename "$(dirname "${GPUNEX_BIN_DIR:-build/bin}")")" "$(basename "$file")" $((SECONDS - start)) "$status" \
+      >>"$GPUNEX_TEST_OUTPUT/file-times.tsv"
+  fi
 done
 if ((${#failed[@]})); then
   echo "run-tests: failed in $dir: ${failed[*]}" >&2
