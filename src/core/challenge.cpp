@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/clock_events.hpp"
+#include "core/text.hpp"
 
 namespace gpunex::core::challenge {
 
@@ -284,13 +285,8 @@ std::string hex(const Digest& d) {
 std::optional<Digest> parse_digest(std::string_view text) {
   if (text.size() != 64) return std::nullopt;
   Digest d{};
-  const auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
   for (std::size_t i = 0; i < 32; ++i) {
-    const int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
+    const int hi = lower_hex_value(text[2 * i]), lo = lower_hex_value(text[2 * i + 1]);
     if (hi < 0 || lo < 0) return std::nullopt;
     d[i] = static_cast<std::uint8_t>(hi * 16 + lo);
   }

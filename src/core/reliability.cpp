@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/clock_events.hpp"
+#include "core/text.hpp"
 
 namespace gpunex::core::reliability {
 
@@ -151,15 +152,9 @@ std::optional<MinuteBits> from_hex(std::string_view hex) {
   for (std::size_t word = 0; word * 16 < hex.size(); ++word) {
     std::uint64_t w = 0;
     for (std::size_t d = 0; d < 16 && word * 16 + d < hex.size(); ++d) {
-      const char ch = hex[word * 16 + d];
-      std::uint64_t v = 0;
-      if (ch >= '0' && ch <= '9')
-        v = static_cast<std::uint64_t>(ch - '0');
-      else if (ch >= 'a' && ch <= 'f')
-        v = static_cast<std::uint64_t>(ch - 'a' + 10);
-      else
-        return std::nullopt;
-      w |= v << (4 * d);
+      const int v = lower_hex_value(hex[word * 16 + d]);
+      if (v < 0) return std::nullopt;
+      w |= static_cast<std::uint64_t>(v) << (4 * d);
     }
     out |= MinuteBits(w) << (64 * word);
   }

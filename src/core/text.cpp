@@ -102,4 +102,10 @@ std::string capitalize(std::string_view s) {
   return out;
 }
 
+int lower_hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
 }  // namespace gpunex::core

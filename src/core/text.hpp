@@ -23,5 +23,7 @@ std::string redact_url_credentials(std::string_view url);
 std::string format_number(double v);
 //! `s` with its first letter upper-cased (ASCII), for the start of a sentence.
 std::string capitalize(std::string_view s);
+//! The value of a lower-case hex digit (0-9, a-f), or -1: the one form the stored and signed hex texts take.
+int lower_hex_value(char c);
 
 }  // namespace gpunex::core
