@@ -2,8 +2,11 @@
 # Runs the test files of a folder with `node --test`, one file at a time; fails if any file failed.
 # Usage: tests/js/run-tests.sh DIR [node --test options, e.g. --test-reporter=dot]. $NODE picks node.
 # $GPUNEX_TEST_EXCLUDE: space-separated file names of DIR not to run here (each is named in the output).
-# $GPUNEX_TEST_SHARD=K/N: only the K-th of N shares of DIR's files (every N-th file from the K-th, in
-# name order), so that one folder can run as N tests side by side; all N shares run every file once.
+# $GPUNEX_TEST_SHARD=K/N: only the K-th of N shares of DIR's files, so that one folder can run as N tests
+# side by side; all N shares run every file once. Without weights a share is every N-th file from the
+# K-th, in name order. $GPUNEX_TEST_WEIGHTS=FILE (lines `name<TAB>seconds`, as file-times.tsv's 4th and
+# 5th columns) makes the shares about equally long instead: longest file first, each to the share with
+# the fewest seconds so far (a file the weights do not name counts $GPUNEX_TEST_WEIGHT_DEFAULT, 10 s).
 # With $GPUNEX_TEST_OUTPUT set (make test sets it), each file's seconds are added to file-times.tsv there:
 # folder, store, build tree, file, seconds, passed or failed.
 #
@@ -24,8 +27,32 @@ if [[ -n ${GPUNEX_TEST_SHARD:-} ]]; then
   fi
   shard_k=${BASH_REMATCH[1]} shard_n=${BASH_REMATCH[2]}
 fi
+files=("$dir"/*.test.mjs)
+if ((shard_n > 1)) && [[ -n ${GPUNEX_TEST_WEIGHTS:-} ]]; then
+  declare -A weight=()
+  while IFS=$'\t' read -r name seconds _; do
+    [[ $seconds =~ ^[0-9]+$ ]] && weight[$name]=$seconds
+  done <"$GPUNEX_TEST_WEIGHTS" || { echo "run-tests: cannot read GPUNEX_TEST_WEIGHTS=$GPUNEX_TEST_WEIGHTS" >&2; exit 2; }
+  load=() mine=()
+  for ((k = 1; k <= shard_n; k++)); do load[k]=0; done
+  # Longest first, ties by name, so that every share computes the same split.
+  while read -r seconds path; do
+    least=1
+    for ((k = 2; k <= shard_n; k++)); do ((load[k] < load[least])) && least=$k; done
+    load[least]=$((load[least] + seconds))
+    ((least == shard_k)) && mine+=("$path")
+  done < <(for path in "${files[@]}"; do
+    name=$(basename "$path") seconds=${weight[$(basename "$path")]:-${GPUNEX_TEST_WEIGHT_DEFAULT:-10}}
+    [[ " ${GPUNEX_TEST_EXCLUDE:-} " == *" $name "* ]] && seconds=0  # listed below, not run
+    printf '%s %s\n' "$seconds" "$path"
+  done | sort -k1,1nr -k2,2)
+  echo "run-tests: share $shard_k/$shard_n: ${#mine[@]} files, about ${load[shard_k]} s by $GPUNEX_TEST_WEIGHTS"
+  files=()
+  ((${#mine[@]})) && mapfile -t files < <(printf '%s\n' "${mine[@]}" | sort)
+  shard_n=1 shard_k=1  # the share is chosen: the loop below runs all of it
+fi
 i=0
-for file in "$dir"/*.test.mjs; do
+for file in "${files[@]}"; do
   i=$((i + 1))
   (((i - 1) % shard_n == shard_k - 1)) || continue
   if [[ " ${GPUNEX_TEST_EXCLUDE:-} " == *" $(basename "$file") "* ]]; then
