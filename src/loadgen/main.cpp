@@ -28,6 +28,7 @@
 #include "gpu/sim/sim_catalog.hpp"
 #include "protocol/heartbeat.hpp"
 #include "protocol/register.hpp"
+#include "util/clock.hpp"
 
 namespace {
 
@@ -41,11 +42,6 @@ const int kCpuCores[] = {192, 128, 112, 64, 32};
 const char* kOs[] = {"Ubuntu 22.04.4 LTS", "Ubuntu 24.04.1 LTS", "Debian GNU/Linux 12 (bookworm)",
                      "Rocky Linux 9.4 (Blue Onyx)"};
 const char* kKernels[] = {"5.15.0-117-generic", "6.8.0-45-generic", "6.1.0-25-amd64", "5.14.0-427.el9.x86_64"};
-
-std::int64_t wall_ms() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 struct Gpu {
   int model = 0;
@@ -280,7 +276,7 @@ class LoadGen {
     gpunex::protocol::HeartbeatRequest hb;
     hb.machine_id = a.machine_id;
     hb.seq = ++a.seq;
-    hb.sent_at_ms = wall_ms();
+    hb.sent_at_ms = gpunex::util::system_now_ms();
     for (std::size_t g = 0; g < a.gpus.size(); ++g) {
       Gpu& gpu = a.gpus[g];
       const sim::CatalogEntry& m = sim::catalog()[gpu.model];

@@ -10,6 +10,7 @@
 
 #include "core/gpu_catalog.hpp"
 #include "core/text.hpp"
+#include "util/clock.hpp"
 #include "util/http_client.hpp"
 
 #ifdef GPUNEX_HAVE_CUDA
@@ -102,9 +103,7 @@ core::Result<std::vector<GpuTarget>> simulated_targets(const std::string& spec) 
       g.simulated = true;
       g.sample = []() -> std::optional<core::bench::TelemetryPoint> {
         core::bench::TelemetryPoint p;
-        p.at_ms =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-                .count();
+        p.at_ms = util::system_now_ms();
         p.temperature_c = 62;
         return p;
       };

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/clock_events.hpp"
+#include "util/clock.hpp"
 
 #ifdef GPUNEX_HAVE_CUDA
 #include "gpu/cuda/cuda_bench.hpp"
@@ -23,11 +24,6 @@ using core::Error;
 using core::ErrorCode;
 using core::Result;
 using core::bench::Metric;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::optional<double> cc_value(const GpuTarget& g) {
   if (!g.compute_capability) return std::nullopt;
@@ -284,7 +280,7 @@ core::bench::RunReport run_suite(const std::vector<GpuTarget>& gpus, const Suite
                                  const Progress& progress) {
   SuiteRun run(options);
   core::bench::RunReport report;
-  report.started_at_ms = now_ms();
+  report.started_at_ms = util::system_now_ms();
   report.simulated = std::any_of(gpus.begin(), gpus.end(), [](const GpuTarget& g) { return g.simulated; });
 
   auto one = [&](const BenchCase& c, const GpuTarget* g, std::vector<core::bench::TelemetryPoint>* tel) {
@@ -340,7 +336,7 @@ core::bench::RunReport run_suite(const std::vector<GpuTarget>& gpus, const Suite
     if (c.per_gpu() || !run.selected(c)) continue;
     report.machine.push_back(one(c, nullptr, nullptr));
   }
-  report.finished_at_ms = std::max(now_ms(), report.started_at_ms);
+  report.finished_at_ms = std::max(util::system_now_ms(), report.started_at_ms);
   return report;
 }
 

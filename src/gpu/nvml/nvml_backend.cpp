@@ -2,11 +2,11 @@
 
 #include <dlfcn.h>
 
-#include <chrono>
 #include <cstdio>
 #include <vector>
 
 #include "gpu/nvml/nvml_api.hpp"
+#include "util/clock.hpp"
 
 namespace gpunex::gpu {
 namespace {
@@ -56,11 +56,6 @@ struct Api {
 template <class Fn>
 void resolve(void* lib, const char* name, Fn& out) {
   out = reinterpret_cast<Fn>(dlsym(lib, name));
-}
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 class NvmlBackend final : public GpuBackend {
@@ -118,7 +113,7 @@ class NvmlBackend final : public GpuBackend {
     if (!dev) return std::move(dev).error();
     GpuSample s;
     s.index = index;
-    s.at_ms = now_ms();
+    s.at_ms = util::system_now_ms();
     char uuid[nvml::kUuidBufferSize] = {};
     if (nvml::Return rc = api_.get_uuid(*dev, uuid, sizeof uuid); rc != nvml::kSuccess) {
       return error("nvmlDeviceGetUUID", rc);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +10,7 @@
 
 #include <toml++/toml.h>
 
+#include "util/clock.hpp"
 #include "util/crypto.hpp"
 
 namespace gpunex::gpu::sim {
@@ -88,11 +88,6 @@ std::uint64_t mix(std::uint64_t x) {
 }
 double unit(std::uint64_t x) {
   return static_cast<double>(mix(x) >> 11) / 9007199254740992.0;
-}
-
-std::int64_t system_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -235,7 +230,7 @@ SimBackend::SimBackend(Machine machine, std::string seed)
     : machine_(std::move(machine)),
       seed_(std::move(seed)),
       samples_taken_(machine_.gpus.size(), 0),
-      now_ms_(&system_now_ms) {}
+      now_ms_(&util::system_now_ms) {}
 
 std::string SimBackend::uuid(unsigned index) const {
   const std::string h = util::sha256_hex(seed_ + "/sim-gpu/" + std::to_string(index));
