@@ -6,8 +6,9 @@
 # store (SQLite, then a throwaway PostgreSQL from scripts/pg.sh) a Release
 # gpunex-server answers typical searches, one after another on one keep-alive
 # connection (curl, time_total per request), and the script prints p50 and p99
-# per search side by side. Target: p99 under 20 ms. A last row times the first
-# search after a write to the market, when the server's offer cache reloads.
+# per search side by side. Targets (issue #20): each search's p99 under 5 ms; a last row times the
+# first search after a write to the market, when the server's offer cache takes the change in: p99 under
+# 20 ms.
 # Usage: bench/market.sh [REQUESTS] [STORES]
 #   REQUESTS: measured requests per search (default 200, after 10 warm-up rounds);
 #   STORES: "sqlite postgres" (default), or one of them.
@@ -203,11 +204,16 @@ for i, q in enumerate(searches):
         row += f" {p50:>15.1f} {p99:>7.1f}"
     print(row)
 row = f"{'first search after a change':<30} {'':>7}"
+first = 0.0
 for s in stores:
     r = [float(x) for x in open(f"{work}/reload-{s}")]
+    first = max(first, pct(r, 99))
     row += f" {pct(r, 50):>15.1f} {pct(r, 99):>7.1f}"
 print(row)
-print(f"worst p99 of the searches: {worst:.1f} ms (target: under 20 ms) -> {'PASS' if worst < 20 else 'MISS'}")
+# Issue #20's targets: a search's p99 under 5 ms, the first search after a market change under 20 ms.
+print(f"worst p99 of the searches: {worst:.1f} ms (target: under 5 ms) -> {'PASS' if worst < 5 else 'MISS'}")
+print(f"worst p99 of the first search after a change: {first:.1f} ms (target: under 20 ms) -> "
+      f"{'PASS' if first < 20 else 'MISS'}")
 PY
 for s in $STORES; do
   python3 - "$WORK/metrics-$s.txt" "$s" <<'PY'
