@@ -29,10 +29,14 @@ if [[ -n ${GPUNEX_TEST_SHARD:-} ]]; then
 fi
 files=("$dir"/*.test.mjs)
 if ((shard_n > 1)) && [[ -n ${GPUNEX_TEST_WEIGHTS:-} ]]; then
+  [[ -f $GPUNEX_TEST_WEIGHTS && -r $GPUNEX_TEST_WEIGHTS ]] ||
+    { echo "run-tests: cannot read GPUNEX_TEST_WEIGHTS=$GPUNEX_TEST_WEIGHTS" >&2; exit 2; }
   declare -A weight=()
-  while IFS=$'\t' read -r name seconds _; do
-    [[ $seconds =~ ^[0-9]+$ ]] && weight[$name]=$seconds
-  done <"$GPUNEX_TEST_WEIGHTS" || { echo "run-tests: cannot read GPUNEX_TEST_WEIGHTS=$GPUNEX_TEST_WEIGHTS" >&2; exit 2; }
+  # Other lines (comments) are skipped; a last line without its newline still counts.
+  while IFS=$'\t' read -r name seconds _ || [[ -n ${name:-} ]]; do
+    if [[ ${seconds:-} =~ ^[0-9]+$ ]]; then weight[$name]=$seconds; fi
+    name=""
+  done <"$GPUNEX_TEST_WEIGHTS"
   load=() mine=()
   for ((k = 1; k <= shard_n; k++)); do load[k]=0; done
   # Longest first, ties by name, so that every share computes the same split.
@@ -42,7 +46,8 @@ if ((shard_n > 1)) && [[ -n ${GPUNEX_TEST_WEIGHTS:-} ]]; then
     load[least]=$((load[least] + seconds))
     ((least == shard_k)) && mine+=("$path")
   done < <(for path in "${files[@]}"; do
-    name=$(basename "$path") seconds=${weight[$(basename "$path")]:-${GPUNEX_TEST_WEIGHT_DEFAULT:-10}}
+    name=${path##*/}
+    seconds=${weight[$name]:-${GPUNEX_TEST_WEIGHT_DEFAULT:-10}}
     [[ " ${GPUNEX_TEST_EXCLUDE:-} " == *" $name "* ]] && seconds=0  # listed below, not run
     printf '%s %s\n' "$seconds" "$path"
   done | sort -k1,1nr -k2,2)

@@ -19,7 +19,8 @@ SH
   export NODE="$WORK/node"
   # One long file, two middling, several short: the every-other split puts 100+30+... on one side.
   printf '# a comment line is ignored\nalpha.test.mjs\t100\nbravo.test.mjs\t5\ncharlie.test.mjs\t30\n' >"$WORK/w.tsv"
-  printf 'delta.test.mjs\t5\necho.test.mjs\t60\nfoxtrot.test.mjs\t5\ngolf.test.mjs\t40\n' >>"$WORK/w.tsv"
+  # A comment between figures, and a last line without its newline, are read as they should be.
+  printf 'delta.test.mjs\t5\n# refreshed by hand\necho.test.mjs\t60\nfoxtrot.test.mjs\t5\ngolf.test.mjs\t40' >>"$WORK/w.tsv"
   for f in alpha bravo charlie delta echo foxtrot golf hotel; do : >"$WORK/dir/$f.test.mjs"; done
   unset GPUNEX_TEST_SHARD GPUNEX_TEST_WEIGHTS GPUNEX_TEST_EXCLUDE GPUNEX_TEST_OUTPUT FAIL_FILE
 }
