@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BIN } from './server.mjs';
+import { BIN, stopAtEnd } from './server.mjs';
 
 // `simulate` is a SPEC as --simulate takes it ('L40S:2'), or a list of GPU entries
 // ([{ model: 'L40S', count: 1, perf_factor: 0.7 }]) written as a machine description file.
@@ -27,6 +27,7 @@ export function startAgent(serverUrl, key, { simulate = 'L40S:1', args = [], dir
   const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dir,
     '--api-key-file', keyFile, '--heartbeat-interval', '1', '--simulate', spec, ...args],
   { env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  stopAtEnd(proc, 'gpunex-agent');
   proc.stdout.on('data', (d) => logs.push(d.toString()));
   proc.stderr.on('data', (d) => logs.push(d.toString()));
   const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));

@@ -1,6 +1,7 @@
 // Starts a real gpunex-server for a test, on a fresh SQLite file or a fresh
 // PostgreSQL database (GPUNEX_TEST_DB=postgres with GPUNEX_TEST_PG_URL), on a
 // free loopback port, and stops it afterwards.
+import { after } from 'node:test';
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,6 +49,31 @@ function freshDatabaseUrl(dir) {
   u.pathname = `/${name}`;
   return u.toString();
 }
+
+// Servers and agents a test file started and did not stop: stopped once its tests are done. A test that
+// fails in its `finally` before it stops them (a browser's close() that throws) would otherwise leave a
+// child process that keeps node, and the whole folder's ctest entry, waiting until its timeout. Only
+// under `node --test` (which sets NODE_TEST_CONTEXT in each file's process): the benches import this
+// module from plain node, where a hook would make node:test print a report of no tests.
+const running = new Set();
+export function stopAtEnd(proc, what) {
+  const entry = { proc, what };
+  running.add(entry);
+  proc.once('exit', () => running.delete(entry));
+}
+if (process.env.NODE_TEST_CONTEXT) after(async () => {
+  for (const { proc, what } of running) {
+    if (proc.exitCode !== null || proc.signalCode !== null) continue;
+    console.error(`test harness: ${what} (pid ${proc.pid}) was still running after the tests: stopping it`);
+    const exited = new Promise((resolve) => proc.once('exit', resolve));
+    proc.kill('SIGTERM');
+    let timer;
+    await Promise.race([exited, new Promise((resolve) => { timer = setTimeout(resolve, 5000); })]);
+    clearTimeout(timer);
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  }
+  running.clear();
+});
 
 export class TestServer {
   constructor(extraArgs = [], env = {}) {
@@ -97,6 +123,7 @@ export class TestServer {
       ...(this.extraArgs.includes('--require-challenge-answers') ? [] : ['--require-challenge-answers', 'false']),
       ...(process.env.GPUNEX_WEB_DIR ? ['--web-dir', process.env.GPUNEX_WEB_DIR] : []), ...this.extraArgs,
     ], { env: { ...process.env, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    stopAtEnd(this.proc, 'gpunex-server');
     this.proc.stdout.on('data', (d) => this.logs.push(d.toString()));
     this.proc.stderr.on('data', (d) => this.logs.push(d.toString()));
     this.exited = new Promise((resolve) => this.proc.on('exit', (code, signal) => resolve({ code, signal })));
