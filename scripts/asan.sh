@@ -2,8 +2,7 @@
 # The C++ suites, and the API suites against sanitized server binaries, under
 # AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, SQLite).
 # Usage: scripts/asan.sh [cpp|api|rentals|--build-only]: one part (make test runs them as tests of
-# their own, side by side, the API folder in two halves by GPUNEX_TEST_SHARD and the file seconds in
-# GPUNEX_TEST_WEIGHTS: tests/js/run-tests.sh),
+# their own, side by side, the API folder in two halves by GPUNEX_TEST_SHARD: tests/js/run-tests.sh),
 # all three without an argument; --build-only builds and stops (scripts/test.sh builds ahead in the
 # background).
 set -euo pipefail
