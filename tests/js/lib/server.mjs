@@ -61,19 +61,29 @@ export function stopAtEnd(proc, what) {
   running.add(entry);
   proc.once('exit', () => running.delete(entry));
 }
+// Registered on import, at the file's top level: registered inside a test, node would run it when that
+// test ends. So it runs before the hooks the file registers after its imports: a file-wide server that the
+// file stops in its own `after` is stopped here first (and named in the line below).
 if (process.env.NODE_TEST_CONTEXT) after(async () => {
   for (const { proc, what } of running) {
     if (proc.exitCode !== null || proc.signalCode !== null) continue;
     console.error(`test harness: ${what} (pid ${proc.pid}) was still running after the tests: stopping it`);
-    const exited = new Promise((resolve) => proc.once('exit', resolve));
-    proc.kill('SIGTERM');
-    let timer;
-    await Promise.race([exited, new Promise((resolve) => { timer = setTimeout(resolve, 5000); })]);
-    clearTimeout(timer);
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    await terminate(proc, new Promise((resolve) => proc.once('exit', () => resolve(true))), 5000);
   }
   running.clear();
 });
+
+// SIGTERM, then SIGKILL if `exited` (the process's exit, as its owner awaits it) has not settled within
+// `graceMs`. Answers what `exited` settled with, or null when it had to be killed.
+async function terminate(proc, exited, graceMs) {
+  proc.kill('SIGTERM');
+  let timer;
+  const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve(null), graceMs); });
+  const r = await Promise.race([exited, timeout]);
+  clearTimeout(timer);
+  if (r === null && proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  return r;
+}
 
 export class TestServer {
   constructor(extraArgs = [], env = {}) {
@@ -144,13 +154,7 @@ export class TestServer {
 
   async stop() {
     if (!this.proc || this.proc.exitCode !== null) return;
-    this.proc.kill('SIGTERM');
-    let timer;
-    const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve(null), 15000); });
-    const r = await Promise.race([this.exited, timeout]);
-    clearTimeout(timer);
-    if (!r) this.proc.kill('SIGKILL');
-    return r;
+    return terminate(this.proc, this.exited, 15000);
   }
 
   // The mails in the drop (<data dir>/mail, where the server writes them without smtp_url), oldest first.
