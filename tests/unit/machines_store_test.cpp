@@ -242,6 +242,56 @@ TEST_F(MachinesStore, AnAgentsSeqIsTakenOnceAndStartsAgainWithAFreshAgent) {
   EXPECT_EQ(samples("a-0"), 4);
 }
 
+// The check names the field of the first sample or event whose GPU the machine never registered; a GPU it
+// registered and no longer has (absent since a registration without it) is still one of its own, and a GPU
+// named twice (a sample and an event) counts once.
+TEST_F(MachinesStore, AHeartbeatsCheckNamesTheGpuThatIsNotTheMachines) {
+  const std::string m1 = register_machine("a");
+  const std::string m2 = register_machine("b");
+  auto check = [&](const server::HeartbeatRequest& req) {
+    return store_->transact([&](store::Tx& tx) { return server::check_heartbeat(tx, "p1", req); });
+  };
+  auto event = [](const std::string& uuid) {
+    protocol::GpuEvent e;
+    e.type = protocol::kGpuLost;
+    e.uuid = uuid;
+    e.at_ms = kNow;
+    return e;
+  };
+
+  auto hb = heartbeat(m1, "a", 1);
+  EXPECT_TRUE(check(hb));
+  hb.telemetry.push_back(hb.telemetry[0]);  // the same GPU twice
+  hb.telemetry[1].index = 1;
+  hb.telemetry[1].uuid = "a-1";
+  hb.events = {event("a-1"), event("a-0")};
+  EXPECT_TRUE(check(hb));
+
+  hb.events.push_back(event("b-0"));  // another machine's GPU
+  auto refused = check(hb);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().field, "events[2].uuid");
+  hb.telemetry[1].uuid = "nobody";
+  refused = check(hb);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().field, "telemetry[1].uuid");  // samples first, in order
+
+  auto empty = heartbeat(m2, "b", 1);
+  empty.telemetry.clear();
+  EXPECT_TRUE(check(empty));
+  empty.machine_id = "mch_nonexistent";
+  refused = check(empty);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, core::ErrorCode::not_found);
+
+  // GPU a-1 taken out: the machine registers again without it, and a heartbeat that still names it passes.
+  store_->transact([&](store::Tx& tx) { server::MachinesRepo(tx).mark_gpus_absent(m1, kNow); });
+  auto late = heartbeat(m1, "a", 2, "-1");
+  EXPECT_TRUE(check(late));
+  EXPECT_FALSE(check(heartbeat(m1, "a", 2, "-2")));
+  EXPECT_FALSE(check(heartbeat(m2, "b", 2, "-3")));
+}
+
 // A heartbeat looks at the benchmark tables beyond one read only when there is work: a requested run to
 // deliver, a delivered run past the timeout or a challenge past its deadline to expire, a spot check to
 // schedule or issue. A machine running its benchmark (run delivered, challenge open and in time) has none.

@@ -308,9 +308,19 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
 
 core::Result<CheckedMachine> check_heartbeat_machine(Tx& tx, const std::string& provider_id,
                                                      const HeartbeatRequest& req) {
-  auto m = MachinesRepo(tx).heartbeat_machine(req.machine_id);
+  std::vector<std::string> uuids;
+  uuids.reserve(req.telemetry.size() + req.events.size());
+  for (const auto& s : req.telemetry) uuids.push_back(s.uuid);
+  for (const auto& e : req.events) uuids.push_back(e.uuid);
+  std::sort(uuids.begin(), uuids.end());
+  uuids.erase(std::unique(uuids.begin(), uuids.end()), uuids.end());
+  MachinesRepo repo(tx);
+  auto m = repo.heartbeat_machine(req.machine_id, uuids);
   if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
-  if (auto ok = check_heartbeat_gpus(m->gpu_uuids, req); !ok) return ok.error();
+  // One of them is not: which one, named by its field, from the machine's GPUs.
+  if (!m->registered_gpus) {
+    if (auto ok = check_heartbeat_gpus(repo.gpu_uuids(req.machine_id), req); !ok) return ok.error();
+  }
   return CheckedMachine{req.machine_id, m->status};
 }
 
