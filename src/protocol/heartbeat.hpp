@@ -99,6 +99,15 @@ struct HeartbeatReply {
 
 core::Result<HeartbeatRequest> parse_heartbeat_request(const nlohmann::json& body);
 
+//! The body's text as parse_heartbeat_request reads its JSON, by way of read_heartbeat_direct when that
+//! takes it (a heartbeat as agents send it), else of the JSON tree, which names every fault. What the
+//! server calls for every heartbeat.
+core::Result<HeartbeatRequest> read_heartbeat_request(std::string_view body);
+//! The body read straight from the parser's events, with no JSON tree: only a body that
+//! parse_heartbeat_request(core::parse_json_object(body)) takes, read alike; nullopt for anything else,
+//! including what it would take but this does not know (a non-empty jobs list). heartbeat_reader.cpp.
+std::optional<HeartbeatRequest> read_heartbeat_direct(std::string_view body);
+
 //! Lenient, as an agent reads a reply: whatever is not understood is left empty (a command
 //! without a text type gets type "").
 HeartbeatReply parse_heartbeat_reply(const nlohmann::json& body);
