@@ -244,52 +244,112 @@ TEST_F(MachinesStore, AnAgentsSeqIsTakenOnceAndStartsAgainWithAFreshAgent) {
 
 // The check names the field of the first sample or event whose GPU the machine never registered; a GPU it
 // registered and no longer has (absent since a registration without it) is still one of its own, and a GPU
-// named twice (a sample and an event) counts once.
+// named twice (a sample and an event) counts once. The same with the known GPUs the server keeps, which
+// answer from memory what they have read once.
 TEST_F(MachinesStore, AHeartbeatsCheckNamesTheGpuThatIsNotTheMachines) {
+  for (const bool with_known : {false, true}) {
+    SCOPED_TRACE(with_known ? "with known GPUs" : "reading the store");
+    SetUp();
+    server::KnownGpus known;
+    const std::string m1 = register_machine("a");
+    const std::string m2 = register_machine("b");
+    auto check = [&](const server::HeartbeatRequest& req) {
+      return store_->transact([&](store::Tx& tx) -> core::Status {
+        auto m = server::check_heartbeat_machine(tx, "p1", req, with_known ? &known : nullptr);
+        if (!m) return std::move(m).error();
+        return core::ok_status();
+      });
+    };
+    auto event = [](const std::string& uuid) {
+      protocol::GpuEvent e;
+      e.type = protocol::kGpuLost;
+      e.uuid = uuid;
+      e.at_ms = kNow;
+      return e;
+    };
+
+    auto hb = heartbeat(m1, "a", 1);
+    EXPECT_TRUE(check(hb));
+    hb.telemetry.push_back(hb.telemetry[0]);  // the same GPU twice
+    hb.telemetry[1].index = 1;
+    hb.telemetry[1].uuid = "a-1";
+    hb.events = {event("a-1"), event("a-0")};
+    EXPECT_TRUE(check(hb));
+
+    hb.events.push_back(event("b-0"));  // another machine's GPU
+    auto refused = check(hb);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().field, "events[2].uuid");
+    hb.telemetry[1].uuid = "nobody";
+    refused = check(hb);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().field, "telemetry[1].uuid");  // samples first, in order
+
+    auto empty = heartbeat(m2, "b", 1);
+    empty.telemetry.clear();
+    EXPECT_TRUE(check(empty));
+    empty.machine_id = "mch_nonexistent";
+    refused = check(empty);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, core::ErrorCode::not_found);
+
+    // GPU a-1 taken out: marked absent, and a heartbeat that still names it passes.
+    store_->transact([&](store::Tx& tx) { server::MachinesRepo(tx).mark_gpus_absent(m1, kNow); });
+    EXPECT_TRUE(check(heartbeat(m1, "a", 2, "-1")));
+    EXPECT_FALSE(check(heartbeat(m1, "a", 2, "-2")));
+    EXPECT_FALSE(check(heartbeat(m2, "b", 2, "-3")));
+  }
+}
+
+// The known GPUs are read once per machine: a check of GPUs known reads only the machine's row, a GPU
+// registered later is read when first named, and the machine's owner is read on every check.
+TEST_F(MachinesStore, KnownGpusAreReadOnceAndAGpuAddedLaterIsFound) {
+  server::KnownGpus known;
   const std::string m1 = register_machine("a");
-  const std::string m2 = register_machine("b");
-  auto check = [&](const server::HeartbeatRequest& req) {
-    return store_->transact([&](store::Tx& tx) { return server::check_heartbeat(tx, "p1", req); });
+  int selects = 0;
+  store_->set_observer([&](std::string_view op, double) { selects += op == "select" ? 1 : 0; });
+  // The check's result, and how many reads it made.
+  auto check = [&](const std::string& provider, const server::HeartbeatRequest& req) {
+    selects = 0;
+    auto ok = store_->transact([&](store::Tx& tx) -> core::Status {
+      auto m = server::check_heartbeat_machine(tx, provider, req, &known);
+      if (!m) return std::move(m).error();
+      return core::ok_status();
+    });
+    return std::pair{ok.ok(), selects};
   };
-  auto event = [](const std::string& uuid) {
-    protocol::GpuEvent e;
-    e.type = protocol::kGpuLost;
-    e.uuid = uuid;
-    e.at_ms = kNow;
-    return e;
-  };
+  EXPECT_EQ(check("p1", heartbeat(m1, "a", 1)), std::pair(true, 2));  // the machine, then its GPUs
+  EXPECT_TRUE(known.knows(m1, {"a-0", "a-1"}));                       // every GPU of the machine, at once
+  EXPECT_FALSE(known.knows(m1, {"a-0", "a-2"}));
+  EXPECT_EQ(check("p1", heartbeat(m1, "a", 2, "-1")), std::pair(true, 1));  // the machine only
 
-  auto hb = heartbeat(m1, "a", 1);
-  EXPECT_TRUE(check(hb));
-  hb.telemetry.push_back(hb.telemetry[0]);  // the same GPU twice
-  hb.telemetry[1].index = 1;
-  hb.telemetry[1].uuid = "a-1";
-  hb.events = {event("a-1"), event("a-0")};
-  EXPECT_TRUE(check(hb));
+  // A registration with a third GPU: the heartbeat naming it reads the machine's GPUs again, once.
+  store_->transact([&](store::Tx& tx) {
+    server::MachinesRepo(tx).upsert_gpu(m1, server::MachineGpuWrite{"a-2", 2, "NVIDIA L40S", std::nullopt, 46068, "{}"},
+                                        kNow);
+  });
+  EXPECT_EQ(check("p1", heartbeat(m1, "a", 3, "-2")), std::pair(true, 2));
+  EXPECT_EQ(check("p1", heartbeat(m1, "a", 4, "-2")), std::pair(true, 1));
+  EXPECT_EQ(check("p1", heartbeat(m1, "a", 5, "-3")), std::pair(false, 2));  // never one of its GPUs
 
-  hb.events.push_back(event("b-0"));  // another machine's GPU
-  auto refused = check(hb);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().field, "events[2].uuid");
-  hb.telemetry[1].uuid = "nobody";
-  refused = check(hb);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().field, "telemetry[1].uuid");  // samples first, in order
+  // Known GPUs do not make a machine anyone's: its owner is read each time.
+  EXPECT_EQ(check("p2", heartbeat(m1, "a", 6)), std::pair(false, 1));
+}
 
-  auto empty = heartbeat(m2, "b", 1);
-  empty.telemetry.clear();
-  EXPECT_TRUE(check(empty));
-  empty.machine_id = "mch_nonexistent";
-  refused = check(empty);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code, core::ErrorCode::not_found);
-
-  // GPU a-1 taken out: the machine registers again without it, and a heartbeat that still names it passes.
-  store_->transact([&](store::Tx& tx) { server::MachinesRepo(tx).mark_gpus_absent(m1, kNow); });
-  auto late = heartbeat(m1, "a", 2, "-1");
-  EXPECT_TRUE(check(late));
-  EXPECT_FALSE(check(heartbeat(m1, "a", 2, "-2")));
-  EXPECT_FALSE(check(heartbeat(m2, "b", 2, "-3")));
+// Past its size the memory forgets every machine and starts over; what it forgot is read again.
+TEST(KnownGpus, ForgetsEverythingPastItsSize) {
+  server::KnownGpus known(2);
+  known.remember("m1", {"u1"});
+  known.remember("m2", {"u2", "u3"});
+  EXPECT_TRUE(known.knows("m2", {"u3", "u2"}));
+  EXPECT_TRUE(known.knows("m2", {}));
+  EXPECT_FALSE(known.knows("m3", {}));  // a machine never read: read it
+  known.remember("m1", {"u1", "u4"});   // one it holds: no room needed
+  EXPECT_TRUE(known.knows("m2", {"u2"}));
+  known.remember("m3", {"u5"});
+  EXPECT_FALSE(known.knows("m1", {"u1"}));
+  EXPECT_FALSE(known.knows("m2", {"u2"}));
+  EXPECT_TRUE(known.knows("m3", {"u5"}));
 }
 
 // A heartbeat looks at the benchmark tables beyond one read only when there is work: a requested run to

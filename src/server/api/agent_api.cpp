@@ -44,7 +44,7 @@ http::Response agent_register(Ctx& ctx) {
 }
 //! A heartbeat is parsed here, on the I/O thread, and stored by the group commit with the heartbeats of
 //! other agents in one transaction; the reply is sent once that transaction has committed.
-void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& latest) {
+void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& latest, KnownGpus& known) {
   if (auto refused = require_agent_key(ctx)) return reply(*refused);
   // Without a JSON tree unless the body has a fault to name (protocol/heartbeat_reader.cpp).
   auto req = protocol::read_heartbeat_request(ctx.req.body);
@@ -56,12 +56,12 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
   // takes the machine the check read instead of reading the key, the machine and its GPUs again.
   auto checked = std::make_shared<std::optional<CheckedMachine>>();
   auto shared_req = std::make_shared<const protocol::HeartbeatRequest>(std::move(*req));
-  auto check = [key_id = ctx.principal->api_key_id, req = shared_req, checked](store::Tx& tx) -> core::Status {
+  auto check = [key_id = ctx.principal->api_key_id, req = shared_req, checked, &known](store::Tx& tx) -> core::Status {
     checked->reset();
     // The key is checked again inside the transaction: one revoked since authentication is refused.
     auto provider = agent_key_provider(tx, key_id);
     if (!provider) return std::move(provider).error();
-    auto machine = check_heartbeat_machine(tx, *provider, *req);
+    auto machine = check_heartbeat_machine(tx, *provider, *req, &known);
     if (!machine) return std::move(machine).error();
     *checked = std::move(*machine);
     return core::ok_status();
@@ -147,6 +147,8 @@ void register_agent_api(App& app) {
   auto& latest = app.keep(std::make_unique<PendingTelemetry>());
   latest.start(app.store(), std::chrono::seconds(app.config().telemetry_flush_s));
   app.on_stop([&latest] { latest.stop(); });
+  // The GPUs each machine registered, as heartbeats' checks have read them (server/fleet/machines.hpp).
+  auto& known = app.keep(std::make_unique<KnownGpus>());
   namespace oa = openapi;
   const auto figure = oa::nullable(oa::number());
   const auto gpu = oa::record({{"uuid", oa::text(1)},
@@ -184,13 +186,14 @@ void register_agent_api(App& app) {
                  .responses = {{200, oa::record({{"machine_id", oa::text(1)}, {"heartbeat_interval_s", oa::number()}},
                                                 {"machine_id", "heartbeat_interval_s"})}}}),
       agent_register);
-  app.route_async(http::Method::post, "/v1/agent/heartbeat",
-                  agent.doc({.summary = "Agent: heartbeat with telemetry; answers commands",
-                             .body = openapi::body_of(protocol::parse_heartbeat_request),
-                             .responses = {{200, oa::record({{"commands", oa::array(oa::any_object())},
-                                                             {"heartbeat_interval_s", oa::number()}},
-                                                            {"commands"})}}}),
-                  [&latest](Ctx& ctx, const http::Reply& reply) { agent_heartbeat(ctx, reply, latest); });
+  app.route_async(
+      http::Method::post, "/v1/agent/heartbeat",
+      agent.doc({.summary = "Agent: heartbeat with telemetry; answers commands",
+                 .body = openapi::body_of(protocol::parse_heartbeat_request),
+                 .responses = {{200, oa::record({{"commands", oa::array(oa::any_object())},
+                                                 {"heartbeat_interval_s", oa::number()}},
+                                                {"commands"})}}}),
+      [&latest, &known](Ctx& ctx, const http::Reply& reply) { agent_heartbeat(ctx, reply, latest, known); });
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
   app.route(http::Method::get, "/agent/install.sh",
             RouteOptions::public_route().doc(

@@ -306,21 +306,35 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
   return nlohmann::json{{"machine_id", id}, {"heartbeat_interval_s", settings.heartbeat_interval_s}};
 }
 
+bool KnownGpus::knows(const std::string& machine_id, const std::vector<std::string>& uuids) const {
+  std::lock_guard lock(mutex_);
+  auto it = by_machine_.find(machine_id);
+  if (it == by_machine_.end()) return false;
+  return std::all_of(uuids.begin(), uuids.end(),
+                     [&](const std::string& u) { return std::binary_search(it->second.begin(), it->second.end(), u); });
+}
+
+void KnownGpus::remember(const std::string& machine_id, const std::set<std::string>& uuids) {
+  std::lock_guard lock(mutex_);
+  if (by_machine_.size() >= max_machines_ && !by_machine_.contains(machine_id)) by_machine_.clear();
+  by_machine_[machine_id].assign(uuids.begin(), uuids.end());  // a set's order: sorted
+}
+
 core::Result<CheckedMachine> check_heartbeat_machine(Tx& tx, const std::string& provider_id,
-                                                     const HeartbeatRequest& req) {
-  std::vector<std::string> uuids;
-  uuids.reserve(req.telemetry.size() + req.events.size());
-  for (const auto& s : req.telemetry) uuids.push_back(s.uuid);
-  for (const auto& e : req.events) uuids.push_back(e.uuid);
-  std::sort(uuids.begin(), uuids.end());
-  uuids.erase(std::unique(uuids.begin(), uuids.end()), uuids.end());
+                                                     const HeartbeatRequest& req, KnownGpus* known) {
   MachinesRepo repo(tx);
-  auto m = repo.heartbeat_machine(req.machine_id, uuids);
+  auto m = repo.heartbeat_machine(req.machine_id);
   if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
-  // One of them is not: which one, named by its field, from the machine's GPUs.
-  if (!m->registered_gpus) {
-    if (auto ok = check_heartbeat_gpus(repo.gpu_uuids(req.machine_id), req); !ok) return ok.error();
+  if (known != nullptr) {
+    std::vector<std::string> uuids;
+    uuids.reserve(req.telemetry.size() + req.events.size());
+    for (const auto& s : req.telemetry) uuids.push_back(s.uuid);
+    for (const auto& e : req.events) uuids.push_back(e.uuid);
+    if (known->knows(req.machine_id, uuids)) return CheckedMachine{req.machine_id, m->status};
   }
+  const auto gpus = repo.gpu_uuids(req.machine_id);
+  if (auto ok = check_heartbeat_gpus(gpus, req); !ok) return ok.error();
+  if (known != nullptr) known->remember(req.machine_id, gpus);
   return CheckedMachine{req.machine_id, m->status};
 }
 

@@ -6,9 +6,12 @@
 // machines_repo, the status rules in core/machine_status.hpp.
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +36,25 @@ struct MachineSettings {
 core::Result<nlohmann::json> register_machine(store::Tx& tx, const std::string& provider_id, const RegisterRequest& req,
                                               const MachineSettings& settings, std::int64_t now_ms);
 
+//! The GPUs of each machine as heartbeats' checks read them, so that a heartbeat's check reads only the
+//! machine's row. A machine's GPUs are only ever added (a registration marks those it no longer reports
+//! absent; nothing deletes one), so a uuid found once stays one of the machine's GPUs, on every replica;
+//! a uuid not known here has the check read the machine's GPUs again. Thread-safe. Holds at most
+//! `max_machines` machines: past that it forgets them all and starts over.
+class KnownGpus {
+ public:
+  explicit KnownGpus(std::size_t max_machines = 200'000) : max_machines_(max_machines) {}
+  //! Whether every uuid of `uuids` is known to be one of the machine's GPUs.
+  bool knows(const std::string& machine_id, const std::vector<std::string>& uuids) const;
+  //! Every GPU the machine has registered, as just read from the store.
+  void remember(const std::string& machine_id, const std::set<std::string>& uuids);
+
+ private:
+  const std::size_t max_machines_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::vector<std::string>> by_machine_;  // sorted uuids
+};
+
 //! A heartbeat's checks, which write nothing: the machine is the provider's, every sample names one of its
 //! GPUs (404, or 400 naming the field). Run before a group commit batches it (GroupCommit::Check).
 core::Status check_heartbeat(store::Tx& tx, const std::string& provider_id, const HeartbeatRequest& req);
@@ -42,9 +64,10 @@ struct CheckedMachine {
   std::string id;
   core::MachineStatus status = core::MachineStatus::offline;
 };
-//! check_heartbeat, with the machine it checked.
+//! check_heartbeat, with the machine it checked; with `known`, the machine's GPUs are read only when a
+//! uuid is not known there yet.
 core::Result<CheckedMachine> check_heartbeat_machine(store::Tx& tx, const std::string& provider_id,
-                                                     const HeartbeatRequest& req);
+                                                     const HeartbeatRequest& req, KnownGpus* known = nullptr);
 //! Stores a heartbeat that check_heartbeat_machine passed just before in the same transaction, with
 //! nothing in between (GroupCommit runs a request's Check and then its Work): record_heartbeat without
 //! reading the machine, its GPUs and the caller's key a second time. Each GPU's sample and its minute's sums

@@ -86,19 +86,10 @@ std::set<std::string> MachinesRepo::present_gpu_uuids(const std::string& machine
   return out;
 }
 
-std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine(const std::string& machine_id,
-                                                                const std::vector<std::string>& uuids) {
-  // A count, not the GPUs' rows: every heartbeat runs this, and a row and its strings per GPU were most of
-  // the check's time (the heartbeat path's profile, bench/README.md). (machine_id, uuid) is unique.
-  Params params(uuids.begin(), uuids.end());
-  params.emplace_back(machine_id);
-  const auto r = tx_.query_one(
-      "SELECT m.provider_id, m.status, (SELECT COUNT(*) FROM machine_gpus g WHERE "
-      "g.machine_id = m.id AND g.uuid" +
-          store::in_list(uuids.size()) + ") FROM machines m WHERE m.id = ?",
-      params);
+std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine(const std::string& machine_id) {
+  const auto r = tx_.query_one("SELECT provider_id, status FROM machines WHERE id = ?", {machine_id});
   if (!r) return std::nullopt;
-  return HeartbeatMachine{r->str(0), status_of(r->str(1)), r->i64(2) == static_cast<std::int64_t>(uuids.size())};
+  return HeartbeatMachine{r->str(0), status_of(r->str(1))};
 }
 
 std::set<std::string> MachinesRepo::gpu_uuids(const std::string& machine_id) {

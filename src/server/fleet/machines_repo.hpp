@@ -26,12 +26,10 @@ struct MachineRecord {
   bool simulated = false;
 };
 
-//! What a heartbeat's check reads of its machine: the owner, the status, and whether the GPUs the heartbeat
-//! names are all GPUs the machine registered.
+//! What a heartbeat's check reads of its machine: the owner and the status.
 struct HeartbeatMachine {
   std::string provider_id;
   core::MachineStatus status = core::MachineStatus::offline;
-  bool registered_gpus = false;  // every uuid asked about is one of the machine's GPUs, present or not
 };
 
 //! What a registration writes on a machine row.
@@ -183,10 +181,8 @@ class MachinesRepo {
 
   //! The uuids of the machine's GPUs present at the last registration (heartbeat_machine has them all).
   std::set<std::string> present_gpu_uuids(const std::string& machine_id);
-  //! The machine, and whether `uuids` (distinct) are all GPUs it registered, in one row: a heartbeat's check.
-  //! None when there is no such machine.
-  std::optional<HeartbeatMachine> heartbeat_machine(const std::string& machine_id,
-                                                    const std::vector<std::string>& uuids);
+  //! The machine's owner and status, for a heartbeat's check; none when there is no such machine.
+  std::optional<HeartbeatMachine> heartbeat_machine(const std::string& machine_id);
   //! The uuid of every GPU the machine registered, present or not.
   std::set<std::string> gpu_uuids(const std::string& machine_id);
   //! Marks every GPU of the machine absent, before a registration marks those it reports present again.
