@@ -48,14 +48,6 @@ class Row {
 
 using Params = std::vector<Value>;
 
-//! An SQL expression and the parameters of its placeholders, in order, for a caller to put into a statement
-//! of its own. `sql` is a text that outlives the statement (a static string), so the statement's text and
-//! plan stay the same from call to call.
-struct Condition {
-  std::string_view sql;
-  Params params;
-};
-
 //! A database failure that ends the request (answered 500 / 503).
 class StoreError : public std::runtime_error {
  public:

@@ -56,25 +56,21 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
   // takes the machine the check read instead of reading the key, the machine and its GPUs again.
   auto checked = std::make_shared<std::optional<CheckedMachine>>();
   auto shared_req = std::make_shared<const protocol::HeartbeatRequest>(std::move(*req));
-  const auto bench = benchmark_settings(ctx.config());
-  const auto now = ctx.now_ms();
-  // The check's read of the machine also answers whether there is benchmark work (one read less per beat).
-  auto check = [key_id = ctx.principal->api_key_id, req = shared_req, checked, &known,
-                work = heartbeat_work_condition(bench, now)](store::Tx& tx) -> core::Status {
+  auto check = [key_id = ctx.principal->api_key_id, req = shared_req, checked, &known](store::Tx& tx) -> core::Status {
     checked->reset();
     // The key is checked again inside the transaction: one revoked since authentication is refused.
     auto provider = agent_key_provider(tx, key_id);
     if (!provider) return std::move(provider).error();
-    auto machine = check_heartbeat_machine(tx, *provider, *req, &known, work);
+    auto machine = check_heartbeat_machine(tx, *provider, *req, &known);
     if (!machine) return std::move(machine).error();
     *checked = std::move(*machine);
     return core::ok_status();
   };
   auto work = [key_id = ctx.principal->api_key_id, shared_req, checked, &latest, settings = settings_of(ctx.config()),
-               bench, now](store::Tx& tx) -> core::Result<nlohmann::json> {
+               bench = benchmark_settings(ctx.config()),
+               now = ctx.now_ms()](store::Tx& tx) -> core::Result<nlohmann::json> {
     const auto& req = *shared_req;
     std::optional<CheckedMachine> machine = std::exchange(*checked, std::nullopt);
-    const std::optional<bool> has_benchmark_work = machine ? machine->also : std::nullopt;
     core::Result<nlohmann::json> out = core::Error::make(core::ErrorCode::internal, "not run");
     if (machine) {
       out = record_checked_heartbeat(tx, *machine, req, settings, now, &latest);
@@ -92,7 +88,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
       }
     }
     // The reply carries the commands: a benchmark run the server wants (server/fleet/benchmarks.hpp).
-    auto cmds = benchmark_commands(tx, req.machine_id, bench, now, has_benchmark_work);
+    auto cmds = benchmark_commands(tx, req.machine_id, bench, now);
     if (!cmds.empty()) (*out)["commands"] = std::move(cmds);
     return out;
   };

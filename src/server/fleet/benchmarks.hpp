@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,13 +54,9 @@ void require_verification(store::Tx& tx, const std::string& machine_id, core::Be
                           std::int64_t now_ms);
 
 //! The commands for a heartbeat reply: a `run_benchmark` for a requested run (marked delivered), else none.
-//! Expires runs delivered longer ago than the timeout first. `has_work`: heartbeat_work_condition's answer
-//! when the caller read it with the machine in this transaction (else it is read here).
+//! Expires runs delivered longer ago than the timeout first.
 nlohmann::json benchmark_commands(store::Tx& tx, const std::string& machine_id, const BenchmarkSettings& s,
-                                  std::int64_t now_ms, std::optional<bool> has_work = std::nullopt);
-//! Whether a heartbeat has benchmark work to do (BenchmarksRepo::has_heartbeat_work), as an expression over
-//! the machine's row for the read that checks the heartbeat.
-store::Condition heartbeat_work_condition(const BenchmarkSettings& s, std::int64_t now_ms);
+                                  std::int64_t now_ms);
 
 //! POST /v1/agent/benchmarks: validates and stores a run, judges each GPU, delists or relists, notifies.
 //! Any fault (malformed, another machine's id or GPU, implausible figures) is a 400 naming the field,

@@ -71,25 +71,23 @@ bool BenchmarksRepo::has_open_run(const std::string& machine_id) {
   return tx_.query_one(q, {machine_id}).has_value();
 }
 
-store::Condition BenchmarksRepo::heartbeat_work(std::int64_t now, std::int64_t delivered_cutoff, bool spot_checks) {
+bool BenchmarksRepo::has_heartbeat_work(const std::string& machine_id, std::int64_t now, std::int64_t delivered_cutoff,
+                                        bool spot_checks) {
   // The same conditions as benchmark_commands' steps: oldest_requested, expire_delivered_before,
   // expire_challenges (deadline_at < now) and spot_check_command.
   static const std::string work =
-      "EXISTS (SELECT 1 FROM benchmark_runs WHERE machine_id = m.id AND (status = " +
-      sql(BenchmarkRunStatus::requested) + " OR (status = " + sql(BenchmarkRunStatus::delivered) +
-      " AND delivered_at < ?))) OR EXISTS (SELECT 1 FROM benchmark_challenges WHERE machine_id = m.id AND status IN " +
+      "EXISTS (SELECT 1 FROM benchmark_runs WHERE machine_id = ? AND (status = " + sql(BenchmarkRunStatus::requested) +
+      " OR (status = " + sql(BenchmarkRunStatus::delivered) +
+      " AND delivered_at < ?))) OR EXISTS (SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status IN " +
       std::string(kOpenChallengeStatuses) + " AND deadline_at < ?)";
-  static const std::string with_spot_checks = "(m.spot_check_at IS NULL OR m.spot_check_at <= ? OR " + work + ")";
-  static const std::string without = "(" + work + ")";
-  if (spot_checks) return {with_spot_checks, {now, delivered_cutoff, now}};
-  return {without, {delivered_cutoff, now}};
-}
-
-bool BenchmarksRepo::has_heartbeat_work(const std::string& machine_id, std::int64_t now, std::int64_t delivered_cutoff,
-                                        bool spot_checks) {
-  auto work = heartbeat_work(now, delivered_cutoff, spot_checks);
-  work.params.emplace_back(machine_id);
-  const auto r = tx_.query_one("SELECT " + std::string(work.sql) + " FROM machines m WHERE m.id = ?", work.params);
+  static const std::string with_spot_checks =
+      "SELECT 1 FROM machines WHERE id = ? AND (spot_check_at IS NULL OR spot_check_at <= ? OR " + work + ")";
+  static const std::string without = "SELECT " + work;
+  if (spot_checks) {
+    return tx_.query_one(with_spot_checks, {machine_id, now, machine_id, delivered_cutoff, machine_id, now})
+        .has_value();
+  }
+  auto r = tx_.query_one(without, {machine_id, delivered_cutoff, machine_id, now});
   return r && r->boolean(0);
 }
 

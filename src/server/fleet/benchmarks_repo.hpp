@@ -112,9 +112,6 @@ class BenchmarksRepo {
   //! running a benchmark (its run delivered, its challenges open and in time) is one of them.
   bool has_heartbeat_work(const std::string& machine_id, std::int64_t now_ms, std::int64_t delivered_cutoff_ms,
                           bool spot_checks);
-  //! has_heartbeat_work's test as an SQL expression over the machine's row (aliased `m`) and its parameters,
-  //! for a read of that row to answer in the same statement (a heartbeat's check: one read less per beat).
-  static store::Condition heartbeat_work(std::int64_t now_ms, std::int64_t delivered_cutoff_ms, bool spot_checks);
   //! Opens a run, Requested; returns its id.
   std::string open_run(const std::string& machine_id, core::BenchmarkReason reason, std::int64_t now_ms);
   //! Online machines with no open run and no run requested after `requested_after_ms`, by id.

@@ -321,22 +321,21 @@ void KnownGpus::remember(const std::string& machine_id, const std::set<std::stri
 }
 
 core::Result<CheckedMachine> check_heartbeat_machine(Tx& tx, const std::string& provider_id,
-                                                     const HeartbeatRequest& req, KnownGpus* known,
-                                                     const std::optional<store::Condition>& also) {
+                                                     const HeartbeatRequest& req, KnownGpus* known) {
   MachinesRepo repo(tx);
-  auto m = repo.heartbeat_machine(req.machine_id, also);
+  auto m = repo.heartbeat_machine(req.machine_id);
   if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
   if (known != nullptr) {
     std::vector<std::string> uuids;
     uuids.reserve(req.telemetry.size() + req.events.size());
     for (const auto& s : req.telemetry) uuids.push_back(s.uuid);
     for (const auto& e : req.events) uuids.push_back(e.uuid);
-    if (known->knows(req.machine_id, uuids)) return CheckedMachine{req.machine_id, m->status, m->also};
+    if (known->knows(req.machine_id, uuids)) return CheckedMachine{req.machine_id, m->status};
   }
   const auto gpus = repo.gpu_uuids(req.machine_id);
   if (auto ok = check_heartbeat_gpus(gpus, req); !ok) return ok.error();
   if (known != nullptr) known->remember(req.machine_id, gpus);
-  return CheckedMachine{req.machine_id, m->status, m->also};
+  return CheckedMachine{req.machine_id, m->status};
 }
 
 core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req) {

@@ -63,14 +63,11 @@ core::Status check_heartbeat(store::Tx& tx, const std::string& provider_id, cons
 struct CheckedMachine {
   std::string id;
   core::MachineStatus status = core::MachineStatus::offline;
-  std::optional<bool> also;  // the check's `also` condition on the machine's row, when it was given one
 };
 //! check_heartbeat, with the machine it checked; with `known`, the machine's GPUs are read only when a
-//! uuid is not known there yet. `also`: an expression over the machine's row (as `m`) answered in the same
-//! read, for the caller's next step (whether there is benchmark work: heartbeat_work_condition).
+//! uuid is not known there yet.
 core::Result<CheckedMachine> check_heartbeat_machine(store::Tx& tx, const std::string& provider_id,
-                                                     const HeartbeatRequest& req, KnownGpus* known = nullptr,
-                                                     const std::optional<store::Condition>& also = std::nullopt);
+                                                     const HeartbeatRequest& req, KnownGpus* known = nullptr);
 //! Stores a heartbeat that check_heartbeat_machine passed just before in the same transaction, with
 //! nothing in between (GroupCommit runs a request's Check and then its Work): record_heartbeat without
 //! reading the machine, its GPUs and the caller's key a second time. Each GPU's sample and its minute's sums

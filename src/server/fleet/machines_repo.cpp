@@ -86,19 +86,10 @@ std::set<std::string> MachinesRepo::present_gpu_uuids(const std::string& machine
   return out;
 }
 
-std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine(const std::string& machine_id,
-                                                                const std::optional<store::Condition>& also) {
-  if (!also) {
-    const auto r = tx_.query_one("SELECT m.provider_id, m.status FROM machines m WHERE m.id = ?", {machine_id});
-    if (!r) return std::nullopt;
-    return HeartbeatMachine{r->str(0), status_of(r->str(1)), std::nullopt};
-  }
-  Params params = also->params;
-  params.emplace_back(machine_id);
-  const auto r = tx_.query_one(
-      "SELECT m.provider_id, m.status, " + std::string(also->sql) + " FROM machines m WHERE m.id = ?", params);
+std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine(const std::string& machine_id) {
+  const auto r = tx_.query_one("SELECT provider_id, status FROM machines WHERE id = ?", {machine_id});
   if (!r) return std::nullopt;
-  return HeartbeatMachine{r->str(0), status_of(r->str(1)), r->boolean(2)};
+  return HeartbeatMachine{r->str(0), status_of(r->str(1))};
 }
 
 std::set<std::string> MachinesRepo::gpu_uuids(const std::string& machine_id) {

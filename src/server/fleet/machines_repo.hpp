@@ -26,11 +26,10 @@ struct MachineRecord {
   bool simulated = false;
 };
 
-//! What a heartbeat's check reads of its machine: the owner, the status, and the caller's condition.
+//! What a heartbeat's check reads of its machine: the owner and the status.
 struct HeartbeatMachine {
   std::string provider_id;
   core::MachineStatus status = core::MachineStatus::offline;
-  std::optional<bool> also;  // the condition heartbeat_machine was given, if any, on this machine's row
 };
 
 //! What a registration writes on a machine row.
@@ -182,10 +181,8 @@ class MachinesRepo {
 
   //! The uuids of the machine's GPUs present at the last registration (heartbeat_machine has them all).
   std::set<std::string> present_gpu_uuids(const std::string& machine_id);
-  //! The machine's owner and status, for a heartbeat's check, and `also` (an expression over the row as
-  //! `m`) in the same read; none when there is no such machine.
-  std::optional<HeartbeatMachine> heartbeat_machine(const std::string& machine_id,
-                                                    const std::optional<store::Condition>& also = std::nullopt);
+  //! The machine's owner and status, for a heartbeat's check; none when there is no such machine.
+  std::optional<HeartbeatMachine> heartbeat_machine(const std::string& machine_id);
   //! The uuid of every GPU the machine registered, present or not.
   std::set<std::string> gpu_uuids(const std::string& machine_id);
   //! Marks every GPU of the machine absent, before a registration marks those it reports present again.
