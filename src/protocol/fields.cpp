@@ -25,7 +25,8 @@ std::optional<double> optional_number(core::ObjectReader& r, std::string_view ke
 }
 
 std::optional<std::int64_t> time_field(core::ObjectReader& r, std::string_view key, bool required) {
-  auto s = required ? std::optional<std::string>(r.required_string(key, 1, 64)) : r.optional_string(key, 64);
+  auto s = required ? std::optional<std::string>(r.required_string(key, 1, kTimeTextMax))
+                    : r.optional_string(key, kTimeTextMax);
   if (r.describing()) r.describe_field(key, {{"format", "date-time"}});
   if (!s || r.failed()) return std::nullopt;
   auto ms = core::parse_rfc3339_ms(*s);
@@ -34,7 +35,7 @@ std::optional<std::int64_t> time_field(core::ObjectReader& r, std::string_view k
 }
 
 int protocol_version(core::ObjectReader& r) {
-  const int v = static_cast<int>(r.required_int("protocol_version", 1, 1000));
+  const int v = static_cast<int>(r.required_int("protocol_version", 1, kProtocolVersionMax));
   if (r.describing()) r.describe_field("protocol_version", {{"const", kProtocolVersion}});
   if (!r.failed() && v != kProtocolVersion) {
     r.fail(Error::make(ErrorCode::invalid_field,

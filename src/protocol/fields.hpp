@@ -13,6 +13,9 @@ namespace gpunex::protocol::detail {
 
 //! A bound for counters and sizes: large, yet exact as a JSON number.
 inline constexpr std::int64_t kBig = 1LL << 50;
+//! The longest text time_field reads, and the largest protocol_version read (then refused unless ours).
+inline constexpr std::size_t kTimeTextMax = 64;
+inline constexpr std::int64_t kProtocolVersionMax = 1000;
 
 //! An optional finite number from min to max.
 std::optional<double> optional_number(core::ObjectReader& r, std::string_view key, double min, double max);

@@ -13,6 +13,7 @@ using core::Error;
 using core::ErrorCode;
 using core::ObjectReader;
 using detail::kBig;
+namespace L = heartbeat_limits;
 
 namespace {
 
@@ -24,28 +25,29 @@ nlohmann::json opt(const std::optional<T>& v) {
 core::Status parse_sample(const nlohmann::json& j, const std::string& path, TelemetrySample& s) {
   ObjectReader r(j, path);
   s.index = r.required_int("index", 0, kMaxGpusPerMachine - 1);
-  s.uuid = r.required_string("uuid", 1, 96);
+  s.uuid = r.required_string("uuid", 1, L::kUuidMax);
   s.at_ms = detail::time_field(r, "at", true).value_or(0);
-  s.error = r.optional_string("error", 1000);
+  s.error = r.optional_string("error", L::kTextMax);
   if (s.error) std::erase(*s.error, '\0');  // the engine's text, kept as sent but for NULs no store can hold
   if (!s.error) {
     r.describe_when("there is no error");
-    s.memory_used_mib = r.required_int("memory_used_mib", 0, 16 * 1024 * 1024);
-    s.temperature_c = r.optional_int("temperature_c", 0, 200);
-    s.power_w = detail::optional_number(r, "power_w", 0, 10000);
-    s.power_limit_w = detail::optional_number(r, "power_limit_w", 0, 10000);
-    s.util_gpu_pct = r.optional_int("util_gpu_pct", 0, 100);
-    s.util_mem_pct = r.optional_int("util_mem_pct", 0, 100);
-    s.sm_clock_mhz = r.optional_int("sm_clock_mhz", 0, 100000);
-    s.mem_clock_mhz = r.optional_int("mem_clock_mhz", 0, 100000);
-    const auto* ev = r.required_array("clock_events", 0, 32);
+    s.memory_used_mib = r.required_int("memory_used_mib", 0, L::kMemoryUsedMibMax);
+    s.temperature_c = r.optional_int("temperature_c", 0, L::kTemperatureMax);
+    s.power_w = detail::optional_number(r, "power_w", 0, L::kPowerMax);
+    s.power_limit_w = detail::optional_number(r, "power_limit_w", 0, L::kPowerMax);
+    s.util_gpu_pct = r.optional_int("util_gpu_pct", 0, L::kPercentMax);
+    s.util_mem_pct = r.optional_int("util_mem_pct", 0, L::kPercentMax);
+    s.sm_clock_mhz = r.optional_int("sm_clock_mhz", 0, L::kClockMhzMax);
+    s.mem_clock_mhz = r.optional_int("mem_clock_mhz", 0, L::kClockMhzMax);
+    const auto* ev = r.required_array("clock_events", 0, L::kClockEventsMax);
     if (r.describing())
-      r.describe_field("clock_events", {{"items", {{"type", "string"}, {"minLength", 1}, {"maxLength", 64}}}});
+      r.describe_field("clock_events",
+                       {{"items", {{"type", "string"}, {"minLength", 1}, {"maxLength", L::kClockEventNameMax}}}});
     if (ev != nullptr) {
       for (std::size_t i = 0; i < ev->size(); ++i) {
         const auto& e = (*ev)[i];
         const auto* name = e.get_ptr<const std::string*>();
-        if (name == nullptr || name->empty() || name->size() > 64) {
+        if (name == nullptr || name->empty() || name->size() > L::kClockEventNameMax) {
           r.fail(Error::make(ErrorCode::invalid_field, "must be a clock-event name",
                              r.path_of("clock_events") + "[" + std::to_string(i) + "]"));
           break;
@@ -62,14 +64,14 @@ core::Status parse_sample(const nlohmann::json& j, const std::string& path, Tele
 
 core::Status parse_gpu_event(const nlohmann::json& j, const std::string& path, GpuEvent& e) {
   ObjectReader r(j, path);
-  e.type = r.required_string("type", 1, 32);
+  e.type = r.required_string("type", 1, L::kEventTypeMax);
   if (r.describing()) r.describe_field("type", {{"enum", {kGpuLost, kGpuRecovered}}});
   if (!r.failed() && e.type != kGpuLost && e.type != kGpuRecovered) {
     r.fail(Error::make(ErrorCode::invalid_field, "must be gpu_lost or gpu_recovered", r.path_of("type")));
   }
-  e.uuid = r.required_string("uuid", 1, 96);
+  e.uuid = r.required_string("uuid", 1, L::kUuidMax);
   e.at_ms = detail::time_field(r, "at", true).value_or(0);
-  e.message = r.optional_string("message", 1000);
+  e.message = r.optional_string("message", L::kTextMax);
   if (e.message) std::erase(*e.message, '\0');
   return r.finish();
 }
@@ -212,21 +214,23 @@ core::Result<HeartbeatRequest> parse_heartbeat_request(const nlohmann::json& bod
   HeartbeatRequest req;
   ObjectReader r(body);
   req.protocol_version = detail::protocol_version(r);
-  req.machine_id = r.required_string("machine_id", 1, 64);
-  req.seq = r.required_int("seq", 1, 1LL << 53);
+  req.machine_id = r.required_string("machine_id", 1, L::kMachineIdMax);
+  req.seq = r.required_int("seq", 1, L::kSeqMax);
   req.sent_at_ms = detail::time_field(r, "sent_at", false);
   // Described, the lists are read although failed() holds (it always does then).
   if (const auto* t = r.required_array("telemetry", 0, kMaxGpusPerMachine);
       t != nullptr && (!r.failed() || r.describing())) {
     detail::parse_items(r, *t, "telemetry", req.telemetry, parse_sample);
   }
-  if (const auto* jobs = r.required_array("jobs", 0, 1024); jobs != nullptr) req.jobs = *jobs;
+  if (const auto* jobs = r.required_array("jobs", 0, L::kJobsMax); jobs != nullptr) req.jobs = *jobs;
   if (r.describing()) r.describe_field("jobs", {{"description", "The agent's running jobs, as it reports them."}});
   if (const auto* ev = r.optional_value("events", ObjectReader::Shape::list);
       ev != nullptr && (!r.failed() || r.describing())) {
-    if (r.describing()) r.describe_field("events", {{"maxItems", 256}});
-    if (!ev->is_array() || ev->size() > 256) {
-      r.fail(Error::make(ErrorCode::invalid_field, "must be an array of at most 256 events", std::string("events")));
+    if (r.describing()) r.describe_field("events", {{"maxItems", L::kEventsMax}});
+    if (!ev->is_array() || ev->size() > L::kEventsMax) {
+      r.fail(Error::make(ErrorCode::invalid_field,
+                         "must be an array of at most " + std::to_string(L::kEventsMax) + " events",
+                         std::string("events")));
     } else {
       detail::parse_items(r, *ev, "events", req.events, parse_gpu_event);
     }

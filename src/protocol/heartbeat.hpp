@@ -59,6 +59,25 @@ struct GpuEvent {
 inline constexpr std::string_view kGpuLost = "gpu_lost";            // the GPU stopped answering
 inline constexpr std::string_view kGpuRecovered = "gpu_recovered";  // it answers again
 
+//! The bounds of a heartbeat's fields, read by both its readers (parse_heartbeat_request and
+//! read_heartbeat_direct), so they cannot disagree.
+namespace heartbeat_limits {
+inline constexpr std::size_t kMachineIdMax = 64;
+inline constexpr std::int64_t kSeqMax = std::int64_t{1} << 53;  // exact as a JSON number
+inline constexpr std::size_t kUuidMax = 96;
+inline constexpr std::size_t kTextMax = 1000;  // a sample's error, an event's message
+inline constexpr std::int64_t kMemoryUsedMibMax = 16 * 1024 * 1024;
+inline constexpr std::int64_t kTemperatureMax = 200;
+inline constexpr double kPowerMax = 10000;
+inline constexpr std::int64_t kPercentMax = 100;
+inline constexpr std::int64_t kClockMhzMax = 100000;
+inline constexpr std::size_t kClockEventsMax = 32;
+inline constexpr std::size_t kClockEventNameMax = 64;
+inline constexpr std::size_t kEventTypeMax = 32;
+inline constexpr std::size_t kEventsMax = 256;
+inline constexpr std::size_t kJobsMax = 1024;
+}  // namespace heartbeat_limits
+
 struct HeartbeatRequest {
   int protocol_version = kProtocolVersion;
   std::string machine_id;

@@ -26,6 +26,7 @@ namespace {
 namespace direct {  // named too, apart from heartbeat.cpp's helpers in the unity build
 
 using json = nlohmann::json;
+namespace L = heartbeat_limits;
 
 //! One scalar value as the parser reported it.
 struct Scalar {
@@ -120,9 +121,9 @@ bool take_optional_text(const Scalar& v, std::size_t max_len, std::optional<std:
   out = std::move(s);
   return true;
 }
-//! A time as time_field reads it: text of 1 to 64 characters (0 to 64 when optional), RFC 3339.
+//! A time as time_field reads it: text of 1 (0 when optional) to kTimeTextMax characters, RFC 3339.
 bool take_time(const Scalar& v, std::size_t min_len, std::int64_t& out) {
-  if (v.kind != Scalar::Kind::string || v.s->size() < min_len || v.s->size() > 64) return false;
+  if (v.kind != Scalar::Kind::string || v.s->size() < min_len || v.s->size() > detail::kTimeTextMax) return false;
   const auto ms = core::parse_rfc3339_ms(*v.s);
   if (!ms) return false;
   out = *ms;
@@ -179,7 +180,7 @@ class HeartbeatSax {
         sample_seen_ = 0;
         return true;
       case At::events:
-        if (out_.events.size() >= kMaxEvents) return false;
+        if (out_.events.size() >= L::kEventsMax) return false;
         at_ = At::event;
         event_ = GpuEvent{};
         event_seen_ = 0;
@@ -238,8 +239,6 @@ class HeartbeatSax {
   bool done() const { return at_ == At::done; }
 
  private:
-  static constexpr std::size_t kMaxEvents = 256;
-  static constexpr std::size_t kMaxClockEvents = 32;
   enum class At { start, root, telemetry, sample, clock_events, jobs, events, event, done };
 
   template <std::size_t N>
@@ -261,7 +260,9 @@ class HeartbeatSax {
         return event_value(v);
       case At::clock_events: {
         std::string name;
-        if (sample_.clock_events.size() >= kMaxClockEvents || !take_text(v, 1, 64, name)) return false;
+        if (sample_.clock_events.size() >= L::kClockEventsMax || !take_text(v, 1, L::kClockEventNameMax, name)) {
+          return false;
+        }
         sample_.clock_events.push_back(std::move(name));
         return true;
       }
@@ -274,14 +275,14 @@ class HeartbeatSax {
     switch (key_) {
       case kProtocolVersionKey: {
         std::int64_t version = 0;
-        if (!take_whole(v, 1, 1000, version) || version != kProtocolVersion) return false;
+        if (!take_whole(v, 1, detail::kProtocolVersionMax, version) || version != kProtocolVersion) return false;
         out_.protocol_version = static_cast<int>(version);
         return true;
       }
       case kMachineId:
-        return take_text(v, 1, 64, out_.machine_id);
+        return take_text(v, 1, L::kMachineIdMax, out_.machine_id);
       case kSeq:
-        return take_whole(v, 1, 1LL << 53, out_.seq);
+        return take_whole(v, 1, L::kSeqMax, out_.seq);
       case kSentAt: {
         if (v.kind == Scalar::Kind::null) return true;
         std::int64_t ms = 0;
@@ -302,31 +303,31 @@ class HeartbeatSax {
       case kIndex:
         return take_whole(v, 0, static_cast<std::int64_t>(kMaxGpusPerMachine) - 1, s.index);
       case kUuid:
-        return take_text(v, 1, 96, s.uuid);
+        return take_text(v, 1, L::kUuidMax, s.uuid);
       case kAt:
         return take_time(v, 1, s.at_ms);
       case kError:
-        return take_optional_text(v, 1000, s.error);
+        return take_optional_text(v, L::kTextMax, s.error);
       case kMemoryUsed: {
         std::int64_t mib = 0;
-        if (!take_whole(v, 0, 16 * 1024 * 1024, mib)) return false;
+        if (!take_whole(v, 0, L::kMemoryUsedMibMax, mib)) return false;
         s.memory_used_mib = mib;
         return true;
       }
       case kTemperature:
-        return take_optional_whole(v, 0, 200, s.temperature_c);
+        return take_optional_whole(v, 0, L::kTemperatureMax, s.temperature_c);
       case kPower:
-        return take_optional_number(v, 0, 10000, s.power_w);
+        return take_optional_number(v, 0, L::kPowerMax, s.power_w);
       case kPowerLimit:
-        return take_optional_number(v, 0, 10000, s.power_limit_w);
+        return take_optional_number(v, 0, L::kPowerMax, s.power_limit_w);
       case kUtilGpu:
-        return take_optional_whole(v, 0, 100, s.util_gpu_pct);
+        return take_optional_whole(v, 0, L::kPercentMax, s.util_gpu_pct);
       case kUtilMem:
-        return take_optional_whole(v, 0, 100, s.util_mem_pct);
+        return take_optional_whole(v, 0, L::kPercentMax, s.util_mem_pct);
       case kSmClock:
-        return take_optional_whole(v, 0, 100000, s.sm_clock_mhz);
+        return take_optional_whole(v, 0, L::kClockMhzMax, s.sm_clock_mhz);
       case kMemClock:
-        return take_optional_whole(v, 0, 100000, s.mem_clock_mhz);
+        return take_optional_whole(v, 0, L::kClockMhzMax, s.mem_clock_mhz);
       case kEccCorrected:
         return take_optional_whole(v, 0, detail::kBig, s.ecc_corrected);
       case kEccUncorrected:
@@ -340,13 +341,13 @@ class HeartbeatSax {
     auto& e = event_;
     switch (key_) {
       case kEventType:
-        return take_text(v, 1, 32, e.type) && (e.type == kGpuLost || e.type == kGpuRecovered);
+        return take_text(v, 1, L::kEventTypeMax, e.type) && (e.type == kGpuLost || e.type == kGpuRecovered);
       case kEventUuid:
-        return take_text(v, 1, 96, e.uuid);
+        return take_text(v, 1, L::kUuidMax, e.uuid);
       case kEventAt:
         return take_time(v, 1, e.at_ms);
       case kEventMessage:
-        return take_optional_text(v, 1000, e.message);
+        return take_optional_text(v, L::kTextMax, e.message);
       default:
         return false;
     }

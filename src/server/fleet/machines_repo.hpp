@@ -179,7 +179,7 @@ class MachinesRepo {
   //! A re-registration: the host, agent and driver as reported now.
   void update_registration(const std::string& id, const MachineRegistration& r, std::int64_t now_ms);
 
-  //! The uuids of the machine's GPUs present at the last registration (heartbeat_machine has them all).
+  //! The uuids of the machine's GPUs present at the last registration (gpu_uuids has them all).
   std::set<std::string> present_gpu_uuids(const std::string& machine_id);
   //! The machine's owner and status, for a heartbeat's check; none when there is no such machine.
   std::optional<HeartbeatMachine> heartbeat_machine(const std::string& machine_id);
