@@ -1,6 +1,7 @@
 #include "server/fleet/machines.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -306,12 +307,13 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
   return nlohmann::json{{"machine_id", id}, {"heartbeat_interval_s", settings.heartbeat_interval_s}};
 }
 
-bool KnownGpus::knows(const std::string& machine_id, const std::vector<std::string>& uuids) const {
+bool KnownGpus::knows(const std::string& machine_id, const std::vector<std::string_view>& uuids) const {
   std::lock_guard lock(mutex_);
   auto it = by_machine_.find(machine_id);
   if (it == by_machine_.end()) return false;
-  return std::all_of(uuids.begin(), uuids.end(),
-                     [&](const std::string& u) { return std::binary_search(it->second.begin(), it->second.end(), u); });
+  return std::all_of(uuids.begin(), uuids.end(), [&](std::string_view u) {
+    return std::binary_search(it->second.begin(), it->second.end(), u, std::less<>());
+  });
 }
 
 void KnownGpus::remember(const std::string& machine_id, const std::set<std::string>& uuids) {
@@ -326,7 +328,7 @@ core::Result<CheckedMachine> check_heartbeat_machine(Tx& tx, const std::string& 
   auto m = repo.heartbeat_machine(req.machine_id);
   if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
   if (known != nullptr) {
-    std::vector<std::string> uuids;
+    std::vector<std::string_view> uuids;  // the request's own strings: no copy per GPU on every heartbeat
     uuids.reserve(req.telemetry.size() + req.events.size());
     for (const auto& s : req.telemetry) uuids.push_back(s.uuid);
     for (const auto& e : req.events) uuids.push_back(e.uuid);

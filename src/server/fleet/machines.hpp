@@ -45,7 +45,7 @@ class KnownGpus {
  public:
   explicit KnownGpus(std::size_t max_machines = 200'000) : max_machines_(max_machines) {}
   //! Whether every uuid of `uuids` is known to be one of the machine's GPUs.
-  bool knows(const std::string& machine_id, const std::vector<std::string>& uuids) const;
+  bool knows(const std::string& machine_id, const std::vector<std::string_view>& uuids) const;
   //! Every GPU the machine has registered, as just read from the store.
   void remember(const std::string& machine_id, const std::set<std::string>& uuids);
 
