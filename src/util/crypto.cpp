@@ -1,6 +1,5 @@
 #include "util/crypto.hpp"
 
-#include <openssl/sha.h>
 #include <sodium.h>
 
 #include <array>
@@ -59,9 +58,21 @@ std::string new_id(std::string_view prefix) {
   return std::string(prefix) + "_" + hex;
 }
 
+namespace {
+
+//! libsodium's SHA-256 rather than OpenSSL's SHA256(): OpenSSL 3 looks the digest up in its provider
+//! table under a lock on every call (EVP_MD_fetch), which was most of the 2.4% of the server's CPU that
+//! hashing an agent's API key took per heartbeat (bench/README.md, heartbeat path (7)).
+std::array<unsigned char, crypto_hash_sha256_BYTES> sha256_digest(std::string_view data) {
+  std::array<unsigned char, crypto_hash_sha256_BYTES> digest{};
+  crypto_hash_sha256(digest.data(), reinterpret_cast<const unsigned char*>(data.data()), data.size());
+  return digest;
+}
+
+}  // namespace
+
 std::string sha256_hex(std::string_view data) {
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest.data());
+  const auto digest = sha256_digest(data);
   std::string hex(digest.size() * 2 + 1, '\0');
   sodium_bin2hex(hex.data(), hex.size(), digest.data(), digest.size());
   hex.pop_back();
@@ -144,9 +155,8 @@ std::optional<std::string> unseal(std::string_view context, std::string_view sec
 
 bool equal_constant_time(std::string_view a, std::string_view b) {
   // Compare hashes so the time does not depend on where the inputs differ, nor on their lengths.
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> da{}, db{};
-  SHA256(reinterpret_cast<const unsigned char*>(a.data()), a.size(), da.data());
-  SHA256(reinterpret_cast<const unsigned char*>(b.data()), b.size(), db.data());
+  const auto da = sha256_digest(a);
+  const auto db = sha256_digest(b);
   return sodium_memcmp(da.data(), db.data(), da.size()) == 0;
 }
 
