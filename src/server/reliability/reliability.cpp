@@ -199,8 +199,9 @@ Settings settings_of(const Config& c) {
   return s;
 }
 
-cr::Score refresh_machine(Tx& tx, const MachineForScore& m, const JobSource& jobs, const Settings& s,
-                          std::int64_t now) {
+cr::Score refresh_machine(Tx& tx, const MachineForScore& m, const JobSource& jobs, const Settings& s, std::int64_t now,
+                          bool* alerted_now) {
+  if (alerted_now != nullptr) *alerted_now = false;
   const Judged j = judge(tx, m, jobs, s, now);
   ReliabilityRepo repo(tx);
   for (std::size_t i = 0; i < j.rows.size(); ++i)
@@ -225,6 +226,7 @@ cr::Score refresh_machine(Tx& tx, const MachineForScore& m, const JobSource& job
       announce(tx, who->user_id, mail::reliability_low(facts), std::nullopt, now);
     }
     p.alerted = true;
+    if (alerted_now != nullptr) *alerted_now = true;
   } else if (p.alerted && (score.is_new || shown >= s.alert_below + s.alert_rearm_points)) {
     p.alerted = false;
   }
@@ -243,10 +245,9 @@ RoundResult run_round(store::Store& store, const JobSource& jobs, const Settings
     r.alerts += store.transact([&](Tx& tx) {
       std::size_t alerts = 0;
       for (std::size_t i = from; i < to; ++i) {
-        const auto before = ReliabilityRepo(tx).published(machines[i].id);
-        refresh_machine(tx, machines[i], jobs, s, now);
-        const auto after = ReliabilityRepo(tx).published(machines[i].id);
-        if (after && after->alerted && !(before && before->alerted)) ++alerts;
+        bool alerted_now = false;
+        refresh_machine(tx, machines[i], jobs, s, now, &alerted_now);
+        if (alerted_now) ++alerts;
       }
       return alerts;
     });

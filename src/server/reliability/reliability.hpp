@@ -40,9 +40,10 @@ using JobSource = std::function<std::vector<core::reliability::Job>(store::Tx&, 
                                                                     std::int64_t since_ms)>;
 
 //! Brings the machine's days up to `now_ms` and stores them, updates the score the marketplace shows
-//! (rounded to 0.1) and tells the provider when it falls below the alert level. Returns the score.
+//! (rounded to 0.1) and tells the provider when it falls below the alert level. Returns the score; sets
+//! `*alerted_now` (when given) to whether this call raised the alert.
 core::reliability::Score refresh_machine(store::Tx& tx, const MachineForScore& machine, const JobSource& jobs,
-                                         const Settings& s, std::int64_t now_ms);
+                                         const Settings& s, std::int64_t now_ms, bool* alerted_now = nullptr);
 
 struct RoundResult {
   std::size_t machines = 0;
