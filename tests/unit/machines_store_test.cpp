@@ -8,9 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "provider_store.hpp"
 #include "server/fleet/agent_protocol.hpp"
@@ -510,12 +512,18 @@ TEST_F(MachinesStore, SweepMarksOfflineAndPrunesInBoundedTransactions) {
 TEST_F(MachinesStore, LatestSamplesAreShownAtOnceAndStoredWhenFlushed) {
   const std::string m1 = register_machine("a");
   server::PendingTelemetry latest;
+  // As the server stores a heartbeat: checked, then recorded from a shared request that the caller lets go
+  // of at once, so the pending sample lives on by the pointer `latest` keeps (ASan would see a dangling one).
   auto beat = [&](std::int64_t seq, std::int64_t at_ms) {
-    auto req = heartbeat(m1, "a", seq);
-    req.telemetry[0].at_ms = at_ms;
-    auto out = store_->transact(
-        [&](store::Tx& tx) { return server::record_heartbeat(tx, "p1", req, settings_, kNow, &latest); });
+    auto req = std::make_shared<server::HeartbeatRequest>(heartbeat(m1, "a", seq));
+    req->telemetry[0].at_ms = at_ms;
+    auto out = store_->transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+      auto m = server::check_heartbeat_machine(tx, "p1", *req);
+      if (!m) return std::move(m).error();
+      return server::record_checked_heartbeat(tx, *m, std::exchange(req, nullptr), settings_, kNow, &latest);
+    });
     ASSERT_TRUE(out) << out.error().message;
+    ASSERT_EQ(req, nullptr);
   };
   // The first GPU's charts as shown: the detail's minutes ("at samples max-temperature") and the list's
   // 15-minute spans ("at samples").
@@ -554,6 +562,14 @@ TEST_F(MachinesStore, LatestSamplesAreShownAtOnceAndStoredWhenFlushed) {
   EXPECT_EQ(latest.flush(*store_), 2u);
   EXPECT_EQ(latest.pending(), 0u);
   EXPECT_EQ(stored_temperature("a-0"), 52);
+  {  // the whole text stored is the sample's own, formatted at the flush
+    auto sent = heartbeat(m1, "a", 2).telemetry[0];
+    sent.at_ms = kNow - 1'000;
+    EXPECT_EQ(store_->transact([](store::Tx& tx) {
+      return tx.query_one("SELECT sample FROM telemetry_latest WHERE uuid = 'a-0'")->str(0);
+    }),
+              sent.readings_text());
+  }
   EXPECT_EQ(shown_temperature(m1, nullptr), 52);
   EXPECT_EQ(samples("a-0"), 3);
   EXPECT_EQ(detail_chart(&latest), Chart{"2026-12-02T09:59:00Z 3 53"});  // shown once, not stored and pending

@@ -73,7 +73,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
     std::optional<CheckedMachine> machine = std::exchange(*checked, std::nullopt);
     core::Result<nlohmann::json> out = core::Error::make(core::ErrorCode::internal, "not run");
     if (machine) {
-      out = record_checked_heartbeat(tx, *machine, req, settings, now, &latest);
+      out = record_checked_heartbeat(tx, *machine, shared_req, settings, now, &latest);
     } else {  // not checked just before (GroupCommit always checks first): the whole check here
       auto provider = agent_key_provider(tx, key_id);
       if (!provider) return std::move(provider).error();

@@ -92,7 +92,7 @@ nlohmann::json machine_summary(MachinesRepo& repo, const MachineCard& m, const P
     // This replica's newest sample, not written yet (server/fleet/pending_telemetry.hpp).
     if (auto p = pending.find(g.uuid); p != pending.end() && p->second.latest &&
                                        (!g.latest_sample_json || p->second.latest->at_ms >= g.latest_at_ms)) {
-      g.latest_sample_json = p->second.latest->text;
+      g.latest_sample_json = p->second.latest->text();
     }
     gpus.push_back(gpu_summary(g));
   }
@@ -346,17 +346,14 @@ core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const Heart
   return core::ok_status();
 }
 
-core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req,
-                                              const MachineSettings& settings, std::int64_t now,
-                                              PendingTelemetry* latest) {
-  auto m = check_heartbeat_machine(tx, provider_id, req);
-  if (!m) return std::move(m).error();
-  return record_checked_heartbeat(tx, *m, req, settings, now, latest);
-}
+namespace heartbeat_store {
 
-core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachine& m, const HeartbeatRequest& req,
-                                                      const MachineSettings& settings, std::int64_t now,
-                                                      PendingTelemetry* latest) {
+//! record_checked_heartbeat; with `owner` (the shared request `req` is), each GPU's sample waits in
+//! `latest` as a pointer into it, formatted only if it is still the GPU's latest at a flush.
+core::Result<nlohmann::json> store_checked(Tx& tx, const CheckedMachine& m, const HeartbeatRequest& req,
+                                           const std::shared_ptr<const HeartbeatRequest>* owner,
+                                           const MachineSettings& settings, std::int64_t now,
+                                           PendingTelemetry* latest) {
   MachinesRepo repo(tx);
   const nlohmann::json reply = {{"commands", nlohmann::json::array()},
                                 {"heartbeat_interval_s", settings.heartbeat_interval_s}};
@@ -376,7 +373,13 @@ core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachi
   for (const auto& s : req.telemetry) {
     const std::int64_t at = clamp_time(s.at_ms);
     if (latest) {
-      readings.push_back({s.uuid, at, s.readings_text(), minute_of(at), minute_sample(s)});
+      PendingTelemetry::Readings text_or_sample;
+      if (owner != nullptr) {
+        text_or_sample = std::shared_ptr<const protocol::TelemetrySample>(*owner, &s);  // shares the request
+      } else {
+        text_or_sample = s.readings_text();
+      }
+      readings.push_back({s.uuid, at, std::move(text_or_sample), minute_of(at), minute_sample(s)});
     } else {
       repo.store_latest_sample(m.id, s.uuid, at, s.readings_text());
       const TelemetrySums sums = minute_sums(minute_sample(s), minute_of(at));
@@ -392,6 +395,23 @@ core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachi
   }
   if (next.came_online) repo.add_event(m.id, now, "online", {{"seq", req.seq}});
   return reply;
+}
+
+}  // namespace heartbeat_store
+
+core::Result<nlohmann::json> record_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req,
+                                              const MachineSettings& settings, std::int64_t now,
+                                              PendingTelemetry* latest) {
+  auto m = check_heartbeat_machine(tx, provider_id, req);
+  if (!m) return std::move(m).error();
+  return heartbeat_store::store_checked(tx, *m, req, nullptr, settings, now, latest);
+}
+
+core::Result<nlohmann::json> record_checked_heartbeat(Tx& tx, const CheckedMachine& m,
+                                                      const std::shared_ptr<const HeartbeatRequest>& req,
+                                                      const MachineSettings& settings, std::int64_t now,
+                                                      PendingTelemetry* latest) {
+  return heartbeat_store::store_checked(tx, m, *req, &req, settings, now, latest);
 }
 
 core::Result<nlohmann::json> list_machines(Tx& tx, const std::string& provider_id, const PageParams& page,

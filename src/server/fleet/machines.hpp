@@ -6,6 +6,7 @@
 // machines_repo, the status rules in core/machine_status.hpp.
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -71,11 +72,12 @@ core::Result<CheckedMachine> check_heartbeat_machine(store::Tx& tx, const std::s
 //! Stores a heartbeat that check_heartbeat_machine passed just before in the same transaction, with
 //! nothing in between (GroupCommit runs a request's Check and then its Work): record_heartbeat without
 //! reading the machine, its GPUs and the caller's key a second time. Each GPU's sample and its minute's sums
-//! go to `latest` (written in batches, server/fleet/pending_telemetry.hpp), or to the store in this
-//! transaction without one.
+//! go to `latest` (written in batches, server/fleet/pending_telemetry.hpp; the samples as pointers into
+//! `req`, which they keep alive), or to the store in this transaction without one.
 core::Result<nlohmann::json> record_checked_heartbeat(store::Tx& tx, const CheckedMachine& machine,
-                                                      const HeartbeatRequest& req, const MachineSettings& settings,
-                                                      std::int64_t now_ms, PendingTelemetry* latest = nullptr);
+                                                      const std::shared_ptr<const HeartbeatRequest>& req,
+                                                      const MachineSettings& settings, std::int64_t now_ms,
+                                                      PendingTelemetry* latest = nullptr);
 
 //! Stores one heartbeat. A seq already stored answers the same reply and stores nothing.
 //! 404 when the machine is not this provider's; 400 naming the field when a sample names another GPU.

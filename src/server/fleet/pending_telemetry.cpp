@@ -43,6 +43,11 @@ TelemetrySums minute_sums(const MinuteSample& s, std::int64_t minute_ms) {
   return t;
 }
 
+std::string PendingTelemetry::Sample::text() const {
+  if (const auto* given = std::get_if<std::string>(&readings)) return *given;
+  return std::get<std::shared_ptr<const protocol::TelemetrySample>>(readings)->readings_text();  // never null
+}
+
 void PendingTelemetry::put_latest(Gpu& gpu, Sample sample) {
   if (!gpu.latest) {
     ++count_;
@@ -65,9 +70,9 @@ void PendingTelemetry::add_sums(Gpu& gpu, const TelemetrySums& s) {
 }
 
 void PendingTelemetry::put(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms,
-                           std::string text) {
+                           Readings readings) {
   std::lock_guard lock(mu_);
-  put_latest(by_machine_[machine_id][uuid], Sample{at_ms, std::move(text)});
+  put_latest(by_machine_[machine_id][uuid], Sample{at_ms, std::move(readings)});
 }
 
 void PendingTelemetry::put_samples(const std::string& machine_id, std::vector<Reading> readings) {
@@ -77,15 +82,15 @@ void PendingTelemetry::put_samples(const std::string& machine_id, std::vector<Re
     auto it = gpus.find(r.uuid);
     if (it == gpus.end()) it = gpus.emplace(std::string(r.uuid), Gpu{}).first;
     Gpu& gpu = it->second;
-    put_latest(gpu, Sample{r.at_ms, std::move(r.text)});
+    put_latest(gpu, Sample{r.at_ms, std::move(r.readings)});
     add_sums(gpu, minute_sums(r.sums, r.minute_ms));
   }
 }
 
 void PendingTelemetry::put_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms,
-                                  std::string text, std::int64_t minute_ms, const MinuteSample& s) {
+                                  Readings readings, std::int64_t minute_ms, const MinuteSample& s) {
   std::vector<Reading> one;
-  one.push_back(Reading{uuid, at_ms, std::move(text), minute_ms, s});
+  one.push_back(Reading{uuid, at_ms, std::move(readings), minute_ms, s});
   put_samples(machine_id, std::move(one));
 }
 
@@ -130,22 +135,30 @@ std::size_t PendingTelemetry::flush(store::Store& store, std::size_t rows_per_tx
   for (auto it = taken.begin(); it != taken.end(); ++it) order.push_back(it);
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a->first < b->first; });
   std::vector<LatestSampleRow> latest;
+  std::vector<std::string> texts;  // the latest rows' samples as text (reserved: the rows point into it)
   std::vector<MinuteSumsRow> minutes;
   std::size_t written = 0;
   std::size_t next = 0;
   try {
     while (next < order.size()) {
       latest.clear();
+      texts.clear();
       minutes.clear();
       std::size_t rows = 0;
       std::size_t end = next;
       for (; end < order.size() && (rows == 0 || rows + rows_of(order[end]->second) <= rows_per_tx); ++end) {
-        const auto& [machine_id, gpus] = *order[end];
+        rows += rows_of(order[end]->second);
+      }
+      texts.reserve(rows);
+      for (std::size_t i = next; i < end; ++i) {
+        const auto& [machine_id, gpus] = *order[i];
         for (const auto& [uuid, g] : gpus) {
-          if (g.latest) latest.push_back({&machine_id, &uuid, g.latest->at_ms, &g.latest->text});
+          if (g.latest) {
+            texts.push_back(g.latest->text());
+            latest.push_back({&machine_id, &uuid, g.latest->at_ms, &texts.back()});
+          }
           for (const auto& m : g.minutes) minutes.push_back({&machine_id, &uuid, &m});
         }
-        rows += rows_of(gpus);
       }
       store.transact([&](store::Tx& tx) {
         MachinesRepo repo(tx);

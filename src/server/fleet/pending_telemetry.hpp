@@ -22,14 +22,17 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
+#include "protocol/heartbeat.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "store/store.hpp"
 
@@ -37,9 +40,16 @@ namespace gpunex::server {
 
 class PendingTelemetry {
  public:
+  //! A sample's readings: as JSON text, or the agent's sample itself (a pointer into the heartbeat that
+  //! carried it, which it keeps alive), formatted only when read. A GPU's pending sample is replaced by the
+  //! next heartbeat's, so of the four a 60 s flush interval sees, three were never formatted (their text
+  //! was 4% of the server's CPU per heartbeat, bench/README.md heartbeat path (7)).
+  using Readings = std::variant<std::string, std::shared_ptr<const protocol::TelemetrySample>>;
   struct Sample {
     std::int64_t at_ms = 0;
-    std::string text;  // protocol::TelemetrySample::readings_text()
+    Readings readings;
+    //! protocol::TelemetrySample::readings_text(), or the text given.
+    std::string text() const;
   };
   //! What waits for one GPU: its newest sample, and its minutes' sums (at_ms = the minute), oldest first.
   struct Gpu {
@@ -55,12 +65,12 @@ class PendingTelemetry {
   PendingTelemetry& operator=(const PendingTelemetry&) = delete;
 
   //! Keeps the sample as the GPU's latest unless one at least as new is pending (no minute's sums).
-  void put(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms, std::string text);
+  void put(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms, Readings readings);
   //! A heartbeat's sample of one GPU.
   struct Reading {
     std::string_view uuid;  // valid for the call
     std::int64_t at_ms = 0;
-    std::string text;  // protocol::TelemetrySample::readings_text()
+    Readings readings;
     std::int64_t minute_ms = 0;
     MinuteSample sums;
   };
@@ -68,7 +78,7 @@ class PendingTelemetry {
   //! new is pending, and added to the pending sums of its minute. One lookup of the machine for them all.
   void put_samples(const std::string& machine_id, std::vector<Reading> readings);
   //! put_samples for one GPU.
-  void put_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms, std::string text,
+  void put_sample(const std::string& machine_id, const std::string& uuid, std::int64_t at_ms, Readings readings,
                   std::int64_t minute_ms, const MinuteSample& s);
   //! The machine's telemetry not written yet, by uuid.
   OfMachine pending_of(const std::string& machine_id) const;
