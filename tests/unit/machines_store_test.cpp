@@ -514,9 +514,10 @@ TEST_F(MachinesStore, LatestSamplesAreShownAtOnceAndStoredWhenFlushed) {
   server::PendingTelemetry latest;
   // As the server stores a heartbeat: checked, then recorded from a shared request that the caller lets go
   // of at once, so the pending sample lives on by the pointer `latest` keeps (ASan would see a dangling one).
-  auto beat = [&](std::int64_t seq, std::int64_t at_ms) {
+  auto beat = [&](std::int64_t seq, std::int64_t at_ms, bool with_event = false) {
     auto req = std::make_shared<server::HeartbeatRequest>(heartbeat(m1, "a", seq));
     req->telemetry[0].at_ms = at_ms;
+    if (with_event) req->events.push_back({std::string(protocol::kGpuRecovered), "a-0", at_ms, "back"});
     auto out = store_->transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
       auto m = server::check_heartbeat_machine(tx, "p1", *req);
       if (!m) return std::move(m).error();
@@ -553,6 +554,9 @@ TEST_F(MachinesStore, LatestSamplesAreShownAtOnceAndStoredWhenFlushed) {
   EXPECT_EQ(samples("a-0"), 0);                   // nor the minute's sums
   EXPECT_EQ(detail_chart(&latest), Chart{"2026-12-02T09:59:00Z 1 51"});
   EXPECT_EQ(detail_chart(nullptr), Chart{});
+  // What waits is a pointer into the request (a request with more than samples is not kept: below).
+  const auto held = [&] { return latest.pending_of(m1).at("a-0").latest->readings.index(); };
+  EXPECT_EQ(held(), 1u);
   beat(2, kNow - 1'000);            // 52
   beat(3, kNow - 3'000);            // 53, taken before the other two: came late
   EXPECT_EQ(latest.pending(), 2u);  // a latest sample, a minute
@@ -577,7 +581,8 @@ TEST_F(MachinesStore, LatestSamplesAreShownAtOnceAndStoredWhenFlushed) {
 
   // Another replica stored a newer sample meanwhile: this replica's older one is neither shown nor stored.
   // Its sums are added to the stored minute's, and a sample of the next minute opens a point of its own.
-  beat(4, kNow - 500);  // 54
+  beat(4, kNow - 500, true);  // 54, with an event: its sample waits as text, the request is let go
+  EXPECT_EQ(held(), 0u);
   auto next_minute = heartbeat(m1, "a", 5);
   next_minute.telemetry[0].at_ms = kNow + 1'000;
   next_minute.telemetry[0].temperature_c = 40;

@@ -349,7 +349,9 @@ core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const Heart
 namespace heartbeat_store {
 
 //! record_checked_heartbeat; with `owner` (the shared request `req` is), each GPU's sample waits in
-//! `latest` as a pointer into it, formatted only if it is still the GPU's latest at a flush.
+//! `latest` as a pointer into it, formatted only if it is still the GPU's latest at a flush. Not when the
+//! request carries more than samples (events: up to 256 of 1,000 characters each; jobs), which pointing
+//! into it would keep in memory for a whole flush interval.
 core::Result<nlohmann::json> store_checked(Tx& tx, const CheckedMachine& m, const HeartbeatRequest& req,
                                            const std::shared_ptr<const HeartbeatRequest>* owner,
                                            const MachineSettings& settings, std::int64_t now,
@@ -374,7 +376,7 @@ core::Result<nlohmann::json> store_checked(Tx& tx, const CheckedMachine& m, cons
     const std::int64_t at = clamp_time(s.at_ms);
     if (latest) {
       PendingTelemetry::Readings text_or_sample;
-      if (owner != nullptr) {
+      if (owner != nullptr && req.events.empty() && req.jobs.empty()) {
         text_or_sample = std::shared_ptr<const protocol::TelemetrySample>(*owner, &s);  // shares the request
       } else {
         text_or_sample = s.readings_text();
