@@ -403,8 +403,14 @@ TEST_F(MachinesStore, AHeartbeatDoesBenchmarkWorkOnlyWhenThereIsSome) {
         "?",
         {kNow + 60'000, kNow + 120'000, m1});
   });
-  EXPECT_FALSE(work(kNow + 119'000));
-  EXPECT_TRUE(work(kNow + 121'000));
+  for (const auto status : server::kOpenChallengeStatuses) {  // each open status (an EXISTS of its own)
+    store_->transact(
+        [&](store::Tx& tx) { tx.exec("UPDATE benchmark_challenges SET status = ?", {std::string(status)}); });
+    EXPECT_FALSE(work(kNow + 119'000)) << status;
+    EXPECT_TRUE(work(kNow + 121'000)) << status;
+    EXPECT_FALSE(work(kNow + 119'000, true)) << status;  // the spot check is not due until kNow + 600'000
+    EXPECT_TRUE(work(kNow + 121'000, true)) << status;
+  }
   store_->transact([&](store::Tx& tx) { tx.exec("UPDATE benchmark_challenges SET status = 'answered'"); });
   EXPECT_FALSE(work(kNow + 121'000));
 

@@ -4,9 +4,11 @@
 // Typed rows in and out; run statuses and reasons as core enums. Works inside
 // the caller's transaction.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -94,9 +96,10 @@ struct GpuScoreRow {
   std::int64_t at_ms = 0;
 };
 
-//! The challenge statuses still awaiting the agent (issued, filled, committed: server/fleet/challenges.cpp),
-//! as an SQL list.
-inline constexpr std::string_view kOpenChallengeStatuses = "('issued', 'filled', 'committed')";
+//! The challenge statuses still awaiting the agent (server/fleet/challenges.cpp).
+inline constexpr std::array<std::string_view, 3> kOpenChallengeStatuses = {"issued", "filled", "committed"};
+//! kOpenChallengeStatuses as an SQL list: "('issued', 'filled', 'committed')".
+const std::string& open_challenge_statuses_sql();
 
 //! The benchmark tables of one transaction.
 class BenchmarksRepo {

@@ -301,7 +301,7 @@ std::optional<nlohmann::json> spot_check_command(Tx& tx, const std::string& mach
   // Not while a run or a challenge is open: each check is timed alone, on a GPU doing nothing else.
   if (BenchmarksRepo(tx).has_open_run(machine_id) ||
       tx.query_one(std::string("SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status IN ") +
-                       std::string(kOpenChallengeStatuses),
+                       open_challenge_statuses_sql(),
                    {machine_id})) {
     return std::nullopt;
   }
@@ -493,7 +493,7 @@ std::size_t expire_challenges(Tx& tx, const std::string& machine_id, const Chall
   std::vector<ChallengeRow> due;
   for (const auto& r :
        tx.query(std::string("SELECT ") + kColumns + " FROM benchmark_challenges WHERE machine_id = ? AND status IN " +
-                    std::string(kOpenChallengeStatuses) + " AND deadline_at < ?",
+                    open_challenge_statuses_sql() + " AND deadline_at < ?",
                 {machine_id, now})) {
     due.push_back(row_of(r));
   }
