@@ -257,12 +257,17 @@ int store_rounds(std::size_t n, std::string db) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
   };
   const double first = round(kNow);
-  const double next = round(kNow + cr::kMinuteMs);
+  // The next rounds, a minute apart: each has only its minute's presence to judge (the median of ten: one
+  // round of a hundred machines takes about 10 ms).
+  std::vector<double> nexts;
+  for (int k = 1; k <= 10; ++k) nexts.push_back(round(kNow + k * cr::kMinuteMs));
+  std::sort(nexts.begin(), nexts.end());
+  const double next = (nexts[4] + nexts[5]) / 2;
   std::printf("reliability worker on %s: %zu machines with 30 days of presence rows (filled in %.1f s)\n",
               st->describe().c_str(), n, fill_s);
   std::printf("  first round (30 days judged from presence, stored): %.2f s, %.2f ms a machine\n", first,
               first * 1000 / static_cast<double>(n));
-  std::printf("  next round (a minute later: today's new minutes):   %.2f s, %.2f ms a machine\n", next,
+  std::printf("  next round (a minute later: today's new minutes):   %.3f s, %.3f ms a machine (median of 10)\n", next,
               next * 1000 / static_cast<double>(n));
   std::printf("  peak memory %.1f MiB\n", static_cast<double>(peak_rss_kib()) / 1024.0);
   st.reset();
