@@ -12,6 +12,7 @@
 #include "provider_store.hpp"
 #include "server/fleet/schedules.hpp"
 #include "server/market/offer_candidates.hpp"
+#include "server/reliability/reliability_repo.hpp"
 #include "test_time.hpp"
 
 using namespace gpunex;  // NOLINT: test file
@@ -81,6 +82,15 @@ TEST_F(ReliabilityStore, DaysAreKeptAndTheShownScoreMovesTheMarket) {
   EXPECT_EQ(count("SELECT final FROM reliability_days WHERE day = " + std::to_string(kDay0)), 1);
   EXPECT_EQ(count("SELECT present_min FROM reliability_days WHERE day = " + std::to_string(kDay0)), 1380);
   EXPECT_GT(count("SELECT version FROM market_version"), version) << "the offers must hear of a new score";
+  // The round reads a final day without its minutes (never judged again), today's with them.
+  const auto rows = store_->transact([](store::Tx& tx) { return rel::ReliabilityRepo(tx).days("m1", kDay0); });
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].final);
+  EXPECT_EQ(rows[0].present_hex + rows[0].scheduled_hex + rows[0].excused_hex, "");
+  EXPECT_EQ(count("SELECT length(present) FROM reliability_days WHERE day = " + std::to_string(kDay0)), 360);
+  EXPECT_FALSE(rows[1].final);
+  EXPECT_EQ(rows[1].present_hex.size(), 360u);
+  EXPECT_EQ(rows[1].scheduled_hex.size(), 360u);
   const auto shown = store_->transact([](store::Tx& tx) { return rel::published_scores(tx); });
   ASSERT_EQ(shown.size(), 1u);
   EXPECT_NEAR(shown.at("m1"), std::round(s.score * 10) / 10, 1e-9);

@@ -52,6 +52,7 @@ cr::Day day_of_row(const DayRow& r) {
   d.jobs_ok = r.jobs_ok;
   d.runs = r.runs;
   d.run_sum = r.run_sum;
+  if (r.events_json == "[]") return d;  // most days: nothing to parse
   const auto events = nlohmann::json::parse(r.events_json, nullptr, false);
   if (events.is_array()) {
     for (const auto& e : events) {

@@ -42,7 +42,8 @@ class ReliabilityRepo {
  public:
   explicit ReliabilityRepo(store::Tx& tx) : tx_(tx) {}
 
-  //! The machine's days from `since_day_ms` on, oldest first.
+  //! The machine's days from `since_day_ms` on, oldest first; a final day without its minutes (the three
+  //! hex texts empty: it is never judged again).
   std::vector<DayRow> days(const std::string& machine_id, std::int64_t since_day_ms);
   void upsert_day(const std::string& machine_id, const DayRow& d);
   //! Deletes days before `before_day_ms`, at most `limit`; returns how many.
