@@ -9,8 +9,9 @@
 # 1 and on 2 threads, and peak memory. Targets: a full recompute under a minute on 2 cores, one
 # machine under 5 ms.
 # Then the worker's rounds on a real store (SQLite file; GPUNEX_BENCH_DB=postgresql://... for PostgreSQL,
-# an empty database): STORE_MACHINES machines with 30 days of presence rows, the first round (every
-# day judged from presence_minute) and the next (a minute later: only today's new minutes).
+# an empty database): STORE_MACHINES machines with 60 days of presence rows and the older window's days
+# stored, the first round (this window judged from presence_minute) and the next (a minute later: only
+# today's new minutes; the median of ten).
 # Usage: bench/reliability.sh [MACHINES] [STORE_MACHINES]   (defaults 20000 and 50; 0 skips the store;
 #   GPUNEX_BIN_DIR: default build/bin)
 set -euo pipefail

@@ -10,8 +10,10 @@
 //   gpunex-reliability-bench [--machines 20000] [--threads 2] [--json FILE]
 //
 // With --store N: the worker's rounds on a real store instead (--db URL, default a SQLite file under
-// /tmp): N machines, each with 30 days of presence rows, then the first round (every day judged
-// from presence_minute and stored) and a second one a minute later (today's new minutes only).
+// /tmp): N machines, each with 60 days of presence rows; a round 30 days ago stores the older window's
+// days (a machine that has run two windows has their rows: the round keeps two), then the first round
+// (this window judged from presence_minute and stored) and the next ones a minute apart (today's new
+// minutes only).
 
 #include <sys/resource.h>
 #include <time.h>
@@ -213,13 +215,13 @@ long peak_rss_kib() {
   return u.ru_maxrss;
 }
 
-//! The worker's rounds against a store of `n` machines with 30 days of presence each.
+//! The worker's rounds against a store of `n` machines with two windows (60 days) of presence each.
 int store_rounds(std::size_t n, std::string db) {
   const bool temp = db.empty();
   if (temp) db = "sqlite:/tmp/gpunex-reliability-bench-" + std::to_string(::getpid()) + ".db";
   auto st = gpunex::store::open_store(db);
   gpunex::store::migrate(*st);
-  const std::int64_t first_day = cr::day_of(kNow) - (kDays - 1) * cr::kDayMs;
+  const std::int64_t first_day = cr::day_of(kNow) - (2 * kDays - 1) * cr::kDayMs;
   const auto fill_start = std::chrono::steady_clock::now();
   st->transact([&](gpunex::store::Tx& tx) {
     tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('u1', 'p@x', 'P', 'x', 0, 0)");
@@ -239,7 +241,7 @@ int store_rounds(std::size_t n, std::string db) {
           "last_seq) VALUES (?, 'p1', ?, 'h', '{}', 1, '0.1.0', 1, 'online', '550', '12.4', ?, ?, 0, 0)",
           {id, id, first_day - cr::kDayMs, first_day - cr::kDayMs});
       // Every minute up to now, but an outage of a few hours on one day in ten.
-      const std::int64_t out_from = first_day + static_cast<std::int64_t>(i % 10) * 3 * cr::kDayMs + 7 * 3'600'000;
+      const std::int64_t out_from = first_day + static_cast<std::int64_t>(i % 20) * 3 * cr::kDayMs + 7 * 3'600'000;
       tx.exec(
           "INSERT INTO presence_minute (machine_id, minute, beats) WITH RECURSIVE t(m) AS (SELECT ? UNION ALL "
           "SELECT m + 60000 FROM t WHERE m + 60000 < ?) SELECT ?, m, 1 FROM t WHERE m < ? OR m >= ?",
@@ -256,6 +258,7 @@ int store_rounds(std::size_t n, std::string db) {
     gpunex::server::reliability::run_round(*st, no_rentals, settings, now);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
   };
+  round(kNow - kDays * cr::kDayMs);  // the older window's days, as thirty days of rounds would have left them
   const double first = round(kNow);
   // The next rounds, a minute apart: each has only its minute's presence to judge (the median of ten: one
   // round of a hundred machines takes about 10 ms).
@@ -263,7 +266,7 @@ int store_rounds(std::size_t n, std::string db) {
   for (int k = 1; k <= 10; ++k) nexts.push_back(round(kNow + k * cr::kMinuteMs));
   std::sort(nexts.begin(), nexts.end());
   const double next = (nexts[4] + nexts[5]) / 2;
-  std::printf("reliability worker on %s: %zu machines with 30 days of presence rows (filled in %.1f s)\n",
+  std::printf("reliability worker on %s: %zu machines with 60 days of presence rows (filled in %.1f s)\n",
               st->describe().c_str(), n, fill_s);
   std::printf("  first round (30 days judged from presence, stored): %.2f s, %.2f ms a machine\n", first,
               first * 1000 / static_cast<double>(n));
