@@ -110,6 +110,29 @@ TEST_F(ReliabilityStore, DaysAreKeptAndTheShownScoreMovesTheMarket) {
   EXPECT_EQ(j["events"][0]["text"], "Offline 10:00–11:00 (1 h) during scheduled hours: uptime 95.8% that day");
 }
 
+// The round reads the window's days, and the days before it only as far as the oldest day it judges needs:
+// a day judged late is still scored with the whole window behind it, days from before this window included.
+TEST_F(ReliabilityStore, ADayJudgedLateIsScoredWithTheWholeWindowBehindIt) {
+  // Up every minute of 40 days but for ten hours of day 2.
+  beats(kDay0, kDay0 + 40 * cr::kDayMs, kDay0 + 2 * cr::kDayMs + 2 * kHour, kDay0 + 2 * cr::kDayMs + 12 * kHour);
+  refresh(kDay0 + 6 * cr::kDayMs + 10 * cr::kMinuteMs);  // days 0-5 judged, final
+  // No round for four weeks: this one judges day 10 (its window's first) to day 39, each scored with the 30
+  // days behind it, so day 2's outage, from before this window, is in the scores of days 10 to 31.
+  refresh(kDay0 + 39 * cr::kDayMs + 10 * cr::kMinuteMs);
+  const auto uptime_of = [&](int day) {
+    return store_->transact([&](store::Tx& tx) {
+      return tx.query_one("SELECT uptime FROM reliability_days WHERE day = ?", {kDay0 + day * cr::kDayMs})->f64(0);
+    });
+  };
+  EXPECT_LT(uptime_of(10), 1.0);
+  EXPECT_LT(uptime_of(31), 1.0);         // its window: days 2 to 31
+  EXPECT_DOUBLE_EQ(uptime_of(32), 1.0);  // days 3 to 32
+  // Days 7 to 9 left the window before any round judged them (the first judged day 6's first minutes).
+  EXPECT_EQ(count("SELECT COUNT(*) FROM reliability_days WHERE day > " + std::to_string(kDay0 + 6 * cr::kDayMs) +
+                  " AND day < " + std::to_string(kDay0 + 10 * cr::kDayMs)),
+            0);
+}
+
 TEST_F(ReliabilityStore, ASchedulePutLaterDoesNotReJudgeThePast) {
   beats(kDay0, kDay0 + 6 * kHour);  // up until 06:00, then silent
   refresh(kDay0 + 12 * kHour);      // 24/7 until noon: 6 hours missed so far

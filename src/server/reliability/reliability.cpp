@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "server/fleet/benchmarks.hpp"
@@ -30,8 +31,9 @@ double round_to(double v, double unit) {
   return std::round(v / unit) * unit;
 }
 
-//! A machine's days as judged now: the stored ones of the last two windows (the history's scores
-//! need a window behind each day), with every day of this window that is not final judged again.
+//! A machine's days as judged now: the stored ones of this window, and before it as far back as a day
+//! judged now needs for its score (a window behind each day), with every day of this window that is not
+//! final judged again.
 struct Judged {
   std::vector<DayRow> rows;   // oldest first
   std::vector<cr::Day> days;  // the same days, as the score reads them
@@ -68,15 +70,24 @@ Judged judge(Tx& tx, const MachineForScore& m, const JobSource& job_source, cons
   const std::int64_t window_first = today - (c.window_days - 1) * cr::kDayMs;
   const std::int64_t first = std::max(window_first, cr::day_of(m.registered_ms));
 
+  // The window's days tell which are judged now; each of those is scored with the window behind it, so the
+  // days before the window are read only as far back as the oldest of them needs. In the steady state only
+  // today is judged (and yesterday in its grace): one window read, not two, per machine and round.
   std::map<std::int64_t, DayRow> rows;
-  for (auto& r : ReliabilityRepo(tx).days(m.id, today - (2 * c.window_days - 1) * cr::kDayMs)) {
-    const std::int64_t d = r.day_ms;
-    rows.emplace(d, std::move(r));
-  }
+  const auto read = [&](std::int64_t from, std::int64_t before) {
+    for (auto& r : ReliabilityRepo(tx).days(m.id, from, before)) {
+      const std::int64_t d = r.day_ms;
+      rows.emplace(d, std::move(r));
+    }
+  };
+  read(window_first, std::numeric_limits<std::int64_t>::max());
   std::vector<std::int64_t> to_judge;
   for (std::int64_t d = first; d <= today; d += cr::kDayMs) {
     const auto it = rows.find(d);
     if (it == rows.end() || !it->second.final) to_judge.push_back(d);
+  }
+  if (!to_judge.empty() && to_judge.front() - (c.window_days - 1) * cr::kDayMs < window_first) {
+    read(to_judge.front() - (c.window_days - 1) * cr::kDayMs, window_first);
   }
 
   Judged out;

@@ -14,16 +14,17 @@ std::int64_t flag(bool b) {
 
 }  // namespace
 
-std::vector<DayRow> ReliabilityRepo::days(const std::string& machine_id, std::int64_t since_day_ms) {
+std::vector<DayRow> ReliabilityRepo::days(const std::string& machine_id, std::int64_t since_day_ms,
+                                          std::int64_t before_day_ms) {
   std::vector<DayRow> out;
   // A final day's minutes (three texts of 360 hex digits) are never judged again: it comes without them, so
-  // that each round does not copy them for the two windows of days of every machine.
+  // that each round does not copy them for a window of days of every machine.
   static const std::string q =
       "SELECT day, judged_until, final, full_day, CASE WHEN final = 0 THEN scheduled ELSE '' END, "
       "CASE WHEN final = 0 THEN excused ELSE '' END, CASE WHEN final = 0 THEN present ELSE '' END, counted_min, "
       "present_min, excused_min, jobs, jobs_ok, runs, run_sum, events, score, uptime, job_completion, stability, "
-      "is_new FROM reliability_days WHERE machine_id = ? AND day >= ? ORDER BY day";
-  for (const auto& r : tx_.query(q, {machine_id, since_day_ms})) {
+      "is_new FROM reliability_days WHERE machine_id = ? AND day >= ? AND day < ? ORDER BY day";
+  for (const auto& r : tx_.query(q, {machine_id, since_day_ms, before_day_ms})) {
     DayRow d;
     d.day_ms = r.i64(0);
     d.judged_until_ms = r.i64(1);

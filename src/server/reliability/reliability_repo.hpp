@@ -4,6 +4,7 @@
 // rows in and out. Works inside the caller's transaction.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -42,9 +43,10 @@ class ReliabilityRepo {
  public:
   explicit ReliabilityRepo(store::Tx& tx) : tx_(tx) {}
 
-  //! The machine's days from `since_day_ms` on, oldest first; a final day without its minutes (the three
-  //! hex texts empty: it is never judged again).
-  std::vector<DayRow> days(const std::string& machine_id, std::int64_t since_day_ms);
+  //! The machine's days from `since_day_ms` on and before `before_day_ms`, oldest first; a final day without
+  //! its minutes (the three hex texts empty: it is never judged again).
+  std::vector<DayRow> days(const std::string& machine_id, std::int64_t since_day_ms,
+                           std::int64_t before_day_ms = std::numeric_limits<std::int64_t>::max());
   void upsert_day(const std::string& machine_id, const DayRow& d);
   //! Deletes days before `before_day_ms`, at most `limit`; returns how many.
   std::int64_t prune_days_before(std::int64_t before_day_ms, std::int64_t limit);
