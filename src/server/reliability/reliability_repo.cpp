@@ -1,12 +1,26 @@
 #include "server/reliability/reliability_repo.hpp"
 
+#include <array>
+
 namespace gpunex::server::reliability {
 
 namespace {
 
-constexpr const char* kDayColumns =
-    "day, judged_until, final, full_day, scheduled, excused, present, counted_min, present_min, excused_min, jobs, "
-    "jobs_ok, runs, run_sum, events, score, uptime, job_completion, stability, is_new";
+// A day's columns, in the order days() reads them and upsert_day writes them: the minutes (360 hex digits
+// each) between the others.
+constexpr const char* kDayColumnsBefore = "day, judged_until, final, full_day";
+constexpr std::array<const char*, 3> kDayMinuteColumns = {"scheduled", "excused", "present"};
+constexpr const char* kDayColumnsAfter =
+    "counted_min, present_min, excused_min, jobs, jobs_ok, runs, run_sum, events, score, uptime, job_completion, "
+    "stability, is_new";
+
+//! The day's columns, each minute column given by `minutes(name)`.
+template <class Minutes>
+std::string day_columns(Minutes minutes) {
+  std::string out = kDayColumnsBefore;
+  for (const char* name : kDayMinuteColumns) out += ", " + minutes(std::string(name));
+  return out + ", " + kDayColumnsAfter;
+}
 
 std::int64_t flag(bool b) {
   return b ? 1 : 0;
@@ -20,10 +34,9 @@ std::vector<DayRow> ReliabilityRepo::days(const std::string& machine_id, std::in
   // A final day's minutes (three texts of 360 hex digits) are never judged again: it comes without them, so
   // that each round does not copy them for a window of days of every machine.
   static const std::string q =
-      "SELECT day, judged_until, final, full_day, CASE WHEN final = 0 THEN scheduled ELSE '' END, "
-      "CASE WHEN final = 0 THEN excused ELSE '' END, CASE WHEN final = 0 THEN present ELSE '' END, counted_min, "
-      "present_min, excused_min, jobs, jobs_ok, runs, run_sum, events, score, uptime, job_completion, stability, "
-      "is_new FROM reliability_days WHERE machine_id = ? AND day >= ? AND day < ? ORDER BY day";
+      "SELECT " +
+      day_columns([](const std::string& name) { return "CASE WHEN final = 0 THEN " + name + " ELSE '' END"; }) +
+      " FROM reliability_days WHERE machine_id = ? AND day >= ? AND day < ? ORDER BY day";
   for (const auto& r : tx_.query(q, {machine_id, since_day_ms, before_day_ms})) {
     DayRow d;
     d.day_ms = r.i64(0);
@@ -52,7 +65,8 @@ std::vector<DayRow> ReliabilityRepo::days(const std::string& machine_id, std::in
 }
 
 void ReliabilityRepo::upsert_day(const std::string& machine_id, const DayRow& d) {
-  tx_.exec(std::string("INSERT INTO reliability_days (machine_id, ") + kDayColumns +
+  static const std::string columns = day_columns([](const std::string& name) { return name; });
+  tx_.exec("INSERT INTO reliability_days (machine_id, " + columns +
                ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                "ON CONFLICT (machine_id, day) DO UPDATE SET judged_until = excluded.judged_until, "
                "final = excluded.final, full_day = excluded.full_day, scheduled = excluded.scheduled, "
