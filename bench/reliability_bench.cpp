@@ -264,8 +264,7 @@ int store_rounds(std::size_t n, std::string db) {
   // round of a hundred machines takes about 10 ms).
   std::vector<double> nexts;
   for (int k = 1; k <= 10; ++k) nexts.push_back(round(kNow + k * cr::kMinuteMs));
-  std::sort(nexts.begin(), nexts.end());
-  const double next = (nexts[4] + nexts[5]) / 2;
+  const double next = percentile(nexts, 50);
   std::printf("reliability worker on %s: %zu machines with 60 days of presence rows (filled in %.1f s)\n",
               st->describe().c_str(), n, fill_s);
   std::printf("  first round (30 days judged from presence, stored): %.2f s, %.2f ms a machine\n", first,
