@@ -74,7 +74,7 @@ bool BenchmarksRepo::has_open_run(const std::string& machine_id) {
 const std::string& open_challenge_statuses_sql() {
   static const std::string s = [] {
     std::string out = "(";
-    for (const auto status : kOpenChallengeStatuses) out += (out.size() > 1 ? ", '" : "'") + std::string(status) + "'";
+    for (const auto status : kOpenChallengeStatuses) out += (out.size() > 1 ? ", " : "") + sql(status);
     return out + ")";
   }();
   return s;
@@ -92,8 +92,8 @@ bool BenchmarksRepo::has_heartbeat_work(const std::string& machine_id, std::int6
                     sql(BenchmarkRunStatus::requested) + " OR (status = " + sql(BenchmarkRunStatus::delivered) +
                     " AND delivered_at < ?)))";
     for (const auto status : kOpenChallengeStatuses) {
-      w += " OR EXISTS (SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status = '" + std::string(status) +
-           "' AND deadline_at < ?)";
+      w += " OR EXISTS (SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status = " + sql(status) +
+           " AND deadline_at < ?)";
     }
     return w;
   }();
