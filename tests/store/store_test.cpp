@@ -23,6 +23,7 @@
 #include "../unit/provider_store.hpp"
 #include "core/rental.hpp"
 #include "core/result.hpp"
+#include "server/fleet/machines_repo.hpp"
 #include "server/fleet/pending_telemetry.hpp"
 #include "server/rentals/rentals_repo.hpp"
 #include "store/migrations.hpp"
@@ -210,6 +211,41 @@ TEST_P(StoreTest, MigrationTwentyOneCarriesTheHighestSeqIntoTheMachine) {
   EXPECT_EQ(rows[1].i64(1), 9);  // its own last seq was higher
   EXPECT_EQ(rows[2].i64(1), 4);  // nothing in agent_seq
   EXPECT_THROW(store_->transact([](Tx& tx) { tx.query("SELECT COUNT(*) FROM agent_seq"); }, TxMode::read), StoreError);
+}
+
+// Every heartbeat sets a machine's last_seen_at and last_seq (MachinesRepo::record_heartbeat): no index of
+// machines may hold them, or each heartbeat rewrites index entries too. On PostgreSQL that is what lets
+// the update stay on its page (a HOT update: no new entry in any index), checked by the transaction's own
+// statistics.
+TEST_P(StoreTest, AHeartbeatsUpdateOfItsMachineTouchesNoIndex) {
+  gpunex::store::migrate(*store_);
+  const std::string indexed_columns =
+      store_->dialect() == Dialect::sqlite
+          ? "SELECT ii.name FROM pragma_index_list('machines') AS il, pragma_index_info(il.name) AS ii"
+          : "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = "
+            "ANY(i.indkey) WHERE i.indrelid = 'machines'::regclass";
+  std::vector<std::string> columns;
+  store_->transact([&](Tx& tx) {
+    for (const auto& r : tx.query(indexed_columns)) columns.push_back(r.str(0));
+  });
+  auto indexed = [&](const char* column) { return std::find(columns.begin(), columns.end(), column) != columns.end(); };
+  EXPECT_TRUE(indexed("status")) << "the query reads the indexes";
+  EXPECT_FALSE(indexed("last_seen_at")) << "an index of machines holds last_seen_at";
+  EXPECT_FALSE(indexed("last_seq")) << "an index of machines holds last_seq";
+
+  store_->transact([](Tx& tx) { seed_machines(tx, {{"m1", 5}}); });
+  store_->transact([&](Tx& tx) {
+    gpunex::server::MachinesRepo machines(tx);
+    ASSERT_TRUE(machines.record_heartbeat("m1", gpunex::core::MachineStatus::online, 6, 1'000));
+    EXPECT_EQ(machines.last_seen_ms("m1"), 1'000);
+    if (store_->dialect() == Dialect::postgres) {
+      auto r = tx.query_one(
+          "SELECT pg_stat_get_xact_tuples_updated('machines'::regclass), "
+          "pg_stat_get_xact_tuples_hot_updated('machines'::regclass)");
+      EXPECT_EQ(r->i64(0), 1);
+      EXPECT_EQ(r->i64(1), 1) << "the heartbeat's update was not a HOT update";
+    }
+  });
 }
 
 // PostgreSQL text cannot hold a NUL and libpq would cut the value there, matching another row: both

@@ -373,6 +373,9 @@ bool MachinesRepo::hardware_changed_since(const std::string& machine_id, std::in
 }
 
 std::vector<SilentMachine> MachinesRepo::silent_online_machines(std::int64_t cutoff, std::int64_t limit) {
+  // Reads every online machine (machines_status holds no last_seen_at, which each heartbeat sets: migration
+  // 22): 10 ms at 100,000 machines on SQLite, a few times a heartbeat interval, against an index entry
+  // rewritten by each of the 6,667 heartbeats a second those machines send.
   static const std::string kSilent = "SELECT id, last_seen_at FROM machines WHERE status = " +
                                      sql(core::MachineStatus::online) +
                                      " AND last_seen_at < ? ORDER BY last_seen_at LIMIT ?";
