@@ -338,6 +338,54 @@ TEST_F(MachinesStore, KnownGpusAreReadOnceAndAGpuAddedLaterIsFound) {
   EXPECT_EQ(check("p2", heartbeat(m1, "a", 6)), std::pair(false, 1));
 }
 
+// The heartbeat's check reads the caller's API key with the machine, in one statement: it passes only for a
+// live key of the machine's provider. A key of another provider, a revoked key and an unknown machine all
+// find nothing (404 here; the server then asks for the key alone, to answer a dead key with 401).
+TEST_F(MachinesStore, TheHeartbeatsCheckReadsTheKeyWithTheMachine) {
+  const std::string m1 = register_machine("a");
+  store_->transact([](store::Tx& tx) {
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('u2', 'q@x', 'Q', 'x', 0)");
+    tx.exec(
+        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
+        "VALUES ('a2', 'u2', 'approved', '{}', 0, 0)");
+    tx.exec(
+        "INSERT INTO providers (id, user_id, application_id, tier, created_at) "
+        "VALUES ('p2', 'u2', 'a2', 'community', 0)");
+    for (const auto& [key, provider] : {std::pair{"key1", "p1"}, {"key2", "p2"}}) {
+      tx.exec("INSERT INTO api_keys (id, provider_id, key_hash, prefix, created_at) VALUES (?, ?, ?, 'gpx_', 0)",
+              {key, provider, std::string("hash-") + key});
+    }
+  });
+  server::KnownGpus known;
+  int selects = 0;
+  store_->set_observer([&](std::string_view op, double) { selects += op == "select" ? 1 : 0; });
+  auto check = [&](const std::string& key, const server::HeartbeatRequest& req) {
+    selects = 0;
+    return store_->transact([&](store::Tx& tx) -> core::Status {
+      auto m = server::check_heartbeat_of_key(tx, key, req, &known);
+      if (!m) return std::move(m).error();
+      EXPECT_EQ(m->id, req.machine_id);
+      EXPECT_EQ(m->status, core::MachineStatus::offline);  // registered, no heartbeat stored yet
+      return core::ok_status();
+    });
+  };
+  EXPECT_TRUE(check("key1", heartbeat(m1, "a", 1)));
+  EXPECT_EQ(selects, 2);  // the machine with the key, then its GPUs
+  EXPECT_TRUE(check("key1", heartbeat(m1, "a", 2)));
+  EXPECT_EQ(selects, 1);  // the GPUs known: the one read
+
+  auto refused = check("key2", heartbeat(m1, "a", 3));  // a live key, of another provider
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, core::ErrorCode::not_found);
+  refused = check("key1", heartbeat("mch_nonexistent", "a", 3));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, core::ErrorCode::not_found);
+  store_->transact([](store::Tx& tx) { tx.exec("UPDATE api_keys SET revoked_at = 1 WHERE id = 'key1'"); });
+  refused = check("key1", heartbeat(m1, "a", 3));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, core::ErrorCode::not_found);
+}
+
 // Past its size the memory forgets every machine and starts over; what it forgot is read again.
 TEST(KnownGpus, ForgetsEverythingPastItsSize) {
   server::KnownGpus known(2);

@@ -58,10 +58,12 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
   auto shared_req = std::make_shared<const protocol::HeartbeatRequest>(std::move(*req));
   auto check = [key_id = ctx.principal->api_key_id, req = shared_req, checked, &known](store::Tx& tx) -> core::Status {
     checked->reset();
-    // The key is checked again inside the transaction: one revoked since authentication is refused.
-    auto provider = agent_key_provider(tx, key_id);
-    if (!provider) return std::move(provider).error();
-    auto machine = check_heartbeat_machine(tx, *provider, *req, &known);
+    // The key is checked again inside the transaction, in the machine's read: one revoked since
+    // authentication is refused. When that read finds nothing, a dead key is answered 401, before the 404.
+    auto machine = check_heartbeat_of_key(tx, key_id, *req, &known);
+    if (!machine && machine.error().code == core::ErrorCode::not_found) {
+      if (auto provider = agent_key_provider(tx, key_id); !provider) return std::move(provider).error();
+    }
     if (!machine) return std::move(machine).error();
     *checked = std::move(*machine);
     return core::ok_status();

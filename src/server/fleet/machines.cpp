@@ -322,22 +322,40 @@ void KnownGpus::remember(const std::string& machine_id, const std::set<std::stri
   by_machine_[machine_id].assign(uuids.begin(), uuids.end());  // a set's order: sorted
 }
 
-core::Result<CheckedMachine> check_heartbeat_machine(Tx& tx, const std::string& provider_id,
-                                                     const HeartbeatRequest& req, KnownGpus* known) {
-  MachinesRepo repo(tx);
-  auto m = repo.heartbeat_machine(req.machine_id);
-  if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
+namespace heartbeat_check {
+
+//! The request's GPUs checked against the machine's: from `known` when it knows every uuid named.
+core::Result<CheckedMachine> with_gpus(MachinesRepo& repo, const HeartbeatRequest& req, core::MachineStatus status,
+                                       KnownGpus* known) {
   if (known != nullptr) {
     std::vector<std::string_view> uuids;  // the request's own strings: no copy per GPU on every heartbeat
     uuids.reserve(req.telemetry.size() + req.events.size());
     for (const auto& s : req.telemetry) uuids.push_back(s.uuid);
     for (const auto& e : req.events) uuids.push_back(e.uuid);
-    if (known->knows(req.machine_id, uuids)) return CheckedMachine{req.machine_id, m->status};
+    if (known->knows(req.machine_id, uuids)) return CheckedMachine{req.machine_id, status};
   }
   const auto gpus = repo.gpu_uuids(req.machine_id);
   if (auto ok = check_heartbeat_gpus(gpus, req); !ok) return ok.error();
   if (known != nullptr) known->remember(req.machine_id, gpus);
-  return CheckedMachine{req.machine_id, m->status};
+  return CheckedMachine{req.machine_id, status};
+}
+
+}  // namespace heartbeat_check
+
+core::Result<CheckedMachine> check_heartbeat_machine(Tx& tx, const std::string& provider_id,
+                                                     const HeartbeatRequest& req, KnownGpus* known) {
+  MachinesRepo repo(tx);
+  auto m = repo.heartbeat_machine(req.machine_id);
+  if (!m || m->provider_id != provider_id) return machine_not_found(req.machine_id);
+  return heartbeat_check::with_gpus(repo, req, m->status, known);
+}
+
+core::Result<CheckedMachine> check_heartbeat_of_key(Tx& tx, const std::string& api_key_id, const HeartbeatRequest& req,
+                                                    KnownGpus* known) {
+  MachinesRepo repo(tx);
+  auto m = repo.heartbeat_machine_of_key(req.machine_id, api_key_id);
+  if (!m) return machine_not_found(req.machine_id);
+  return heartbeat_check::with_gpus(repo, req, m->status, known);
 }
 
 core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req) {

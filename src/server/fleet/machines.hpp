@@ -69,6 +69,11 @@ struct CheckedMachine {
 //! uuid is not known there yet.
 core::Result<CheckedMachine> check_heartbeat_machine(store::Tx& tx, const std::string& provider_id,
                                                      const HeartbeatRequest& req, KnownGpus* known = nullptr);
+//! check_heartbeat_machine for the provider of a live API key, the key and the machine read at once
+//! (a statement fewer on every heartbeat). 404 too when the key is revoked: the caller that must answer
+//! a dead key with 401 asks for the key alone after a 404 (a rare path).
+core::Result<CheckedMachine> check_heartbeat_of_key(store::Tx& tx, const std::string& api_key_id,
+                                                    const HeartbeatRequest& req, KnownGpus* known = nullptr);
 //! Stores a heartbeat that check_heartbeat_machine passed just before in the same transaction, with
 //! nothing in between (GroupCommit runs a request's Check and then its Work): record_heartbeat without
 //! reading the machine, its GPUs and the caller's key a second time. Each GPU's sample and its minute's sums

@@ -1,5 +1,6 @@
 #include "server/fleet/machines_repo.hpp"
 
+#include "server/onboarding/onboarding_repo.hpp"
 #include "util/crypto.hpp"
 
 namespace gpunex::server {
@@ -88,6 +89,15 @@ std::set<std::string> MachinesRepo::present_gpu_uuids(const std::string& machine
 
 std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine(const std::string& machine_id) {
   const auto r = tx_.query_one("SELECT provider_id, status FROM machines WHERE id = ?", {machine_id});
+  if (!r) return std::nullopt;
+  return HeartbeatMachine{r->str(0), status_of(r->str(1))};
+}
+
+std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine_of_key(const std::string& machine_id,
+                                                                       const std::string& api_key_id) {
+  static const std::string q = "SELECT m.provider_id, m.status FROM machines m WHERE m.id = ? AND " +
+                               onboarding_repo::live_api_key_of_sql("m.provider_id");
+  const auto r = tx_.query_one(q, {machine_id, api_key_id});
   if (!r) return std::nullopt;
   return HeartbeatMachine{r->str(0), status_of(r->str(1))};
 }

@@ -183,6 +183,10 @@ class MachinesRepo {
   std::set<std::string> present_gpu_uuids(const std::string& machine_id);
   //! The machine's owner and status, for a heartbeat's check; none when there is no such machine.
   std::optional<HeartbeatMachine> heartbeat_machine(const std::string& machine_id);
+  //! The same, only if `api_key_id` is a live key of the machine's provider: the key and the machine in one
+  //! read (nullopt: no such machine, not the key's provider's, or the key revoked).
+  std::optional<HeartbeatMachine> heartbeat_machine_of_key(const std::string& machine_id,
+                                                           const std::string& api_key_id);
   //! The uuid of every GPU the machine registered, present or not.
   std::set<std::string> gpu_uuids(const std::string& machine_id);
   //! Marks every GPU of the machine absent, before a registration marks those it reports present again.

@@ -235,6 +235,11 @@ std::optional<std::string> live_api_key_provider(store::Tx& tx, const std::strin
   return r->str(0);
 }
 
+std::string live_api_key_of_sql(std::string_view provider_column) {
+  return "EXISTS (SELECT 1 FROM api_keys k WHERE k.id = ? AND k.revoked_at IS NULL AND k.provider_id = " +
+         std::string(provider_column) + ")";
+}
+
 void touch_api_key(store::Tx& tx, const std::string& key_id, std::int64_t now_ms, std::int64_t not_after_ms) {
   tx.exec("UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)",
           {now_ms, key_id, not_after_ms});

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -137,6 +138,9 @@ struct LiveApiKey {
 std::optional<LiveApiKey> find_live_api_key_by_hash(store::Tx& tx, const std::string& key_hash);
 //! The provider of a live (unrevoked) key, by the key's id.
 std::optional<std::string> live_api_key_provider(store::Tx& tx, const std::string& key_id);
+//! The same check as SQL, for a read that makes it beside what it reads (the heartbeat's one read): true
+//! when the key whose id is bound at its one `?` is live and of the provider in `provider_column`.
+std::string live_api_key_of_sql(std::string_view provider_column);
 //! Records use at `now_ms` unless the last recorded use is after `not_after_ms`.
 void touch_api_key(store::Tx& tx, const std::string& key_id, std::int64_t now_ms, std::int64_t not_after_ms);
 
