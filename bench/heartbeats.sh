@@ -5,7 +5,8 @@
 # provider's API key made through the public API. In the same run wrk measures
 # nginx's static 200 as the baseline (as bench/http.sh does). Prints a table, and the server's CPU per
 # heartbeat over all heartbeats and in the steady state (from two intervals after the first heartbeats:
-# give DURATION_S of at least 60 for a useful figure).
+# give DURATION_S of at least 60 for a useful figure); on a PostgreSQL of this machine, its CPU per
+# heartbeat in the same window too.
 # Target: 20,000 agents with p99 under 100 ms.
 # Usage: bench/heartbeats.sh [DURATION_S] [AGENT_COUNTS] [CONNECTIONS]
 #   GPUNEX_BIN_DIR: gpunex-server (default build/bin); GPUNEX_LOADGEN: loadgen binary
@@ -66,6 +67,20 @@ heartbeats_served() {
 }
 # CPU seconds (user+system) a process has used so far.
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
+# PostgreSQL's CPU seconds so far (the postmaster, its live children, and the children it reaped), when it
+# runs on this machine and its data directory is readable; else no figure.
+PGPM=""
+if [ "$STORE" = PostgreSQL ]; then
+  pgdata=$(psql "$DB" -XAtc 'SHOW data_directory' 2>/dev/null || true)
+  [ -n "$pgdata" ] && [ -r "$pgdata/postmaster.pid" ] && PGPM=$(head -n 1 "$pgdata/postmaster.pid")
+  [ -n "$PGPM" ] && [ -r "/proc/$PGPM/stat" ] || PGPM=""
+fi
+pg_cpu_s() {
+  local t c
+  t=$(awk '{print $14+$15+$16+$17}' "/proc/$PGPM/stat")
+  for c in $(pgrep -P "$PGPM"); do t=$((t + $(awk '{print $14+$15}' "/proc/$c/stat" 2>/dev/null || echo 0))); done
+  awk -v t="$t" -v hz="$(getconf CLK_TCK)" 'BEGIN{print t/hz}'
+}
 cpu=()
 for N in $COUNTS; do
   echo "== $N agents: registering, then ${DURATION}s of heartbeats every ${INTERVAL}s" >&2
@@ -83,22 +98,27 @@ for N in $COUNTS; do
   # Steady state: from two intervals after the heartbeats start (each agent's first beats deliver its
   # first-registration benchmark run and schedule its spot checks, which a fleet that registered long
   # ago does not do) to the end, counted by the server's own heartbeat counter.
-  ss0="" sc0=""
+  ss0="" sc0="" pg0=""
   steady_from=$(( $(date +%s) + 2 * INTERVAL ))
   while kill -0 "$LPID" 2>/dev/null; do
     if [ "$(date +%s)" -ge "$steady_from" ]; then
-      ss0=$(cpu_s "$SPID"); sc0=$(heartbeats_served); break
+      ss0=$(cpu_s "$SPID"); sc0=$(heartbeats_served); [ -n "$PGPM" ] && pg0=$(pg_cpu_s); break
     fi
     sleep 0.2
   done
   wait "$LPID" || true
   s1=$(cpu_s "$SPID")
   sc1=$(heartbeats_served)
+  pg1=""
+  [ -n "$pg0" ] && pg1=$(pg_cpu_s)
   hbok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["heartbeats"]["ok"])' \
     "$WORK/loadgen-$N.json" 2>/dev/null || echo 0)
   read -r lu ls le < <(tail -n 1 "$WORK/loadgen-$N.time") || true
   cpu+=("$N agents: CPU over ${le}s wall: gpunex-server $(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.1f", b-a}') s, gpunex-loadgen $(awk -v a="$lu" -v b="$ls" 'BEGIN{printf "%.1f", a+b}') s (load average $(cut -d' ' -f1-3 /proc/loadavg))")
   cpu+=("$N agents: server CPU per heartbeat, steady state: $(awk -v a="$ss0" -v b="$s1" -v c0="$sc0" -v c1="$sc1" 'BEGIN{ if (a != "" && c1 > c0) printf "%.3f ms (%.1f s over %d heartbeats, from %d s after the first)", (b-a)/(c1-c0)*1000, b-a, c1-c0, 2*'"$INTERVAL"'; else print "? (run longer than two intervals)" }')")
+  if [ -n "$pg1" ]; then
+    cpu+=("$N agents: PostgreSQL CPU per heartbeat, steady state: $(awk -v a="$pg0" -v b="$pg1" -v c0="$sc0" -v c1="$sc1" 'BEGIN{ if (c1 > c0) printf "%.3f ms (%.1f s in the same window, its background work included: autovacuum after the registrations weighs in short runs)", (b-a)/(c1-c0)*1000, b-a; else print "?" }')")
+  fi
   cpu+=("$N agents: server CPU per heartbeat: $(awk -v a="${shb:-$s1}" -v b="$s1" -v n="$hbok" 'BEGIN{ if (n > 0) printf "%.3f ms (%.1f s over %d heartbeats, registration excluded)", (b-a)/n*1000, b-a, n; else print "?" }')")
   # The loadgen does the same work per heartbeat on any build of the server, so its CPU time measures how
   # fast this (shared, virtual) machine ran meanwhile: the ratio moves less from run to run than the
