@@ -1,25 +1,29 @@
 #include "server/reliability/reliability_repo.hpp"
 
 #include <array>
+#include <string_view>
 
 namespace gpunex::server::reliability {
 
 namespace {
 
-// A day's columns, in the order days() reads them and upsert_day writes them: the minutes (360 hex digits
-// each) between the others.
-constexpr const char* kDayColumnsBefore = "day, judged_until, final, full_day";
-constexpr std::array<const char*, 3> kDayMinuteColumns = {"scheduled", "excused", "present"};
-constexpr const char* kDayColumnsAfter =
-    "counted_min, present_min, excused_min, jobs, jobs_ok, runs, run_sum, events, score, uptime, job_completion, "
-    "stability, is_new";
+// A day's columns, in the order days() reads them and upsert_day writes them. The minutes (360 hex digits
+// each: scheduled, excused, present) days() reads only for a day that is not final.
+constexpr std::array<std::string_view, 20> kDayColumns = {
+    "day",         "judged_until", "final",       "full_day",       "scheduled", "excused", "present",
+    "counted_min", "present_min",  "excused_min", "jobs",           "jobs_ok",   "runs",    "run_sum",
+    "events",      "score",        "uptime",      "job_completion", "stability", "is_new"};
 
-//! The day's columns, each minute column given by `minutes(name)`.
-template <class Minutes>
-std::string day_columns(Minutes minutes) {
-  std::string out = kDayColumnsBefore;
-  for (const char* name : kDayMinuteColumns) out += ", " + minutes(std::string(name));
-  return out + ", " + kDayColumnsAfter;
+bool is_minutes(std::string_view column) {
+  return column == "scheduled" || column == "excused" || column == "present";
+}
+
+//! The day's columns, each as `as(name)` gives it, separated by commas.
+template <class As>
+std::string day_columns(As as) {
+  std::string out;
+  for (const std::string_view name : kDayColumns) out += (out.empty() ? "" : ", ") + as(std::string(name));
+  return out;
 }
 
 std::int64_t flag(bool b) {
@@ -33,10 +37,10 @@ std::vector<DayRow> ReliabilityRepo::days(const std::string& machine_id, std::in
   std::vector<DayRow> out;
   // A final day's minutes (three texts of 360 hex digits) are never judged again: it comes without them, so
   // that each round does not copy them for a window of days of every machine.
-  static const std::string q =
-      "SELECT " +
-      day_columns([](const std::string& name) { return "CASE WHEN final = 0 THEN " + name + " ELSE '' END"; }) +
-      " FROM reliability_days WHERE machine_id = ? AND day >= ? AND day < ? ORDER BY day";
+  static const std::string q = "SELECT " + day_columns([](const std::string& name) {
+                                 return is_minutes(name) ? "CASE WHEN final = 0 THEN " + name + " ELSE '' END" : name;
+                               }) +
+                               " FROM reliability_days WHERE machine_id = ? AND day >= ? AND day < ? ORDER BY day";
   for (const auto& r : tx_.query(q, {machine_id, since_day_ms, before_day_ms})) {
     DayRow d;
     d.day_ms = r.i64(0);
@@ -65,20 +69,20 @@ std::vector<DayRow> ReliabilityRepo::days(const std::string& machine_id, std::in
 }
 
 void ReliabilityRepo::upsert_day(const std::string& machine_id, const DayRow& d) {
-  static const std::string columns = day_columns([](const std::string& name) { return name; });
-  tx_.exec("INSERT INTO reliability_days (machine_id, " + columns +
-               ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-               "ON CONFLICT (machine_id, day) DO UPDATE SET judged_until = excluded.judged_until, "
-               "final = excluded.final, full_day = excluded.full_day, scheduled = excluded.scheduled, "
-               "excused = excluded.excused, present = excluded.present, counted_min = excluded.counted_min, "
-               "present_min = excluded.present_min, excused_min = excluded.excused_min, jobs = excluded.jobs, "
-               "jobs_ok = excluded.jobs_ok, runs = excluded.runs, run_sum = excluded.run_sum, "
-               "events = excluded.events, score = excluded.score, uptime = excluded.uptime, "
-               "job_completion = excluded.job_completion, stability = excluded.stability, is_new = excluded.is_new",
-           {machine_id,       d.day_ms,      d.judged_until_ms, flag(d.final), flag(d.full),  d.scheduled_hex,
-            d.excused_hex,    d.present_hex, d.counted_min,     d.present_min, d.excused_min, d.jobs,
-            d.jobs_ok,        d.runs,        d.run_sum,         d.events_json, d.score,       d.uptime,
-            d.job_completion, d.stability,   flag(d.is_new)});
+  // Every column but the key's day is written again on a conflict.
+  static const std::string q = [] {
+    std::string set;
+    for (const std::string_view name : kDayColumns) {
+      if (name != "day") set += (set.empty() ? "" : ", ") + std::string(name) + " = excluded." + std::string(name);
+    }
+    return "INSERT INTO reliability_days (machine_id, " + day_columns([](const std::string& name) { return name; }) +
+           ") VALUES (?, " + day_columns([](const std::string&) { return std::string("?"); }) +
+           ") ON CONFLICT (machine_id, day) DO UPDATE SET " + set;
+  }();
+  tx_.exec(q, {machine_id,       d.day_ms,      d.judged_until_ms, flag(d.final), flag(d.full),  d.scheduled_hex,
+               d.excused_hex,    d.present_hex, d.counted_min,     d.present_min, d.excused_min, d.jobs,
+               d.jobs_ok,        d.runs,        d.run_sum,         d.events_json, d.score,       d.uptime,
+               d.job_completion, d.stability,   flag(d.is_new)});
 }
 
 std::int64_t ReliabilityRepo::prune_days_before(std::int64_t before_day_ms, std::int64_t limit) {
