@@ -86,8 +86,9 @@ Judged judge(Tx& tx, const MachineForScore& m, const JobSource& job_source, cons
     const auto it = rows.find(d);
     if (it == rows.end() || !it->second.final) to_judge.push_back(d);
   }
-  if (!to_judge.empty() && to_judge.front() - (c.window_days - 1) * cr::kDayMs < window_first) {
-    read(to_judge.front() - (c.window_days - 1) * cr::kDayMs, window_first);
+  if (!to_judge.empty()) {
+    const std::int64_t needed_from = to_judge.front() - (c.window_days - 1) * cr::kDayMs;
+    if (needed_from < window_first) read(needed_from, window_first);
   }
 
   Judged out;
