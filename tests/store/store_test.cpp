@@ -15,6 +15,7 @@
 #include <latch>
 #include <limits>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -246,6 +247,48 @@ TEST_P(StoreTest, AHeartbeatsUpdateOfItsMachineTouchesNoIndex) {
       EXPECT_EQ(r->i64(1), 1) << "the heartbeat's update was not a HOT update";
     }
   });
+}
+
+// A registration finds its machine by (provider_id, fingerprint), the unique index, whatever the table holds.
+// PostgreSQL planned it through the index on (provider_id, status) on an empty, unanalyzed table, where
+// the two cost alike, and a pooled connection kept that plan while one provider registered thousands:
+// each lookup then read every machine of the provider (migration 23).
+TEST_P(StoreTest, ARegistrationsLookupByFingerprintSeeksTheUniqueIndex) {
+  gpunex::store::migrate(*store_);
+  const bool sqlite = store_->dialect() == Dialect::sqlite;
+  const std::string lookup = std::string(sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN ") +
+                             "SELECT id, provider_id, status, driver_version, simulated FROM machines "
+                             "WHERE provider_id = ? AND fingerprint = ?";
+  auto plan = [&] {
+    std::string text;
+    store_->transact([&](Tx& tx) {
+      for (const auto& r : tx.query(lookup, {"p1", "f-m7"})) text += r.str(sqlite ? 3 : 0) + "\n";
+    });
+    return text;
+  };
+  auto seeks_both = [&](const std::string& text) {
+    std::istringstream lines(text);
+    bool seek = false;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("Filter") != std::string::npos) return false;  // a column checked row by row
+      const bool index =
+          sqlite ? line.find("USING INDEX") != std::string::npos && line.find("fingerprint=?") != std::string::npos
+                 : line.find("Index Cond") != std::string::npos && line.find("fingerprint") != std::string::npos;
+      seek = seek || index;
+    }
+    return seek;
+  };
+  const std::string empty = plan();
+  EXPECT_TRUE(seeks_both(empty)) << "on an empty table:\n" << empty;
+
+  store_->transact([](Tx& tx) {
+    std::vector<std::pair<std::string, int>> fleet;
+    for (int i = 0; i < 500; ++i) fleet.emplace_back("m" + std::to_string(i), 0);
+    seed_machines(tx, fleet);
+  });
+  store_->transact([](Tx& tx) { tx.exec("ANALYZE"); });
+  const std::string filled = plan();
+  EXPECT_TRUE(seeks_both(filled)) << "with 500 machines of the provider:\n" << filled;
 }
 
 // PostgreSQL text cannot hold a NUL and libpq would cut the value there, matching another row: both

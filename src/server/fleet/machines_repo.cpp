@@ -223,8 +223,8 @@ void MachinesRepo::add_presence(const std::string& machine_id, std::int64_t minu
 
 bool MachinesRepo::record_heartbeat(const std::string& machine_id, core::MachineStatus status, std::int64_t seq,
                                     std::int64_t now) {
-  // Nearly always the status stays: then it is left out of the SET, so that SQLite leaves the indexes on it
-  // (machines_provider_status) and the market trigger alone (3.4 against 5.6 us a statement, measured on a
+  // Nearly always the status stays: then it is left out of the SET, so that SQLite leaves the index on it
+  // (machines_status_provider) and the market trigger alone (3.4 against 5.6 us a statement, measured on a
   // bench store). Only a status that changes, or a seq already taken, runs the second statement.
   const std::string status_name(core::machine_status_name(status));
   if (tx_.exec("UPDATE machines SET last_seen_at = ?, last_seq = ? WHERE id = ? AND last_seq < ? AND status = ?",
@@ -383,7 +383,7 @@ bool MachinesRepo::hardware_changed_since(const std::string& machine_id, std::in
 }
 
 std::vector<SilentMachine> MachinesRepo::silent_online_machines(std::int64_t cutoff, std::int64_t limit) {
-  // Reads every online machine (machines_status holds no last_seen_at, which each heartbeat sets: migration
+  // Reads every online machine (no index holds last_seen_at, which each heartbeat sets: migration
   // 22): 10 ms at 100,000 machines on SQLite, a few times a heartbeat interval, against an index entry
   // rewritten by each of the 6,667 heartbeats a second those machines send.
   static const std::string kSilent = "SELECT id, last_seen_at FROM machines WHERE status = " +

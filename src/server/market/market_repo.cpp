@@ -151,7 +151,7 @@ std::vector<OfferMachineRow> MarketRepo::online_offer_machines(const MarketChang
   std::string sql = q;
   store::Params params;
   if (only) {
-    // Two selects rather than one OR: SQLite's planner took the OR for a walk of machines_status
+    // Two selects rather than one OR: SQLite's planner took the OR for a walk of the status index
     // (every online machine: 6 ms of CPU at 20,000, against 0.5 ms); each half alone is an index search.
     sql += " AND m.id" + store::in_list(only->machines.size()) + " UNION " + q + " AND m.provider_id" +
            store::in_list(only->providers.size());
