@@ -26,6 +26,7 @@
 #include "core/result.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "server/fleet/pending_telemetry.hpp"
+#include "server/reliability/reliability_repo.hpp"
 #include "server/rentals/rentals_repo.hpp"
 #include "store/migrations.hpp"
 #include "store/nul_in_text.hpp"
@@ -131,6 +132,35 @@ void seed_machines(Tx& tx, const std::vector<std::pair<std::string, int>>& machi
         "VALUES (?, 'p1', ?, 'h', '{}', 1, '1', 1, 'online', '', '', 0, 0, ?)",
         {id, "f-" + id, last_seq});
   }
+}
+
+//! The store's plan for a statement, a line per step: SQLite's EXPLAIN QUERY PLAN (its detail), PostgreSQL's
+//! EXPLAIN (planned with the parameters' values).
+std::string plan_of(Store& store, const std::string& sql, const Params& params) {
+  const bool sqlite = store.dialect() == Dialect::sqlite;
+  std::string text;
+  store.transact([&](Tx& tx) {
+    for (const auto& r : tx.query((sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN ") + sql, params)) {
+      text += r.str(sqlite ? 3 : 0) + "\n";
+    }
+  });
+  return text;
+}
+
+//! Whether a plan finds its rows by searching an index for `column` (equal to a value), with no column
+//! checked row by row.
+bool seeks_by(const std::string& plan, Dialect dialect, const std::string& column) {
+  std::istringstream lines(plan);
+  bool seek = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("Filter") != std::string::npos) return false;
+    seek =
+        seek || (dialect == Dialect::sqlite
+                     ? line.find("USING") != std::string::npos && line.find("INDEX") != std::string::npos &&
+                           line.find(column + "=?") != std::string::npos
+                     : line.find("Index Cond") != std::string::npos && line.find(column + " = ") != std::string::npos);
+  }
+  return seek;
 }
 
 class StoreTest : public ::testing::TestWithParam<std::string> {
@@ -255,31 +285,11 @@ TEST_P(StoreTest, AHeartbeatsUpdateOfItsMachineTouchesNoIndex) {
 // each lookup then read every machine of the provider (migration 23).
 TEST_P(StoreTest, ARegistrationsLookupByFingerprintSeeksTheUniqueIndex) {
   gpunex::store::migrate(*store_);
-  const bool sqlite = store_->dialect() == Dialect::sqlite;
-  const std::string lookup = std::string(sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN ") +
-                             "SELECT id, provider_id, status, driver_version, simulated FROM machines "
-                             "WHERE provider_id = ? AND fingerprint = ?";
-  auto plan = [&] {
-    std::string text;
-    store_->transact([&](Tx& tx) {
-      for (const auto& r : tx.query(lookup, {"p1", "f-m7"})) text += r.str(sqlite ? 3 : 0) + "\n";
-    });
-    return text;
-  };
-  auto seeks_both = [&](const std::string& text) {
-    std::istringstream lines(text);
-    bool seek = false;
-    for (std::string line; std::getline(lines, line);) {
-      if (line.find("Filter") != std::string::npos) return false;  // a column checked row by row
-      const bool index =
-          sqlite ? line.find("USING INDEX") != std::string::npos && line.find("fingerprint=?") != std::string::npos
-                 : line.find("Index Cond") != std::string::npos && line.find("fingerprint") != std::string::npos;
-      seek = seek || index;
-    }
-    return seek;
-  };
-  const std::string empty = plan();
-  EXPECT_TRUE(seeks_both(empty)) << "on an empty table:\n" << empty;
+  const std::string lookup =
+      "SELECT id, provider_id, status, driver_version, simulated FROM machines WHERE provider_id = ? AND "
+      "fingerprint = ?";
+  const std::string empty = plan_of(*store_, lookup, {"p1", "f-m7"});
+  EXPECT_TRUE(seeks_by(empty, store_->dialect(), "fingerprint")) << "on an empty table:\n" << empty;
 
   store_->transact([](Tx& tx) {
     std::vector<std::pair<std::string, int>> fleet;
@@ -287,8 +297,56 @@ TEST_P(StoreTest, ARegistrationsLookupByFingerprintSeeksTheUniqueIndex) {
     seed_machines(tx, fleet);
   });
   store_->transact([](Tx& tx) { tx.exec("ANALYZE"); });
-  const std::string filled = plan();
-  EXPECT_TRUE(seeks_both(filled)) << "with 500 machines of the provider:\n" << filled;
+  const std::string filled = plan_of(*store_, lookup, {"p1", "f-m7"});
+  EXPECT_TRUE(seeks_by(filled, store_->dialect(), "fingerprint")) << "with 500 machines of the provider:\n" << filled;
+}
+
+// The reliability round reads each machine's window of days by its key, whatever the table holds: with an
+// index on `day` alone, PostgreSQL read it through that index on an empty table, every machine's days for
+// each machine (migration 24). The prune still deletes every day before the cutoff, final or not, at most
+// `limit` a call.
+TEST_P(StoreTest, AMachinesReliabilityDaysAreReadByItsKeyAndPrunedByAge) {
+  gpunex::store::migrate(*store_);
+  const std::string window =
+      "SELECT day, judged_until, final FROM reliability_days WHERE machine_id = ? AND day >= ? AND day < ? "
+      "ORDER BY day";
+  const std::string empty = plan_of(*store_, window, {"m7", std::int64_t{5}, std::int64_t{40}});
+  EXPECT_TRUE(seeks_by(empty, store_->dialect(), "machine_id")) << "on an empty table:\n" << empty;
+
+  constexpr std::int64_t kDay = 86'400'000;
+  store_->transact([&](Tx& tx) {
+    std::vector<std::pair<std::string, int>> fleet;
+    for (int i = 0; i < 200; ++i) fleet.emplace_back("m" + std::to_string(i), 0);
+    seed_machines(tx, fleet);
+    for (int i = 0; i < 200; ++i) {
+      for (std::int64_t d = 1; d <= 40; ++d) {
+        // Day 3 of m0 was never finalized (its rounds stopped before it ended).
+        const bool final = d < 40 && !(i == 0 && d == 3);
+        tx.exec(
+            "INSERT INTO reliability_days (machine_id, day, judged_until, final, full_day, scheduled, excused, "
+            "present, counted_min, present_min, excused_min, jobs, jobs_ok, runs, run_sum, events, score, uptime, "
+            "job_completion, stability, is_new) VALUES (?, ?, ?, ?, 1, '', '', '', 1440, 1440, 0, 0, 0, 0, 0, '[]', "
+            "99, 1, 1, 1, 0)",
+            {"m" + std::to_string(i), d * kDay, (d + 1) * kDay, std::int64_t{final}});
+      }
+    }
+  });
+  store_->transact([](Tx& tx) { tx.exec("ANALYZE"); });
+  const std::string filled = plan_of(*store_, window, {"m7", 5 * kDay, 41 * kDay});
+  EXPECT_TRUE(seeks_by(filled, store_->dialect(), "machine_id")) << "with 200 machines' 40 days:\n" << filled;
+
+  // Days 1 to 4 of 200 machines go (800, one of them not final), at most 300 a call.
+  std::vector<std::int64_t> calls;
+  for (;;) {
+    const auto n = store_->transact(
+        [&](Tx& tx) { return gpunex::server::reliability::ReliabilityRepo(tx).prune_days_before(5 * kDay, 300); });
+    calls.push_back(n);
+    if (n < 300) break;
+  }
+  EXPECT_EQ(calls, (std::vector<std::int64_t>{300, 300, 200}));
+  auto left = store_->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*), MIN(day) FROM reliability_days"); });
+  EXPECT_EQ(left->i64(0), 200 * 36);
+  EXPECT_EQ(left->i64(1), 5 * kDay);
 }
 
 // PostgreSQL text cannot hold a NUL and libpq would cut the value there, matching another row: both

@@ -86,11 +86,18 @@ void ReliabilityRepo::upsert_day(const std::string& machine_id, const DayRow& d)
 }
 
 std::int64_t ReliabilityRepo::prune_days_before(std::int64_t before_day_ms, std::int64_t limit) {
-  return tx_.exec(
-      "DELETE FROM reliability_days WHERE (machine_id, day) IN (SELECT machine_id, day FROM "
-      "reliability_days WHERE day < ? LIMIT " +
-          std::to_string(limit) + ")",
-      {before_day_ms});
+  // Final days first, then days never finalized (their machine's rounds stopped before the day ended, and
+  // resumed after it left the window), each through its partial index (migration 24): the literal
+  // `final = 1` and `final = 0` are what lets the planner use them.
+  std::int64_t deleted = 0;
+  for (const char* final : {"1", "0"}) {
+    if (deleted >= limit) break;
+    deleted += tx_.exec(std::string("DELETE FROM reliability_days WHERE (machine_id, day) IN (SELECT machine_id, day "
+                                    "FROM reliability_days WHERE final = ") +
+                            final + " AND day < ? LIMIT ?)",
+                        {before_day_ms, limit - deleted});
+  }
+  return deleted;
 }
 
 std::optional<PublishedRow> ReliabilityRepo::published(const std::string& machine_id) {
