@@ -8,7 +8,8 @@
 # connection (curl, time_total per request), and the script prints p50 and p99
 # per search side by side. Targets (issue #20): each search's p99 under 5 ms; a last row times the
 # first search after a write to the market, when the server's offer cache takes the change in: p99 under
-# 20 ms.
+# 20 ms. Beside them, nginx's static 200 through the same client in the same run: the floor of what the
+# harness measures on this machine.
 # Usage: bench/market.sh [REQUESTS] [STORES]
 #   REQUESTS: measured requests per search (default 200, after 10 warm-up rounds);
 #   STORES: "sqlite postgres" (default), or one of them.
@@ -28,13 +29,18 @@ BIN=${GPUNEX_BIN_DIR:-build/bin}
 command -v curl >/dev/null || { echo "curl is missing: run scripts/deps.sh" >&2; exit 1; }
 [[ " $STORES " != *" sqlite "* ]] || command -v sqlite3 >/dev/null || { echo "sqlite3 is missing: run scripts/deps.sh" >&2; exit 1; }
 [[ " $STORES " != *" postgres "* ]] || command -v psql >/dev/null || { echo "psql is missing: run scripts/deps.sh" >&2; exit 1; }
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { echo "nginx is missing: run scripts/deps.sh" >&2; exit 1; }
+. bench/lib/nginx.sh
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 WORK=$(mktemp -d /tmp/gpunex-market.XXXXXX)
 chmod 0755 "$WORK"  # the postgres user (when run as root) must reach the cluster folder
 SPID=
 PGDIR=
+NGINX_PID=
 cleanup() {
   [ -z "$SPID" ] || kill "$SPID" 2>/dev/null || true
+  [ -z "$NGINX_PID" ] || kill "$NGINX_PID" 2>/dev/null || true
   wait 2>/dev/null || true
   [ -z "$PGDIR" ] || scripts/pg.sh stop "$PGDIR" >/dev/null 2>&1 || true
   [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
@@ -170,8 +176,23 @@ run_store() { # STORE
   fi
 }
 
+# nginx's static 200 through the same client, as many requests as all the searches (one curl process,
+# one keep-alive connection, time_total): the floor of what this harness can measure here, in this run.
+nginx_floor() {
+  local port cfg="$WORK/curl-nginx.cfg" n=$((${#SEARCHES[@]} * (WARMUP + REQUESTS)))
+  port=$(free_port)
+  start_nginx "$port" "$WORK/nginx"
+  : >"$cfg"
+  for ((r = 0; r < n; r++)); do printf 'url = "http://127.0.0.1:%s/"\noutput = "/dev/null"\n' "$port" >>"$cfg"; done
+  curl -sS --fail --config "$cfg" -w '%{time_total}\n' | tail -n $((${#SEARCHES[@]} * REQUESTS)) >"$WORK/times-nginx"
+  kill "$NGINX_PID"
+  wait "$NGINX_PID" 2>/dev/null || true
+  NGINX_PID=
+}
+
 declare -A fill_s settled_s
 for s in $STORES; do run_store "$s"; done
+nginx_floor
 
 echo
 echo "GET /v1/marketplace/offers: $((MACHINES * 5)) GPUs on $MACHINES machines of $PROVIDERS providers;"
@@ -210,6 +231,9 @@ for s in stores:
     first = max(first, pct(r, 99))
     row += f" {pct(r, 50):>15.1f} {pct(r, 99):>7.1f}"
 print(row)
+nginx = [float(x) for x in open(f"{work}/times-nginx")]
+print(f"{'nginx static 200, same client':<30} {'':>7} {pct(nginx, 50):>15.2f} {pct(nginx, 99):>7.2f}"
+      f"   ({len(nginx)} requests: the harness's own floor)")
 # Issue #20's targets: a search's p99 under 5 ms, the first search after a market change under 20 ms.
 print(f"worst p99 of the searches: {worst:.1f} ms (target: under 5 ms) -> {'PASS' if worst < 5 else 'MISS'}")
 print(f"worst p99 of the first search after a change: {first:.1f} ms (target: under 20 ms) -> "
