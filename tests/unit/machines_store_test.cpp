@@ -405,15 +405,25 @@ TEST(KnownGpus, ForgetsEverythingPastItsSize) {
 // A heartbeat looks at the benchmark tables beyond one read only when there is work: a requested run to
 // deliver, a delivered run past the timeout or a challenge past its deadline to expire, a spot check to
 // schedule or issue. A machine running its benchmark (run delivered, challenge open and in time) has none.
+// The heartbeat's check gives the same answer when it reads it with the machine (PostgreSQL's path).
 TEST_F(MachinesStore, AHeartbeatDoesBenchmarkWorkOnlyWhenThereIsSome) {
   const std::string m1 = register_machine("a");  // verified before it is offered: a run is requested
+  store_->transact([](store::Tx& tx) {
+    tx.exec("INSERT INTO api_keys (id, provider_id, key_hash, prefix, created_at) VALUES ('key1', 'p1', 'h', 'g', 0)");
+  });
   server::BenchmarkSettings s;
   s.run_timeout_ms = 3'600'000;
   s.challenges.require_answers = true;
   s.challenges.spot_check_mean_ms = 0;  // off, but for the calls that say otherwise
   auto work = [&](std::int64_t now, bool spot_checks = false) {
+    s.challenges.spot_check_mean_ms = spot_checks ? 86'400'000 : 0;
+    const auto question = server::heartbeat_work_question(m1, s, now);
+    s.challenges.spot_check_mean_ms = 0;
     return store_->transact([&](store::Tx& tx) {
-      return server::BenchmarksRepo(tx).has_heartbeat_work(m1, now, now - s.run_timeout_ms, spot_checks);
+      const bool alone = server::BenchmarksRepo(tx).has_heartbeat_work(question);
+      auto checked = server::check_heartbeat_of_key(tx, "key1", heartbeat(m1, "a", 1), nullptr, &question);
+      EXPECT_TRUE(checked && checked->benchmark_work == alone) << "the check's read disagrees at " << now;
+      return alone;
     });
   };
   auto commands = [&](std::int64_t now) {

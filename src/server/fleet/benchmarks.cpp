@@ -125,12 +125,17 @@ void require_verification(Tx& tx, const std::string& machine_id, BenchmarkReason
   if (!repo.has_open_run(machine_id)) repo.open_run(machine_id, reason, now);
 }
 
-nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const BenchmarkSettings& s, std::int64_t now) {
+HeartbeatWorkQuestion heartbeat_work_question(const std::string& machine_id, const BenchmarkSettings& s,
+                                              std::int64_t now) {
+  return HeartbeatWorkQuestion{machine_id, now, now - s.run_timeout_ms, s.challenges.spot_check_mean_ms > 0};
+}
+
+nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const BenchmarkSettings& s, std::int64_t now,
+                                  std::optional<bool> has_work) {
   BenchmarksRepo repo(tx);
   nlohmann::json cmds = nlohmann::json::array();
-  if (!repo.has_heartbeat_work(machine_id, now, now - s.run_timeout_ms, s.challenges.spot_check_mean_ms > 0)) {
-    return cmds;
-  }
+  if (!has_work) has_work = repo.has_heartbeat_work(heartbeat_work_question(machine_id, s, now));
+  if (!*has_work) return cmds;
   repo.expire_delivered_before(machine_id, now - s.run_timeout_ms);
   expire_challenges(tx, machine_id, s.challenges, now);
   auto r = repo.oldest_requested(machine_id);

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "core/benchmark_run.hpp"
 #include "core/reliability.hpp"
 #include "core/result.hpp"
+#include "server/fleet/benchmarks_repo.hpp"
 #include "server/fleet/challenges.hpp"
 #include "server/platform/config.hpp"
 #include "store/store.hpp"
@@ -53,10 +55,15 @@ std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s,
 void require_verification(store::Tx& tx, const std::string& machine_id, core::BenchmarkReason reason,
                           std::int64_t now_ms);
 
+//! What a heartbeat of the machine at `now_ms` asks about its benchmark work (has_heartbeat_work).
+HeartbeatWorkQuestion heartbeat_work_question(const std::string& machine_id, const BenchmarkSettings& s,
+                                              std::int64_t now_ms);
+
 //! The commands for a heartbeat reply: a `run_benchmark` for a requested run (marked delivered), else none.
-//! Expires runs delivered longer ago than the timeout first.
+//! Expires runs delivered longer ago than the timeout first. `has_work`: the answer to
+//! heartbeat_work_question when the heartbeat's check read it already (false: nothing to do), else it is read.
 nlohmann::json benchmark_commands(store::Tx& tx, const std::string& machine_id, const BenchmarkSettings& s,
-                                  std::int64_t now_ms);
+                                  std::int64_t now_ms, std::optional<bool> has_work = std::nullopt);
 
 //! POST /v1/agent/benchmarks: validates and stores a run, judges each GPU, delists or relists, notifies.
 //! Any fault (malformed, another machine's id or GPU, implausible figures) is a 400 naming the field,

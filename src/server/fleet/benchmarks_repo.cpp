@@ -80,33 +80,60 @@ const std::string& open_challenge_statuses_sql() {
   return s;
 }
 
-bool BenchmarksRepo::has_heartbeat_work(const std::string& machine_id, std::int64_t now, std::int64_t delivered_cutoff,
-                                        bool spot_checks) {
-  // The same conditions as benchmark_commands' steps: oldest_requested, expire_delivered_before,
-  // expire_challenges (deadline_at < now) and spot_check_command. Each open challenge status has an EXISTS
-  // of its own, not `status IN (...)`: SQLite builds an ephemeral index for an IN list that constrains an
-  // index column on every run of the statement, which was most of this read's 8% of the server's CPU per
-  // heartbeat (bench/README.md, heartbeat path (7)); an equality is one seek in benchmark_challenges_machine.
-  static const std::string work = [] {
-    std::string w = "EXISTS (SELECT 1 FROM benchmark_runs WHERE machine_id = ? AND (status = " +
-                    sql(BenchmarkRunStatus::requested) + " OR (status = " + sql(BenchmarkRunStatus::delivered) +
-                    " AND delivered_at < ?)))";
+namespace {
+namespace heartbeat_work {
+
+//! The work other than a spot check: the same conditions as benchmark_commands' steps (oldest_requested,
+//! expire_delivered_before, expire_challenges: deadline_at < now). Each open challenge status has an EXISTS
+//! of its own, not `status IN (...)`: SQLite builds an ephemeral index for an IN list that constrains an
+//! index column on every run of the statement, which was most of this read's 8% of the server's CPU per
+//! heartbeat (bench/README.md, heartbeat path (7)); an equality is one seek in benchmark_challenges_machine.
+const std::string& other_work() {
+  static const std::string w = [] {
+    std::string out = "EXISTS (SELECT 1 FROM benchmark_runs WHERE machine_id = ? AND (status = " +
+                      sql(BenchmarkRunStatus::requested) + " OR (status = " + sql(BenchmarkRunStatus::delivered) +
+                      " AND delivered_at < ?)))";
     for (const auto status : kOpenChallengeStatuses) {
-      w += " OR EXISTS (SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status = " + sql(status) +
-           " AND deadline_at < ?)";
+      out += " OR EXISTS (SELECT 1 FROM benchmark_challenges WHERE machine_id = ? AND status = " + sql(status) +
+             " AND deadline_at < ?)";
     }
-    return w;
+    return out;
   }();
+  return w;
+}
+
+//! other_work()'s parameters, after the spot check's when it has one.
+std::vector<store::Value> params(const HeartbeatWorkQuestion& q) {
+  std::vector<store::Value> p;
+  if (q.spot_checks) p = {q.now_ms};
+  p.insert(p.end(), {q.machine_id, q.delivered_cutoff_ms});
+  for (std::size_t i = 0; i < kOpenChallengeStatuses.size(); ++i) p.insert(p.end(), {q.machine_id, q.now_ms});
+  return p;
+}
+
+}  // namespace heartbeat_work
+}  // namespace
+
+bool BenchmarksRepo::has_heartbeat_work(const HeartbeatWorkQuestion& q) {
   static const std::string with_spot_checks =
-      "SELECT 1 FROM machines WHERE id = ? AND (spot_check_at IS NULL OR spot_check_at <= ? OR " + work + ")";
-  static const std::string without = "SELECT " + work;
-  std::vector<store::Value> params;
-  if (spot_checks) params = {machine_id, now};
-  params.insert(params.end(), {machine_id, delivered_cutoff});
-  for (std::size_t i = 0; i < kOpenChallengeStatuses.size(); ++i) params.insert(params.end(), {machine_id, now});
-  if (spot_checks) return tx_.query_one(with_spot_checks, params).has_value();
+      "SELECT 1 FROM machines WHERE id = ? AND (spot_check_at IS NULL OR "
+      "spot_check_at <= ? OR " +
+      heartbeat_work::other_work() + ")";
+  static const std::string without = "SELECT " + heartbeat_work::other_work();
+  auto params = heartbeat_work::params(q);
+  if (q.spot_checks) {
+    params.insert(params.begin(), q.machine_id);
+    return tx_.query_one(with_spot_checks, params).has_value();
+  }
   auto r = tx_.query_one(without, params);
   return r && r->boolean(0);
+}
+
+HeartbeatWorkColumn BenchmarksRepo::heartbeat_work_column(const HeartbeatWorkQuestion& q) {
+  static const std::string with_spot_checks = "CASE WHEN m.spot_check_at IS NULL OR m.spot_check_at <= ? OR " +
+                                              heartbeat_work::other_work() + " THEN 1 ELSE 0 END";
+  static const std::string without = "CASE WHEN " + heartbeat_work::other_work() + " THEN 1 ELSE 0 END";
+  return HeartbeatWorkColumn{q.spot_checks ? with_spot_checks : without, heartbeat_work::params(q)};
 }
 
 std::string BenchmarksRepo::open_run(const std::string& machine_id, BenchmarkReason reason, std::int64_t now) {

@@ -17,6 +17,22 @@
 
 namespace gpunex::server {
 
+//! What has_heartbeat_work asks of a machine: its work due by `now_ms`, a delivered run expired before
+//! `delivered_cutoff_ms`, and (with spot checks on) a spot check due.
+struct HeartbeatWorkQuestion {
+  std::string machine_id;
+  std::int64_t now_ms = 0;
+  std::int64_t delivered_cutoff_ms = 0;
+  bool spot_checks = false;
+};
+
+//! has_heartbeat_work's question as a column (0 or 1) of another statement's read of the machine's row,
+//! named `m`: its SQL and its parameters, which come before the read's own (the column comes first).
+struct HeartbeatWorkColumn {
+  const std::string& sql;
+  std::vector<store::Value> params;
+};
+
 //! A run as the ingestion sees it.
 struct BenchmarkRunState {
   core::BenchmarkRunStatus status = core::BenchmarkRunStatus::requested;
@@ -113,8 +129,10 @@ class BenchmarksRepo {
   //! delivered before `delivered_cutoff_ms` or a challenge past its deadline to expire, or (with spot checks
   //! on) a spot check due or not yet scheduled. One read, so that most heartbeats do no more; a machine
   //! running a benchmark (its run delivered, its challenges open and in time) is one of them.
-  bool has_heartbeat_work(const std::string& machine_id, std::int64_t now_ms, std::int64_t delivered_cutoff_ms,
-                          bool spot_checks);
+  bool has_heartbeat_work(const HeartbeatWorkQuestion& q);
+  //! The same question for a statement of its own to read with the machine (MachinesRepo::
+  //! heartbeat_machine_of_key), where a statement costs a round trip.
+  static HeartbeatWorkColumn heartbeat_work_column(const HeartbeatWorkQuestion& q);
   //! Opens a run, Requested; returns its id.
   std::string open_run(const std::string& machine_id, core::BenchmarkReason reason, std::int64_t now_ms);
   //! Online machines with no open run and no run requested after `requested_after_ms`, by id.

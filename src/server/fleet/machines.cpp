@@ -332,12 +332,12 @@ core::Result<CheckedMachine> with_gpus(MachinesRepo& repo, const HeartbeatReques
     uuids.reserve(req.telemetry.size() + req.events.size());
     for (const auto& s : req.telemetry) uuids.push_back(s.uuid);
     for (const auto& e : req.events) uuids.push_back(e.uuid);
-    if (known->knows(req.machine_id, uuids)) return CheckedMachine{req.machine_id, status};
+    if (known->knows(req.machine_id, uuids)) return CheckedMachine{req.machine_id, status, std::nullopt};
   }
   const auto gpus = repo.gpu_uuids(req.machine_id);
   if (auto ok = check_heartbeat_gpus(gpus, req); !ok) return ok.error();
   if (known != nullptr) known->remember(req.machine_id, gpus);
-  return CheckedMachine{req.machine_id, status};
+  return CheckedMachine{req.machine_id, status, std::nullopt};
 }
 
 }  // namespace heartbeat_check
@@ -351,11 +351,13 @@ core::Result<CheckedMachine> check_heartbeat_machine(Tx& tx, const std::string& 
 }
 
 core::Result<CheckedMachine> check_heartbeat_of_key(Tx& tx, const std::string& api_key_id, const HeartbeatRequest& req,
-                                                    KnownGpus* known) {
+                                                    KnownGpus* known, const HeartbeatWorkQuestion* benchmark_work) {
   MachinesRepo repo(tx);
-  auto m = repo.heartbeat_machine_of_key(req.machine_id, api_key_id);
+  auto m = repo.heartbeat_machine_of_key(req.machine_id, api_key_id, benchmark_work);
   if (!m) return machine_not_found(req.machine_id);
-  return heartbeat_check::with_gpus(repo, req, m->status, known);
+  auto checked = heartbeat_check::with_gpus(repo, req, m->status, known);
+  if (checked) checked->benchmark_work = m->benchmark_work;
+  return checked;
 }
 
 core::Status check_heartbeat(Tx& tx, const std::string& provider_id, const HeartbeatRequest& req) {

@@ -64,6 +64,8 @@ core::Status check_heartbeat(store::Tx& tx, const std::string& provider_id, cons
 struct CheckedMachine {
   std::string id;
   core::MachineStatus status = core::MachineStatus::offline;
+  //! Whether it has benchmark work to do, when the check was asked to read it (check_heartbeat_of_key).
+  std::optional<bool> benchmark_work;
 };
 //! check_heartbeat, with the machine it checked; with `known`, the machine's GPUs are read only when a
 //! uuid is not known there yet.
@@ -71,9 +73,12 @@ core::Result<CheckedMachine> check_heartbeat_machine(store::Tx& tx, const std::s
                                                      const HeartbeatRequest& req, KnownGpus* known = nullptr);
 //! check_heartbeat_machine for the provider of a live API key, the key and the machine read at once
 //! (a statement fewer on every heartbeat). 404 too when the key is revoked: the caller that must answer
-//! a dead key with 401 asks for the key alone after a 404 (a rare path).
+//! a dead key with 401 asks for the key alone after a 404 (a rare path). With `benchmark_work`, whether the
+//! machine has benchmark work is read in the same statement (CheckedMachine::benchmark_work), for
+//! benchmark_commands: a statement fewer again, where a statement is a round trip (PostgreSQL).
 core::Result<CheckedMachine> check_heartbeat_of_key(store::Tx& tx, const std::string& api_key_id,
-                                                    const HeartbeatRequest& req, KnownGpus* known = nullptr);
+                                                    const HeartbeatRequest& req, KnownGpus* known = nullptr,
+                                                    const HeartbeatWorkQuestion* benchmark_work = nullptr);
 //! Stores a heartbeat that check_heartbeat_machine passed just before in the same transaction, with
 //! nothing in between (GroupCommit runs a request's Check and then its Work): record_heartbeat without
 //! reading the machine, its GPUs and the caller's key a second time. Each GPU's sample and its minute's sums

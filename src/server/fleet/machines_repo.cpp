@@ -90,16 +90,30 @@ std::set<std::string> MachinesRepo::present_gpu_uuids(const std::string& machine
 std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine(const std::string& machine_id) {
   const auto r = tx_.query_one("SELECT provider_id, status FROM machines WHERE id = ?", {machine_id});
   if (!r) return std::nullopt;
-  return HeartbeatMachine{r->str(0), status_of(r->str(1))};
+  return HeartbeatMachine{r->str(0), status_of(r->str(1)), std::nullopt};
 }
 
 std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine_of_key(const std::string& machine_id,
-                                                                       const std::string& api_key_id) {
-  static const std::string q = "SELECT m.provider_id, m.status FROM machines m WHERE m.id = ? AND " +
-                               onboarding_repo::live_api_key_of_sql("m.provider_id");
-  const auto r = tx_.query_one(q, {machine_id, api_key_id});
+                                                                       const std::string& api_key_id,
+                                                                       const HeartbeatWorkQuestion* benchmark_work) {
+  static const std::string from =
+      " FROM machines m WHERE m.id = ? AND " + onboarding_repo::live_api_key_of_sql("m.provider_id");
+  if (!benchmark_work) {
+    static const std::string q = "SELECT m.provider_id, m.status" + from;
+    const auto r = tx_.query_one(q, {machine_id, api_key_id});
+    if (!r) return std::nullopt;
+    return HeartbeatMachine{r->str(0), status_of(r->str(1)), std::nullopt};
+  }
+  static const auto with_work = [](bool spot_checks) {
+    return "SELECT m.provider_id, m.status, " +
+           BenchmarksRepo::heartbeat_work_column(HeartbeatWorkQuestion{"", 0, 0, spot_checks}).sql + from;
+  };
+  static const std::string with_spot_checks = with_work(true), without = with_work(false);
+  auto column = BenchmarksRepo::heartbeat_work_column(*benchmark_work);
+  column.params.insert(column.params.end(), {machine_id, api_key_id});
+  const auto r = tx_.query_one(benchmark_work->spot_checks ? with_spot_checks : without, column.params);
   if (!r) return std::nullopt;
-  return HeartbeatMachine{r->str(0), status_of(r->str(1))};
+  return HeartbeatMachine{r->str(0), status_of(r->str(1)), r->i64(2) != 0};
 }
 
 std::set<std::string> MachinesRepo::gpu_uuids(const std::string& machine_id) {

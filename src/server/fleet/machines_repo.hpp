@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/machine_status.hpp"
+#include "server/fleet/benchmarks_repo.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server {
@@ -30,6 +31,7 @@ struct MachineRecord {
 struct HeartbeatMachine {
   std::string provider_id;
   core::MachineStatus status = core::MachineStatus::offline;
+  std::optional<bool> benchmark_work;  // when asked for with the read (heartbeat_machine_of_key)
 };
 
 //! What a registration writes on a machine row.
@@ -184,9 +186,10 @@ class MachinesRepo {
   //! The machine's owner and status, for a heartbeat's check; none when there is no such machine.
   std::optional<HeartbeatMachine> heartbeat_machine(const std::string& machine_id);
   //! The same, only if `api_key_id` is a live key of the machine's provider: the key and the machine in one
-  //! read (nullopt: no such machine, not the key's provider's, or the key revoked).
-  std::optional<HeartbeatMachine> heartbeat_machine_of_key(const std::string& machine_id,
-                                                           const std::string& api_key_id);
+  //! read (nullopt: no such machine, not the key's provider's, or the key revoked). With `benchmark_work`,
+  //! whether the machine has benchmark work to do (BenchmarksRepo::has_heartbeat_work) in the same read.
+  std::optional<HeartbeatMachine> heartbeat_machine_of_key(const std::string& machine_id, const std::string& api_key_id,
+                                                           const HeartbeatWorkQuestion* benchmark_work = nullptr);
   //! The uuid of every GPU the machine registered, present or not.
   std::set<std::string> gpu_uuids(const std::string& machine_id);
   //! Marks every GPU of the machine absent, before a registration marks those it reports present again.
