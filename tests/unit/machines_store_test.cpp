@@ -24,6 +24,7 @@
 #include "server/platform/group_commit.hpp"
 #include "server/rentals/rentals.hpp"
 #include "server/workers/machines_worker.hpp"
+#include "util/clock.hpp"
 
 using namespace gpunex;  // NOLINT: test file
 
@@ -729,8 +730,9 @@ TEST_F(MachinesStore, LatestSamplesFlushInBatchesAndKeepWhatAFailedWriteHeld) {
   reading.temp = 90;
   latest.put_sample(m1, "m1", kNow + 1, text(6), kNow, reading);  // added to the minute whose write failed
   store_->transact([](store::Tx& tx) { tx.exec("ALTER TABLE telemetry_latest_away RENAME TO telemetry_latest"); });
-  latest.start(*store_, std::chrono::hours(1));
-  latest.stop();  // writes what is pending
+  const util::SettableClock clock(kNow);
+  latest.start(*store_, std::chrono::hours(1), clock);
+  latest.stop();  // writes what is pending, the minute in progress too
   EXPECT_EQ(latest.pending(), 0u);
   EXPECT_EQ(stored_temperature("a-0"), 3);
   EXPECT_EQ(stored_temperature("a-1"), 2);
@@ -742,6 +744,49 @@ TEST_F(MachinesStore, LatestSamplesFlushInBatchesAndKeepWhatAFailedWriteHeld) {
   EXPECT_EQ(m1_now->i64(0), 4);  // two flushed before, the one whose write failed, the one after
   EXPECT_DOUBLE_EQ(m1_now->f64(1), 41.0 + 50.0 + 80.0 + 90.0);
   EXPECT_DOUBLE_EQ(m1_now->f64(2), 90.0);
+}
+
+// The flusher writes a minute once it has ended, by the server's clock: the minute in progress stays
+// pending (and shown) while heartbeats add to it, and is written whole, in one row, after it ends.
+TEST_F(MachinesStore, TheFlusherWritesAMinuteOnceItHasEnded) {
+  const std::string m1 = register_machine("a");
+  server::PendingTelemetry latest;
+  util::SettableClock clock(kNow + 30'000);  // 10:00:30
+  server::MinuteSample reading;
+  reading.temp_n = 1;
+  auto sample = [&](std::int64_t minute, double temp) {
+    reading.temp = temp;
+    latest.put_sample(m1, "a-0", minute + 1'000, R"({"temperature_c":1})", minute, reading);
+  };
+  auto stored = [&] {
+    return store_->transact([&](store::Tx& tx) {
+      std::vector<std::string> out;
+      for (const auto& r : tx.query("SELECT minute, samples, temp_sum FROM telemetry_minute ORDER BY minute")) {
+        out.push_back(std::to_string((r.i64(0) - kNow) / 60'000) + ": " + std::to_string(r.i64(1)) + " " +
+                      std::to_string(static_cast<int>(r.f64(2))));
+      }
+      return out;
+    });
+  };
+  using Rows = std::vector<std::string>;
+  sample(kNow - 60'000, 40);  // 09:59, ended
+  sample(kNow, 50);           // 10:00, in progress
+  EXPECT_EQ(latest.flush(*store_, server::PendingTelemetry::kRowsPerTx, server::minute_of(clock.now_ms())), 2u);
+  EXPECT_EQ(stored(), Rows{"-1: 1 40"});
+  EXPECT_EQ(latest.pending(), 1u);  // 10:00, still shown by this replica
+  ASSERT_EQ(latest.pending_of(m1).at("a-0").minutes.size(), 1u);
+  EXPECT_EQ(latest.pending_of(m1).at("a-0").minutes[0].temp_sum, 50.0);
+
+  latest.start(*store_, std::chrono::milliseconds(5), clock);
+  sample(kNow, 60);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // about ten flushes: 10:00 has not ended
+  EXPECT_EQ(stored(), Rows{"-1: 1 40"});
+  clock.set(kNow + 60'000);  // 10:01:00: 10:00 has ended
+  for (int i = 0; i < 400 && stored().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(stored(), (Rows{"-1: 1 40", "0: 2 110"}));
+  sample(kNow + 60'000, 70);  // 10:01, in progress at the stop: written all the same
+  latest.stop();
+  EXPECT_EQ(stored(), (Rows{"-1: 1 40", "0: 2 110", "1: 1 70"}));
 }
 
 }  // namespace

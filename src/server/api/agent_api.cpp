@@ -154,7 +154,7 @@ void register_agent_api(App& app) {
   // Each GPU's latest sample and its minutes' sums, written in batches (server/fleet/pending_telemetry.hpp);
   // the rest at the stop.
   auto& latest = app.keep(std::make_unique<PendingTelemetry>());
-  latest.start(app.store(), std::chrono::seconds(app.config().telemetry_flush_s));
+  latest.start(app.store(), std::chrono::seconds(app.config().telemetry_flush_s), app.clock());
   app.on_stop([&latest] { latest.stop(); });
   // The GPUs each machine registered, as heartbeats' checks have read them (server/fleet/machines.hpp).
   auto& known = app.keep(std::make_unique<KnownGpus>());

@@ -28,10 +28,6 @@ namespace {
 constexpr std::int64_t kMinuteMs = 60'000;
 constexpr std::int64_t kDayMs = 86'400'000;
 
-std::int64_t minute_of(std::int64_t ms) {
-  return ms - (ms % kMinuteMs);
-}
-
 Error machine_not_found(const std::string& id) {
   return Error::make(ErrorCode::not_found, "no machine " + id + " for this provider", std::string("machine_id"));
 }

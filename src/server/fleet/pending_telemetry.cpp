@@ -116,12 +116,26 @@ void PendingTelemetry::restore(std::unordered_map<std::string, OfMachine> taken)
   }
 }
 
-std::size_t PendingTelemetry::flush(store::Store& store, std::size_t rows_per_tx) {
+std::size_t PendingTelemetry::flush(store::Store& store, std::size_t rows_per_tx, std::int64_t open_from_ms) {
   std::unordered_map<std::string, OfMachine> taken;
   {
     std::lock_guard lock(mu_);
     taken.swap(by_machine_);
     count_ = 0;
+  }
+  {  // The minutes in progress go back at once (this replica's readers miss them only meanwhile).
+    std::unordered_map<std::string, OfMachine> open;
+    for (auto& [machine_id, gpus] : taken) {
+      for (auto& [uuid, g] : gpus) {
+        auto from = std::find_if(g.minutes.begin(), g.minutes.end(),
+                                 [&](const TelemetrySums& m) { return m.at_ms >= open_from_ms; });
+        if (from == g.minutes.end()) continue;
+        auto& kept = open[machine_id][uuid].minutes;
+        kept.assign(std::make_move_iterator(from), std::make_move_iterator(g.minutes.end()));
+        g.minutes.erase(from, g.minutes.end());
+      }
+    }
+    if (!open.empty()) restore(std::move(open));
   }
   const auto rows_of = [](const OfMachine& gpus) {
     std::size_t n = 0;
@@ -175,16 +189,16 @@ std::size_t PendingTelemetry::flush(store::Store& store, std::size_t rows_per_tx
   return written;
 }
 
-void PendingTelemetry::start(store::Store& store, std::chrono::milliseconds every) {
+void PendingTelemetry::start(store::Store& store, std::chrono::milliseconds every, const util::Clock& clock) {
   std::lock_guard lock(run_mu_);
   if (flusher_.joinable() || stopping_) return;
   store_ = &store;
-  flusher_ = std::thread([this, every] {
+  flusher_ = std::thread([this, every, &clock] {
     std::unique_lock lock(run_mu_);
     while (!run_cv_.wait_for(lock, every, [this] { return stopping_; })) {
       lock.unlock();
       try {
-        flush(*store_);
+        flush(*store_, kRowsPerTx, minute_of(clock.now_ms()));
       } catch (const std::exception& e) {
         util::log_event("warn", "pending telemetry not written; kept for the next flush",
                         {{"error", e.what()}, {"pending", pending()}});

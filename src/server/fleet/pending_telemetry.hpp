@@ -8,10 +8,16 @@
 // to (bench/README.md). Both are shown, never counted: presence (the reliability score), events and the seq stay in the
 // heartbeat's transaction. So they wait here and are written every flush interval, in key order, many rows
 // to a statement:
+// - a minute's sums are written once, when the minute has ended: the flush keeps the minute in progress
+//   pending, as heartbeats still add to it. Written at every flush, a minute was split across two of them
+//   (the flush runs at any second of the minute): an INSERT, then an UPDATE of the same row, a dead row
+//   for vacuum (bench/README.md, heartbeat path (10));
 // - this replica's own readers see them at once (overlay: a pending sample newer than the stored one
-//   wins; pending sums are added to the stored ones), another replica's within one flush interval;
-// - a replica that crashes loses at most one interval of them: the next heartbeat replaces the samples,
-//   and the charts miss that interval's readings; a clean stop writes them all;
+//   wins; pending sums are added to the stored ones), another replica's samples within one flush interval
+//   and its minutes within one flush interval after they ended;
+// - a replica that crashes loses at most one interval of samples (the next heartbeat replaces them), and
+//   of the charts the minutes that ended since the last flush and the minute in progress; a clean stop
+//   writes them all;
 // - a write that fails keeps them pending for the next flush (a newer sample put meanwhile wins, sums put
 //   meanwhile are added). A commit whose outcome the store cannot tell (the connection lost while
 //   committing) is retried too, so its sums may then be counted twice;
@@ -21,6 +27,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,8 +42,14 @@
 #include "protocol/heartbeat.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "store/store.hpp"
+#include "util/clock.hpp"
 
 namespace gpunex::server {
+
+//! The minute that telemetry or presence at `ms` counts in: its first millisecond.
+constexpr std::int64_t minute_of(std::int64_t ms) {
+  return ms - (ms % 60'000);
+}
 
 class PendingTelemetry {
  public:
@@ -58,6 +71,9 @@ class PendingTelemetry {
   };
   //! A machine's GPUs by uuid.
   using OfMachine = std::map<std::string, Gpu, std::less<>>;
+
+  //! The most rows a flush writes in one transaction.
+  static constexpr std::size_t kRowsPerTx = 4096;
 
   PendingTelemetry() = default;
   ~PendingTelemetry() { stop(); }
@@ -87,12 +103,15 @@ class PendingTelemetry {
 
   //! Writes everything pending, in transactions of at most `rows_per_tx` rows so that a long flush does
   //! not hold the store's writer from the heartbeats; a stored sample newer than a pending one is kept,
-  //! pending sums are added to the stored ones. Returns how many rows were written. Throws what the store
-  //! threw; what was not written stays pending.
-  std::size_t flush(store::Store& store, std::size_t rows_per_tx = 4096);
+  //! pending sums are added to the stored ones. The sums of minutes at or after `open_from_ms` (the
+  //! minute in progress) stay pending. Returns how many rows were written. Throws what the store threw;
+  //! what was not written stays pending.
+  std::size_t flush(store::Store& store, std::size_t rows_per_tx = kRowsPerTx,
+                    std::int64_t open_from_ms = std::numeric_limits<std::int64_t>::max());
 
-  //! Flushes every `every` on a thread of its own until stop(). Errors are logged and retried next time.
-  void start(store::Store& store, std::chrono::milliseconds every);
+  //! Flushes every `every` on a thread of its own until stop(), keeping the minute in progress by `clock`
+  //! (which must outlive the thread). Errors are logged and retried next time.
+  void start(store::Store& store, std::chrono::milliseconds every, const util::Clock& clock);
   //! Ends the thread, then writes what is pending. Idempotent.
   void stop();
 
