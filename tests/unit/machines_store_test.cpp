@@ -750,8 +750,8 @@ TEST_F(MachinesStore, LatestSamplesFlushInBatchesAndKeepWhatAFailedWriteHeld) {
 // pending (and shown) while heartbeats add to it, and is written whole, in one row, after it ends.
 TEST_F(MachinesStore, TheFlusherWritesAMinuteOnceItHasEnded) {
   const std::string m1 = register_machine("a");
+  util::SettableClock clock(kNow + 30'000);  // 10:00:30; outlives the flusher
   server::PendingTelemetry latest;
-  util::SettableClock clock(kNow + 30'000);  // 10:00:30
   server::MinuteSample reading;
   reading.temp_n = 1;
   auto sample = [&](std::int64_t minute, double temp) {
@@ -782,7 +782,8 @@ TEST_F(MachinesStore, TheFlusherWritesAMinuteOnceItHasEnded) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // about ten flushes: 10:00 has not ended
   EXPECT_EQ(stored(), Rows{"-1: 1 40"});
   clock.set(kNow + 60'000);  // 10:01:00: 10:00 has ended
-  for (int i = 0; i < 400 && stored().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Up to 10 s on a loaded machine (the sanitizer build).
+  for (int i = 0; i < 2000 && stored().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(stored(), (Rows{"-1: 1 40", "0: 2 110"}));
   sample(kNow + 60'000, 70);  // 10:01, in progress at the stop: written all the same
   latest.stop();
