@@ -792,20 +792,27 @@ TEST_P(StoreTest, SqliteUsesWalAndWaitsForTheBusyTimeout) {
   EXPECT_EQ(pragma(*quick, "PRAGMA busy_timeout"), "50");
   EXPECT_EQ(pragma(*quick, "PRAGMA journal_mode"), "wal");
 
+  // The holder keeps the write lock until the quick writer has given up (not for a fixed time, which a
+  // loaded machine can outlast before the quick writer even starts), then a while longer for the patient.
   std::latch writing(1);
+  std::latch quick_gave_up(1);
   std::thread holder([&] {
     store_->transact([&](Tx& tx) {
       tx.exec("INSERT INTO things (id) VALUES ('held')");
       writing.count_down();
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      quick_gave_up.wait();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
     });
   });
   writing.wait();
   const auto insert = [](const char* id) {
     return [id](Tx& tx) { tx.exec("INSERT INTO things (id) VALUES (?)", {std::string(id)}); };
   };
-  EXPECT_THROW(quick->transact(insert("quick")), StoreUnavailable);  // gave up after 50 ms
-  EXPECT_NO_THROW(patient->transact(insert("patient")));             // waited for the holder's commit
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_THROW(quick->transact(insert("quick")), StoreUnavailable);              // gave up after 50 ms,
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(4));  // not the default 5 s
+  quick_gave_up.count_down();
+  EXPECT_NO_THROW(patient->transact(insert("patient")));  // waited for the holder's commit
   holder.join();
   EXPECT_EQ(count_things(), 2);
 }
