@@ -58,16 +58,19 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
   auto shared_req = std::make_shared<const protocol::HeartbeatRequest>(std::move(*req));
   const auto now = ctx.now_ms();
   const auto bench = benchmark_settings(ctx.config());
+  // On PostgreSQL the check's read asks whether the machine has benchmark work, for the work below: a round
+  // trip fewer. SQLite has no round trips, and there the one statement was slower than two (bench/README.md,
+  // heartbeat path (6)).
+  std::optional<HeartbeatWorkQuestion> work_question;
+  if (ctx.store().dialect() == store::Dialect::postgres) {
+    work_question = heartbeat_work_question(shared_req->machine_id, bench, now);
+  }
   auto check = [key_id = ctx.principal->api_key_id, req = shared_req, checked, &known,
-                work = heartbeat_work_question(shared_req->machine_id, bench, now)](store::Tx& tx) -> core::Status {
+                work_question = std::move(work_question)](store::Tx& tx) -> core::Status {
     checked->reset();
     // The key is checked again inside the transaction, in the machine's read: one revoked since
     // authentication is refused. When that read finds nothing, a dead key is answered 401, before the 404.
-    // On PostgreSQL the same read asks whether the machine has benchmark work, for the work below: a round
-    // trip fewer. SQLite has no round trips, and there the one statement was slower than two (bench/README.md,
-    // heartbeat path (6)).
-    const bool read_work = tx.dialect() == store::Dialect::postgres;
-    auto machine = check_heartbeat_of_key(tx, key_id, *req, &known, read_work ? &work : nullptr);
+    auto machine = check_heartbeat_of_key(tx, key_id, *req, &known, work_question ? &*work_question : nullptr);
     if (!machine && machine.error().code == core::ErrorCode::not_found) {
       if (auto provider = agent_key_provider(tx, key_id); !provider) return std::move(provider).error();
     }

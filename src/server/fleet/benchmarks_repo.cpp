@@ -102,8 +102,17 @@ const std::string& other_work() {
   return w;
 }
 
-//! other_work()'s parameters, after the spot check's when it has one.
-std::vector<store::Value> params(const HeartbeatWorkQuestion& q) {
+}  // namespace heartbeat_work
+}  // namespace
+
+const std::string& BenchmarksRepo::heartbeat_work_sql(bool spot_checks) {
+  static const std::string with_spot_checks = "CASE WHEN m.spot_check_at IS NULL OR m.spot_check_at <= ? OR " +
+                                              heartbeat_work::other_work() + " THEN 1 ELSE 0 END";
+  static const std::string without = "CASE WHEN " + heartbeat_work::other_work() + " THEN 1 ELSE 0 END";
+  return spot_checks ? with_spot_checks : without;
+}
+
+std::vector<store::Value> BenchmarksRepo::heartbeat_work_params(const HeartbeatWorkQuestion& q) {
   std::vector<store::Value> p;
   if (q.spot_checks) p = {q.now_ms};
   p.insert(p.end(), {q.machine_id, q.delivered_cutoff_ms});
@@ -111,29 +120,15 @@ std::vector<store::Value> params(const HeartbeatWorkQuestion& q) {
   return p;
 }
 
-}  // namespace heartbeat_work
-}  // namespace
-
 bool BenchmarksRepo::has_heartbeat_work(const HeartbeatWorkQuestion& q) {
-  static const std::string with_spot_checks =
-      "SELECT 1 FROM machines WHERE id = ? AND (spot_check_at IS NULL OR "
-      "spot_check_at <= ? OR " +
-      heartbeat_work::other_work() + ")";
-  static const std::string without = "SELECT " + heartbeat_work::other_work();
-  auto params = heartbeat_work::params(q);
-  if (q.spot_checks) {
-    params.insert(params.begin(), q.machine_id);
-    return tx_.query_one(with_spot_checks, params).has_value();
-  }
-  auto r = tx_.query_one(without, params);
-  return r && r->boolean(0);
-}
-
-HeartbeatWorkColumn BenchmarksRepo::heartbeat_work_column(const HeartbeatWorkQuestion& q) {
-  static const std::string with_spot_checks = "CASE WHEN m.spot_check_at IS NULL OR m.spot_check_at <= ? OR " +
-                                              heartbeat_work::other_work() + " THEN 1 ELSE 0 END";
-  static const std::string without = "CASE WHEN " + heartbeat_work::other_work() + " THEN 1 ELSE 0 END";
-  return HeartbeatWorkColumn{q.spot_checks ? with_spot_checks : without, heartbeat_work::params(q)};
+  // The column read with the machine's row (no row: no such machine, no work); without spot checks it
+  // does not name the machine's row.
+  static const std::string with_spot_checks = "SELECT " + heartbeat_work_sql(true) + " FROM machines m WHERE m.id = ?";
+  static const std::string without = "SELECT " + heartbeat_work_sql(false);
+  auto params = heartbeat_work_params(q);
+  if (q.spot_checks) params.push_back(q.machine_id);
+  const auto r = tx_.query_one(q.spot_checks ? with_spot_checks : without, params);
+  return r && r->i64(0) != 0;
 }
 
 std::string BenchmarksRepo::open_run(const std::string& machine_id, BenchmarkReason reason, std::int64_t now) {

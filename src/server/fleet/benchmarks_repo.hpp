@@ -26,13 +26,6 @@ struct HeartbeatWorkQuestion {
   bool spot_checks = false;
 };
 
-//! has_heartbeat_work's question as a column (0 or 1) of another statement's read of the machine's row,
-//! named `m`: its SQL and its parameters, which come before the read's own (the column comes first).
-struct HeartbeatWorkColumn {
-  const std::string& sql;
-  std::vector<store::Value> params;
-};
-
 //! A run as the ingestion sees it.
 struct BenchmarkRunState {
   core::BenchmarkRunStatus status = core::BenchmarkRunStatus::requested;
@@ -130,9 +123,11 @@ class BenchmarksRepo {
   //! on) a spot check due or not yet scheduled. One read, so that most heartbeats do no more; a machine
   //! running a benchmark (its run delivered, its challenges open and in time) is one of them.
   bool has_heartbeat_work(const HeartbeatWorkQuestion& q);
-  //! The same question for a statement of its own to read with the machine (MachinesRepo::
-  //! heartbeat_machine_of_key), where a statement costs a round trip.
-  static HeartbeatWorkColumn heartbeat_work_column(const HeartbeatWorkQuestion& q);
+  //! The same question as a column (0 or 1) of a read of the machine's row named `m`, for a statement that
+  //! reads the machine anyway (MachinesRepo::heartbeat_machine_of_key, where a statement costs a round
+  //! trip): its SQL, and its parameters, which come before the read's own.
+  static const std::string& heartbeat_work_sql(bool spot_checks);
+  static std::vector<store::Value> heartbeat_work_params(const HeartbeatWorkQuestion& q);
   //! Opens a run, Requested; returns its id.
   std::string open_run(const std::string& machine_id, core::BenchmarkReason reason, std::int64_t now_ms);
   //! Online machines with no open run and no run requested after `requested_after_ms`, by id.

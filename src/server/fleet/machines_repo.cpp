@@ -105,13 +105,12 @@ std::optional<HeartbeatMachine> MachinesRepo::heartbeat_machine_of_key(const std
     return HeartbeatMachine{r->str(0), status_of(r->str(1)), std::nullopt};
   }
   static const auto with_work = [](bool spot_checks) {
-    return "SELECT m.provider_id, m.status, " +
-           BenchmarksRepo::heartbeat_work_column(HeartbeatWorkQuestion{"", 0, 0, spot_checks}).sql + from;
+    return "SELECT m.provider_id, m.status, " + BenchmarksRepo::heartbeat_work_sql(spot_checks) + from;
   };
   static const std::string with_spot_checks = with_work(true), without = with_work(false);
-  auto column = BenchmarksRepo::heartbeat_work_column(*benchmark_work);
-  column.params.insert(column.params.end(), {machine_id, api_key_id});
-  const auto r = tx_.query_one(benchmark_work->spot_checks ? with_spot_checks : without, column.params);
+  auto params = BenchmarksRepo::heartbeat_work_params(*benchmark_work);
+  params.insert(params.end(), {machine_id, api_key_id});
+  const auto r = tx_.query_one(benchmark_work->spot_checks ? with_spot_checks : without, params);
   if (!r) return std::nullopt;
   return HeartbeatMachine{r->str(0), status_of(r->str(1)), r->i64(2) != 0};
 }
