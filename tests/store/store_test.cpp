@@ -370,14 +370,25 @@ TEST_P(StoreTest, AReplicaStartingDuringANewerMigrationWaitsForIt) {
     upgraded_to = gpunex::store::migrate(*upgraded, newer);
   });
   started.wait();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the upgrade holds the lock now
-  const auto t0 = std::chrono::steady_clock::now();
+  // Until the upgrade holds the migration lock (a fixed pause can end before it does on a loaded machine).
+  const auto lock_held = [&] {
+    return store_->transact([](Tx& tx) {
+      return tx.query_one(
+                   "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+                   "(SELECT oid FROM pg_database WHERE datname = current_database())")
+                 ->i64(0) > 0;
+    });
+  };
+  for (int i = 0; i < 1000 && !lock_held(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const int older_saw = gpunex::store::migrate(*older);
-  const auto waited = std::chrono::steady_clock::now() - t0;
+  // Whether the upgrade had committed when the older build went on, asked before the upgrade is joined.
+  const auto probe_committed = store_->transact([](Tx& tx) {
+    return tx.query_one("SELECT COUNT(*) FROM pg_tables WHERE tablename = 'upgrade_probe'")->i64(0) == 1;
+  });
   upgrade.join();
   EXPECT_EQ(upgraded_to, current + 1);
   EXPECT_EQ(older_saw, current + 1) << "the older build finds the newer schema, and runs nothing";
-  EXPECT_GE(waited, std::chrono::milliseconds(900)) << "it waited for the migration to commit";
+  EXPECT_TRUE(probe_committed) << "it waited for the migration to commit";
   // Applied once, and whole: the probe's row was written after the sleep, in the same transaction.
   store_->transact(
       [&](Tx& tx) {
