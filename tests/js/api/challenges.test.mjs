@@ -14,15 +14,26 @@ import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 const ARGS = [...BENCH_SERVER_ARGS, '--benchmark-cpu-cores-per-gpu', '1', '--require-challenge-answers', 'true'];
 const AGENT_ARGS = ['--bench-storage-mib', '32', '--bench-net-mib', '8'];
 
-async function flaggedProviders(server) {
+async function adminOf(server) {
   if (!server.adminClient) {
     server.createUser(`root.${process.pid}@example.com`, 'operator-password-1', 'admin');
     server.adminClient = new Client(server.url);
     await server.adminClient.login(`root.${process.pid}@example.com`, 'operator-password-1');
   }
+}
+
+async function flaggedProviders(server) {
+  await adminOf(server);
   const r = await server.adminClient.request('GET', '/v1/admin/providers/flagged');
   assert.equal(r.status, 200, r.body);
   return r.json.providers;
+}
+
+// Moves a server started with --test-clock (an admin's call).
+async function moveClock(server, seconds) {
+  await adminOf(server);
+  const r = await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
+  assert.equal(r.status, 200, r.body);
 }
 
 async function decidedChallenges(client) {
@@ -127,7 +138,11 @@ for (const [lie, kinds, reason, flagged] of [
 // The issue's attacker, who has a requested run now, posts figures and ignores the challenges (or
 // answers one by hand): the deadline passes, the next heartbeat delists the GPU.
 test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the deadline, a wrong C is refused once`, async () => {
-  const server = await new TestServer(['--allow-simulated-offers', 'true', '--require-challenge-answers', 'true']).start();
+  // The server's clock stands still until the test moves it past the GEMM deadline: the steps before that
+  // (1.5 MiB bodies) can take longer than the deadline on a loaded machine (a sanitizer build in CI did).
+  const start = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+  const server = await new TestServer(['--allow-simulated-offers', 'true', '--require-challenge-answers', 'true',
+    '--test-clock', start, '--enable-test-clock', 'true']).start();
   try {
     const { client, key } = await approvedProvider(server, 'ignorer@example.com');
     const agent = new Client(server.url);
@@ -217,7 +232,11 @@ test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the d
     const offers = await new Client(server.url).request('GET', '/v1/marketplace/offers');
     assert.equal(offers.json.items.filter((o) => o.machine_id === machineId).length, 0);
     const deadline = Math.max(...gemm.map((c) => c.allowed_s));
-    await new Promise((resolve) => { setTimeout(resolve, deadline * 1000 + 300); });
+    await moveClock(server, Math.ceil(deadline) - 1);
+    await heartbeat();
+    bench = await send('GET', `/v1/provider/machines/${machineId}/benchmarks`);
+    assert.match(bench.gpus[0].delist_reason, /Waiting for the answers/, 'a second before the deadline');
+    await moveClock(server, 2);
     await heartbeat();
     bench = await send('GET', `/v1/provider/machines/${machineId}/benchmarks`);
     assert.equal(bench.gpus[0].listed, false);
@@ -238,7 +257,11 @@ test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the d
 // report is accepted (its shape is fine), the GPU is not listed, and the reason names the power the figure
 // needs.
 test(`${BACKEND}: a report whose power readings cannot explain its figure is not listed`, async () => {
-  const server = await new TestServer(['--allow-simulated-offers', 'true', '--require-challenge-answers', 'true']).start();
+  // The server's clock stands still until the test moves it past the GEMM deadline: the steps before that
+  // (1.5 MiB bodies) can take longer than the deadline on a loaded machine (a sanitizer build in CI did).
+  const start = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+  const server = await new TestServer(['--allow-simulated-offers', 'true', '--require-challenge-answers', 'true',
+    '--test-clock', start, '--enable-test-clock', 'true']).start();
   try {
     const { client, key } = await approvedProvider(server, 'lowpower@example.com');
     const agent = new Client(server.url);
