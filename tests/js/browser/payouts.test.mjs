@@ -11,11 +11,11 @@ import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
-import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, toNextMonday }
+import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, midweekStart, toNextMonday }
   from '../lib/rentals.mjs';
 import { SolanaTestChain } from '../lib/solana_chain.mjs';
 
-const START = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+const START = midweekStart();
 
 async function logIn(page, url, email, password) {
   await page.goto(`${url}/#/login`);

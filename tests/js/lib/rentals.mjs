@@ -154,12 +154,26 @@ export function storeRows(server, statement) {
   return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
 }
 
-// The provider earns `minutes` of one GPU of its agentless machine (a customer rents it, the test
-// speaks for the agent), on the server's test clock; resolves once the earnings are settled.
 // Moves the server's test clock `seconds` on (as its admin client); answers the new time.
 async function moveTestClock(server, seconds) {
   return (await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } })).json.now;
 }
+
+// Where a payout test starts the server's test clock: the next Wednesday after today, 12:00 UTC, to
+// the second. Its earnings on the test clock (minutes to hours) then fall in one payout week, and
+// toNextMonday's jump (4 days 13 hours and what was earned) stays within a login's 7 days, whatever
+// day and hour the test runs. Started at the real time instead, a test begun on a Sunday after
+// 23:30 UTC earned into Monday, so its next Monday was 7 days on and the provider's login had
+// expired when it asked for its payouts.
+export function midweekStart(now = Date.now()) {
+  const day = new Date(now);
+  const wednesday = new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate(), 12));
+  wednesday.setUTCDate(wednesday.getUTCDate() + (((3 - day.getUTCDay() + 7) % 7) || 7));
+  return wednesday.toISOString().replace('.000Z', 'Z');
+}
+
+// The provider earns `minutes` of one GPU of its agentless machine (a customer rents it, the test
+// speaks for the agent), on the server's test clock; resolves once the earnings are settled.
 
 export async function earnOnTestClock(server, provider, minutes, rent = { image: 'docker.io/library/busybox:1.36' }) {
   const clock = (seconds) => moveTestClock(server, seconds);

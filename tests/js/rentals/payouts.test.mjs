@@ -13,11 +13,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BACKEND, BIN, TestServer, until } from '../lib/server.mjs';
-import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, storeRows, toNextMonday }
-  from '../lib/rentals.mjs';
+import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, midweekStart, storeRows,
+  toNextMonday } from '../lib/rentals.mjs';
 
 const RENT = { image: 'docker.io/library/busybox:1.36', command: ['sleep', '86400'] };
-const START = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+const START = midweekStart();
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const XSD = path.join(ROOT, '.deps/xsd/pain.001.001.03.xsd');
 

@@ -11,12 +11,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { BACKEND, BIN, TestServer, until } from '../lib/server.mjs';
-import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, storeRows, toNextMonday }
-  from '../lib/rentals.mjs';
+import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, midweekStart, storeRows,
+  toNextMonday } from '../lib/rentals.mjs';
 import { SolanaTestChain, associatedTokenAccount } from '../lib/solana_chain.mjs';
 
 const RENT = { image: 'docker.io/library/busybox:1.36', command: ['sleep', '86400'] };
-const START = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+const START = midweekStart();
 
 function keypairFile(keypair, mode) {
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'gpunex-hot-')), 'hot.json');
