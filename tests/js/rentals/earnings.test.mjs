@@ -6,14 +6,23 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, Client, TestServer, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, midweekStart, storeRows }
+  from '../lib/rentals.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const micro = (usdc) => Math.round(Number(usdc) * 1e6);
 const RENT = { image: 'docker.io/library/busybox:1.36' };
 
+// On the server's test clock, which stands still between moves: a rental that ran across midnight
+// would have its earnings on two days.
 test(`${BACKEND}: the earnings tracker adds settled and live earnings the same way in every grouping`, async () => {
-  const server = await new TestServer(RENTAL_SERVER_ARGS).start();
+  const server = await new TestServer([...RENTAL_SERVER_ARGS, '--test-clock', midweekStart(), '--enable-test-clock',
+    'true']).start();
+  const clock = async (seconds) => {
+    const r = await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
+    assert.equal(r.status, 200, r.body);
+    return r.json.now;
+  };
   let provider;
   try {
     provider = await agentlessMachine(server, 'earner@example.com', { gpus: 2, price: '36.00' });
@@ -31,10 +40,11 @@ test(`${BACKEND}: the earnings tracker adds settled and live earnings the same w
     // One rental runs two seconds and ends (settled); another keeps running (accrues, unsettled).
     const a = await ann.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id, ...RENT } });
     const b = await ann.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id, ...RENT } });
-    await voice.send([{ rental_id: a.json.id, type: 'running' }, { rental_id: b.json.id, type: 'running' }]);
-    await sleep(2000);
+    const t0 = await clock(0);
+    await voice.send([{ rental_id: a.json.id, type: 'running', at: t0 }, { rental_id: b.json.id, type: 'running', at: t0 }]);
+    const t1 = await clock(2);
     await ann.request('POST', `/v1/rentals/${a.json.id}/stop`);
-    await voice.send([{ rental_id: a.json.id, type: 'ended', exit_code: 0 }]);
+    await voice.send([{ rental_id: a.json.id, type: 'ended', exit_code: 0, at: t1 }]);
     await sleep(500);
 
     const byDay = await get('?group_by=day');
@@ -44,7 +54,7 @@ test(`${BACKEND}: the earnings tracker adds settled and live earnings the same w
     assert.ok(micro(byDay.unsettled) > 0, 'the running rental accrues');
     assert.equal(micro(byDay.total), micro(byDay.settled) + micro(byDay.unsettled));
     assert.equal(byDay.groups.length, 1);
-    assert.equal(byDay.groups[0].key, new Date().toISOString().slice(0, 10));
+    assert.equal(byDay.groups[0].key, t0.slice(0, 10));
     assert.equal(byDay.balance, byDay.settled);
     assert.equal(byDay.pending_payout.schedule, 'weekly');
     assert.equal(new Date(`${byDay.pending_payout.next_date}T00:00:00Z`).getUTCDay(), 1, 'a Monday');
@@ -83,8 +93,9 @@ test(`${BACKEND}: the earnings tracker adds settled and live earnings the same w
 
     // With nothing running any more the figures stand still: the CSV of each grouping has the
     // JSON's groups, row for row, in USDC with 6 decimals.
+    const t2 = await clock(1);
     await ann.request('POST', `/v1/rentals/${b.json.id}/stop`);
-    await voice.send([{ rental_id: b.json.id, type: 'ended', exit_code: 0 }]);
+    await voice.send([{ rental_id: b.json.id, type: 'ended', exit_code: 0, at: t2 }]);
     await until('B to be settled', async () => (await get()).unsettled === '0.000000');
     for (const by of ['day', 'gpu', 'model', 'machine']) {
       const json = await get(`?group_by=${by}`);
