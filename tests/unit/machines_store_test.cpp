@@ -162,18 +162,25 @@ TEST_F(MachinesStore, GroupCommitAnswersEachHeartbeatAfterItsBatchAndKeepsTheGoo
   auto done = [&](std::size_t i) {
     return [&answers, i](server::GroupCommit::Outcome o) { answers[i].set_value(std::move(o)); };
   };
-  // The only connection of the in-memory store is held here, so the writer takes the first heartbeat and
-  // waits, and the other five queue behind it: they run as one batch.
-  store_->transact([&](store::Tx&) {
-    commit.submit(record(heartbeat(m2, "b", 1)), done(0));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    commit.submit(record(heartbeat(m1, "a", 1)), done(1));
-    commit.submit(record(heartbeat(m1, "a", 1)), done(2));        // the same seq again
-    commit.submit(record(heartbeat(m1, "a", 2, "-9")), done(3));  // not a GPU of this machine
-    commit.submit([](store::Tx&) -> core::Result<nlohmann::json> { throw std::runtime_error("disk on fire"); },
-                  done(4));
-    commit.submit(record(heartbeat(m1, "a", 3)), done(5));
-  });
+  // The writer runs the first heartbeat, which holds it until the other five are queued: they queue
+  // behind it and run as one batch (no sleep guessing how soon the writer takes the first).
+  std::promise<void> first_running;
+  std::promise<void> others_queued;
+  auto queued = others_queued.get_future().share();
+  commit.submit(
+      [&first_running, queued, beat = record(heartbeat(m2, "b", 1))](store::Tx& tx) {
+        first_running.set_value();
+        queued.wait();
+        return beat(tx);
+      },
+      done(0));
+  first_running.get_future().wait();
+  commit.submit(record(heartbeat(m1, "a", 1)), done(1));
+  commit.submit(record(heartbeat(m1, "a", 1)), done(2));        // the same seq again
+  commit.submit(record(heartbeat(m1, "a", 2, "-9")), done(3));  // not a GPU of this machine
+  commit.submit([](store::Tx&) -> core::Result<nlohmann::json> { throw std::runtime_error("disk on fire"); }, done(4));
+  commit.submit(record(heartbeat(m1, "a", 3)), done(5));
+  others_queued.set_value();
   std::vector<server::GroupCommit::Outcome> out;
   for (auto& a : answers) out.push_back(a.get_future().get());
 
@@ -489,25 +496,33 @@ TEST_F(MachinesStore, GroupCommitRefusedChecksDoNotRollTheBatchBack) {
   std::vector<std::size_t> batches;
   server::GroupCommit commit(*store_, [&](std::size_t n) { batches.push_back(n); });
   std::atomic<int> work_runs{0};
-  auto submit = [&](server::HeartbeatRequest req, std::promise<server::GroupCommit::Outcome>& answer) {
+  // The first heartbeat's work holds the writer until the other five are queued: they run as one batch.
+  std::promise<void> first_running;
+  std::promise<void> others_queued;
+  auto queued = others_queued.get_future().share();
+  auto submit = [&](server::HeartbeatRequest req, std::promise<server::GroupCommit::Outcome>& answer,
+                    bool hold = false) {
     commit.submit(
-        [this, &work_runs, req](store::Tx& tx) {
+        [this, &work_runs, &first_running, queued, hold, req](store::Tx& tx) {
           ++work_runs;
+          if (hold) {
+            first_running.set_value();
+            queued.wait();
+          }
           return server::record_heartbeat(tx, "p1", req, settings_, kNow);
         },
         [&answer](server::GroupCommit::Outcome o) { answer.set_value(std::move(o)); }, req.machine_id,
         [req](store::Tx& tx) { return server::check_heartbeat(tx, "p1", req); });
   };
   std::vector<std::promise<server::GroupCommit::Outcome>> answers(6);
-  store_->transact([&](store::Tx&) {
-    submit(heartbeat(m2, "b", 1), answers[0]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    submit(heartbeat(m1, "a", 1), answers[1]);
-    submit(heartbeat("mch_bogus1", "a", 1), answers[2]);
-    submit(heartbeat("mch_bogus2", "a", 1), answers[3]);
-    submit(heartbeat(m1, "a", 2, "-9"), answers[4]);  // not a GPU of this machine
-    submit(heartbeat(m1, "a", 3), answers[5]);
-  });
+  submit(heartbeat(m2, "b", 1), answers[0], true);
+  first_running.get_future().wait();
+  submit(heartbeat(m1, "a", 1), answers[1]);
+  submit(heartbeat("mch_bogus1", "a", 1), answers[2]);
+  submit(heartbeat("mch_bogus2", "a", 1), answers[3]);
+  submit(heartbeat(m1, "a", 2, "-9"), answers[4]);  // not a GPU of this machine
+  submit(heartbeat(m1, "a", 3), answers[5]);
+  others_queued.set_value();
   std::vector<server::GroupCommit::Outcome> out;
   for (auto& a : answers) out.push_back(a.get_future().get());
   EXPECT_TRUE(out[1].result && out[5].result);
