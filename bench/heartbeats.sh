@@ -68,7 +68,9 @@ heartbeats_served() {
 # CPU seconds (user+system) a process has used so far.
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{print ($14+$15)/hz}' "/proc/$1/stat"; }
 # PostgreSQL's CPU seconds so far (the postmaster, its live children, and the children it reaped), when it
-# runs on this machine and its data directory is readable; else no figure.
+# runs on this machine and its data directory is readable; else no figure. Printed as two figures: the
+# whole, then the part of it in the backends serving client connections (the statements, their protocol
+# and their I/O); the rest is background work (autovacuum, the WAL writer, checkpoints).
 PGPM=""
 if [ "$STORE" = PostgreSQL ]; then
   pgdata=$(psql "$DB" -XAtc 'SHOW data_directory' 2>/dev/null || true)
@@ -76,10 +78,17 @@ if [ "$STORE" = PostgreSQL ]; then
   [ -n "$PGPM" ] && [ -r "/proc/$PGPM/stat" ] || PGPM=""
 fi
 pg_cpu_s() {
-  local t c
+  local t b=0 c v
   t=$(awk '{print $14+$15+$16+$17}' "/proc/$PGPM/stat")
-  for c in $(pgrep -P "$PGPM"); do t=$((t + $(awk '{print $14+$15}' "/proc/$c/stat" 2>/dev/null || echo 0))); done
-  awk -v t="$t" -v hz="$(getconf CLK_TCK)" 'BEGIN{print t/hz}'
+  for c in $(pgrep -P "$PGPM"); do
+    v=$(awk '{print $14+$15}' "/proc/$c/stat" 2>/dev/null || echo 0)
+    t=$((t + v))
+    # A client backend's title: "postgres: USER DATABASE HOST(PORT) STATE" (or [local] on a socket).
+    if tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null | grep -qE '^postgres: [^ ]+ [^ ]+ (\[local\]|[0-9A-Fa-f.:]+\([0-9]+\))'; then
+      b=$((b + v))
+    fi
+  done
+  awk -v t="$t" -v b="$b" -v hz="$(getconf CLK_TCK)" 'BEGIN{print t/hz, b/hz}'
 }
 cpu=()
 for N in $COUNTS; do
@@ -111,13 +120,15 @@ for N in $COUNTS; do
   sc1=$(heartbeats_served)
   pg1=""
   [ -n "$pg0" ] && pg1=$(pg_cpu_s)
+  read -r pg0 pgb0 <<<"${pg0:-}"
+  read -r pg1 pgb1 <<<"${pg1:-}"
   hbok=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["heartbeats"]["ok"])' \
     "$WORK/loadgen-$N.json" 2>/dev/null || echo 0)
   read -r lu ls le < <(tail -n 1 "$WORK/loadgen-$N.time") || true
   cpu+=("$N agents: CPU over ${le}s wall: gpunex-server $(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.1f", b-a}') s, gpunex-loadgen $(awk -v a="$lu" -v b="$ls" 'BEGIN{printf "%.1f", a+b}') s (load average $(cut -d' ' -f1-3 /proc/loadavg))")
   cpu+=("$N agents: server CPU per heartbeat, steady state: $(awk -v a="$ss0" -v b="$s1" -v c0="$sc0" -v c1="$sc1" 'BEGIN{ if (a != "" && c1 > c0) printf "%.3f ms (%.1f s over %d heartbeats, from %d s after the first)", (b-a)/(c1-c0)*1000, b-a, c1-c0, 2*'"$INTERVAL"'; else print "? (run longer than two intervals)" }')")
   if [ -n "$pg1" ]; then
-    cpu+=("$N agents: PostgreSQL CPU per heartbeat, steady state: $(awk -v a="$pg0" -v b="$pg1" -v c0="$sc0" -v c1="$sc1" 'BEGIN{ if (c1 > c0) printf "%.3f ms (%.1f s in the same window, its background work included: autovacuum after the registrations weighs in short runs)", (b-a)/(c1-c0)*1000, b-a; else print "?" }')")
+    cpu+=("$N agents: PostgreSQL CPU per heartbeat, steady state: $(awk -v a="$pg0" -v b="$pg1" -v ba="$pgb0" -v bb="$pgb1" -v c0="$sc0" -v c1="$sc1" 'BEGIN{ if (c1 > c0) printf "%.3f ms (%.1f s in the same window; client backends %.3f ms, the rest background work: autovacuum after the registrations weighs in short runs)", (b-a)/(c1-c0)*1000, b-a, (bb-ba)/(c1-c0)*1000; else print "?" }')")
   fi
   cpu+=("$N agents: server CPU per heartbeat: $(awk -v a="${shb:-$s1}" -v b="$s1" -v n="$hbok" 'BEGIN{ if (n > 0) printf "%.3f ms (%.1f s over %d heartbeats, registration excluded)", (b-a)/n*1000, b-a, n; else print "?" }')")
   # The loadgen does the same work per heartbeat on any build of the server, so its CPU time measures how
