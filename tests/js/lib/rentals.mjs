@@ -174,7 +174,6 @@ export function midweekStart(now = Date.now()) {
 
 // The provider earns `minutes` of one GPU of its agentless machine (a customer rents it, the test
 // speaks for the agent), on the server's test clock; resolves once the earnings are settled.
-
 export async function earnOnTestClock(server, provider, minutes, rent = { image: 'docker.io/library/busybox:1.36' }) {
   const clock = (seconds) => moveTestClock(server, seconds);
   const voice = new AgentVoice(server, provider.key, provider.machine.id);
