@@ -10,7 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit } from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, moveTestClock }
+  from '../lib/rentals.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
 const RENT = { image: 'docker.io/library/busybox:1.36' };
@@ -32,11 +33,7 @@ test(`${BACKEND}: the Earnings tab shows the API's figures, chart, tables, pendi
     provider = await agentlessMachine(server, 'earner@example.com', { gpus: 2, price: '36.00' });
     const voice = new AgentVoice(server, provider.key, provider.machine.id);
     const ann = await customerWithCredit(server, '1000.00');
-    const clock = async (seconds) => {
-      const r = await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
-      assert.equal(r.status, 200, r.body);
-      return r.json.now;
-    };
+    const clock = (seconds) => moveTestClock(server, seconds);
     const earnings = async (query = '') => {
       const r = await provider.client.request('GET', `/v1/provider/earnings${query}`);
       assert.equal(r.status, 200, r.body);

@@ -154,9 +154,12 @@ export function storeRows(server, statement) {
   return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
 }
 
-// Moves the server's test clock `seconds` on (as its admin client); answers the new time.
-async function moveTestClock(server, seconds) {
-  return (await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } })).json.now;
+// Moves the server's test clock `seconds` on, as its admin client (customerWithCredit signs it in);
+// answers the new time.
+export async function moveTestClock(server, seconds) {
+  const r = await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
+  if (r.status !== 200) throw new Error(`test clock: ${r.status} ${r.body}`);
+  return r.json.now;
 }
 
 // Where a payout test starts the server's test clock: the next Wednesday after today, 12:00 UTC, to

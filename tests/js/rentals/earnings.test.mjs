@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, Client, TestServer, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, midweekStart, storeRows }
-  from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, midweekStart, moveTestClock,
+  storeRows } from '../lib/rentals.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const micro = (usdc) => Math.round(Number(usdc) * 1e6);
@@ -18,11 +18,7 @@ const RENT = { image: 'docker.io/library/busybox:1.36' };
 test(`${BACKEND}: the earnings tracker adds settled and live earnings the same way in every grouping`, async () => {
   const server = await new TestServer([...RENTAL_SERVER_ARGS, '--test-clock', midweekStart(), '--enable-test-clock',
     'true']).start();
-  const clock = async (seconds) => {
-    const r = await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
-    assert.equal(r.status, 200, r.body);
-    return r.json.now;
-  };
+  const clock = (seconds) => moveTestClock(server, seconds);
   let provider;
   try {
     provider = await agentlessMachine(server, 'earner@example.com', { gpus: 2, price: '36.00' });

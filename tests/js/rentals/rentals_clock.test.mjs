@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
-import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit } from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, moveTestClock } from '../lib/rentals.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const micro = (usdc) => Math.round(Number(usdc) * 1e6);
@@ -22,12 +22,7 @@ test(`${BACKEND}: rentals stop at max duration, when the balance runs out, and w
     const voice = new AgentVoice(server, provider.key, provider.machine.id);
     const ann = await customerWithCredit(server, '0.60');
     const bob = await customerWithCredit(server, '100.00');
-    const admin = server.adminClient;
-    const clock = async (seconds) => {
-      const r = await admin.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
-      assert.equal(r.status, 200, r.body);
-      return r.json.now;
-    };
+    const clock = (seconds) => moveTestClock(server, seconds);
     // Moves the clock in steps the heartbeats (every second) keep up with, so the machine is never
     // silent for five minutes of server time.
     const advance = async (seconds) => {
