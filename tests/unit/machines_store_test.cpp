@@ -32,6 +32,24 @@ namespace {
 
 constexpr std::int64_t kNow = 1'796'205'600'000;  // 2026-12-02T10:00:00Z
 
+//! Holds a group-commit writer inside one request's work until released, so that what the test submits
+//! meanwhile queues behind it and runs as the next batch (no sleep guessing how soon the writer takes it).
+class WriterGate {
+ public:
+  //! In the held request's work, on the writer thread.
+  void hold() {
+    held_.set_value();
+    released_.wait();
+  }
+  void wait_until_held() { held_.get_future().wait(); }
+  void release() { release_.set_value(); }
+
+ private:
+  std::promise<void> held_;
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+};
+
 class MachinesStore : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -162,25 +180,21 @@ TEST_F(MachinesStore, GroupCommitAnswersEachHeartbeatAfterItsBatchAndKeepsTheGoo
   auto done = [&](std::size_t i) {
     return [&answers, i](server::GroupCommit::Outcome o) { answers[i].set_value(std::move(o)); };
   };
-  // The writer runs the first heartbeat, which holds it until the other five are queued: they queue
-  // behind it and run as one batch (no sleep guessing how soon the writer takes the first).
-  std::promise<void> first_running;
-  std::promise<void> others_queued;
-  auto queued = others_queued.get_future().share();
+  // The writer runs the first heartbeat, which holds it until the other five are queued: they run as one batch.
+  WriterGate gate;
   commit.submit(
-      [&first_running, queued, beat = record(heartbeat(m2, "b", 1))](store::Tx& tx) {
-        first_running.set_value();
-        queued.wait();
+      [&gate, beat = record(heartbeat(m2, "b", 1))](store::Tx& tx) {
+        gate.hold();
         return beat(tx);
       },
       done(0));
-  first_running.get_future().wait();
+  gate.wait_until_held();
   commit.submit(record(heartbeat(m1, "a", 1)), done(1));
   commit.submit(record(heartbeat(m1, "a", 1)), done(2));        // the same seq again
   commit.submit(record(heartbeat(m1, "a", 2, "-9")), done(3));  // not a GPU of this machine
   commit.submit([](store::Tx&) -> core::Result<nlohmann::json> { throw std::runtime_error("disk on fire"); }, done(4));
   commit.submit(record(heartbeat(m1, "a", 3)), done(5));
-  others_queued.set_value();
+  gate.release();
   std::vector<server::GroupCommit::Outcome> out;
   for (auto& a : answers) out.push_back(a.get_future().get());
 
@@ -497,18 +511,13 @@ TEST_F(MachinesStore, GroupCommitRefusedChecksDoNotRollTheBatchBack) {
   server::GroupCommit commit(*store_, [&](std::size_t n) { batches.push_back(n); });
   std::atomic<int> work_runs{0};
   // The first heartbeat's work holds the writer until the other five are queued: they run as one batch.
-  std::promise<void> first_running;
-  std::promise<void> others_queued;
-  auto queued = others_queued.get_future().share();
+  WriterGate gate;
   auto submit = [&](server::HeartbeatRequest req, std::promise<server::GroupCommit::Outcome>& answer,
                     bool hold = false) {
     commit.submit(
-        [this, &work_runs, &first_running, queued, hold, req](store::Tx& tx) {
+        [this, &work_runs, &gate, hold, req](store::Tx& tx) {
           ++work_runs;
-          if (hold) {
-            first_running.set_value();
-            queued.wait();
-          }
+          if (hold) gate.hold();
           return server::record_heartbeat(tx, "p1", req, settings_, kNow);
         },
         [&answer](server::GroupCommit::Outcome o) { answer.set_value(std::move(o)); }, req.machine_id,
@@ -516,13 +525,13 @@ TEST_F(MachinesStore, GroupCommitRefusedChecksDoNotRollTheBatchBack) {
   };
   std::vector<std::promise<server::GroupCommit::Outcome>> answers(6);
   submit(heartbeat(m2, "b", 1), answers[0], true);
-  first_running.get_future().wait();
+  gate.wait_until_held();
   submit(heartbeat(m1, "a", 1), answers[1]);
   submit(heartbeat("mch_bogus1", "a", 1), answers[2]);
   submit(heartbeat("mch_bogus2", "a", 1), answers[3]);
   submit(heartbeat(m1, "a", 2, "-9"), answers[4]);  // not a GPU of this machine
   submit(heartbeat(m1, "a", 3), answers[5]);
-  others_queued.set_value();
+  gate.release();
   std::vector<server::GroupCommit::Outcome> out;
   for (auto& a : answers) out.push_back(a.get_future().get());
   EXPECT_TRUE(out[1].result && out[5].result);
