@@ -10,7 +10,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Keypair } from '@solana/web3.js';
 import { approvedProvider } from './provider.mjs';
-import { storeRows } from './rentals.mjs';
+import { nextWeekday, storeRows } from './rentals.mjs';
 import { SolanaTestChain, associatedTokenAccount } from './solana_chain.mjs';
 
 // The chain, its hot wallet holding `usdc` base units, and the server flags that pay from it (the
@@ -68,8 +68,7 @@ export function settleEarnings(server, providers, atMs, tag, amount) {
 
 // Midnight UTC of the first Monday after `ms`: a weekly USDC payout day, and its earnings' cut-off.
 export function nextMonday(ms) {
-  const d = new Date(ms);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + (((8 - d.getUTCDay()) % 7) || 7));
+  return nextWeekday(ms, 1);
 }
 
 // The moments of a payout run a test kills a server at: before signing (the node's balance answer

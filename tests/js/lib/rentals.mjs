@@ -169,10 +169,13 @@ export async function moveTestClock(server, seconds) {
 // 23:30 UTC earned into Monday, so its next Monday was 7 days on and the provider's login had
 // expired when it asked for its payouts.
 export function midweekStart(now = Date.now()) {
-  const day = new Date(now);
-  const wednesday = new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate(), 12));
-  wednesday.setUTCDate(wednesday.getUTCDate() + (((3 - day.getUTCDay() + 7) % 7) || 7));
-  return wednesday.toISOString().replace('.000Z', 'Z');
+  return new Date(nextWeekday(now, 3) + 12 * 3600e3).toISOString().replace('.000Z', 'Z');
+}
+
+// Midnight UTC (ms) of the first `weekday` (0 = Sunday ... 6 = Saturday) after the day of `ms`.
+export function nextWeekday(ms, weekday) {
+  const d = new Date(ms);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + (((weekday - d.getUTCDay() + 7) % 7) || 7));
 }
 
 // The provider earns `minutes` of one GPU of its agentless machine (a customer rents it, the test
@@ -205,9 +208,8 @@ export async function earnOnTestClock(server, provider, minutes, rent = { image:
 // Moves the server's test clock to the next Monday, 01:00 UTC (after that day's payout cut-off).
 export async function toNextMonday(server) {
   const clock = (seconds) => moveTestClock(server, seconds);
-  const now = new Date(await clock(0));
-  const monday = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-  monday.setUTCDate(monday.getUTCDate() + (((8 - monday.getUTCDay()) % 7) || 7));
-  await clock(Math.ceil((monday.getTime() + 3600e3 - now.getTime()) / 1000));
-  return monday.toISOString().slice(0, 10);
+  const now = Date.parse(await clock(0));
+  const monday = nextWeekday(now, 1);
+  await clock(Math.ceil((monday + 3600e3 - now) / 1000));
+  return new Date(monday).toISOString().slice(0, 10);
 }
