@@ -66,7 +66,15 @@ for file in "${files[@]}"; do
   fi
   start=$SECONDS
   status=passed
-  "${NODE:-node}" --test "$@" "$file" || { failed+=("$(basename "$file")"); status=failed; }
+  # The file's temporary files (servers' data folders, browser profiles, CLI homes) in a folder of its
+  # own: removed when the file passed, kept (and named) when it failed.
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpunex-file.XXXXXX") || { echo "run-tests: cannot make a temporary folder" >&2; exit 2; }
+  TMPDIR=$tmp "${NODE:-node}" --test "$@" "$file" || { failed+=("$(basename "$file")"); status=failed; }
+  if [[ $status == passed ]]; then
+    rm -rf "$tmp" 2>/dev/null || true
+  else
+    echo "run-tests: $(basename "$file")'s temporary files are kept in $tmp" >&2
+  fi
   # Each file's time, to split a folder into shares of equal length (GPUNEX_TEST_SHARD) from figures.
   if [[ -n ${GPUNEX_TEST_OUTPUT:-} ]]; then
     printf '%s\t%s\t%s\t%s\t%d\t%s\n' "$(basename "$dir")" "${GPUNEX_TEST_DB:-}" \

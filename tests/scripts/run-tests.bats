@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # tests/js/run-tests.sh's shares (GPUNEX_TEST_SHARD, GPUNEX_TEST_WEIGHTS): every file runs in exactly one
-# share, the weighted shares are about equally long, and a failing file fails its share.
+# share, the weighted shares are about equally long, and a failing file fails its share; each file's
+# temporary files are removed when it passed and kept when it failed.
 # A stand-in node records the files it is given. Run: bats tests/scripts
 
 setup() {
@@ -13,6 +14,8 @@ setup() {
 #!/usr/bin/env bash
 file=${@: -1}
 echo "$(basename "$file")" >>"$RAN"
+# Leaves a file in its temporary folder, as a test's server or browser does, and says where.
+mkdir -p "$TMPDIR/server" && echo data >"$TMPDIR/server/db" && echo "$TMPDIR" >>"$RAN.tmp"
 [[ $(basename "$file") != "${FAIL_FILE:-}" ]]
 SH
   chmod +x "$WORK/node"
@@ -104,4 +107,17 @@ seconds_of() {  # the weights of the files the shares ran (hotel: the default, 1
   [ "$status" -eq 2 ]
   [[ $output == *"cannot read GPUNEX_TEST_WEIGHTS"* ]]
   [ ! -s "$RAN" ]
+}
+
+@test "each file's temporary files are removed when it passed and kept, and named, when it failed" {
+  export TMPDIR="$WORK/tmp"
+  mkdir "$TMPDIR"
+  FAIL_FILE=charlie.test.mjs run bash "$ROOT/tests/js/run-tests.sh" "$WORK/dir"
+  [ "$status" -eq 1 ]
+  [ "$(wc -l <"$RAN.tmp")" -eq 8 ]
+  [ "$(sort -u "$RAN.tmp" | wc -l)" -eq 8 ]  # a folder of its own each
+  kept=$(sed -n 3p "$RAN.tmp")  # charlie's
+  [ -f "$kept/server/db" ]
+  [[ $output == *"charlie.test.mjs's temporary files are kept in $kept"* ]]
+  [ "$(ls "$TMPDIR")" = "$(basename "$kept")" ]  # the other seven are gone
 }
