@@ -4,6 +4,7 @@
 
 #include "core/json_reader.hpp"
 #include "core/text.hpp"
+#include "server/api/handlers.hpp"
 #include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
 #include "server/platform/email_addresses.hpp"
@@ -26,16 +27,6 @@ std::string cookie(std::string_view name, std::string_view value, std::int64_t m
   if (http_only) c += "; HttpOnly";
   if (secure) c += "; Secure";
   return c;
-}
-
-//! 429 with Retry-After: the login throttle holds this account and address back for `wait`.
-Response must_wait(const std::string& what, std::chrono::seconds wait) {
-  auto refused = Response::error(
-      Error::make(ErrorCode::rate_limited,
-                  "too many " + what + "; wait " + std::to_string(wait.count()) + " s before trying again")
-          .with_code("too_many_failed_logins"));
-  refused.header("Retry-After", std::to_string(wait.count()));
-  return refused;
 }
 
 EmailConfirmationSettings confirmation_settings(Ctx& ctx) {
@@ -170,16 +161,10 @@ Response change_email(Ctx& ctx) {
                                        "E-mail is not a valid e-mail address (like name@example.com)", "email"));
   }
   const User& me = ctx.principal->user;
-  auto& throttle = ctx.app.login_throttle();
-  const std::string& ip = ctx.req.remote_ip;
-  if (const auto wait = throttle.wait(me.email, ip); wait.count() > 0) return must_wait("wrong passwords", wait);
-  const auto creds = ctx.store().transact(
-      [&](store::Tx& tx) { return platform_repo::find_credentials(tx, me.email); }, store::TxMode::read);
-  if (!creds || !util::verify_password(password, creds->password_hash)) {
-    throttle.failed(me.email, ip);
-    return Response::error(Error::make(ErrorCode::invalid_field, "Password is wrong", "password"));
+  if (auto refused =
+          recheck_password(ctx, password, Error::make(ErrorCode::invalid_field, "Password is wrong", "password"))) {
+    return *refused;
   }
-  throttle.succeeded(me.email, ip);
   const auto settings = confirmation_settings(ctx);
   auto sent = ctx.store().transact([&](store::Tx& tx) -> core::Status {
     if (email == me.email && me.email_verified) {

@@ -2,6 +2,7 @@
 // Small shapes that API handlers share: one store transaction answered as JSON, and a list
 // answered a page at a time.
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -9,11 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
-#include "server/platform/request_pipeline.hpp"
 #include "server/fleet/machines.hpp"
 #include "server/onboarding/providers.hpp"
 #include "server/platform/paging.hpp"
+#include "server/platform/platform_repo.hpp"
+#include "server/platform/request_pipeline.hpp"
 #include "store/store.hpp"
+#include "util/crypto.hpp"
 
 namespace gpunex::server {
 
@@ -83,6 +86,35 @@ http::Response respond_as_provider(Ctx& ctx, F&& fn, store::TxMode mode = store:
         return fn(tx, pid);
       },
       mode);
+}
+
+//! 429 with Retry-After: the login throttle holds this account and address back for `wait`.
+inline http::Response must_wait(const std::string& what, std::chrono::seconds wait) {
+  auto refused = http::Response::error(
+      core::Error::make(core::ErrorCode::rate_limited,
+                        "too many " + what + "; wait " + std::to_string(wait.count()) + " s before trying again")
+          .with_code("too_many_failed_logins"));
+  refused.header("Retry-After", std::to_string(wait.count()));
+  return refused;
+}
+
+//! The signed-in user's password asked again before a change a stolen session must not make alone (a new
+//! e-mail address, a new payout destination), under the login throttle as a login is: nullopt when it is
+//! right; `wrong` when not (counted as a failed login); 429 with Retry-After, the password not even
+//! checked, while this account and address must wait. Call it outside a transaction: the hash is slow.
+inline std::optional<http::Response> recheck_password(Ctx& ctx, const std::string& password, core::Error wrong) {
+  const std::string& email = ctx.principal->user.email;
+  const std::string& ip = ctx.req.remote_ip;
+  auto& throttle = ctx.app.login_throttle();
+  if (const auto wait = throttle.wait(email, ip); wait.count() > 0) return must_wait("wrong passwords", wait);
+  const auto creds = ctx.store().transact([&](store::Tx& tx) { return platform_repo::find_credentials(tx, email); },
+                                          store::TxMode::read);
+  if (!creds || !util::verify_password(password, creds->password_hash)) {
+    throttle.failed(email, ip);
+    return http::Response::error(std::move(wrong));
+  }
+  throttle.succeeded(email, ip);
+  return std::nullopt;
 }
 
 }  // namespace gpunex::server

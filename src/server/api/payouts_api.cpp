@@ -49,6 +49,15 @@ Response put_settings(Ctx& ctx) {
   const auto now = ctx.now_ms();
   const std::int64_t cooldown_ms = std::int64_t{ctx.config().payout_destination_cooldown_hours} * 3'600'000;
   const std::string link = ctx.config().base_url() + "/#/earnings";
+  // A password given is checked (under the login throttle) before the transaction, whether or not the
+  // change needs it; a new destination without one is refused inside.
+  if (!password.empty()) {
+    if (auto refused = recheck_password(
+            ctx, password,
+            Error::make(ErrorCode::forbidden, "the password is not right", "password").with_code("wrong_password"))) {
+      return *refused;
+    }
+  }
   return respond(ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> {
     const std::string pid = caller_provider(ctx, tx);
     if (pid.empty()) return not_a_provider();
@@ -56,14 +65,8 @@ Response put_settings(Ctx& ctx) {
     const bool same_destination = !history.empty() &&
                                   history[0]["method"] == core::payout::to_string(wanted->method) &&
                                   history[0]["destination"] == wanted->destination;
-    if (!same_destination) {
-      if (password.empty()) {
-        return Error::make(ErrorCode::missing_field, "a new payout destination needs your password again", "password");
-      }
-      const auto creds = platform_repo::find_credentials(tx, ctx.principal->user.email);
-      if (!creds || !util::verify_password(password, creds->password_hash)) {
-        return Error::make(ErrorCode::forbidden, "the password is not right", "password").with_code("wrong_password");
-      }
+    if (!same_destination && password.empty()) {
+      return Error::make(ErrorCode::missing_field, "a new payout destination needs your password again", "password");
     }
     const auto change = payouts::record_change(tx, pid, *wanted, ctx.principal->user.id, cooldown_ms, now);
     if (change.new_destination) {

@@ -212,6 +212,16 @@ test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the d
     assert.equal((await agent.request('POST', '/v1/agent/challenges', { body: big })).status, 404);
     assert.equal((await new Client(server.url).request('POST', '/v1/agent/challenges', { body: big })).status, 401);
     assert.equal((await agent.request('POST', '/v1/agent/heartbeat', { body: big })).status, 413);
+    // That large body is parsed as every other is checked: nesting stops at 32 levels (not a tree of
+    // millions of brackets), a field given twice is named.
+    const nested = await agent.request('POST', '/v1/agent/challenges', { raw: `${'['.repeat(1 << 20)}${']'.repeat(1 << 20)}` });
+    assert.equal(nested.status, 400, nested.body);
+    assert.equal(nested.json.error.code, 'invalid_json');
+    assert.match(nested.json.error.message, /deeper than 32/);
+    const twice = await agent.request('POST', '/v1/agent/challenges',
+      { raw: `{"protocol_version":1,"machine_id":"${machineId}","challenge_id":"${mine.id}","root":"${'2'.repeat(64)}","root":"x"}` });
+    assert.equal(twice.status, 400, twice.body);
+    assert.equal(twice.json.error.field, 'root');
 
     // GPU 0: nothing. Waiting (never listed) until its GEMM deadline passes, failed at the first heartbeat after it.
     await heartbeat();

@@ -1,7 +1,7 @@
 // A provider's payout settings (#18): USDC on Solana to a wallet that can sign, or a SEPA transfer
 // to a valid IBAN; weekly or monthly. A new destination needs the password again, is told by mail
 // and in the dashboard, and waits the cool-down (48 h) while payouts go where they went before; a
-// schedule change alone is at once. API keys cannot touch it; bad input names the field.
+// schedule change alone is at once. Wrong passwords are held back as failed logins are. API keys cannot touch it; bad input names the field.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
@@ -77,6 +77,20 @@ test(`${BACKEND}: payout settings: password, cool-down, mail, audit history, bad
     await bad({ ...sepa, account_holder: 'Payee <script>' }, 'account_holder');
     await bad({ ...solana, schedule: 'daily' }, 'schedule');
     await bad({ ...solana, method: 'paypal' }, 'method');
+    assert.equal((await client.request('GET', '/v1/provider/payout-settings')).json.history.length, 3);
+
+    // Guessing the password (a stolen session) is held back as failed logins are: after a few wrong
+    // tries each next one waits, the right one too (it is not even checked), and nothing changes.
+    let held = null;
+    for (let i = 0; i < 6 && !held; i++) {
+      const r = await put({ ...solana, password: `guess-${i}` });
+      if (r.status === 429) held = r;
+      else assert.equal(r.status, 403, r.body);
+    }
+    assert.ok(held, 'six wrong passwords in a row were all checked');
+    assert.equal(held.json.error.code, 'too_many_failed_logins');
+    assert.ok(Number(held.headers.get('retry-after')) >= 1, held.headers.get('retry-after'));
+    assert.equal((await put({ ...solana, password: 'correct-horse-battery' })).status, 429);
     assert.equal((await client.request('GET', '/v1/provider/payout-settings')).json.history.length, 3);
 
     // Not with an API key (a stolen agent key must not redirect the money), not for a customer.
