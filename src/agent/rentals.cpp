@@ -483,7 +483,9 @@ void RentalManager::no_engine(const std::string& error) {
   for (const auto& [id, r] : desired_) {
     if (settled(id) || watched_.contains(id)) continue;  // a watched container may be fine: the engine may be back
     if (r.state == State::requested || r.state == State::starting) {
-      auto e = ended_event(id, EndReason::start_failed);
+      // The machine offers GPUs it cannot run a container on: the host's failure, on the provider's side
+      // (its reliability), not a start the customer's image made fail. Not charged either way: it never ran.
+      auto e = ended_event(id, EndReason::host_failure);
       e.error = error_text(why);
       send_ended(id, std::move(e));
     } else if (r.state == State::stopping) {

@@ -180,19 +180,47 @@ MicroUsdc first_hour_cost(MicroUsdc price_per_gpu_hour, int gpus) {
   return ledger::usage_total(price_per_gpu_hour, gpus, 3'600'000);
 }
 
-Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus) {
+MicroUsdc first_hour_left(MicroUsdc price_per_gpu_hour, int gpus, std::int64_t metered_ms) {
+  const auto used = ledger::usage_total(price_per_gpu_hour, gpus, std::min<std::int64_t>(metered_ms, 3'600'000));
+  return std::max<MicroUsdc>(0, first_hour_cost(price_per_gpu_hour, gpus) - used);
+}
+
+Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus, MicroUsdc held) {
   const auto needed = first_hour_cost(price_per_gpu_hour, gpus);
-  if (balance >= needed) return ok_status();
-  return Error::make(ErrorCode::payment_required, "the balance (" + format_usdc(balance) +
-                                                      " USDC) does not cover the first hour: " + format_usdc(needed) +
-                                                      " USDC is needed to start, " + format_usdc(needed - balance) +
-                                                      " USDC more")
+  const auto free = balance - held;
+  if (free >= needed) return ok_status();
+  const std::string of_it =
+      held > 0 ? ", of which " + format_usdc(held) + " USDC is held for the first hour of your other rentals" : "";
+  return Error::make(ErrorCode::payment_required,
+                     "the balance (" + format_usdc(balance) + " USDC" + of_it + ") does not cover the first hour: " +
+                         format_usdc(needed) + " USDC is needed to start, " + format_usdc(needed - free) + " USDC more")
       .with_code("insufficient_balance");
 }
 
 std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64_t until_ms) {
   if (!running_since_ms) return 0;
   return std::max<std::int64_t>(0, until_ms - *running_since_ms);
+}
+
+std::int64_t metered_until(std::optional<std::int64_t> ended_at_ms, std::optional<std::int64_t> stop_asked_at_ms,
+                           std::int64_t now_ms) {
+  const std::int64_t until = ended_at_ms.value_or(now_ms);
+  if (!stop_asked_at_ms) return until;
+  return std::min(until, *stop_asked_at_ms + kStopMeteredMs);
+}
+
+EndReason ended_reason(std::optional<EndReason> agent_said, std::optional<EndReason> stop_asked) {
+  if (stop_asked) return *stop_asked;
+  const EndReason said = agent_said.value_or(EndReason::host_failure);
+  switch (said) {
+    case EndReason::container_exited:
+    case EndReason::start_failed:
+    case EndReason::gpu_failure:
+    case EndReason::host_failure:
+      return said;
+    default:
+      return EndReason::host_failure;
+  }
 }
 
 std::optional<EndReason> due_stop(const Running& r, std::int64_t now_ms) {

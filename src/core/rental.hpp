@@ -96,8 +96,12 @@ std::optional<Pick> pick_gpus(const std::vector<FreeGpu>& free, const Request& r
 
 //! The cost of the first hour at the locked price: what the balance must cover to start.
 MicroUsdc first_hour_cost(MicroUsdc price_per_gpu_hour, int gpus);
-//! ok, or 402 insufficient_balance naming the amount needed and the balance.
-Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus);
+//! What is left of a live rental's first hour after `metered_ms` of use: held from the balance a new
+//! rental may start on, so that one hour's balance does not start several rentals.
+MicroUsdc first_hour_left(MicroUsdc price_per_gpu_hour, int gpus, std::int64_t metered_ms);
+//! ok, or 402 insufficient_balance naming the amount needed and the balance. `held`: the part of
+//! `balance` the customer's other live rentals hold for their first hour (not available to this one).
+Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus, MicroUsdc held = 0);
 
 //! What a running rental knows when deciding whether it must stop now.
 struct Running {
@@ -115,5 +119,21 @@ std::optional<EndReason> due_stop(const Running& r, std::int64_t now_ms);
 
 //! Milliseconds of metered use between the running event and `until_ms` (0 before it started).
 std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64_t until_ms);
+
+//! How long after a stop was asked its rental is still metered when the agent has not confirmed the end:
+//! time for the agent to hear of the stop (its next poll) and to stop the container (its grace, 10 s by
+//! default). An agent that never confirms, buggy or made so, bills no further.
+inline constexpr std::int64_t kStopMeteredMs = 60'000;
+//! Where metering ends: at the end the agent confirmed, or now, and never later than kStopMeteredMs after
+//! the stop was asked.
+std::int64_t metered_until(std::optional<std::int64_t> ended_at_ms, std::optional<std::int64_t> stop_asked_at_ms,
+                           std::int64_t now_ms);
+
+//! Why a rental ended, from what its agent said and the stop that was asked. A stop that was asked ends
+//! for its reason. Otherwise the agent is believed about the container and its machine only (it exited,
+//! it could not start, a GPU or the host failed); a reason only the platform gives (the customer stopped
+//! it, the balance ran out, the provider stopped it...) from the agent alone is a host failure: a
+//! provider's agent cannot put the end on the customer, or off the provider's record.
+EndReason ended_reason(std::optional<EndReason> agent_said, std::optional<EndReason> stop_asked);
 
 }  // namespace gpunex::core::rental

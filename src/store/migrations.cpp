@@ -926,6 +926,11 @@ DROP INDEX reliability_days_age;
 CREATE INDEX reliability_days_final_age ON reliability_days (day) WHERE final = 1;
 CREATE INDEX reliability_days_open_age ON reliability_days (day) WHERE final = 0;
 )sql"},
+      // Migration 25: when a rental's stop was first asked. Metering ends at most a minute after it
+      // (core::rental::metered_until): an agent that never confirms the end bills no further.
+      {25, "rentals: when the stop was asked", R"sql(
+ALTER TABLE rentals ADD COLUMN stop_requested_at BIGINT;
+)sql"},
   };
   return list;
 }

@@ -260,7 +260,7 @@ TEST_F(AgentLoop, LostGpuIsReportedAsAnEvent) {
 using core::rental::State;
 using protocol::RentalEventType;
 
-TEST_F(AgentLoop, WithNoContainerEngineRentalsEndStartFailedAtOnceAndHeartbeatsGoOn) {
+TEST_F(AgentLoop, WithNoContainerEngineRentalsEndAsHostFailuresAtOnceAndHeartbeatsGoOn) {
   FakeServer srv;
   srv.set_rentals({testing::rental("rnt_1", State::requested, {"true"})});
   TempDir dir;
@@ -283,7 +283,7 @@ TEST_F(AgentLoop, WithNoContainerEngineRentalsEndStartFailedAtOnceAndHeartbeatsG
   EXPECT_EQ(rc, ExitCode::ok);
   ASSERT_TRUE(ended.has_value());
   EXPECT_LT(took, 5s);
-  EXPECT_EQ(ended->reason, core::rental::EndReason::start_failed);
+  EXPECT_EQ(ended->reason, core::rental::EndReason::host_failure);
   ASSERT_TRUE(ended->error.has_value());
   EXPECT_NE(ended->error->find("no container engine on this machine (DOCKER_HOST=unix:///nonexistent/"),
             std::string::npos)

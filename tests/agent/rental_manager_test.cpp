@@ -62,7 +62,7 @@ TEST(LogTail, KeepsTheEndCutAtALineAndValidUtf8) {
   EXPECT_LE(log_tail(big, protocol::kMaxLogBytes).size(), protocol::kMaxLogBytes);
 }
 
-TEST(NoEngine, EveryRentalEndsStartFailedNamingTheSocket) {
+TEST(NoEngine, EveryRentalEndsAsAHostFailureNamingTheSocket) {
   testing::quiet_logging();
   auto engine = runtime::make_docker_runtime("unix:///nonexistent/gpunex-test/docker.sock");
   EventLog events;
@@ -77,7 +77,7 @@ TEST(NoEngine, EveryRentalEndsStartFailedNamingTheSocket) {
   const auto a = events.of("rnt_a");
   ASSERT_EQ(a.size(), 1u) << events.types("rnt_a");
   EXPECT_EQ(a[0].type, RentalEventType::ended);
-  EXPECT_EQ(a[0].reason, EndReason::start_failed);
+  EXPECT_EQ(a[0].reason, EndReason::host_failure) << "the provider's side: its machine cannot run containers";
   ASSERT_TRUE(a[0].error.has_value());
   EXPECT_NE(a[0].error->find("no container engine on this machine (DOCKER_HOST=unix:///nonexistent/gpunex-test/"
                              "docker.sock)"),

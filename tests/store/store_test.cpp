@@ -12,10 +12,12 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <latch>
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -27,6 +29,7 @@
 #include "server/fleet/machines_repo.hpp"
 #include "server/fleet/pending_telemetry.hpp"
 #include "server/reliability/reliability_repo.hpp"
+#include "server/rentals/rentals.hpp"
 #include "server/rentals/rentals_repo.hpp"
 #include "store/migrations.hpp"
 #include "store/nul_in_text.hpp"
@@ -1171,6 +1174,150 @@ TEST_P(StoreTest, FiftyCustomersRacingForTenGpusGetExactlyTen) {
   EXPECT_EQ(ended->state, gpunex::core::rental::State::ended);
   EXPECT_EQ(ended->end_reason, gpunex::core::rental::EndReason::customer_stopped);
   EXPECT_EQ(ended->gpu_uuids.size(), 1u) << "the rental keeps the record of the GPU it had";
+}
+
+// The scheduler passes over an offer whose first hour the balance does not cover (with what the customer's
+// other rentals hold) for the next one that matches; 402 naming the amount when it covers none.
+TEST_P(StoreTest, ARentalPassesOverAnOfferTheBalanceDoesNotCoverForTheNext) {
+  gpunex::store::migrate(*store_);
+  namespace rentals = gpunex::server::rentals;
+  store_->transact([&](Tx& tx) {
+    tx.exec(
+        "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('uc', 'c@x', "
+        "'C', 'x', 0, 0)");
+    tx.exec(
+        "INSERT INTO gpu_models (id, name, nvml_name_pattern, vram_gib, figures, builtin, created_at, updated_at) "
+        "VALUES ('L4', 'NVIDIA L4', 'L4', 24, '{}', 1, 0, 0)");
+    for (const auto& [p, price] : {std::pair{std::string("1"), 600'000}, std::pair{std::string("2"), 400'000}}) {
+      tx.exec(
+          "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES (?, ?, 'P', "
+          "'x', 0, 0)",
+          {"up" + p, "p" + p + "@x"});
+      tx.exec(
+          "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES (?, ?, 'approved', "
+          "'{}', 0, 0)",
+          {"a" + p, "up" + p});
+      tx.exec("INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES (?, ?, ?, 'community', 0)",
+              {"p" + p, "up" + p, "a" + p});
+      tx.exec(
+          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
+          "VALUES (?, ?, 'fp', 'rig', '{}', 1, '0.1', 1, 'online', '550', '12.4', 0, 0, 0)",
+          {"m" + p, "p" + p});
+      tx.exec(
+          "INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, first_seen_at, "
+          "updated_at) VALUES (?, ?, 0, 'NVIDIA L4', 'L4', 23034, '{}', 1, 0, 0)",
+          {"m" + p, "GPU-" + p});
+      tx.exec("INSERT INTO gpu_listing (machine_id, uuid, listed, perf_score, updated_at) VALUES (?, ?, 1, 90, 0)",
+              {"m" + p, "GPU-" + p});
+      tx.exec(
+          "INSERT INTO provider_current_prices (provider_id, model, usdc_micro, region, seq, started_at) "
+          "VALUES (?, 'L4', ?, 'eu-west', 1, 0)",
+          {"p" + p, std::int64_t{price}});
+    }
+  });
+  rentals::CreateRequest want;
+  want.request.model = "L4";
+  want.spec.image = "docker.io/library/busybox:1.36";
+  const std::vector<rentals::Candidate> both = {{"m1", "L4"}, {"m2", "L4"}}, top = {{"m1", "L4"}};
+  const auto create = [&](const std::vector<rentals::Candidate>& candidates, std::int64_t held) {
+    return store_->transact([&](Tx& tx) -> gpunex::core::Result<rentals::RentalRow> {
+      auto r = rentals::create(tx, "uc", want, candidates, 500'000, held, gpunex::core::ledger::kDefaultCommission, 1);
+      if (!r) throw std::runtime_error("roll back: " + r.error().message);  // a refusal writes nothing
+      return r;
+    });
+  };
+  // 0.50 USDC covers the second-ranked offer's first hour (0.40), not the first's (0.60).
+  EXPECT_THROW((void)create(top, 0), std::runtime_error);
+  try {
+    (void)create(both, 200'000);
+    ADD_FAILURE() << "0.50 with 0.20 held covers neither";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("0.600000 USDC is needed"), std::string::npos)
+        << e.what() << ": the best-ranked offer's amount is named";
+    EXPECT_NE(std::string(e.what()).find("0.200000 USDC is held"), std::string::npos) << e.what();
+  }
+  const auto placed = create(both, 0);
+  ASSERT_TRUE(placed.ok());
+  EXPECT_EQ(placed->machine_id, "m2");
+  EXPECT_EQ(placed->price, 400'000);
+  EXPECT_EQ(store_->transact([](Tx& tx) { return tx.query_one("SELECT COUNT(*) FROM rentals")->i64(0); }, TxMode::read),
+            1);
+}
+
+// A rental's settled totals move only from what a settlement read: a second settlement of the same time
+// (the rentals worker and an agent's end at once) waits for the first's row lock on PostgreSQL (SQLite's
+// writers run one at a time) and reads its totals; totals that moved under a settlement roll it back.
+TEST_P(StoreTest, ARentalsSettledTotalsMoveOnlyFromWhatTheSettlementRead) {
+  gpunex::store::migrate(*store_);
+  namespace rentals = gpunex::server::rentals;
+  store_->transact([&](Tx& tx) {
+    tx.exec(
+        "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('up', 'p@x', "
+        "'P', 'x', 0, 0)");
+    tx.exec(
+        "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('uc', 'c@x', "
+        "'C', 'x', 0, 0)");
+    tx.exec(
+        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES ('a1', 'up', 'approved', "
+        "'{}', 0, 0)");
+    tx.exec(
+        "INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'up', 'a1', 'community', "
+        "0)");
+    tx.exec(
+        "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+        "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
+        "VALUES ('m1', 'p1', 'fp', 'rig', '{}', 1, '0.1', 1, 'online', '550', '12.4', 0, 0, 0)");
+    rentals::RentalRow row;
+    row.id = "r1";
+    row.customer_id = "uc";
+    row.provider_id = "p1";
+    row.machine_id = "m1";
+    row.model = "L4";
+    row.gpu_count = 1;
+    row.price = 500'000;
+    row.spec = "{}";
+    row.gpu_uuids = {"GPU-0"};
+    ASSERT_TRUE(rentals::insert_with_gpus(tx, row).ok());
+  });
+  const gpunex::core::ledger::Settled zero{0, 0}, first{100, 80}, second{150, 120};
+  // A settlement from totals that are no longer there is refused and changes nothing.
+  store_->transact([&](Tx& tx) { rentals::record_settled(tx, "r1", zero, first, 1000); });
+  EXPECT_THROW(store_->transact([&](Tx& tx) { rentals::record_settled(tx, "r1", zero, second, 2000); }),
+               gpunex::store::StoreError);
+  auto now = store_->transact([&](Tx& tx) { return rentals::find(tx, "r1"); }, TxMode::read);
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->settled.charged, 100);
+  EXPECT_EQ(now->last_settled_at_ms, 1000);
+  if (GetParam() != "postgres") return;
+  // Two settlements at once: the second reads only once the first has committed, and moves from its totals.
+  std::promise<void> locked, go_on;
+  std::thread holder([&] {
+    store_->transact([&](Tx& tx) {
+      const auto r = rentals::find_for_update(tx, "r1");
+      locked.set_value();
+      go_on.get_future().wait();
+      rentals::record_settled(tx, "r1", r->settled, second, 3000);
+    });
+  });
+  locked.get_future().wait();
+  std::atomic<bool> read{false};
+  std::thread other([&] {
+    store_->transact([&](Tx& tx) {
+      const auto r = rentals::find_for_update(tx, "r1");
+      read = true;
+      EXPECT_EQ(r->settled.charged, 150) << "read the first settlement's totals";
+      rentals::record_settled(tx, "r1", r->settled, {200, 160}, 4000);
+    });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(read) << "the second read the row while the first held it";
+  go_on.set_value();
+  holder.join();
+  other.join();
+  now = store_->transact([&](Tx& tx) { return rentals::find(tx, "r1"); }, TxMode::read);
+  EXPECT_EQ(now->settled.charged, 200);
+  EXPECT_EQ(now->settled.provider, 160);
 }
 
 // The change feed (cache invalidation across replicas): notify_change() is heard by a listener once

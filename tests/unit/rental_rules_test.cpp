@@ -1,5 +1,6 @@
 // A rental's rules (core/rental): states, end reasons and whose side caused them, the scheduler's
-// pick, the first-hour balance check, and when a running rental must stop.
+// pick, the first-hour balance check, when a running rental must stop, where its metering ends, and
+// which end reasons an agent is believed about.
 #include "core/rental_spec.hpp"
 #include "core/rental.hpp"
 
@@ -94,6 +95,52 @@ TEST(RentalRules, StartingNeedsTheFirstHourAndTheRefusalNamesTheAmount) {
   EXPECT_EQ(core::http_status(short_by.error().code), 402);
   EXPECT_NE(short_by.error().message.find("1.000000 USDC is needed"), std::string::npos) << short_by.error().message;
   EXPECT_NE(short_by.error().message.find("0.000001 USDC more"), std::string::npos) << short_by.error().message;
+}
+
+TEST(RentalRules, OtherRentalsHoldWhatIsLeftOfTheirFirstHour) {
+  // 0.5 USDC an hour on one GPU: nothing run holds all of it, half an hour half, an hour or more none.
+  EXPECT_EQ(first_hour_left(500'000, 1, 0), 500'000);
+  EXPECT_EQ(first_hour_left(500'000, 2, 0), 1'000'000);
+  EXPECT_EQ(first_hour_left(500'000, 1, 1'800'000), 250'000);
+  EXPECT_EQ(first_hour_left(500'000, 1, 3'600'000), 0);
+  EXPECT_EQ(first_hour_left(500'000, 1, 7'200'000), 0);
+  // 0.5 USDC covers one such rental's first hour, not a second's.
+  EXPECT_TRUE(check_can_start(500'000, 500'000, 1, 0).ok());
+  auto second = check_can_start(500'000, 500'000, 1, first_hour_left(500'000, 1, 0));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code_text(), "insufficient_balance");
+  EXPECT_NE(second.error().message.find("0.500000 USDC is held for the first hour of your other rentals"),
+            std::string::npos)
+      << second.error().message;
+  EXPECT_NE(second.error().message.find("0.500000 USDC more"), std::string::npos) << second.error().message;
+  EXPECT_TRUE(check_can_start(750'000, 500'000, 1, first_hour_left(500'000, 1, 1'800'000)).ok());
+}
+
+TEST(RentalRules, MeteringEndsAtTheConfirmedEndAndAtMostAMinuteAfterTheStopWasAsked) {
+  EXPECT_EQ(metered_until(std::nullopt, std::nullopt, 9'000'000), 9'000'000);
+  EXPECT_EQ(metered_until(5'000'000, std::nullopt, 9'000'000), 5'000'000);
+  // Asked at 1,000 s: an end confirmed within the minute is where metering ends...
+  EXPECT_EQ(metered_until(1'020'000, 1'000'000, 9'000'000), 1'020'000);
+  EXPECT_EQ(metered_until(std::nullopt, 1'000'000, 1'030'000), 1'030'000);
+  // ...one confirmed later, or never, ends it a minute after the stop was asked.
+  EXPECT_EQ(metered_until(std::nullopt, 1'000'000, 9'000'000), 1'000'000 + kStopMeteredMs);
+  EXPECT_EQ(metered_until(5'000'000, 1'000'000, 9'000'000), 1'000'000 + kStopMeteredMs);
+}
+
+TEST(RentalRules, AnAgentIsBelievedAboutTheContainerNotAboutWhoStoppedIt) {
+  for (auto r :
+       {EndReason::container_exited, EndReason::start_failed, EndReason::gpu_failure, EndReason::host_failure}) {
+    EXPECT_EQ(ended_reason(r, std::nullopt), r) << to_string(r);
+  }
+  EXPECT_EQ(ended_reason(std::nullopt, std::nullopt), EndReason::host_failure);
+  // Reasons only the platform gives, from the agent alone: the host failed (on the provider's side).
+  for (auto r : {EndReason::customer_stopped, EndReason::max_duration, EndReason::balance_exhausted,
+                 EndReason::window_ended, EndReason::provider_stopped, EndReason::agent_lost}) {
+    EXPECT_EQ(ended_reason(r, std::nullopt), EndReason::host_failure) << to_string(r);
+  }
+  // A stop that was asked ends for its reason, whatever the agent says.
+  EXPECT_EQ(ended_reason(EndReason::container_exited, EndReason::customer_stopped), EndReason::customer_stopped);
+  EXPECT_EQ(ended_reason(std::nullopt, EndReason::balance_exhausted), EndReason::balance_exhausted);
 }
 
 TEST(RentalRules, ARunningRentalStopsAtItsLimitTheWindowsEndOrAnEmptyBalance) {

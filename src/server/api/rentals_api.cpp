@@ -78,8 +78,14 @@ Response create_rental(Ctx& ctx, OfferCache& offers, ScheduleCache& schedules, r
   for (int attempt = 0;; ++attempt) {
     const auto now = ctx.now_ms();
     auto row = ctx.store().transact([&](store::Tx& tx) {
-      const auto available = billing::available_balance(tx, ctx.principal->user.id, now);
-      return rentals::create(tx, ctx.principal->user.id, *req, *candidates, available, commission, now);
+      const std::string& customer = ctx.principal->user.id;
+      // One rental placed at a time per customer (PostgreSQL; SQLite's writers run one at a time): two at
+      // once would each find the balance free of the other's first hour.
+      if (tx.dialect() == store::Dialect::postgres)
+        tx.query("SELECT id FROM users WHERE id = ? FOR UPDATE", {customer});
+      const auto available = billing::available_balance(tx, customer, now);
+      const auto held = rentals::customer_accrual(tx, customer, now).first_hour_held;
+      return rentals::create(tx, customer, *req, *candidates, available, held, commission, now);
     });
     if (!row && row.error().detail_code == "gpus_taken" && attempt < 4) continue;
     if (!row) return Response::error(row.error());

@@ -36,7 +36,7 @@ bool outside_window(store::Tx& tx, const std::string& machine_id, std::int64_t n
 //! One live rental's round: lost agent, due stops, hourly settlement. True for each thing done.
 void round_for(store::Tx& tx, const std::string& id, const RentalsRoundSettings& settings, std::int64_t now_ms,
                RentalsRound& out) {
-  auto r = rentals::find(tx, id);
+  auto r = rentals::find_for_update(tx, id);
   if (!r || r->state == rental::State::ended) return;
   const auto last_seen = MachinesRepo(tx).last_seen_ms(r->machine_id);
   const std::int64_t seen = std::max(last_seen.value_or(r->created_at_ms), r->created_at_ms);
@@ -59,10 +59,10 @@ void round_for(store::Tx& tx, const std::string& id, const RentalsRoundSettings&
     run.balance_at_last_settlement = available_balance(tx, r->customer_id, now_ms) + rentals::unsettled(*r, now_ms);
     run.settled = r->settled;
     if (auto due = rental::due_stop(run, now_ms)) {
-      rentals::request_stop(tx, r->id, *due);
+      rentals::request_stop(tx, r->id, *due, now_ms);
       util::log_event("info", "rental stop due", {{"rental", r->id}, {"reason", rental::to_string(*due)}});
       ++out.stops;
-      settle(tx, *r, now_ms);
+      settle(tx, *rentals::find(tx, id), now_ms);
       ++out.settled;
       return;
     }
@@ -80,7 +80,7 @@ void settle(store::Tx& tx, const rentals::RentalRow& r, std::int64_t now_ms) {
   const auto elapsed = rental::metered_ms(r.running_since_ms, until);
   const auto plan = ledger::plan_settlement(r.price, r.gpu_count, elapsed, r.commission, r.settled);
   if (plan.charge == 0 && plan.provider == 0) {
-    if (r.running_since_ms) rentals::record_settled(tx, r.id, r.settled, now_ms);
+    if (r.running_since_ms) rentals::record_settled(tx, r.id, r.settled, r.settled, now_ms);
     return;
   }
   const auto t = ledger::settlement_transaction(util::new_id("ltx"), plan, r.customer_id, r.provider_id, r.id, until);
@@ -88,7 +88,7 @@ void settle(store::Tx& tx, const rentals::RentalRow& r, std::int64_t now_ms) {
   auto posted = post(tx, t,
                      "settle:" + r.id + ":" + std::to_string(r.settled.charged) + ">" + std::to_string(plan.after.charged));
   if (!posted) throw store::StoreError("a settlement did not post: " + posted.error().message);
-  rentals::record_settled(tx, r.id, plan.after, now_ms);
+  rentals::record_settled(tx, r.id, r.settled, plan.after, now_ms);
 }
 
 core::MicroUsdc available_balance(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms) {

@@ -99,8 +99,9 @@ core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
 
 core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, const CreateRequest& request,
                                const std::vector<Candidate>& candidates, core::MicroUsdc available_balance,
-                               ledger::BasisPoints commission, std::int64_t now_ms) {
+                               core::MicroUsdc held, ledger::BasisPoints commission, std::int64_t now_ms) {
   const int count = request.request.gpu_count;
+  std::optional<Error> unaffordable;  // the best-ranked candidate the balance did not cover
   // The candidates' free GPUs, read a batch of machines at a time in rank order: the book the
   // candidates come from may be a moment old, and its best machines already taken.
   constexpr std::size_t kBatch = 64;
@@ -119,8 +120,9 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
       const auto price = MarketRepo(tx).current_price(*owner, c.model);
       if (!price) continue;
       if (request.request.max_price && price->usdc_micro > *request.request.max_price) continue;
-      if (auto ok = rental::check_can_start(available_balance, price->usdc_micro, count); !ok) {
-        return std::move(ok).error();
+      if (auto ok = rental::check_can_start(available_balance, price->usdc_micro, count, held); !ok) {
+        if (!unaffordable) unaffordable = std::move(ok).error();
+        continue;
       }
       RentalRow row;
       row.id = util::new_id("rnt");
@@ -139,6 +141,7 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
       return row;
     }
   }
+  if (unaffordable) return *unaffordable;
   return Error::make(ErrorCode::conflict,
                      "no offer has " + std::to_string(count) + " free GPU" + (count == 1 ? "" : "s") +
                          " matching the request right now; widen the filters or try again later")
@@ -146,7 +149,7 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
 }
 
 std::int64_t metered_until(const RentalRow& r, std::int64_t now_ms) {
-  return r.ended_at_ms ? *r.ended_at_ms : now_ms;
+  return rental::metered_until(r.ended_at_ms, r.stop_requested_at_ms, now_ms);
 }
 
 core::MicroUsdc cost_so_far(const RentalRow& r, std::int64_t now_ms) {
@@ -163,6 +166,10 @@ Accrual customer_accrual(store::Tx& tx, const std::string& customer_id, std::int
   for (const auto& r : live_for_customer(tx, customer_id)) {
     a.unsettled += unsettled(r, now_ms);
     if (r.running_since_ms) a.per_hour += rental::first_hour_cost(r.price, r.gpu_count);
+    if (r.state != rental::State::stopping) {
+      a.first_hour_held += rental::first_hour_left(r.price, r.gpu_count,
+                                                   rental::metered_ms(r.running_since_ms, metered_until(r, now_ms)));
+    }
   }
   return a;
 }
@@ -172,7 +179,7 @@ RentalRow stop(store::Tx& tx, const RentalRow& r, rental::EndReason reason, std:
   if (r.state == rental::State::requested) {
     end(tx, r.id, reason, std::nullopt, false, now_ms);
   } else {
-    request_stop(tx, r.id, reason);
+    request_stop(tx, r.id, reason, now_ms);
   }
   return *find(tx, r.id);
 }
@@ -235,7 +242,7 @@ core::Result<EventsOutcome> apply_events(store::Tx& tx, const std::string& provi
     return out;
   }
   for (const auto& e : req.events) {
-    auto r = find(tx, e.rental_id);
+    auto r = find_for_update(tx, e.rental_id);
     if (!r || r->machine_id != req.machine_id) {
       util::log_event("warn", "an agent event names a rental not on its machine",
                       {{"machine", req.machine_id}, {"rental", e.rental_id}});
@@ -257,9 +264,8 @@ core::Result<EventsOutcome> apply_events(store::Tx& tx, const std::string& provi
         set_logs(tx, r->id, e.logs.value_or(""), clamp_ms(e.at_ms, r->created_at_ms, now_ms));
         break;
       case protocol::RentalEventType::ended: {
-        // A stop that was asked for ends for the reason it was asked; otherwise the agent says why.
-        rental::EndReason reason = e.reason.value_or(rental::EndReason::host_failure);
-        if (r->state == rental::State::stopping && r->stop_reason) reason = *r->stop_reason;
+        const auto reason =
+            rental::ended_reason(e.reason, r->state == rental::State::stopping ? r->stop_reason : std::nullopt);
         const std::int64_t from = r->running_since_ms.value_or(r->created_at_ms);
         if (e.logs) set_logs(tx, r->id, *e.logs, clamp_ms(e.at_ms, r->created_at_ms, now_ms));
         end(tx, r->id, reason, e.exit_code, e.oom, clamp_ms(e.at_ms, from, now_ms), e.error);

@@ -37,19 +37,22 @@ struct Candidate {
   std::string model;
 };
 
-//! Places a rental on the first candidate with enough free GPUs, at the provider's current price
-//! (locked from now on), if `available_balance` covers its first hour. 409 no_gpus_available when
-//! none has enough; 409 gpus_taken when another rental took them in the meantime (the caller
-//! retries in a new transaction); 402 insufficient_balance naming the amount needed.
+//! Places a rental on the first candidate with enough free GPUs whose first hour, at the provider's
+//! current price (locked from now on), `available_balance` covers beside what the customer's other
+//! rentals hold for theirs (`held`, Accrual::first_hour_held); a candidate it does not cover is passed
+//! over for the next. 409 no_gpus_available when none has enough; 409 gpus_taken when another rental
+//! took them in the meantime (the caller retries in a new transaction); 402 insufficient_balance,
+//! naming the amount needed, when the balance covers none that has.
 core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, const CreateRequest& request,
                                const std::vector<Candidate>& candidates, core::MicroUsdc available_balance,
-                               core::ledger::BasisPoints commission, std::int64_t now_ms);
+                               core::MicroUsdc held, core::ledger::BasisPoints commission, std::int64_t now_ms);
 
 //! What the customer's rentals still owe beyond their settlements at `now_ms` (the live cost not yet
 //! taken from the balance), and what they spend per hour while running.
 struct Accrual {
   core::MicroUsdc unsettled = 0;
   core::MicroUsdc per_hour = 0;
+  core::MicroUsdc first_hour_held = 0;  // what is left of the first hour of those not asked to stop
 };
 Accrual customer_accrual(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms);
 //! The same for one rental.

@@ -13,7 +13,7 @@ namespace rental = core::rental;
 constexpr const char* kColumns =
     "id, customer_id, provider_id, machine_id, model, gpu_count, price_micro, commission_bp, state, spec, created_at, "
     "running_since, ended_at, end_reason, stop_reason, exit_code, oom, error, ports, logs, logs_at, settled_charged, "
-    "settled_provider, last_settled_at";
+    "settled_provider, last_settled_at, stop_requested_at";
 
 RentalRow row_of(store::Tx& tx, const store::Row& r) {
   RentalRow out;
@@ -45,6 +45,7 @@ RentalRow row_of(store::Tx& tx, const store::Row& r) {
   out.logs_at_ms = r.opt_i64(20);
   out.settled = core::ledger::Settled{r.i64(21), r.i64(22)};
   out.last_settled_at_ms = r.opt_i64(23);
+  out.stop_requested_at_ms = r.opt_i64(24);
   for (const auto& g : tx.query("SELECT uuid FROM rental_gpus WHERE rental_id = ? ORDER BY uuid", {out.id})) {
     out.gpu_uuids.push_back(g.str(0));
   }
@@ -100,6 +101,13 @@ std::vector<std::string> allocated_uuids(store::Tx& tx, const std::string& machi
 
 std::optional<RentalRow> find(store::Tx& tx, const std::string& id) {
   auto r = tx.query_one(std::string("SELECT ") + kColumns + " FROM rentals WHERE id = ?", {id});
+  if (!r) return std::nullopt;
+  return row_of(tx, *r);
+}
+
+std::optional<RentalRow> find_for_update(store::Tx& tx, const std::string& id) {
+  const char* lock = tx.dialect() == store::Dialect::postgres ? " FOR UPDATE" : "";
+  auto r = tx.query_one(std::string("SELECT ") + kColumns + " FROM rentals WHERE id = ?" + lock, {id});
   if (!r) return std::nullopt;
   return row_of(tx, *r);
 }
@@ -218,14 +226,22 @@ void mark_running(store::Tx& tx, const std::string& id, std::int64_t since_ms, c
        since_ms, ports_json, id});
 }
 
-void request_stop(store::Tx& tx, const std::string& id, rental::EndReason reason) {
-  tx.exec("UPDATE rentals SET state = ?, stop_reason = COALESCE(stop_reason, ?) WHERE id = ? AND ended_at IS NULL",
-          {std::string(rental::to_string(rental::State::stopping)), std::string(rental::to_string(reason)), id});
+void request_stop(store::Tx& tx, const std::string& id, rental::EndReason reason, std::int64_t now_ms) {
+  tx.exec(
+      "UPDATE rentals SET state = ?, stop_reason = COALESCE(stop_reason, ?), "
+      "stop_requested_at = COALESCE(stop_requested_at, ?) WHERE id = ? AND ended_at IS NULL",
+      {std::string(rental::to_string(rental::State::stopping)), std::string(rental::to_string(reason)), now_ms, id});
 }
 
-void record_settled(store::Tx& tx, const std::string& id, const core::ledger::Settled& settled, std::int64_t at_ms) {
-  tx.exec("UPDATE rentals SET settled_charged = ?, settled_provider = ?, last_settled_at = ? WHERE id = ?",
-          {settled.charged, settled.provider, at_ms, id});
+void record_settled(store::Tx& tx, const std::string& id, const core::ledger::Settled& before,
+                    const core::ledger::Settled& after, std::int64_t at_ms) {
+  const auto changed = tx.exec(
+      "UPDATE rentals SET settled_charged = ?, settled_provider = ?, last_settled_at = ? WHERE id = ? AND "
+      "settled_charged = ? AND settled_provider = ?",
+      {after.charged, after.provider, at_ms, id, before.charged, before.provider});
+  if (changed != 1) {
+    throw store::StoreError("rental " + id + " was settled by another transaction meanwhile: this one rolls back");
+  }
 }
 
 void set_logs(store::Tx& tx, const std::string& id, const std::string& logs, std::int64_t at_ms) {

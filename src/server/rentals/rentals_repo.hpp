@@ -44,6 +44,8 @@ struct RentalRow {
   std::optional<std::int64_t> logs_at_ms;
   core::ledger::Settled settled;     // what settlements have posted so far
   std::optional<std::int64_t> last_settled_at_ms;
+  // Migration 25 on: when the stop was first asked (metering ends at most a minute after it).
+  std::optional<std::int64_t> stop_requested_at_ms;
 };
 
 //! Writes a new rental and gives it `row.gpu_uuids` on its machine. The allocation fails as a whole
@@ -54,6 +56,10 @@ core::Status insert_with_gpus(store::Tx& tx, const RentalRow& row);
 std::vector<std::string> allocated_uuids(store::Tx& tx, const std::string& machine_id);
 
 std::optional<RentalRow> find(store::Tx& tx, const std::string& id);
+//! find(), its row locked until the transaction ends (PostgreSQL; SQLite's writers run one at a time):
+//! for a write that reads the rental's settled totals and posts from them, so that two (the rentals
+//! worker, an agent's end) never settle the same time twice.
+std::optional<RentalRow> find_for_update(store::Tx& tx, const std::string& id);
 //! A customer's rentals, newest first.
 std::vector<RentalRow> list_for_customer(store::Tx& tx, const std::string& customer_id);
 //! A customer's rentals that are not ended, oldest first.
@@ -92,10 +98,12 @@ void end(store::Tx& tx, const std::string& id, core::rental::EndReason reason, s
          std::int64_t now_ms, const std::optional<std::string>& error = std::nullopt);
 //! The container runs since `since_ms` with `ports_json` bound (metering starts at the first such call).
 void mark_running(store::Tx& tx, const std::string& id, std::int64_t since_ms, const std::string& ports_json);
-//! Asks the agent to stop it: state stopping, and the first reason asked is kept.
-void request_stop(store::Tx& tx, const std::string& id, core::rental::EndReason reason);
-//! Records what the settlements have posted so far.
-void record_settled(store::Tx& tx, const std::string& id, const core::ledger::Settled& settled, std::int64_t at_ms);
+//! Asks the agent to stop it: state stopping; the first reason asked, and its time, are kept.
+void request_stop(store::Tx& tx, const std::string& id, core::rental::EndReason reason, std::int64_t now_ms);
+//! Records what the settlements have posted so far, moving the totals from `before` (what the settlement
+//! read); totals that moved meanwhile throw store::StoreError, rolling the settlement back.
+void record_settled(store::Tx& tx, const std::string& id, const core::ledger::Settled& before,
+                    const core::ledger::Settled& after, std::int64_t at_ms);
 void set_logs(store::Tx& tx, const std::string& id, const std::string& logs, std::int64_t at_ms);
 
 }  // namespace gpunex::server::rentals

@@ -2,7 +2,8 @@
 // between moves, so every figure is exact: a rental stops at its maximum duration, another when its
 // customer's balance runs out (having been settled along the way, at least every settlement
 // interval), and a third when its machine has been silent for five minutes (agent_lost, metered to
-// the machine's last heartbeat, on the provider's side).
+// the machine's last heartbeat, on the provider's side). Then what an agent that does not do as asked
+// can cost a customer (a minute past an unconfirmed stop) or claim (not that the customer stopped it).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
@@ -12,6 +13,16 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const micro = (usdc) => Math.round(Number(usdc) * 1e6);
 const RENT = { image: 'docker.io/library/busybox:1.36', command: ['sleep', '86400'] };
 const START = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+
+// Moves the server's test clock in steps the heartbeats (every second) keep up with, so the machine is
+// never silent for five minutes of server time. Answers the new time.
+async function advanceClock(server, seconds) {
+  for (let left = seconds; left > 0; left -= 240) {
+    await moveTestClock(server, Math.min(240, left));
+    await sleep(1300);
+  }
+  return moveTestClock(server, 0);
+}
 
 test(`${BACKEND}: rentals stop at max duration, when the balance runs out, and when the agent is lost`, async () => {
   const server = await new TestServer([...RENTAL_SERVER_ARGS, '--test-clock', START, '--enable-test-clock', 'true',
@@ -23,15 +34,7 @@ test(`${BACKEND}: rentals stop at max duration, when the balance runs out, and w
     const ann = await customerWithCredit(server, '0.60');
     const bob = await customerWithCredit(server, '100.00');
     const clock = (seconds) => moveTestClock(server, seconds);
-    // Moves the clock in steps the heartbeats (every second) keep up with, so the machine is never
-    // silent for five minutes of server time.
-    const advance = async (seconds) => {
-      for (let left = seconds; left > 0; left -= 240) {
-        await clock(Math.min(240, left));
-        await sleep(1300);
-      }
-      return clock(0);
-    };
+    const advance = (seconds) => advanceClock(server, seconds);
     const rent = async (customer, extra = {}) => {
       const r = await customer.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id, ...RENT,
         ...extra } });
@@ -103,6 +106,70 @@ test(`${BACKEND}: rentals stop at max duration, when the balance runs out, and w
     assert.equal(micro(lost.cost_so_far), Math.floor(500000 * 120 / 3600));
     const providerView = (await provider.client.request('GET', '/v1/provider/rentals')).json.items;
     assert.equal(providerView.find((r) => r.id === c).provider_side, true);
+  } finally {
+    if (provider?.agent) await provider.agent.stop();
+    await server.stop();
+  }
+});
+
+// What a customer pays, and what a provider's agent may claim, when the agent does not do as asked: a stop
+// it never confirms is metered a minute past the stop and no further; a rental's first hour is held from
+// the balance the next rental may start on; an agent that says the customer stopped a rental nobody asked
+// to stop ends it as a host failure, on the provider's side.
+test(`${BACKEND}: an unconfirmed stop bills a minute at most, first hours are held, an agent cannot blame the customer`, async () => {
+  const server = await new TestServer([...RENTAL_SERVER_ARGS, '--test-clock', START, '--enable-test-clock', 'true',
+    '--rentals-settle-interval-s', '300']).start();
+  let provider;
+  try {
+    provider = await agentlessMachine(server, 'unconfirmed-provider@example.com', { gpus: 4 });
+    const voice = new AgentVoice(server, provider.key, provider.machine.id);
+    const ann = await customerWithCredit(server, '1.20');
+    const rent = () => ann.request('POST', '/v1/rentals', { body: { machine_id: provider.machine.id, ...RENT } });
+    const get = async (id) => (await ann.request('GET', `/v1/rentals/${id}`)).json;
+
+    // 1.20 USDC covers two first hours at 0.50, not three: the third is refused, naming what is held.
+    const a = (await rent()).json.id;
+    const b = (await rent()).json.id;
+    const third = await rent();
+    assert.equal(third.status, 402, third.body);
+    assert.equal(third.json.error.code, 'insufficient_balance');
+    assert.match(third.json.error.message, /1\.000000 USDC is held for the first hour of your other rentals/);
+    assert.equal((await ann.request('GET', '/v1/rentals')).json.items.length, 2, 'the refused one left nothing');
+
+    const t0 = await moveTestClock(server, 0);
+    await voice.send([{ rental_id: a, type: 'running', at: t0 }, { rental_id: b, type: 'running', at: t0 }]);
+    // Ann stops A after ten minutes; the agent never says it ended, and its machine stays online.
+    await advanceClock(server, 600);
+    const stop = await ann.request('POST', `/v1/rentals/${a}/stop`);
+    assert.equal(stop.status, 200, stop.body);
+    assert.equal(stop.json.state, 'stopping');
+    await advanceClock(server, 3600);
+    const stuck = await get(a);
+    assert.equal(stuck.state, 'stopping');
+    assert.equal(stuck.seconds_metered, 660, 'metered to a minute after the stop, not the hour since');
+    assert.equal(micro(stuck.cost_so_far), Math.floor(500000 * 660 / 3600));
+
+    // B has run its first hour and A is stopping: neither holds anything now, and the third starts.
+    const later = await rent();
+    assert.equal(later.status, 201, later.body);
+
+    // The agent says Ann stopped B, which nobody asked: a host failure, on the provider's record.
+    const tEnd = await moveTestClock(server, 0);
+    await voice.send([{ rental_id: b, type: 'ended', reason: 'customer_stopped', exit_code: 0, at: tEnd },
+      { rental_id: a, type: 'ended', exit_code: 143, at: tEnd }]);
+    const bEnded = await get(b);
+    assert.equal(bEnded.end_reason, 'host_failure', JSON.stringify(bEnded));
+    assert.notEqual(bEnded.end_text, 'Stopped by you');
+    const providerView = (await provider.client.request('GET', '/v1/provider/rentals')).json.items;
+    assert.equal(providerView.find((r) => r.id === b).provider_side, true);
+    // A's late confirmation keeps the reason Ann asked for and adds no time.
+    const aEnded = await get(a);
+    assert.equal(aEnded.end_reason, 'customer_stopped');
+    assert.equal(aEnded.seconds_metered, 660);
+    // The balance paid exactly the two rentals' metered time.
+    const balance = (await ann.request('GET', '/v1/billing/balance')).json.balance;
+    assert.equal(micro(balance), 1200000 - micro(aEnded.cost_so_far) - micro(bEnded.cost_so_far));
+    assert.equal(bEnded.seconds_metered, 4200);
   } finally {
     if (provider?.agent) await provider.agent.stop();
     await server.stop();
