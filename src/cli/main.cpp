@@ -27,6 +27,30 @@ std::string resolve_server(const std::string& flag) {
   return "http://127.0.0.1:8080";
 }
 
+//! For a parse that stopped at a word that is no command ("gpunex catalog", "gpunex machines frob"): the
+//! line that names it and the commands there, instead of CLI11's "A subcommand is required". Empty when the
+//! error is another.
+std::string unknown_command_text(const CLI::App& app) {
+  const CLI::App* at = &app;
+  std::string path = "gpunex";
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : at->get_subcommands({})) {
+      if (!sub->parsed()) continue;
+      at = sub;
+      path += " " + sub->get_name();
+      deeper = true;
+      break;
+    }
+  }
+  const auto left = at->remaining();
+  if (left.empty() || left.front().starts_with("-") || at->get_subcommands({}).empty()) return {};
+  std::string names;
+  for (const CLI::App* sub : at->get_subcommands({})) names += (names.empty() ? "" : ", ") + sub->get_name();
+  return "'" + left.front() + "' is not a command of `" + path + "`; the commands are: " + names + " (`" + path +
+         " --help` says more)";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,7 +77,15 @@ int main(int argc, char** argv) {
     sub->add_flag("--json", json, "print JSON instead of text");
     commands.emplace_back(sub, std::move(cmd));
   }
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (const auto text = unknown_command_text(app); !text.empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
+      std::cerr << text << "\n";
+      return e.get_exit_code();
+    }
+    return app.exit(e);
+  }
 
   cli::Context ctx;
   ctx.server = resolve_server(server_flag);

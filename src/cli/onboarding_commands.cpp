@@ -270,13 +270,11 @@ class ReviewDecideCommand : public Command {
     }
     std::string human = "application " + id_ + ": " + str(r["application"], "status");
     if (r.contains("api_key_id")) {
-      // The key belongs to the applicant (by mail, and once on their application page); the server
-      // never sends it to the reviewer.
+      // The key belongs to the applicant; the server never sends it to the reviewer, and says how the
+      // applicant gets it (by mail only where the operator lets mail carry secrets).
       r["api_key_issued"] = true;
       human += " as " + str(r, "tier") + "\nprovider " + str(r, "provider_id") + " created; API key " +
-               str(r, "api_key_id") +
-               " issued; the applicant gets it by mail with the install command and can reveal it once in "
-               "the dashboard";
+               str(r, "api_key_id") + " issued: " + str(r, "api_key_delivery");
     }
     ctx.print(r, human);
     return 0;

@@ -121,6 +121,9 @@ std::string rental_text(const nlohmann::json& r) {
   if (member(r, "running_since").is_string()) field("Running since:", member(r, "running_since").get<std::string>());
   if (member(r, "ended_at").is_string()) field("Ended:", member(r, "ended_at").get<std::string>());
   if (state == "ended") field("Why:", end_text(r));
+  // The engine's or the agent's words (an image that cannot be pulled, no container engine): what the
+  // customer needs to act on.
+  if (member(r, "error").is_string()) field("Error:", member(r, "error").get<std::string>());
   return out;
 }
 

@@ -1,6 +1,6 @@
 // The gpunex CLI: login keeps the token with mode 0600, whoami, logout, --json; the server comes
 // from --server, then GPUNEX_SERVER, then config.toml, then the saved login; logging out of a
-// server one is not logged in to keeps the saved login.
+// server one is not logged in to keeps the saved login; a word that is no command is named.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -16,6 +16,19 @@ function gpunex(home, args, input, env = {}) {
   });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
+
+// A word that is no command is named, with the commands there, instead of "a subcommand is required".
+test('an unknown command is named with the commands there', () => {
+  const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
+  const top = gpunex(home, ['catalog']);
+  assert.notEqual(top.code, 0);
+  assert.match(top.err, /'catalog' is not a command of `gpunex`; the commands are: login, .*machines, .*rentals/);
+  const inner = gpunex(home, ['machines', 'frob']);
+  assert.notEqual(inner.code, 0);
+  assert.match(inner.err, /'frob' is not a command of `gpunex machines`; the commands are: list, show/);
+  // Nothing at all still asks for a command.
+  assert.match(gpunex(home, ['machines']).err, /A subcommand is required/);
+});
 
 test(`${BACKEND}: gpunex login, whoami, logout`, async () => {
   const server = await new TestServer().start();

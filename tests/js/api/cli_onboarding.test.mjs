@@ -246,9 +246,14 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
     assert.equal(JSON.parse(badCc.out).error.field, 'add_model.compute_capability');
     const badPrice = approve({ 'reference-price': 'cheap' }, '--json');
     assert.equal(JSON.parse(badPrice.out).error.field, 'add_model.reference_usdc_per_gpu_hour');
-    const added = json(approve({}, '--json'));
-    assert.equal(added.application.status, 'approved');
-    assert.equal(added.application.gpus[1].model, 'RTX-5090');
+    // In words, the reviewer is told how the applicant gets the key, as the server says it (by default
+    // not by mail: the mail carries a link to the one reveal).
+    const approvedWords = approve({});
+    assert.equal(approvedWords.code, 0, approvedWords.err);
+    assert.match(approvedWords.out, /API key key_\S+ issued: revealed once on the applicant's application page \(the mail carries a link\)/);
+    const added = json(gpunex(rita, ['review', 'show', c.id, '--json']));
+    assert.equal(added.status, 'approved');
+    assert.equal(added.gpus[1].model, 'RTX-5090');
     // The reviewer's reference price is the new model's recommendation until providers list it (#14.8).
     const carolProvider = login(server, 'carol@example.com', 'correct-horse-battery');
     const rec = json(gpunex(carolProvider, ['price', 'recommend', 'RTX-5090', '--json']));

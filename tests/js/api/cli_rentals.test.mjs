@@ -286,6 +286,14 @@ test(`${BACKEND}: gpunex rent, rentals list, show, logs, stop against the server
     const earlyStop = gpunex(home, ['rentals', 'stop', early.id, '--json']);
     assert.equal(earlyStop.code, 0, earlyStop.err);
     assert.equal(JSON.parse(earlyStop.out).state, 'ended');
+
+    // One whose image cannot be pulled: the engine's words are shown, which the customer acts on.
+    const bad = JSON.parse(gpunex(home, ['rent', '--machine', machine.machineId, '--image', 'busybox', '--json']).out);
+    await machine.event(bad.id, 'ended', { reason: 'start_failed', error: 'pull access denied for busybox' });
+    const badText = gpunex(home, ['rentals', 'show', bad.id]);
+    assert.equal(badText.code, 0, badText.err);
+    assert.match(badText.out, /^Why: +Could not start \(not charged\)$/m);
+    assert.match(badText.out, /^Error: +pull access denied for busybox$/m);
   } finally {
     if (machine) await machine.stop();
     await server.stop();
