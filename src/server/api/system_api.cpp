@@ -6,6 +6,7 @@
 #include "server/platform/request_pipeline.hpp"
 #include "store/migrations.hpp"
 #include "util/crypto.hpp"
+#include "util/log.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {
@@ -26,7 +27,9 @@ http::Response readyz(Ctx& ctx) {
     applied = ctx.store().transact([](store::Tx& tx) { return platform_repo::applied_schema_version(tx); },
                                    store::TxMode::read);
   } catch (const std::exception& e) {
-    return http::Response::json(503, {{"status", "unavailable"}, {"reason", "store unavailable"}, {"detail", e.what()}});
+    // The store's words (host names, ports, libpq's text) go to the log, not to this public route.
+    util::log_event("warn", "not ready: the store does not answer", {{"error", e.what()}});
+    return http::Response::json(503, {{"status", "unavailable"}, {"reason", "store unavailable"}});
   }
   if (applied != expected) {
     return http::Response::json(
