@@ -1,5 +1,7 @@
 #include "core/payout_calendar.hpp"
 
+#include <algorithm>
+
 namespace gpunex::core::payout {
 
 using namespace date;
@@ -84,6 +86,15 @@ MicroUsdc minimum(Schedule schedule, const Minimums& minimums) {
 
 bool pays(Schedule schedule, MicroUsdc amount, const Minimums& minimums) {
   return amount > 0 && amount >= minimum(schedule, minimums);
+}
+
+Pending pending_payout(Schedule schedule, Method method, sys_days today, MicroUsdc balance, MicroUsdc payable_today,
+                       bool paid_today, const Minimums& minimums) {
+  const sys_days next = next_payout_day(schedule, method, today);
+  if (next != today) return {next, balance};
+  const MicroUsdc now_payable = std::min(payable_today, balance);
+  if (!paid_today && pays(schedule, now_payable, minimums)) return {today, now_payable};
+  return {next_payout_day(schedule, method, today + days(1)), balance};
 }
 
 }  // namespace gpunex::core::payout

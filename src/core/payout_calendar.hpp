@@ -46,4 +46,16 @@ MicroUsdc minimum(Schedule schedule, const Minimums& minimums);
 //! Whether `amount` is paid at a run of `schedule`: above zero and at least the minimum.
 bool pays(Schedule schedule, MicroUsdc amount, const Minimums& minimums);
 
+//! The payout a provider is to get next: its day and what it pays as things stand.
+struct Pending {
+  date::sys_days day;
+  MicroUsdc amount = 0;
+};
+//! On `today`, with `balance` earned and not paid out: today's payout when today is a payout day of the
+//! schedule, its run has not paid yet (`paid_today`) and what was earned before today's cut-off
+//! (`payable_today`, at most the balance) reaches the minimum; otherwise the next payout day's, which pays
+//! the whole balance as it stands (today's earnings are after today's cut-off).
+Pending pending_payout(Schedule schedule, Method method, date::sys_days today, MicroUsdc balance,
+                       MicroUsdc payable_today, bool paid_today, const Minimums& minimums);
+
 }  // namespace gpunex::core::payout

@@ -58,6 +58,26 @@ TEST(PayoutCalendar, MonthlyIsTheFirstBusinessDaySkippingTarget2ForSepa) {
   EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2026, 12, 4)), ymd(2026, 12, 7));
 }
 
+TEST(PayoutCalendar, ThePendingPayoutOnAPayoutDayIsTodaysOnlyUntilItsRunPaysOrWhenItPaysNothing) {
+  const Minimums m;  // weekly 20 USDC, monthly 1 USDC
+  const auto pending = [&](sys_days today, gpunex::core::MicroUsdc balance, gpunex::core::MicroUsdc payable_today,
+                           bool paid_today, Schedule s = Schedule::weekly) {
+    const auto p = pending_payout(s, Method::solana_usdc, today, balance, payable_today, paid_today, m);
+    return str(p.day) + " " + std::to_string(p.amount);
+  };
+  // Friday 4 December 2026: Monday the 7th pays the balance as it stands.
+  EXPECT_EQ(pending(ymd(2026, 12, 4), 30'000'000, 30'000'000, false), "2026-12-07 30000000");
+  // Monday the 7th, before its run: what was earned before 00:00 UTC, not what was earned today.
+  EXPECT_EQ(pending(ymd(2026, 12, 7), 31'000'000, 25'000'000, false), "2026-12-07 25000000");
+  // Monday, its run done: today's earnings wait for the 14th.
+  EXPECT_EQ(pending(ymd(2026, 12, 7), 1'000'000, 25'000'000, true), "2026-12-14 1000000");
+  // Monday, what was earned before today under the minimum: today's run pays nothing, the 14th the balance.
+  EXPECT_EQ(pending(ymd(2026, 12, 7), 21'000'000, 5'000'000, false), "2026-12-14 21000000");
+  EXPECT_EQ(pending(ymd(2026, 12, 7), 0, 0, false), "2026-12-14 0");
+  // Monthly: 1 December 2026 (a Tuesday), its run done: USDC waits for Friday 1 January 2027.
+  EXPECT_EQ(pending(ymd(2026, 12, 1), 2'000'000, 0, true, Schedule::monthly), "2027-01-01 2000000");
+}
+
 // Over every day of a century, checked against the definitions rather than the code's arithmetic.
 TEST(PayoutCalendar, EveryDayOfACenturyGetsTheRightPayoutDay) {
   for (sys_days from = ymd(2000, 1, 1); from < ymd(2100, 1, 1); from += days(1)) {

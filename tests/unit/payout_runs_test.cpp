@@ -254,7 +254,9 @@ TEST_F(PayoutRuns, SolanaPayoutsAreHeldWithoutAChainClientAndTheEarningsStay) {
   EXPECT_EQ(r.created, 0);
   EXPECT_EQ(r.held, 1);
   EXPECT_EQ(balance(ledger::Account::provider("p1")), 30'000'000);
-  const auto runs = store_->transact([&](store::Tx& tx) { return server::payouts::runs_json(tx, 10); });
+  const auto runs = store_->transact([&](store::Tx& tx) {
+    return *server::payouts::runs_page(tx, {10, std::nullopt});
+  })["items"];
   ASSERT_EQ(runs.size(), 1U);
   EXPECT_EQ(runs[0]["status"], "held");
   EXPECT_NE(runs[0]["held_reason"].get<std::string>().find("hot wallet"), std::string::npos);
@@ -266,7 +268,9 @@ TEST_F(PayoutRuns, ASepaBatchIsAValidFileThenSentThenPaidOrReturnedToTheProvider
   // December 2026's first business day is Tuesday 1 December.
   const std::int64_t dec1 = kMonday - 6 * kDay;
   ASSERT_EQ(round(dec1 + 1000).created, 1);
-  const auto runs = store_->transact([&](store::Tx& tx) { return server::payouts::runs_json(tx, 10); });
+  const auto runs = store_->transact([&](store::Tx& tx) {
+    return *server::payouts::runs_page(tx, {10, std::nullopt});
+  })["items"];
   const std::string run_id = runs[0]["id"];
   const server::payouts::Debtor debtor{"GPUnex Platform", "DE89370400440532013000", "COBADEFFXXX"};
   auto batch = store_->transact([&](store::Tx& tx) {
@@ -313,8 +317,9 @@ TEST_F(PayoutRuns, APaidPayoutLeavesThroughMoneyOut) {
   choose("sepa", "weekly");
   earn(40'000'000, kMonday - kDay);
   ASSERT_EQ(round(kMonday + 1000).created, 1);
-  const std::string run_id =
-      store_->transact([&](store::Tx& tx) { return server::payouts::runs_json(tx, 10); })[0]["id"];
+  const std::string run_id = store_->transact([&](store::Tx& tx) {
+    return *server::payouts::runs_page(tx, {10, std::nullopt});
+  })["items"][0]["id"];
   const server::payouts::Debtor debtor{"GPUnex Platform", "DE89370400440532013000", ""};
   auto batch = store_->transact([&](store::Tx& tx) {
     return server::payouts::create_sepa_batch(tx, run_id, 1'000'000, debtor, "admin", "link", kMonday + 2000);

@@ -2,15 +2,16 @@
 // POST /v1/admin/credits; the provider's GET /v1/provider/earnings (JSON, or ?format=csv).
 
 #include "core/json_reader.hpp"
-#include "core/text.hpp"
 #include "core/ledger.hpp"
+#include "core/rfc3339.hpp"
+#include "core/text.hpp"
 #include "server/api/handlers.hpp"
 #include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
-#include "core/rfc3339.hpp"
 #include "server/billing/credits.hpp"
 #include "server/billing/earnings.hpp"
 #include "server/billing/ledger_repo.hpp"
+#include "server/payouts/payout_runs.hpp"
 #include "server/payouts/payout_settings.hpp"
 #include "server/rentals/rentals.hpp"
 #include "util/time.hpp"
@@ -113,6 +114,11 @@ Response provider_earnings(Ctx& ctx) {
           plan.schedule = settings->schedule;
           plan.method = settings->method;
         }
+        // Today's run, when today is a payout day: paid already, or what it pays (earned before 00:00 UTC).
+        const auto today =
+            date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now)));
+        plan.paid_today = payouts::has_payout(tx, pid, today);
+        plan.payable_today = payouts::payable(tx, pid, core::payout::cutoff_ms(today));
         report = billing::provider_earnings(tx, pid, q, plan, now);
         return true;
       },

@@ -29,16 +29,22 @@ http::Response respond(Ctx& ctx, F&& fn, store::TxMode mode = store::TxMode::wri
 }
 
 //! A list built whole in one read transaction (items_of(tx) -> an ordered JSON array of objects
-//! with an "id"), answered a page at a time as ?limit=&cursor= ask.
+//! with an "id", or an error), answered a page at a time as ?limit=&cursor= ask.
 template <class F>
 http::Response list_response(Ctx& ctx, F&& items_of, std::size_t default_limit = 50) {
   auto page = page_params(ctx.req, default_limit);
   if (!page) return http::Response::error(page.error());
-  auto items = ctx.store().transact([&](store::Tx& tx) -> nlohmann::json { return items_of(tx); }, store::TxMode::read);
-  auto j = page_of(items, *page);
+  auto items = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> { return items_of(tx); },
+                                    store::TxMode::read);
+  if (!items) return http::Response::error(items.error());
+  auto j = page_of(*items, *page);
   if (!j) return http::Response::error(j.error());
   return http::Response::json(200, *j);
 }
+
+//! list_response() for the caller's own provider data: items_of(tx, provider_id), or 403 not_a_provider.
+template <class F>
+http::Response provider_list_response(Ctx& ctx, F&& items_of, std::size_t default_limit = 50);
 
 //! The provider the caller acts for (a key's provider, or the signed-in provider's own); "" when none.
 inline std::string caller_provider(Ctx& ctx, store::Tx& tx) {
@@ -86,6 +92,18 @@ http::Response respond_as_provider(Ctx& ctx, F&& fn, store::TxMode mode = store:
         return fn(tx, pid);
       },
       mode);
+}
+
+template <class F>
+http::Response provider_list_response(Ctx& ctx, F&& items_of, std::size_t default_limit) {
+  return list_response(
+      ctx,
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        const std::string pid = caller_provider(ctx, tx);
+        if (pid.empty()) return not_a_provider();
+        return items_of(tx, pid);
+      },
+      default_limit);
 }
 
 //! 429 with Retry-After: the login throttle holds this account and address back for `wait`.

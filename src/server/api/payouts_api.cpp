@@ -83,20 +83,15 @@ Response put_settings(Ctx& ctx) {
 }
 
 Response get_payouts(Ctx& ctx) {
-  return respond(
-      ctx,
-      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        const std::string pid = caller_provider(ctx, tx);
-        if (pid.empty()) return not_a_provider();
-        return nlohmann::json{{"items", payouts::provider_payouts(tx, pid)}, {"next_cursor", nullptr}};
-      },
-      store::TxMode::read);
+  return provider_list_response(
+      ctx, [](store::Tx& tx, const std::string& pid) { return payouts::provider_payouts(tx, pid); });
 }
 
 Response get_runs(Ctx& ctx) {
+  auto page = page_params(ctx.req);
+  if (!page) return Response::error(page.error());
   return respond(
-      ctx, [&](store::Tx& tx) -> core::Result<nlohmann::json> { return nlohmann::json{{"items", payouts::runs_json(tx, 100)}}; },
-      store::TxMode::read);
+      ctx, [&](store::Tx& tx) { return payouts::runs_page(tx, *page); }, store::TxMode::read);
 }
 
 //! The hot wallet USDC payouts leave from: its address, USDC and SOL, asked of the node now.
@@ -242,9 +237,10 @@ void register_payouts_api(App& app) {
             get_payouts);
 
   const auto admin = RouteOptions::for_roles({"admin"});
-  app.route(http::Method::get, "/v1/admin/payout-runs", admin.doc({.summary = "Payout runs",
+  app.route(http::Method::get, "/v1/admin/payout-runs",
+            admin.doc({.summary = "Payout runs",
                        .query = {"limit", "cursor"},
-                       .responses = {{200, oa::record({{"items", oa::array(oa::record({{"id", oa::text(1)}}, {"id"}))}}, {"items"})}}}),
+                       .responses = {{200, oa::page(oa::record({{"id", oa::text(1)}}, {"id"}))}}}),
             get_runs);
   // Asks the Solana node (up to solana_rpc_timeout_ms a call): off the I/O threads.
   app.route(http::Method::get, "/v1/admin/hot-wallet", RouteOptions::for_roles({"admin"}).slow_work().doc(

@@ -287,21 +287,19 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
                                                                {"rental_id", "logs", "updated_at"})}}}), rental_logs);
 
   const auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
-  app.route(http::Method::get, "/v1/provider/rentals", provider.doc({.summary = "Rentals on my machines",
-                         .responses = {{200, oa::record({{"items", oa::array(provider_rental_schema)}}, {"items"})}}}),
+  app.route(http::Method::get, "/v1/provider/rentals",
+            provider.doc({.summary = "Rentals on my machines",
+                          .query = {"limit", "cursor"},
+                          .responses = {{200, oa::page(provider_rental_schema)}}}),
             [](Ctx& ctx) {
-    const auto now = ctx.now_ms();
-    return respond(
-        ctx,
-        [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-          const std::string pid = caller_provider(ctx, tx);
-          if (pid.empty()) return not_a_provider();
-          auto items = nlohmann::json::array();
-          for (const auto& r : rentals::list_for_provider(tx, pid)) items.push_back(rentals::provider_json(r, now));
-          return nlohmann::json{{"items", std::move(items)}};
-        },
-        store::TxMode::read);
-  });
+              const auto now = ctx.now_ms();
+              return provider_list_response(ctx, [&](store::Tx& tx, const std::string& pid) {
+                auto items = nlohmann::json::array();
+                for (const auto& r : rentals::list_for_provider(tx, pid))
+                  items.push_back(rentals::provider_json(r, now));
+                return items;
+              });
+            });
   app.route(http::Method::post, "/v1/provider/rentals/{id}/stop",
             provider.doc({.summary = "Stop a rental on my machine", .responses = {{200, provider_rental_schema}}}), [&](Ctx& ctx) {
     return stop_rental(ctx, polls, provider_rental, rental::EndReason::provider_stopped, rentals::provider_json);

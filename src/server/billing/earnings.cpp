@@ -85,9 +85,10 @@ EarningsReport provider_earnings(store::Tx& tx, const std::string& provider_id, 
   report.last_30_days = core::earnings::sum_since(recent, today - 29 * kDayMs);
   // What the provider has earned and not been paid: the earnings account's balance (payouts take from it).
   report.balance = billing::balance(tx, ledger::Account::provider(provider_id));
-  report.next_payout_day = core::payout::next_payout_day(
+  report.pending = core::payout::pending_payout(
       plan.schedule, plan.method.value_or(core::payout::Method::solana_usdc),
-      date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now_ms))));
+      date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now_ms))),
+      report.balance, plan.payable_today, plan.paid_today, plan.minimums);
   return report;
 }
 
@@ -115,10 +116,10 @@ nlohmann::json to_json(const EarningsReport& r) {
           {"pending_payout",
            {{"schedule", core::payout::to_string(schedule)},
             {"method", r.plan.method ? nlohmann::json(core::payout::to_string(*r.plan.method)) : nlohmann::json()},
-            {"next_date", date::format("%F", r.next_payout_day)},
-            {"amount", core::format_usdc(r.balance)},
+            {"next_date", date::format("%F", r.pending.day)},
+            {"amount", core::format_usdc(r.pending.amount)},
             {"minimum", core::format_usdc(core::payout::minimum(schedule, r.plan.minimums))},
-            {"above_minimum", core::payout::pays(schedule, r.balance, r.plan.minimums)}}}};
+            {"above_minimum", core::payout::pays(schedule, r.pending.amount, r.plan.minimums)}}}};
 }
 
 std::string to_csv(const EarningsReport& r) {

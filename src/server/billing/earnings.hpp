@@ -31,6 +31,10 @@ struct PayoutPlan {
   core::payout::Schedule schedule = core::payout::Schedule::weekly;
   std::optional<core::payout::Method> method;
   core::payout::Minimums minimums;
+  // When today is a payout day (payouts' side): whether today's run has paid this provider, and what it
+  // pays if not (earned before today's cut-off).
+  bool paid_today = false;
+  core::MicroUsdc payable_today = 0;
 };
 
 //! The figures of the tracker, before they are written as JSON or CSV.
@@ -39,9 +43,9 @@ struct EarningsReport {
   core::MicroUsdc settled = 0, unsettled = 0;
   std::vector<core::earnings::Group> groups;
   core::MicroUsdc today = 0, last_7_days = 0, last_30_days = 0;
-  core::MicroUsdc balance = 0;  // earned and not paid out: what the next payout would pay
+  core::MicroUsdc balance = 0;  // earned and not paid out
   PayoutPlan plan;
-  date::sys_days next_payout_day;
+  core::payout::Pending pending;  // the next payout: its day and amount (core::payout::pending_payout)
 };
 
 EarningsReport provider_earnings(store::Tx& tx, const std::string& provider_id, const EarningsQuery& query,

@@ -198,6 +198,11 @@ core::MicroUsdc payable(store::Tx& tx, const std::string& provider_id, std::int6
   return std::min(settled_before, billing::balance(tx, ledger::Account::provider(provider_id)));
 }
 
+bool has_payout(store::Tx& tx, const std::string& provider_id, date::sys_days day) {
+  return tx.query_one("SELECT 1 FROM payouts WHERE provider_id = ? AND payout_day = ?", {provider_id, day_text(day)})
+      .has_value();
+}
+
 RoundResult run_due_payouts(store::Store& store, const RunSettings& settings, std::int64_t now_ms) {
   RoundResult result;
   const auto providers = store.transact(
@@ -225,9 +230,7 @@ RoundResult run_due_payouts(store::Store& store, const RunSettings& settings, st
       auto done = store.transact([&](store::Tx& tx) -> core::Status {
         const auto s = current_settings(tx, pid, now_ms);
         if (!s || payout::next_payout_day(s->schedule, s->method, day) != day) return core::ok_status();
-        if (tx.query_one("SELECT 1 FROM payouts WHERE provider_id = ? AND payout_day = ?", {pid, day_str})) {
-          return core::ok_status();
-        }
+        if (has_payout(tx, pid, day)) return core::ok_status();
         const core::MicroUsdc amount = payable(tx, pid, payout::cutoff_ms(day));
         if (!payout::pays(s->schedule, amount, settings.minimums)) {
           ++result.below_minimum;
@@ -275,11 +278,18 @@ nlohmann::json provider_payouts(store::Tx& tx, const std::string& provider_id) {
   return items;
 }
 
-nlohmann::json runs_json(store::Tx& tx, int limit) {
+core::Result<nlohmann::json> runs_page(store::Tx& tx, const PageParams& page) {
+  std::vector<std::string> ids;
+  for (const auto& r : tx.query("SELECT id FROM payout_runs ORDER BY payout_day DESC, method, id"))
+    ids.push_back(r.str(0));
+  auto slice = page_slice(ids, page, [](const std::string& id) { return id; });
+  if (!slice) return std::move(slice).error();
   auto runs = nlohmann::json::array();
-  for (const auto& r : tx.query("SELECT id, payout_day, method, status, held_reason, created_at FROM payout_runs "
-                                "ORDER BY payout_day DESC, method LIMIT ?",
-                                {std::int64_t{limit}})) {
+  for (std::size_t i = slice->begin; i < slice->end; ++i) {
+    const auto r = *tx.query_one(
+        "SELECT id, payout_day, method, status, held_reason, created_at FROM payout_runs "
+        "WHERE id = ?",
+        {ids[i]});
     nlohmann::json run{{"id", r.str(0)},
                        {"payout_day", r.str(1)},
                        {"method", r.str(2)},
@@ -311,7 +321,7 @@ nlohmann::json runs_json(store::Tx& tx, int limit) {
     run["batches"] = std::move(batches);
     runs.push_back(std::move(run));
   }
-  return runs;
+  return nlohmann::json{{"items", std::move(runs)}, {"next_cursor", slice->next_cursor}};
 }
 
 core::Result<nlohmann::json> create_sepa_batch(store::Tx& tx, const std::string& run_id, std::int64_t eur_per_usdc_micro,

@@ -20,6 +20,7 @@
 
 #include "core/payout_calendar.hpp"
 #include "core/result.hpp"
+#include "server/platform/paging.hpp"
 #include "store/store.hpp"
 
 namespace gpunex::server::payouts {
@@ -43,12 +44,15 @@ RoundResult run_due_payouts(store::Store& store, const RunSettings& settings, st
 //! What a run would pay a provider on `payout_day`: the earnings settled before the day began, at
 //! most the earnings balance now (what later payouts or corrections took is not paid twice).
 core::MicroUsdc payable(store::Tx& tx, const std::string& provider_id, std::int64_t cutoff_ms);
+//! Whether a run has made the provider's payout of `day` (whatever became of it since).
+bool has_payout(store::Tx& tx, const std::string& provider_id, date::sys_days day);
 
 //! The provider's payouts, newest first (GET /v1/provider/payouts).
 nlohmann::json provider_payouts(store::Tx& tx, const std::string& provider_id);
 
-//! Every run, newest first, with its payouts and SEPA batches (the admin's page).
-nlohmann::json runs_json(store::Tx& tx, int limit);
+//! A page of the runs, newest first, each with its payouts and SEPA batches (the admin's page):
+//! {items, next_cursor}. Only the page's runs are read whole; a cursor naming no run is a 400 naming it.
+core::Result<nlohmann::json> runs_page(store::Tx& tx, const PageParams& page);
 
 //! The platform's bank account SEPA payouts leave from (operator settings).
 struct Debtor {

@@ -1,5 +1,6 @@
 // Lists page with ?limit=&cursor= (API.md): walking the pages gives every item once, in the
-// list's order; a bad limit or a cursor from elsewhere is a 400 naming the parameter.
+// list's order; a bad limit or a cursor from elsewhere is a 400 naming the parameter, on every list
+// the API contract documents.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer, Client } from '../lib/server.mjs';
@@ -63,6 +64,35 @@ test(`${BACKEND}: api keys, notifications and the catalog page through every ite
     const theirs = await other.request('GET', `/v1/notifications?cursor=${mine.json.items[0].id}`);
     assert.equal(theirs.status, 400, theirs.body);
     assert.equal(theirs.json.error.field, 'cursor');
+  } finally {
+    await server.stop();
+  }
+});
+
+// Every list the API contract (/v1/openapi.json) says takes ?limit=&cursor= does: a bad limit or cursor is
+// a 400 naming it, never a list that ignored it (the provider's rentals and payouts, the admin's payout runs
+// once did).
+test(`${BACKEND}: every documented list refuses a bad limit or cursor, naming it`, async () => {
+  const server = await new TestServer().start();
+  try {
+    const { client: provider } = await approvedProvider(server, 'contract-pages@example.com');
+    server.createUser('pages-admin@example.com', 'operator-password-1', 'admin');
+    const admin = new Client(server.url);
+    await admin.login('pages-admin@example.com', 'operator-password-1');
+    const doc = (await provider.request('GET', '/v1/openapi.json')).json;
+    const lists = Object.entries(doc.paths).filter(([p, ops]) => !p.includes('{') &&
+      (ops.get?.parameters || []).some((q) => q.in === 'query' && q.name === 'limit')).map(([p]) => p);
+    for (const must of ['/v1/provider/rentals', '/v1/provider/payouts', '/v1/admin/payout-runs', '/v1/rentals']) {
+      assert.ok(lists.includes(must), `${must} is documented as a list: ${lists.join(', ')}`);
+    }
+    for (const path of lists) {
+      for (const [query, field] of [['limit=abc', 'limit'], ['limit=0', 'limit'], ['cursor=nope_nothing', 'cursor']]) {
+        let r = await provider.request('GET', `${path}?${query}`);
+        if (r.status === 403) r = await admin.request('GET', `${path}?${query}`);
+        assert.equal(r.status, 400, `${path}?${query}: ${r.status} ${r.body.slice(0, 200)}`);
+        assert.equal(r.json.error.field, field, `${path}?${query}: ${r.body}`);
+      }
+    }
   } finally {
     await server.stop();
   }

@@ -140,8 +140,9 @@ test(`${BACKEND}: the pending payout follows the provider's payout schedule and 
       const r = await admin.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
       assert.equal(r.status, 200, r.body);
     };
+    // On that Monday nothing was earned before the day began: today's run pays nothing, next Monday's is next.
     const weekly = await approvedProvider(server, 'weekly@example.com');
-    assert.deepEqual(await pending(weekly.client), { schedule: 'weekly', method: null, next_date: '2026-12-28',
+    assert.deepEqual(await pending(weekly.client), { schedule: 'weekly', method: null, next_date: '2027-01-04',
       amount: '0.000000', minimum: '20.000000', above_minimum: false });
     await settle(weekly.client, { method: 'solana_usdc', wallet_address: WALLET, schedule: 'weekly' });
     assert.equal((await pending(weekly.client)).method, 'solana_usdc');
