@@ -37,7 +37,7 @@
   }
 
   window.earningsPayoutHistory = async function earningsPayoutHistory() {
-    const r = await api('GET', '/v1/provider/payouts');
+    const r = await apiList('/v1/provider/payouts');
     if (!r.ok) return [el('p', { class: 'error' }, 'The payouts could not be loaded; try again.')];
     if (!r.data.items.length) return [el('p', { class: 'empty' }, 'No payouts yet.')];
     return [scrollBox(payoutsTable(r.data.items, 'Payout history'))];
@@ -102,7 +102,7 @@
     if (!state.user.roles.includes('admin')) return [el('h1', {}, 'Payouts'), el('p', {}, 'Only admins run payouts.')];
     const body = el('div', { id: 'payout-runs' });
     const reload = async () => {
-      const r = await api('GET', '/v1/admin/payout-runs');
+      const r = await apiList('/v1/admin/payout-runs');
       body.replaceChildren(...(!r.ok ? [el('p', { class: 'error' }, 'The runs could not be loaded; try again.')]
         : r.data.items.length ? r.data.items.map((run) => runCard(run, reload))
           : [el('p', { class: 'empty' }, 'No payout runs yet: the first comes on the next payout day.')]));

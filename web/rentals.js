@@ -417,11 +417,11 @@
     if (!hasRole('provider')) return [el('h1', {}, 'Rented GPUs'), el('p', {}, 'This page is for approved providers.')];
     const body = el('div', { class: 'rented-list' });
     const refresh = async () => {
-      const r = await api('GET', '/v1/provider/rentals');
+      const r = await apiList('/v1/provider/rentals');
       // A question asked in a row (Stop?) is not wiped by the refresh.
       if (body.isConnected && !body.querySelector('[data-confirming]')) body.replaceChildren(...rentedBody(r, refresh).flat());
     };
-    body.replaceChildren(...rentedBody(await api('GET', '/v1/provider/rentals'), refresh).flat());
+    body.replaceChildren(...rentedBody(await apiList('/v1/provider/rentals'), refresh).flat());
     poll(body, async () => { await refresh(); return true; });
     return [el('h1', {}, 'Rented GPUs'),
       el('p', { class: 'muted' }, 'Your GPUs that customers rent now, and what they earn you after the platform\'s commission. ' +
