@@ -69,6 +69,7 @@ for file in "${files[@]}"; do
   # The file's temporary files (servers' data folders, browser profiles, CLI homes) in a folder of its
   # own: removed when the file passed, kept (and named) when it failed.
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpunex-file.XXXXXX") || { echo "run-tests: cannot make a temporary folder" >&2; exit 2; }
+  chmod 0755 "$tmp"  # the postgres user (when run as root) must reach the clusters tests make in it
   TMPDIR=$tmp "${NODE:-node}" --test "$@" "$file" || { failed+=("$(basename "$file")"); status=failed; }
   if [[ $status == passed ]]; then
     rm -rf "$tmp" 2>/dev/null || true

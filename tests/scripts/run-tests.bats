@@ -118,6 +118,7 @@ seconds_of() {  # the weights of the files the shares ran (hotel: the default, 1
   [ "$(sort -u "$RAN.tmp" | wc -l)" -eq 8 ]  # a folder of its own each
   kept=$(sed -n 3p "$RAN.tmp")  # charlie's
   [ -f "$kept/server/db" ]
+  [ "$(stat -c %a "$kept")" = 755 ]  # other users (postgres, nginx's workers) reach what the tests make in it
   [[ $output == *"charlie.test.mjs's temporary files are kept in $kept"* ]]
   [ "$(ls "$TMPDIR")" = "$(basename "$kept")" ]  # the other seven are gone
 }
