@@ -1,6 +1,8 @@
 // gpunex machines list | machines show ID: a provider's machines, as the dashboard's Machines page shows them.
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "cli/cli.hpp"
 
@@ -83,7 +85,22 @@ class MachinesListCommand : public Command {
   }
 };
 
-std::string machine_text(const nlohmann::json& m) {
+//! The models of `m`'s present, listed GPUs that `prices` (GET /v1/provider/prices) has no rate for: a GPU
+//! that passed its benchmarks is offered only at a rate, which nothing else in the machine says.
+std::vector<std::string> listed_without_rate(const nlohmann::json& m, const nlohmann::json& prices) {
+  std::vector<std::string> out;
+  for (const auto& g : member(m, "gpus")) {
+    if (!g.value("present", true) || !g.value("listed", false) || !member(g, "model").is_string()) continue;
+    const auto model = member(g, "model").get<std::string>();
+    const auto& items = member(prices, "items");
+    const bool priced = std::any_of(items.begin(), items.end(),
+                                    [&](const nlohmann::json& p) { return p.value("model", std::string()) == model; });
+    if (!priced && std::find(out.begin(), out.end(), model) == out.end()) out.push_back(model);
+  }
+  return out;
+}
+
+std::string machine_text(const nlohmann::json& m, const nlohmann::json& prices) {
   const auto f = gpu_figures(m);
   std::string out = "Machine " + format_text(member(m, "id")) + "  " + status_text(m) + "\n";
   const auto field = [&](const std::string& name, const std::string& value) {
@@ -114,6 +131,11 @@ std::string machine_text(const nlohmann::json& m) {
   }
   out += "\n" + format_table(
                     {"GPU", "MODEL", "UUID", "VRAM", "PERF", "QUALITY", "LISTED", "TEMP C", "POWER W", "UTIL %"}, rows);
+  for (const auto& model : listed_without_rate(m, prices)) {
+    out += "\nNo rate for " + model +
+           ": its listed GPUs are not offered to customers. Set one with `gpunex price set " + model +
+           " USDC_PER_GPU_HOUR` (`gpunex price recommend " + model + "` suggests one).\n";
+  }
   if (member(m, "events").is_array() && !member(m, "events").empty()) {
     out += "\nRecent events:\n";
     std::size_t shown = 0;
@@ -135,7 +157,11 @@ class MachinesShowCommand : public Command {
   int run(Context& ctx) override {
     nlohmann::json m;
     if (int rc = get_json(ctx, "/v1/provider/machines/" + url_encode(id_), m); rc != 0) return rc;
-    ctx.print(m, machine_text(m));
+    nlohmann::json prices = {{"items", nlohmann::json::array()}};
+    if (!ctx.json) {
+      if (int rc = get_json(ctx, "/v1/provider/prices", prices); rc != 0) return rc;
+    }
+    ctx.print(m, machine_text(m, prices));
     return 0;
   }
 

@@ -1,6 +1,7 @@
 // The gpunex CLI's everyday verbs against a real agent on a simulated GPU: `machines list` and
 // `machines show ID` (tables for people, --json for scripts) agree with each other and with the API,
-// and `offers search` takes the API's filters (GET /v1/marketplace/offers) and answers what it does.
+// and `offers search` takes the API's filters (GET /v1/marketplace/offers) and answers what it does;
+// `machines show` says when a listed GPU has no rate, so is not offered.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -140,6 +141,8 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
       assert.equal(gpuRows[i].LISTED.startsWith(g.listed ? 'yes' : 'no'), true, gpuRows[i].LISTED);
     }
     assert.equal(gpuRows.filter((r) => r.LISTED === 'yes').length, Number(row.LISTED.split('/')[0]));
+    // Listed, but no rate yet: the show says the GPU is not offered, and how to offer it.
+    assert.match(show.out, /^No rate for L40S: its listed GPUs are not offered to customers\. Set one with `gpunex price set L40S USDC_PER_GPU_HOUR`/m);
 
     const missing = gpunex(home, ['machines', 'show', 'm_nope']);
     assert.equal(missing.code, 1);
@@ -151,6 +154,7 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
     assert.equal(empty.out, 'no offers match\n');
     assert.equal((await client.request('PUT', '/v1/provider/prices/L40S',
       { body: { usdc_per_gpu_hour: '0.95' } })).status, 200);
+    assert.doesNotMatch(gpunex(home, ['machines', 'show', machine.id]).out, /No rate for/, 'offered now');
 
     const search = (args) => {
       const r = gpunex(home, ['offers', 'search', ...args, '--json']);
