@@ -1,6 +1,6 @@
 #pragma once
-// Small shapes that API handlers share: one store transaction answered as JSON, and a list
-// answered a page at a time.
+// Small shapes that API handlers share: one store transaction answered as JSON, a list answered a
+// page at a time, and the signed-in user's password asked again under the login throttle.
 
 #include <chrono>
 #include <cstddef>

@@ -17,7 +17,6 @@
 #include "server/payouts/payout_settings.hpp"
 #include "server/payouts/solana_payouts.hpp"
 #include "server/platform/notifications.hpp"
-#include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
 
 namespace gpunex::server {
