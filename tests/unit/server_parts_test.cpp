@@ -22,17 +22,28 @@
 using namespace gpunex;  // NOLINT
 
 namespace {
-// A path under the temporary folder that no other process running these tests uses: ctest runs
-// each test in its own process, and the clock guard runs the whole binary beside them.
-std::filesystem::path temp_path(const std::string& name) {
-  const std::filesystem::path p(name);
-  return std::filesystem::temp_directory_path() /
-         (p.stem().string() + "-" + std::to_string(::getpid()) + p.extension().string());
-}
+// A path under the temporary folder that no other process running these tests uses (ctest runs
+// each test in its own process, and the clock guard runs the whole binary beside them), removed with
+// what is under it when the test ends.
+struct TempPath {
+  explicit TempPath(const std::string& name) {
+    const std::filesystem::path p(name);
+    path = std::filesystem::temp_directory_path() /
+           (p.stem().string() + "-" + std::to_string(::getpid()) + p.extension().string());
+  }
+  ~TempPath() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  std::filesystem::path path;
+};
 }  // namespace
 
 TEST(Config, TomlThenEnvThenFlags) {
-  auto dir = temp_path("gpunex-config-test");
+  const TempPath tmp("gpunex-config-test");
+  const auto& dir = tmp.path;
   std::filesystem::create_directories(dir);
   auto file = (dir / "c.toml").string();
   std::ofstream(file) << "listen = \"127.0.0.1:9000\"\nheartbeat_interval = 20\ndb = \"sqlite:/tmp/x.db\"\n";
@@ -66,7 +77,8 @@ TEST(Config, InvalidValueNamesTheKey) {
 }
 
 TEST(Config, TomlSyntaxErrorIsReported) {
-  auto file = temp_path("gpunex-bad.toml").string();
+  const TempPath tmp("gpunex-bad.toml");
+  const auto file = tmp.path.string();
   std::ofstream(file) << "listen = \n";
   auto values = server::read_toml_file(file);
   ASSERT_FALSE(values.ok());
@@ -82,7 +94,8 @@ TEST(Config, TlsNeedsBothFiles) {
 }
 
 TEST(Config, TlsFilesMustBeAReadablePemPair) {
-  auto dir = temp_path("gpunex-config-tls-test");
+  const TempPath tmp("gpunex-config-tls-test");
+  const auto& dir = tmp.path;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const auto path = [&](const char* name) { return (dir / name).string(); };
@@ -130,7 +143,8 @@ TEST(Config, TlsFilesMustBeAReadablePemPair) {
 }
 
 TEST(Config, TomlDecimalsForDecimalKeys) {
-  auto file = temp_path("gpunex-decimals.toml").string();
+  const TempPath tmp("gpunex-decimals.toml");
+  const auto file = tmp.path.string();
   std::ofstream(file) << "rank_enterprise_boost = 1.2\nrank_reliability_prior = 87.5\n"
                          "benchmark_cpu_cores_per_gpu = 3\nbenchmark_net_up_pct = 25.0\n";
   auto values = server::read_toml_file(file);
@@ -181,7 +195,8 @@ TEST(Config, HelpListsEveryKeyWithItsDefault) {
     EXPECT_NE(help.find(line), std::string::npos) << line;
   }
   // Every default as printed is a TOML value the key accepts and reads back unchanged.
-  auto file = temp_path("gpunex-defaults.toml").string();
+  const TempPath tmp("gpunex-defaults.toml");
+  const auto file = tmp.path.string();
   std::ofstream(file) << toml;
   auto values = server::read_toml_file(file);
   ASSERT_TRUE(values.ok()) << values.error().message;
