@@ -1076,25 +1076,37 @@ TEST_P(StoreTest, LatestSamplesAreWrittenManyRowsAStatementNewestKept) {
   }
 }
 
+// A user `id` (e-mail "<id>@x").
+void add_user(Tx& tx, const std::string& id) {
+  tx.exec(
+      "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES (?, ?, 'U', "
+      "'x', 0, 0)",
+      {id, id + "@x"});
+}
+
+// An approved provider with one online machine, named by `n`: user "up<n>", application "a<n>", provider
+// "p<n>", machine "m<n>" (its GPUs are the test's to add).
+void add_provider_machine(Tx& tx, const std::string& n) {
+  add_user(tx, "up" + n);
+  tx.exec(
+      "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES (?, ?, 'approved', "
+      "'{}', 0, 0)",
+      {"a" + n, "up" + n});
+  tx.exec("INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES (?, ?, ?, 'community', 0)",
+          {"p" + n, "up" + n, "a" + n});
+  tx.exec(
+      "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
+      "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
+      "VALUES (?, ?, 'fp', 'rig', '{}', 1, '0.1', 1, 'online', '550', '12.4', 0, 0, 0)",
+      {"m" + n, "p" + n});
+}
+
 TEST_P(StoreTest, FiftyCustomersRacingForTenGpusGetExactlyTen) {
   gpunex::store::migrate(*store_);
   constexpr int kCustomers = 50, kGpus = 10;
   store_->transact([&](Tx& tx) {
-    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('up', 'p@x', 'P', 'x', 0, 0)");
-    tx.exec(
-        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) "
-        "VALUES ('a1', 'up', 'approved', '{}', 0, 0)");
-    tx.exec(
-        "INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'up', 'a1', 'community', "
-        "0)");
-    tx.exec(
-        "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
-        "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
-        "VALUES ('m1', 'p1', 'fp', 'rig', '{}', 1, '0.1', 1, 'online', '550', '12.4', 0, 0, 0)");
-    for (int i = 0; i < kCustomers; ++i) {
-      tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES (?, ?, 'C', 'x', 0, 0)",
-              {"c" + std::to_string(i), "c" + std::to_string(i) + "@x"});
-    }
+    add_provider_machine(tx, "1");
+    for (int i = 0; i < kCustomers; ++i) add_user(tx, "c" + std::to_string(i));
   });
   std::vector<gpunex::core::rental::FreeGpu> machine;
   for (int g = 0; g < kGpus; ++g) {
@@ -1182,28 +1194,12 @@ TEST_P(StoreTest, ARentalPassesOverAnOfferTheBalanceDoesNotCoverForTheNext) {
   gpunex::store::migrate(*store_);
   namespace rentals = gpunex::server::rentals;
   store_->transact([&](Tx& tx) {
-    tx.exec(
-        "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('uc', 'c@x', "
-        "'C', 'x', 0, 0)");
+    add_user(tx, "uc");
     tx.exec(
         "INSERT INTO gpu_models (id, name, nvml_name_pattern, vram_gib, figures, builtin, created_at, updated_at) "
         "VALUES ('L4', 'NVIDIA L4', 'L4', 24, '{}', 1, 0, 0)");
     for (const auto& [p, price] : {std::pair{std::string("1"), 600'000}, std::pair{std::string("2"), 400'000}}) {
-      tx.exec(
-          "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES (?, ?, 'P', "
-          "'x', 0, 0)",
-          {"up" + p, "p" + p + "@x"});
-      tx.exec(
-          "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES (?, ?, 'approved', "
-          "'{}', 0, 0)",
-          {"a" + p, "up" + p});
-      tx.exec("INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES (?, ?, ?, 'community', 0)",
-              {"p" + p, "up" + p, "a" + p});
-      tx.exec(
-          "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
-          "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
-          "VALUES (?, ?, 'fp', 'rig', '{}', 1, '0.1', 1, 'online', '550', '12.4', 0, 0, 0)",
-          {"m" + p, "p" + p});
+      add_provider_machine(tx, p);
       tx.exec(
           "INSERT INTO machine_gpus (machine_id, uuid, idx, name, model, memory_mib, facts, present, first_seen_at, "
           "updated_at) VALUES (?, ?, 0, 'NVIDIA L4', 'L4', 23034, '{}', 1, 0, 0)",
@@ -1252,22 +1248,8 @@ TEST_P(StoreTest, ARentalsSettledTotalsMoveOnlyFromWhatTheSettlementRead) {
   gpunex::store::migrate(*store_);
   namespace rentals = gpunex::server::rentals;
   store_->transact([&](Tx& tx) {
-    tx.exec(
-        "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('up', 'p@x', "
-        "'P', 'x', 0, 0)");
-    tx.exec(
-        "INSERT INTO users (id, email, full_name, password_hash, created_at, email_verified_at) VALUES ('uc', 'c@x', "
-        "'C', 'x', 0, 0)");
-    tx.exec(
-        "INSERT INTO applications (id, user_id, status, form, created_at, updated_at) VALUES ('a1', 'up', 'approved', "
-        "'{}', 0, 0)");
-    tx.exec(
-        "INSERT INTO providers (id, user_id, application_id, tier, created_at) VALUES ('p1', 'up', 'a1', 'community', "
-        "0)");
-    tx.exec(
-        "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
-        "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seq) "
-        "VALUES ('m1', 'p1', 'fp', 'rig', '{}', 1, '0.1', 1, 'online', '550', '12.4', 0, 0, 0)");
+    add_provider_machine(tx, "1");
+    add_user(tx, "uc");
     rentals::RentalRow row;
     row.id = "r1";
     row.customer_id = "uc";
