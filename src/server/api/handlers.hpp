@@ -81,29 +81,26 @@ inline core::Error not_a_provider() {
       .with_code("not_a_provider");
 }
 
+//! fn(tx, provider_id) for the caller's own provider, as a transaction's work: 403 not_a_provider when
+//! the caller has none. What respond_as_provider() and provider_list_response() run.
+template <class F>
+auto for_caller_provider(Ctx& ctx, F& fn) {
+  return [&ctx, &fn](store::Tx& tx) -> core::Result<nlohmann::json> {
+    const std::string pid = caller_provider(ctx, tx);
+    if (pid.empty()) return not_a_provider();
+    return fn(tx, pid);
+  };
+}
+
 //! respond() for the caller's own provider data: fn(tx, provider_id), or 403 not_a_provider.
 template <class F>
 http::Response respond_as_provider(Ctx& ctx, F&& fn, store::TxMode mode = store::TxMode::write) {
-  return respond(
-      ctx,
-      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        const std::string pid = caller_provider(ctx, tx);
-        if (pid.empty()) return not_a_provider();
-        return fn(tx, pid);
-      },
-      mode);
+  return respond(ctx, for_caller_provider(ctx, fn), mode);
 }
 
 template <class F>
 http::Response provider_list_response(Ctx& ctx, F&& items_of, std::size_t default_limit) {
-  return list_response(
-      ctx,
-      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
-        const std::string pid = caller_provider(ctx, tx);
-        if (pid.empty()) return not_a_provider();
-        return items_of(tx, pid);
-      },
-      default_limit);
+  return list_response(ctx, for_caller_provider(ctx, items_of), default_limit);
 }
 
 //! 429 with Retry-After: the login throttle holds this account and address back for `wait`.
