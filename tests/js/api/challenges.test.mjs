@@ -10,30 +10,16 @@ import { BACKEND, BENCH_SERVER_ARGS, Client, TestServer, until } from '../lib/se
 import { startAgent } from '../lib/agent.mjs';
 import { approvedProvider, requestedRunId } from '../lib/provider.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
+import { adminOf, moveTestClock } from '../lib/rentals.mjs';
 
 const ARGS = [...BENCH_SERVER_ARGS, '--benchmark-cpu-cores-per-gpu', '1', '--require-challenge-answers', 'true'];
 const AGENT_ARGS = ['--bench-storage-mib', '32', '--bench-net-mib', '8'];
-
-async function adminOf(server) {
-  if (!server.adminClient) {
-    server.createUser(`root.${process.pid}@example.com`, 'operator-password-1', 'admin');
-    server.adminClient = new Client(server.url);
-    await server.adminClient.login(`root.${process.pid}@example.com`, 'operator-password-1');
-  }
-}
 
 async function flaggedProviders(server) {
   await adminOf(server);
   const r = await server.adminClient.request('GET', '/v1/admin/providers/flagged');
   assert.equal(r.status, 200, r.body);
   return r.json.providers;
-}
-
-// Moves a server started with --test-clock (an admin's call).
-async function moveClock(server, seconds) {
-  await adminOf(server);
-  const r = await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
-  assert.equal(r.status, 200, r.body);
 }
 
 async function decidedChallenges(client) {
@@ -242,11 +228,11 @@ test(`${BACKEND}: challenges ignored or answered by hand fail: delisted at the d
     const offers = await new Client(server.url).request('GET', '/v1/marketplace/offers');
     assert.equal(offers.json.items.filter((o) => o.machine_id === machineId).length, 0);
     const deadline = Math.max(...gemm.map((c) => c.allowed_s));
-    await moveClock(server, Math.ceil(deadline) - 1);
+    await moveTestClock(server, Math.ceil(deadline) - 1);
     await heartbeat();
     bench = await send('GET', `/v1/provider/machines/${machineId}/benchmarks`);
     assert.match(bench.gpus[0].delist_reason, /Waiting for the answers/, 'a second before the deadline');
-    await moveClock(server, 2);
+    await moveTestClock(server, 2);
     await heartbeat();
     bench = await send('GET', `/v1/provider/machines/${machineId}/benchmarks`);
     assert.equal(bench.gpus[0].listed, false);

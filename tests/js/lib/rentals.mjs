@@ -60,11 +60,7 @@ export async function customerWithCredit(server, amount = '100.00') {
   const email = `customer${n}.${process.pid}@example.com`;
   const customer = new Client(server.url);
   await customer.signupAndLogin(email);
-  if (!server.adminClient) {
-    server.createUser(`root.${process.pid}@example.com`, 'operator-password-1', 'admin');
-    server.adminClient = new Client(server.url);
-    await server.adminClient.login(`root.${process.pid}@example.com`, 'operator-password-1');
-  }
+  await adminOf(server);
   if (amount !== null) {
     const r = await server.adminClient.request('POST', '/v1/admin/credits',
       { body: { email, amount, reference: `test credit ${n}` } });
@@ -154,9 +150,19 @@ export function storeRows(server, statement) {
   return r.stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
 }
 
-// Moves the server's test clock `seconds` on, as its admin client (customerWithCredit signs it in);
-// answers the new time.
+// The server's operator, signed in once as `server.adminClient` (an admin made with `admin create-user`).
+export async function adminOf(server) {
+  if (!server.adminClient) {
+    server.createUser(`root.${process.pid}@example.com`, 'operator-password-1', 'admin');
+    server.adminClient = new Client(server.url);
+    await server.adminClient.login(`root.${process.pid}@example.com`, 'operator-password-1');
+  }
+  return server.adminClient;
+}
+
+// Moves the server's test clock `seconds` on, as its admin client (adminOf); answers the new time.
 export async function moveTestClock(server, seconds) {
+  await adminOf(server);
   const r = await server.adminClient.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
   if (r.status !== 200) throw new Error(`test clock: ${r.status} ${r.body}`);
   return r.json.now;

@@ -4,7 +4,7 @@
 // total, and the settled part is exactly the provider's ledger account.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKEND, Client, TestServer, until } from '../lib/server.mjs';
+import { BACKEND, TestServer, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, midweekStart, moveTestClock,
   storeRows } from '../lib/rentals.mjs';
@@ -133,13 +133,7 @@ test(`${BACKEND}: the pending payout follows the provider's payout schedule and 
       const r = await client.request('PUT', '/v1/provider/payout-settings', { body: { password: 'correct-horse-battery', ...body } });
       assert.equal(r.status, 200, r.body);
     };
-    server.createUser('clock-admin@example.com', 'operator-password-1', 'admin');
-    const admin = new Client(server.url);
-    await admin.login('clock-admin@example.com', 'operator-password-1');
-    const advance = async (seconds) => {
-      const r = await admin.request('POST', '/v1/test/clock', { body: { advance_seconds: seconds } });
-      assert.equal(r.status, 200, r.body);
-    };
+    const advance = (seconds) => moveTestClock(server, seconds);
     // On that Monday nothing was earned before the day began: today's run pays nothing, next Monday's is next.
     const weekly = await approvedProvider(server, 'weekly@example.com');
     assert.deepEqual(await pending(weekly.client), { schedule: 'weekly', method: null, next_date: '2027-01-04',
