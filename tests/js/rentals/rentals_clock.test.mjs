@@ -14,6 +14,12 @@ const micro = (usdc) => Math.round(Number(usdc) * 1e6);
 const RENT = { image: 'docker.io/library/busybox:1.36', command: ['sleep', '86400'] };
 const START = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
+// A server on the test clock from START, settling every five minutes.
+function startClockServer() {
+  return new TestServer([...RENTAL_SERVER_ARGS, '--test-clock', START, '--enable-test-clock', 'true',
+    '--rentals-settle-interval-s', '300']).start();
+}
+
 // Moves the server's test clock in steps the heartbeats (every second) keep up with, so the machine is
 // never silent for five minutes of server time. Answers the new time.
 async function advanceClock(server, seconds) {
@@ -25,8 +31,7 @@ async function advanceClock(server, seconds) {
 }
 
 test(`${BACKEND}: rentals stop at max duration, when the balance runs out, and when the agent is lost`, async () => {
-  const server = await new TestServer([...RENTAL_SERVER_ARGS, '--test-clock', START, '--enable-test-clock', 'true',
-    '--rentals-settle-interval-s', '300']).start();
+  const server = await startClockServer();
   let provider;
   try {
     provider = await agentlessMachine(server, 'clock-provider@example.com', { gpus: 2 });
@@ -117,8 +122,7 @@ test(`${BACKEND}: rentals stop at max duration, when the balance runs out, and w
 // the balance the next rental may start on; an agent that says the customer stopped a rental nobody asked
 // to stop ends it as a host failure, on the provider's side.
 test(`${BACKEND}: an unconfirmed stop bills a minute at most, first hours are held, an agent cannot blame the customer`, async () => {
-  const server = await new TestServer([...RENTAL_SERVER_ARGS, '--test-clock', START, '--enable-test-clock', 'true',
-    '--rentals-settle-interval-s', '300']).start();
+  const server = await startClockServer();
   let provider;
   try {
     provider = await agentlessMachine(server, 'unconfirmed-provider@example.com', { gpus: 4 });
