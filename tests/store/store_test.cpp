@@ -17,7 +17,6 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -1217,22 +1216,19 @@ TEST_P(StoreTest, ARentalPassesOverAnOfferTheBalanceDoesNotCoverForTheNext) {
   want.spec.image = "docker.io/library/busybox:1.36";
   const std::vector<rentals::Candidate> both = {{"m1", "L4"}, {"m2", "L4"}}, top = {{"m1", "L4"}};
   const auto create = [&](const std::vector<rentals::Candidate>& candidates, std::int64_t held) {
-    return store_->transact([&](Tx& tx) -> gpunex::core::Result<rentals::RentalRow> {
-      auto r = rentals::create(tx, "uc", want, candidates, 500'000, held, gpunex::core::ledger::kDefaultCommission, 1);
-      if (!r) throw std::runtime_error("roll back: " + r.error().message);  // a refusal writes nothing
-      return r;
+    return store_->transact([&](Tx& tx) {
+      return rentals::create(tx, "uc", want, candidates, 500'000, held, gpunex::core::ledger::kDefaultCommission, 1);
     });
   };
   // 0.50 USDC covers the second-ranked offer's first hour (0.40), not the first's (0.60).
-  EXPECT_THROW((void)create(top, 0), std::runtime_error);
-  try {
-    (void)create(both, 200'000);
-    ADD_FAILURE() << "0.50 with 0.20 held covers neither";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("0.600000 USDC is needed"), std::string::npos)
-        << e.what() << ": the best-ranked offer's amount is named";
-    EXPECT_NE(std::string(e.what()).find("0.200000 USDC is held"), std::string::npos) << e.what();
-  }
+  const auto refused = create(top, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code_text(), "insufficient_balance");
+  const auto neither = create(both, 200'000);
+  ASSERT_FALSE(neither.ok()) << "0.50 with 0.20 held covers neither";
+  EXPECT_NE(neither.error().message.find("0.600000 USDC is needed"), std::string::npos)
+      << neither.error().message << ": the best-ranked offer's amount is named";
+  EXPECT_NE(neither.error().message.find("0.200000 USDC is held"), std::string::npos) << neither.error().message;
   const auto placed = create(both, 0);
   ASSERT_TRUE(placed.ok());
   EXPECT_EQ(placed->machine_id, "m2");
