@@ -83,9 +83,8 @@ Response create_rental(Ctx& ctx, OfferCache& offers, ScheduleCache& schedules, r
       // once would each find the balance free of the other's first hour.
       if (tx.dialect() == store::Dialect::postgres)
         tx.query("SELECT id FROM users WHERE id = ? FOR UPDATE", {customer});
-      const auto available = billing::available_balance(tx, customer, now);
-      const auto held = rentals::customer_accrual(tx, customer, now).first_hour_held;
-      return rentals::create(tx, customer, *req, *candidates, available, held, commission, now);
+      const auto money = billing::starting_balance(tx, customer, now);
+      return rentals::create(tx, customer, *req, *candidates, money.available, money.held, commission, now);
     });
     if (!row && row.error().detail_code == "gpus_taken" && attempt < 4) continue;
     if (!row) return Response::error(row.error());

@@ -92,8 +92,12 @@ void settle(store::Tx& tx, const rentals::RentalRow& r, std::int64_t now_ms) {
 }
 
 core::MicroUsdc available_balance(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms) {
-  return balance(tx, ledger::Account::customer(customer_id)) -
-         rentals::customer_accrual(tx, customer_id, now_ms).unsettled;
+  return starting_balance(tx, customer_id, now_ms).available;
+}
+
+StartingBalance starting_balance(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms) {
+  const auto accrual = rentals::customer_accrual(tx, customer_id, now_ms);
+  return {balance(tx, ledger::Account::customer(customer_id)) - accrual.unsettled, accrual.first_hour_held};
 }
 
 RentalsRound run_rentals_round(store::Store& store, const RentalsRoundSettings& settings, std::int64_t now_ms) {

@@ -27,6 +27,14 @@ void settle(store::Tx& tx, const rentals::RentalRow& r, std::int64_t now_ms);
 //! first hour is checked against, and what the balance page shows as available.
 core::MicroUsdc available_balance(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms);
 
+//! What a new rental's first hour is checked against, from one read of the customer's live rentals: the
+//! available balance, and the part of it their other rentals hold for their own first hours.
+struct StartingBalance {
+  core::MicroUsdc available = 0;
+  core::MicroUsdc held = 0;
+};
+StartingBalance starting_balance(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms);
+
 struct RentalsRoundSettings {
   std::int64_t settle_interval_ms = 3'600'000;
 };
