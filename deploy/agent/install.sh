@@ -108,7 +108,10 @@ main() {
     say "Replacing the existing ${CONTAINER} container"
     docker rm -f "${CONTAINER}" >/dev/null
   fi
+  # --network host and NET_ADMIN: the agent's network guard writes the host's iptables rules that keep
+  # rentals' containers off this host and its LAN.
   docker run -d --name "${CONTAINER}" --restart unless-stopped --gpus all \
+    --network host --cap-add NET_ADMIN \
     -v /var/run/docker.sock:/var/run/docker.sock \
     -v "${VOLUME}:/var/lib/gpunex" \
     -v "${KEY_FILE}:/run/secrets/gpunex-api-key:ro" \

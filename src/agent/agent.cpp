@@ -137,6 +137,7 @@ class Runner {
   Clock::time_point retry_at_{};
   std::uint64_t delivered_ = 0;
   std::unique_ptr<runtime::ContainerRuntime> own_runtime_;
+  std::unique_ptr<runtime::NetworkGuard> guard_;
   std::unique_ptr<RentalManager> rentals_;  // after spool_: gone before it
   std::shared_ptr<PollLink> poll_link_;
 };
@@ -436,9 +437,24 @@ void Runner::start_rentals() {
   o.host_ram_bytes = host_.ram_mib * 1024 * 1024;
   o.cpu_cores = static_cast<double>(host_.cpu_cores);
   o.simulated_gpus = backend_.simulated();
-  rentals_ = std::make_unique<RentalManager>(*engine, std::move(o), [this](protocol::RentalEvent e, bool droppable) {
-    queue_rental_event(std::move(e), droppable);
-  });
+  if (cfg_.network_guard == "none") {
+    guard_ = runtime::make_no_guard();
+    util::log_event("warn",
+                    "no network guard (--network-guard none): rentals' containers can reach this host and its LAN "
+                    "unless the host's own firewall stops them",
+                    {});
+  } else {
+    guard_ = runtime::make_iptables_guard();
+    if (auto ready = guard_->check(); !ready) {
+      util::log_event("warn", "the network guard cannot fence rentals' networks: no rental can start until it can",
+                      {{"guard", guard_->describe()}, {"error", ready.error().message}});
+    } else {
+      util::log_event("info", "network guard ready", {{"guard", guard_->describe()}});
+    }
+  }
+  rentals_ = std::make_unique<RentalManager>(
+      *engine, *guard_, std::move(o),
+      [this](protocol::RentalEvent e, bool droppable) { queue_rental_event(std::move(e), droppable); });
   poll_link_ = std::make_shared<PollLink>();
   poll_link_->runner = this;
   PollSettings settings{cfg_.server_url,     cfg_.api_key,         cfg_.ca_file,

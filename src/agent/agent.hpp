@@ -16,6 +16,7 @@
 #include "agent/bench/challenge_solver.hpp"
 #include "agent/rentals.hpp"
 #include "agent/runtime/container_runtime.hpp"
+#include "agent/runtime/network_guard.hpp"
 #include "agent/spool.hpp"
 #include "agent/state.hpp"
 #include "gpu/gpu_backend.hpp"
@@ -52,6 +53,8 @@ struct AgentConfig {
   //! find it). The machine's facts (GPUs, RAM, cores, simulated) are filled in at start.
   RentalManagerOptions rentals;
   runtime::ContainerRuntime* container_runtime = nullptr;  // tests: this engine instead of docker_host's
+  //! "iptables" (fence each rental's network: runtime/network_guard.hpp) or "none" (--network-guard).
+  std::string network_guard = "iptables";
   unsigned rentals_wait_s = 25;  // how long the server may hold a rentals poll (at most protocol::kMaxWaitS)
 };
 

@@ -112,6 +112,11 @@ CLI::App* add_run_command(CLI::App& app, Options& o) {
       "container engine for rentals, unix:///path (default: $DOCKER_HOST, else unix:///var/run/docker.sock)");
   run->add_option("--public-ports", o.public_ports, "LO-HI: the host ports rentals' exposed ports are bound on")
       ->envname("GPUNEX_PUBLIC_PORTS");
+  run->add_option("--network-guard", o.run.network_guard,
+                  "iptables: keep rentals' containers off this host and its private networks (needs root); "
+                  "none: leave it to the host's own firewall")
+      ->check(CLI::IsMember({"iptables", "none"}))
+      ->envname("GPUNEX_NETWORK_GUARD");
   run->add_option("--stop-grace-s", o.stop_grace_s, "seconds a stopped rental gets between SIGTERM and SIGKILL");
   run->add_option("--nvml-library", o.nvml_library, "NVML library to load")->group("");
   // Hidden (group ""): a modified agent that lies, for the tests that show the server catches it.

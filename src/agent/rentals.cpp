@@ -188,8 +188,9 @@ std::string log_tail(std::string_view text, std::size_t max_bytes) {
 
 // ---- RentalManager ----
 
-RentalManager::RentalManager(runtime::ContainerRuntime& runtime, RentalManagerOptions options, RentalEventSink sink)
-    : runtime_(runtime), opt_(std::move(options)), sink_(std::move(sink)) {
+RentalManager::RentalManager(runtime::ContainerRuntime& runtime, runtime::NetworkGuard& guard,
+                             RentalManagerOptions options, RentalEventSink sink)
+    : runtime_(runtime), guard_(guard), opt_(std::move(options)), sink_(std::move(sink)) {
   watcher_ = std::thread([this] { watch_loop(); });
 }
 
@@ -395,7 +396,7 @@ void RentalManager::watch(const Present& present) {
                       {{"rental", l.id}, {"exit_code", state->exit_code}, {"oom", e.oom}});
       send_ended(l.id, std::move(e));
     }
-    if (auto removed = runtime_.stop_and_remove(l.container_id, std::chrono::seconds(0)); !removed) {
+    if (auto removed = remove(l.id, l.container_id, std::chrono::seconds(0)); !removed) {
       util::log_event("warn", "removing an exited rental container failed; it is removed as a leftover later",
                       {{"rental", l.id}, {"error", removed.error().message}});
     }
@@ -414,6 +415,49 @@ void RentalManager::adopt(const runtime::ContainerState& c) {
   watched_[c.rental_id] = std::move(w);
   util::log_event("info", "adopted a rental container found on this machine",
                   {{"rental", c.rental_id}, {"container", c.id}});
+  spawn([this, id = c.rental_id, container = c.id] { fence_adopted(id, container); });
+}
+
+void RentalManager::fence_adopted(const std::string& id, const std::string& container_id) {
+  auto fenced = fence(id);
+  if (fenced) return;
+  {
+    std::lock_guard lock(mu_);
+    auto w = watched_.find(id);
+    if (w == watched_.end() || w->second.container_id != container_id || settled(id)) return;
+    watched_.erase(w);
+    stopping_.insert(id);
+  }
+  util::log_event("error", "an adopted rental's network cannot be fenced: stopping it",
+                  {{"rental", id}, {"error", fenced.error().message}});
+  auto removed = remove(id, container_id, opt_.stop_grace);
+  std::lock_guard lock(mu_);
+  stopping_.erase(id);
+  if (!removed) {
+    util::log_event("warn", "removing an unfenced rental container failed; trying again",
+                    {{"rental", id}, {"error", removed.error().message}});
+    return;
+  }
+  auto e = ended_event(id, EndReason::host_failure);
+  e.error = error_text("the provider's machine could not fence the container's network: " + fenced.error().message);
+  send_ended(id, std::move(e));
+}
+
+core::Status RentalManager::fence(const std::string& id) {
+  auto network = runtime_.network(id);
+  if (!network) return std::move(network).error();
+  return guard_.fence(id, *network);
+}
+
+core::Status RentalManager::remove(const std::string& id, const std::string& container_id, std::chrono::seconds grace) {
+  auto removed = runtime_.stop_and_remove(container_id, grace);
+  if (!removed) return removed;
+  // Rules left behind only refuse traffic (of a subnet no container has now): a warning, not a failure.
+  if (auto unfenced = guard_.unfence(id); !unfenced) {
+    util::log_event("warn", "removing a rental's network rules failed",
+                    {{"rental", id}, {"error", unfenced.error().message}});
+  }
+  return core::ok_status();
 }
 
 void RentalManager::begin_start(const protocol::AssignedRental& r, const Present& present,
@@ -460,7 +504,7 @@ void RentalManager::begin_remove_leftover(const std::string& id, const std::stri
   util::log_event("info", "removing a rental container the server does not list",
                   {{"rental", id}, {"container", container_id}});
   spawn([this, id, container_id] {
-    auto removed = runtime_.stop_and_remove(container_id, opt_.stop_grace);
+    auto removed = remove(id, container_id, opt_.stop_grace);
     std::lock_guard lock(mu_);
     stopping_.erase(id);
     if (!removed) {
@@ -545,11 +589,11 @@ void RentalManager::send_ended(const std::string& id, protocol::RentalEvent e) {
   if (desired_.contains(id)) send(std::move(e));
 }
 
-void RentalManager::start_failed(const std::string& id, const std::string& error) {
+void RentalManager::start_failed(const std::string& id, const std::string& error, EndReason reason) {
   util::log_event("warn", "a rental failed to start", {{"rental", id}, {"error", error}});
   std::lock_guard lock(mu_);
   starting_.erase(id);
-  auto e = ended_event(id, EndReason::start_failed);
+  auto e = ended_event(id, reason);
   e.error = error_text(error);
   send_ended(id, std::move(e));
 }
@@ -558,7 +602,7 @@ void RentalManager::start_worker(protocol::AssignedRental r, std::vector<int> ho
                                  std::optional<std::string> stale) {
   const std::string& id = r.id;
   if (stale) {
-    if (auto removed = runtime_.stop_and_remove(*stale, std::chrono::seconds(0)); !removed) {
+    if (auto removed = remove(id, *stale, std::chrono::seconds(0)); !removed) {
       return start_failed(id, removed.error().message);
     }
   }
@@ -610,8 +654,14 @@ void RentalManager::start_worker(protocol::AssignedRental r, std::vector<int> ho
     (void)runtime_.remove_network(id);
     return start_failed(id, created.error().message);
   }
+  // Fenced before it starts: the customer's first packet already meets the rules.
+  if (auto fenced = fence(id); !fenced) {
+    (void)remove(id, *created, std::chrono::seconds(0));
+    return start_failed(id, "the provider's machine could not fence the container's network: " + fenced.error().message,
+                        EndReason::host_failure);
+  }
   if (auto started = runtime_.start(*created); !started) {
-    (void)runtime_.stop_and_remove(*created, std::chrono::seconds(0));
+    (void)remove(id, *created, std::chrono::seconds(0));
     return start_failed(id, started.error().message);
   }
 
@@ -622,7 +672,7 @@ void RentalManager::start_worker(protocol::AssignedRental r, std::vector<int> ho
     // The server stopped it (or forgot it) while it was starting: it never ran as far as it knows.
     stopping_.insert(id);
     lock.unlock();
-    auto removed = runtime_.stop_and_remove(*created, opt_.stop_grace);
+    auto removed = remove(id, *created, opt_.stop_grace);
     lock.lock();
     stopping_.erase(id);
     if (!removed) {
@@ -658,7 +708,7 @@ void RentalManager::stop_worker(const std::string& id, const std::string& contai
       tail = log_tail(*text, protocol::kMaxLogBytes);
     }
   }
-  auto removed = stopped ? runtime_.stop_and_remove(container_id, std::chrono::seconds(0)) : stopped;
+  auto removed = stopped ? remove(id, container_id, std::chrono::seconds(0)) : stopped;
   std::lock_guard lock(mu_);
   stopping_.erase(id);
   if (!removed) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agent/runtime/container_runtime.hpp"
+#include "agent/runtime/network_guard.hpp"
 #include "core/result.hpp"
 #include "protocol/rentals.hpp"
 
@@ -74,7 +75,10 @@ using RentalEventSink = std::function<void(protocol::RentalEvent event, bool dro
 class RentalManager {
  public:
   //! Starts watching at once (every watch_interval); acts on no container before the first apply().
-  RentalManager(runtime::ContainerRuntime& runtime, RentalManagerOptions options, RentalEventSink sink);
+  //! Every container runs fenced by `guard` (fenced before it starts, and again when adopted); one
+  //! that cannot be fenced is not run.
+  RentalManager(runtime::ContainerRuntime& runtime, runtime::NetworkGuard& guard, RentalManagerOptions options,
+                RentalEventSink sink);
   //! Stops watching and waits for the starts and stops in progress (a pull under way finishes, then
   //! the start is left to the next agent). Containers keep running.
   ~RentalManager();
@@ -131,10 +135,19 @@ class RentalManager {
   void start_worker(protocol::AssignedRental r, std::vector<int> host_ports, std::optional<std::string> stale);
   //! `logs_hash`: of the last `logs` sent, so the final one is sent only when the output changed.
   void stop_worker(const std::string& id, const std::string& container_id, std::size_t logs_hash);
-  //! Ends a start that failed: `error` is the engine's words.
-  void start_failed(const std::string& id, const std::string& error);
+  //! Ends a start that failed: `error` is the engine's words; `reason` host_failure where the host,
+  //! not the rental, is at fault.
+  void start_failed(const std::string& id, const std::string& error,
+                    core::rental::EndReason reason = core::rental::EndReason::start_failed);
+  //! Fences an adopted container's network; one that cannot be fenced is stopped.
+  void fence_adopted(const std::string& id, const std::string& container_id);
+  //! The rental's network, fenced by the guard.
+  core::Status fence(const std::string& id);
+  //! Stops and removes the rental's container and network, then its rules.
+  core::Status remove(const std::string& id, const std::string& container_id, std::chrono::seconds grace);
 
   runtime::ContainerRuntime& runtime_;
+  runtime::NetworkGuard& guard_;
   const RentalManagerOptions opt_;
   const RentalEventSink sink_;
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "rental_test_support.hpp"
+#include "util/process.hpp"
 
 namespace gpunex::agent {
 namespace {
@@ -69,7 +70,8 @@ TEST(NoEngine, EveryRentalEndsAsAHostFailureNamingTheSocket) {
   RentalManagerOptions o;
   o.docker_host = "unix:///nonexistent/gpunex-test/docker.sock";
   o.watch_interval = 100ms;
-  RentalManager m(*engine, o, events.sink());
+  auto guard = runtime::make_no_guard();
+  RentalManager m(*engine, *guard, o, events.sink());
   const auto want = answer({rental("rnt_a", State::requested, {"true"}), rental("rnt_b", State::stopping, {"true"})});
   m.apply(want);
   m.apply(want);
@@ -103,12 +105,16 @@ class Rentals : public ::testing::Test {
     prefix_ = testing::test_prefix() + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_";
     prefix_.resize(std::min<std::size_t>(prefix_.size(), 40));
     engine_ = std::make_unique<testing::PrefixedRuntime>(*real_, prefix_);
+    guard_ = runtime::make_iptables_guard();
   }
   void TearDown() override {
     if (!engine_) return;
     auto mine = engine_->list_rental_containers();
     if (!mine) return;
-    for (const auto& c : *mine) (void)real_->stop_and_remove(c.id, 0s);
+    for (const auto& c : *mine) {
+      (void)real_->stop_and_remove(c.id, 0s);
+      (void)guard_->unfence(c.rental_id);
+    }
   }
 
   //! Options for a test: its own public port range (tests run in parallel), fast watching.
@@ -124,6 +130,16 @@ class Rentals : public ::testing::Test {
     o.watch_interval = 200ms;
     o.logs_interval = 300ms;
     return o;
+  }
+
+  //! The network guard's rules on this host (iptables -S of its chains).
+  static std::string guard_rules() {
+    std::string out;
+    for (const char* chain : {"GPUNEX-INPUT", "GPUNEX-FORWARD"}) {
+      auto r = util::run_process({"iptables", "-w", "10", "-S", chain}, 30s);
+      if (r.ok()) out += r->out;
+    }
+    return out;
   }
 
   std::vector<ContainerState> containers_of(const std::string& id) {
@@ -151,12 +167,13 @@ class Rentals : public ::testing::Test {
   std::string host_;
   std::unique_ptr<runtime::ContainerRuntime> real_;
   std::unique_ptr<testing::PrefixedRuntime> engine_;
+  std::unique_ptr<runtime::NetworkGuard> guard_;  // the real one: make test runs as root
   std::string prefix_;
 };
 
 TEST_F(Rentals, StartsWithPortsOnceThenStopsOnRequest) {
   EventLog events;
-  RentalManager m(*engine_, options(41000), events.sink());
+  RentalManager m(*engine_, *guard_, options(41000), events.sink());
   const std::string id = prefix_ + "web";
   const std::vector<std::string> cmd = {
       "sh", "-c", "trap 'echo bye; exit 0' TERM; echo hello-rental; while true; do sleep 1; done"};
@@ -183,6 +200,9 @@ TEST_F(Rentals, StartsWithPortsOnceThenStopsOnRequest) {
   ASSERT_TRUE(inspected.ok());
   ASSERT_EQ(inspected->ports.size(), 2u) << "the ports are really bound";
 
+  const std::string comment = runtime::fence_comment(id);
+  EXPECT_NE(guard_rules().find(comment), std::string::npos) << "its network is fenced:\n" << guard_rules();
+
   m.apply(answer({rental(id, State::running, cmd, {8080, 9090})}));
   auto logs = events.wait_for(id, RentalEventType::logs);
   ASSERT_TRUE(logs.has_value());
@@ -195,13 +215,14 @@ TEST_F(Rentals, StartsWithPortsOnceThenStopsOnRequest) {
   EXPECT_EQ(ended->exit_code, 0) << "SIGTERM first: its trap ran";
   EXPECT_EQ(events.types(id), "starting running ended");
   EXPECT_TRUE(containers_of(id).empty());
+  EXPECT_EQ(guard_rules().find(comment), std::string::npos) << "its rules went with its network";
   EXPECT_TRUE(events.only_logs_droppable());
   EXPECT_EQ(m.busy(), 0u);
 }
 
 TEST_F(Rentals, AnExitIsReportedWithItsCodeAndLastOutput) {
   EventLog events;
-  RentalManager m(*engine_, options(41020), events.sink());
+  RentalManager m(*engine_, *guard_, options(41020), events.sink());
   const std::string id = prefix_ + "exit3";
   m.apply(answer({rental(id, State::requested, {"sh", "-c", "echo last-words; sleep 1; exit 3"})}));
   auto ended = events.wait_for(id, RentalEventType::ended);
@@ -219,7 +240,7 @@ TEST_F(Rentals, GoingOverTheMemoryLimitEndsAsOom) {
   EventLog events;
   auto o = options(41040);
   o.memory_bytes_override = 32LL << 20;
-  RentalManager m(*engine_, o, events.sink());
+  RentalManager m(*engine_, *guard_, o, events.sink());
   const std::string id = prefix_ + "oom";
   m.apply(answer({rental(id, State::requested, {"sh", "-c", "exec tail /dev/zero"})}));
   auto ended = events.wait_for(id, RentalEventType::ended);
@@ -231,7 +252,7 @@ TEST_F(Rentals, GoingOverTheMemoryLimitEndsAsOom) {
 
 TEST_F(Rentals, AnImageThatDoesNotExistFailsToStartAndLeavesNothing) {
   EventLog events;
-  RentalManager m(*engine_, options(41060), events.sink());
+  RentalManager m(*engine_, *guard_, options(41060), events.sink());
   const std::string id = prefix_ + "noimage";
   auto r = rental(id, State::requested, {"true"}, {8080});
   r.spec.image = "localhost/gpunex-no-such-image:1";
@@ -250,7 +271,7 @@ TEST_F(Rentals, AnImageThatDoesNotExistFailsToStartAndLeavesNothing) {
 
 TEST_F(Rentals, ACreateTheEngineRefusesFailsToStartAndLeavesNothing) {
   EventLog events;
-  RentalManager m(*engine_, options(41080), events.sink());
+  RentalManager m(*engine_, *guard_, options(41080), events.sink());
   const std::string id = prefix_ + "badcmd";
   m.apply(answer({rental(id, State::requested, {"/no/such/program"})}));
   auto ended = events.wait_for(id, RentalEventType::ended);
@@ -272,7 +293,7 @@ TEST_F(Rentals, AnAgentRestartAdoptsWhatRunsAndRemovesLeftovers) {
   std::string container;
   {
     EventLog events;
-    RentalManager first(*engine_, options(41100), events.sink());
+    RentalManager first(*engine_, *guard_, options(41100), events.sink());
     first.apply(answer({rental(id, State::requested, cmd, {22})}));
     auto running = events.wait_for(id, RentalEventType::running);
     ASSERT_TRUE(running.has_value()) << events.types(id);
@@ -282,6 +303,9 @@ TEST_F(Rentals, AnAgentRestartAdoptsWhatRunsAndRemovesLeftovers) {
     container = here[0].id;
   }  // the agent stops; its containers keep running
   ASSERT_EQ(containers_of(id).size(), 1u);
+  // Its rules are gone meanwhile (the host's firewall was reloaded, or the agent before had no guard).
+  ASSERT_TRUE(guard_->unfence(id).ok());
+  ASSERT_EQ(guard_rules().find(runtime::fence_comment(id)), std::string::npos);
   EXPECT_EQ(containers_of(id)[0].status, ContainerState::Status::running);
 
   // A rental container the server no longer lists (its rental ended while the agent was away).
@@ -296,7 +320,7 @@ TEST_F(Rentals, AnAgentRestartAdoptsWhatRunsAndRemovesLeftovers) {
   EventLog events;
   auto o = options(41100);
   o.stop_grace = 1s;
-  RentalManager second(*engine_, o, events.sink());
+  RentalManager second(*engine_, *guard_, o, events.sink());
   // The server never heard `running` (the agent died first): it still says starting.
   const auto want = answer({rental(id, State::starting, cmd, {22})});
   second.apply(want);
@@ -311,6 +335,9 @@ TEST_F(Rentals, AnAgentRestartAdoptsWhatRunsAndRemovesLeftovers) {
   EXPECT_TRUE(eventually([&] { return containers_of(prefix_ + "leftover").empty(); }, 10s))
       << "the leftover is removed";
   EXPECT_TRUE(events.of(prefix_ + "leftover").empty()) << "without a word to the server";
+  EXPECT_TRUE(eventually([&] { return guard_rules().find(runtime::fence_comment(id)) != std::string::npos; }, 5s))
+      << "an adopted container is fenced again:\n"
+      << guard_rules();
 
   second.apply(answer({rental(id, State::running, cmd, {22})}));
   std::this_thread::sleep_for(500ms);
@@ -318,9 +345,40 @@ TEST_F(Rentals, AnAgentRestartAdoptsWhatRunsAndRemovesLeftovers) {
   EXPECT_EQ(containers_of(id).size(), 1u);
 }
 
+//! A guard that cannot fence (an agent without root, a host without iptables).
+class RefusingGuard final : public runtime::NetworkGuard {
+ public:
+  std::string describe() const override { return "refusing"; }
+  core::Status check() override { return refusal(); }
+  core::Status fence(const std::string&, const runtime::RentalNetwork&) override { return refusal(); }
+  core::Status unfence(const std::string&) override { return core::ok_status(); }
+
+ private:
+  static core::Status refusal() {
+    return core::Error::make(core::ErrorCode::unavailable, "iptables: Permission denied (you must be root)");
+  }
+};
+
+TEST_F(Rentals, ARentalWhoseNetworkCannotBeFencedNeverRunsAndIsTheHostsFailure) {
+  EventLog events;
+  RefusingGuard refusing;
+  RentalManager m(*engine_, refusing, options(41160), events.sink());
+  const std::string id = prefix_ + "unfenced";
+  m.apply(answer({rental(id, State::requested, {"sh", "-c", "echo ran; sleep 300"}, {8080})}));
+  auto ended = events.wait_for(id, RentalEventType::ended);
+  ASSERT_TRUE(ended.has_value()) << events.types(id);
+  EXPECT_EQ(events.types(id), "starting ended") << "never running";
+  EXPECT_EQ(ended->reason, EndReason::host_failure) << "the provider's side: the customer is not charged";
+  ASSERT_TRUE(ended->error.has_value());
+  EXPECT_NE(ended->error->find("could not fence the container's network: iptables: Permission denied"),
+            std::string::npos)
+      << *ended->error;
+  EXPECT_TRUE(eventually([&] { return containers_of(id).empty(); }, 5s)) << "nothing of it is left";
+}
+
 TEST_F(Rentals, ARunningRentalWithNoContainerHereEndsAsHostFailure) {
   EventLog events;
-  RentalManager m(*engine_, options(41120), events.sink());
+  RentalManager m(*engine_, *guard_, options(41120), events.sink());
   const std::string id = prefix_ + "gone";
   m.apply(answer({rental(id, State::running, {"true"})}));
   auto ended = events.wait_for(id, RentalEventType::ended, 5s);
@@ -335,7 +393,7 @@ TEST_F(Rentals, ARunningRentalWithNoContainerHereEndsAsHostFailure) {
 
 TEST_F(Rentals, AGpuThatIsNotOnThisMachineIsRefused) {
   EventLog events;
-  RentalManager m(*engine_, options(41140), events.sink());
+  RentalManager m(*engine_, *guard_, options(41140), events.sink());
   const std::string id = prefix_ + "othergpu";
   auto r = rental(id, State::requested, {"true"});
   r.gpu_uuids = {"GPU-somewhere-else"};

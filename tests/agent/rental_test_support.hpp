@@ -59,6 +59,9 @@ class PrefixedRuntime final : public agent::runtime::ContainerRuntime {
     return real_.stop_and_remove(id, grace);
   }
   core::Status stop(const std::string& id, std::chrono::seconds grace) override { return real_.stop(id, grace); }
+  core::Result<agent::runtime::RentalNetwork> network(const std::string& rental_id) override {
+    return real_.network(rental_id);
+  }
   core::Status remove_network(const std::string& rental_id) override { return real_.remove_network(rental_id); }
   core::Result<std::vector<agent::runtime::ContainerState>> list_rental_containers() override {
     auto all = real_.list_rental_containers();

@@ -74,6 +74,7 @@ installer() { /usr/bin/env PATH="$INSTALL_PATH" bash "$WORK/install.sh"; }
   [[ "$line" == *"--restart unless-stopped"* ]]
   [[ "$line" == *"--gpus all"* ]]
   [[ "$line" == *"-v /var/run/docker.sock:/var/run/docker.sock"* ]]
+  [[ "$line" == *"--network host --cap-add NET_ADMIN"* ]]  # the network guard writes the host's iptables
   [[ "$line" == *"-v gpunex-agent-data:/var/lib/gpunex"* ]]
   [[ "$line" == *"run --server https://gpunex.test"* ]]
   [[ "$line" == *"run --server https://gpunex.test --api-key-file /run/secrets/gpunex-api-key"* ]]

@@ -58,6 +58,13 @@ struct ContainerState {
   std::optional<std::int64_t> finished_at_ms;  // inspect only: when it exited
 };
 
+//! A rental's network as the engine made it: what the network guard fences.
+struct RentalNetwork {
+  std::vector<std::string> subnets;   // IPv4 CIDR, "10.89.3.0/24"
+  std::vector<std::string> gateways;  // IPv4, "10.89.3.1" (the host's side of the bridge)
+  bool ipv6 = false;                  // the engine gave it an IPv6 subnet too
+};
+
 struct PullProgress {
   std::string status;  // "Pulling fs layer", "Download complete", ...
   std::string layer;
@@ -86,6 +93,8 @@ class ContainerRuntime {
   //! SIGTERM, then SIGKILL after `grace`, leaving the container in place so its exit code and logs
   //! can still be read. A container already stopped or gone is not an error.
   virtual core::Status stop(const std::string& id, std::chrono::seconds grace) = 0;
+  //! The addresses of a rental's network (made by create()).
+  virtual core::Result<RentalNetwork> network(const std::string& rental_id) = 0;
   //! Removes a rental's network when no container was made in it (a create that failed half way).
   //! A network already gone is not an error.
   virtual core::Status remove_network(const std::string& rental_id) = 0;

@@ -148,7 +148,30 @@ nlohmann::json create_body(const ContainerSpec& spec) {
 }
 
 nlohmann::json network_body(const std::string& rental_id) {
-  return {{"Name", network_name(rental_id)}, {"Labels", {{kRentalLabel, rental_id}}}, {"CheckDuplicate", true}};
+  return {{"Name", network_name(rental_id)},
+          {"Labels", {{kRentalLabel, rental_id}}},
+          {"CheckDuplicate", true},
+          {"EnableIPv6", false}};
+}
+
+RentalNetwork parse_network(const nlohmann::json& j) {
+  RentalNetwork n;
+  n.ipv6 = j.value("EnableIPv6", false);
+  const auto ipam = j.value("IPAM", nlohmann::json::object());
+  const auto config = ipam.is_object() ? ipam.value("Config", nlohmann::json::array()) : nlohmann::json::array();
+  if (!config.is_array()) return n;
+  for (const auto& c : config) {
+    if (!c.is_object()) continue;
+    const std::string subnet = c.value("Subnet", "");
+    const std::string gateway = c.value("Gateway", "");
+    if (subnet.find(':') != std::string::npos) {
+      n.ipv6 = true;
+      continue;
+    }
+    if (!subnet.empty()) n.subnets.push_back(subnet);
+    if (!gateway.empty() && gateway.find(':') == std::string::npos) n.gateways.push_back(gateway);
+  }
+  return n;
 }
 
 ContainerState parse_inspect(const nlohmann::json& j) {

@@ -37,8 +37,10 @@ std::pair<std::string, std::string> split_image(const std::string& image);
 //! no binds, the pids/memory/CPU limits, its network, its ports, the rental label, bounded logs.
 nlohmann::json create_body(const ContainerSpec& spec);
 
-//! The POST /networks/create body for a rental's own network.
+//! The POST /networks/create body for a rental's own network (IPv4 only: the guard fences IPv4).
 nlohmann::json network_body(const std::string& rental_id);
+//! GET /networks/{name} → its subnets and gateways (IPAM.Config).
+RentalNetwork parse_network(const nlohmann::json& j);
 
 //! GET /containers/{id}/json → the state the agent reports.
 ContainerState parse_inspect(const nlohmann::json& j);

@@ -140,6 +140,17 @@ class DockerRuntime final : public ContainerRuntime {
     return core::ok_status();
   }
 
+  core::Result<RentalNetwork> network(const std::string& rental_id) override {
+    const auto name = docker::network_name(rental_id);
+    auto r = call(Speed::quick, "GET", "/networks/" + url_encode(name));
+    if (!r) return std::move(r).error();
+    if (r->status != 200)
+      return Error::make(ErrorCode::unavailable, "inspecting network " + name + ": " + engine_message(*r));
+    auto j = nlohmann::json::parse(r->body, nullptr, false);
+    if (!j.is_object()) return Error::make(ErrorCode::unavailable, "inspecting network " + name + ": not JSON");
+    return docker::parse_network(j);
+  }
+
   core::Status remove_network(const std::string& rental_id) override {
     auto net = call(Speed::quick, "DELETE", "/networks/" + url_encode(docker::network_name(rental_id)));
     if (!net) return std::move(net).error();
