@@ -9,6 +9,10 @@
 # The demo provider is made through the public API (sign up, apply, submit,
 # approve by a demo reviewer); its API key is kept in var/demo/agent-api-key
 # (mode 0600) and reused on later runs. Ctrl-C stops the agent and the server.
+# Rentals need a container engine: $DOCKER_HOST or /var/run/docker.sock when there is one, else a
+# throwaway Podman service under $GPUNEX_VAR_DIR/podman (scripts/podman.sh, with the test image
+# localhost/gpunex-test:1), stopped with the rest. Without an engine the demo machine is not offered,
+# and the Machines page says why.
 #
 # Environment: GPUNEX_BIN_DIR (default build/bin), GPUNEX_VAR_DIR (default var),
 # GPUNEX_DB (default sqlite:$GPUNEX_VAR_DIR/gpunex.db), GPUNEX_LISTEN
@@ -28,6 +32,7 @@ mkdir -p "$VAR"
 
 server_pid=""
 agent_pid=""
+podman_dir=""
 stopping=0
 # Both processes are children of this script; a signal to it stops both, agent first.
 stop_all() {
@@ -39,6 +44,7 @@ stop_all() {
   [ -n "$agent_pid" ] && wait "$agent_pid" 2>/dev/null || true
   [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null || true
   [ -n "$server_pid" ] && wait "$server_pid" 2>/dev/null || true
+  [ -n "$podman_dir" ] && scripts/podman.sh stop "$podman_dir" >/dev/null 2>&1 || true
 }
 trap 'stop_all; exit 130' INT
 trap 'stop_all; exit 143' TERM
@@ -181,6 +187,21 @@ if [ "${GPUNEX_NO_AGENT:-0}" != 1 ]; then
   else
     echo "Agent: no NVIDIA GPUs found (NVML); running a SIMULATED ${DEMO_COUNT}x $DEMO_MODEL (--simulate $DEMO_MODEL:$DEMO_COUNT)."
     agent_args+=(--simulate "$DEMO_MODEL:$DEMO_COUNT")
+  fi
+  if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ] && command -v podman >/dev/null; then
+    if engine=$(scripts/podman.sh start "$VAR/podman" 2>"$VAR/podman.log"); then
+      podman_dir="$VAR/podman"
+      agent_args+=(--docker-host "$engine")
+      echo "Containers: a throwaway Podman service at $engine (image localhost/gpunex-test:1 to rent)."
+    else
+      echo "Containers: Podman did not start ($VAR/podman.log); the demo machine is not offered."
+    fi
+  fi
+  if [ "$(id -u)" != 0 ]; then
+    # The network guard writes iptables rules, which takes root: on a developer's own machine the
+    # demo runs without it, and says so.
+    agent_args+=(--network-guard none)
+    echo "Containers: not root, so rentals' containers are not fenced off this host (--network-guard none)."
   fi
   mkdir -p "$VAR/agent"
   GPUNEX_API_KEY="$key" "$BIN/gpunex-agent" "${agent_args[@]}" &

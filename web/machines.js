@@ -130,6 +130,11 @@ function machineCard(m, { detail = false } = {}) {
       el('dt', {}, 'Agent'), el('dd', {}, m.agent_version || '—'),
       host ? [el('dt', {}, 'Host'), el('dd', {}, `${host.cpu_model || ''} · ${host.cpu_cores || '?'} cores · ${fmtVram(host.ram_mib)} RAM · ${host.os || ''}`)] : '',
       el('dt', {}, 'Machine id'), el('dd', {}, el('code', {}, m.id))),
+    // The agent said it cannot run a rental (no container engine, no network guard): its GPUs are off the market.
+    m.rentals_blocked ? el('p', { class: 'callout rentals-blocked', role: 'status' },
+      el('strong', {}, 'Not offered to customers: '), 'the agent cannot run rentals on this machine — ',
+      el('span', { class: 'why' }, m.rentals_blocked),
+      '. Its GPUs return to the market by themselves once it can; the agent\'s log says more.') : '',
     scrollBox(gpuTable(m)),
     charts,
     detail && Array.isArray(m.events) && m.events.length ? [el('h3', {}, 'Recent events'),

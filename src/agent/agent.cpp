@@ -87,6 +87,7 @@ class Runner {
   void apply_rentals(const protocol::AgentRentals& rentals) {
     if (rentals_) rentals_->apply(rentals);
   }
+  std::optional<std::string> rentals_blocked() { return rentals_ ? rentals_->blocked() : std::nullopt; }
   void rentals_key_refused() {
     key_refused_.store(true);
     wake();
@@ -444,13 +445,7 @@ void Runner::start_rentals() {
                     "unless the host's own firewall stops them",
                     {});
   } else {
-    guard_ = runtime::make_iptables_guard();
-    if (auto ready = guard_->check(); !ready) {
-      util::log_event("warn", "the network guard cannot fence rentals' networks: no rental can start until it can",
-                      {{"guard", guard_->describe()}, {"error", ready.error().message}});
-    } else {
-      util::log_event("info", "network guard ready", {{"guard", guard_->describe()}});
-    }
+    guard_ = runtime::make_iptables_guard();  // checked by the RentalManager's first pass
   }
   rentals_ = std::make_unique<RentalManager>(
       *engine, *guard_, std::move(o),
@@ -522,6 +517,9 @@ void poll_rentals(std::shared_ptr<PollLink> link, PollSettings s) {
       if (link->runner == nullptr) return;
       path = std::string(protocol::kAgentRentalsPath) + "?machine_id=" + util::url_encode(link->runner->machine_id()) +
              "&known=" + util::url_encode(known) + "&wait_s=" + std::to_string(s.wait_s);
+      if (const auto blocked = link->runner->rentals_blocked()) {
+        path += "&" + std::string(protocol::kBlockedParam) + "=" + util::url_encode(protocol::blocked_text(*blocked));
+      }
     }
     const auto asked = Clock::now();
     auto resp = client.request("GET", path, std::nullopt, {{"Authorization", "Bearer " + s.api_key}});

@@ -235,10 +235,43 @@ std::optional<bool> RentalManager::engine_up() const {
   return engine_up_;
 }
 
+std::optional<std::string> RentalManager::blocked() const {
+  std::lock_guard lock(mu_);
+  if (engine_up_ == false)
+    return "no container engine answers (DOCKER_HOST=" + opt_.docker_host + "): " + engine_error_;
+  if (guard_error_) return "the network guard cannot fence rentals' networks: " + *guard_error_;
+  return std::nullopt;
+}
+
+void RentalManager::guard_pass() {
+  std::vector<std::pair<std::string, std::string>> running;  // rental, container
+  {
+    std::lock_guard lock(mu_);
+    if (Clock::now() < next_guard_pass_) return;
+    next_guard_pass_ = Clock::now() + opt_.guard_interval;
+    for (const auto& [id, w] : watched_) running.emplace_back(id, w.container_id);
+  }
+  auto ready = guard_.check();
+  {
+    std::lock_guard lock(mu_);
+    if (!ready && guard_error_ != ready.error().message) {
+      util::log_event("warn", "the network guard cannot fence rentals' networks: no rental can start until it can",
+                      {{"guard", guard_.describe()}, {"error", ready.error().message}});
+    } else if (ready && (guard_error_ || !guard_checked_)) {
+      util::log_event("info", "network guard ready", {{"guard", guard_.describe()}});
+    }
+    guard_checked_ = true;
+    guard_error_ = ready ? std::nullopt : std::optional<std::string>(ready.error().message);
+  }
+  if (!ready) return;
+  for (const auto& [id, container] : running) refence(id, container);
+}
+
 void RentalManager::watch_loop() {
   std::unique_lock lock(mu_);
   while (!closing_) {
     lock.unlock();
+    guard_pass();
     {
       std::lock_guard turn(reconcile_mu_);
       if (auto present = reconcile()) watch(*present);
@@ -415,10 +448,10 @@ void RentalManager::adopt(const runtime::ContainerState& c) {
   watched_[c.rental_id] = std::move(w);
   util::log_event("info", "adopted a rental container found on this machine",
                   {{"rental", c.rental_id}, {"container", c.id}});
-  spawn([this, id = c.rental_id, container = c.id] { fence_adopted(id, container); });
+  spawn([this, id = c.rental_id, container = c.id] { refence(id, container); });
 }
 
-void RentalManager::fence_adopted(const std::string& id, const std::string& container_id) {
+void RentalManager::refence(const std::string& id, const std::string& container_id) {
   auto fenced = fence(id);
   if (fenced) return;
   {
@@ -428,7 +461,7 @@ void RentalManager::fence_adopted(const std::string& id, const std::string& cont
     watched_.erase(w);
     stopping_.insert(id);
   }
-  util::log_event("error", "an adopted rental's network cannot be fenced: stopping it",
+  util::log_event("error", "a running rental's network cannot be fenced: stopping it",
                   {{"rental", id}, {"error", fenced.error().message}});
   auto removed = remove(id, container_id, opt_.stop_grace);
   std::lock_guard lock(mu_);
@@ -522,6 +555,7 @@ void RentalManager::no_engine(const std::string& error) {
                     {{"docker_host", opt_.docker_host}, {"error", error}});
   }
   engine_up_ = false;
+  engine_error_ = error;
   if (!have_desired_) return;
   const std::string why = "no container engine on this machine (DOCKER_HOST=" + opt_.docker_host + "): " + error;
   for (const auto& [id, r] : desired_) {
@@ -656,6 +690,10 @@ void RentalManager::start_worker(protocol::AssignedRental r, std::vector<int> ho
   }
   // Fenced before it starts: the customer's first packet already meets the rules.
   if (auto fenced = fence(id); !fenced) {
+    {
+      std::lock_guard lock(mu_);
+      guard_error_ = fenced.error().message;  // blocked until the next guard pass finds it can fence
+    }
     (void)remove(id, *created, std::chrono::seconds(0));
     return start_failed(id, "the provider's machine could not fence the container's network: " + fenced.error().message,
                         EndReason::host_failure);

@@ -64,6 +64,9 @@ struct RentalManagerOptions {
   std::int64_t pids_limit = 1024;
   std::int64_t memory_bytes_override = 0;  // tests: this memory limit instead of the rental's share
   bool probe_ports = true;                 // skip public ports something on the host already listens on
+  //! How often the network guard is checked and every running rental's network fenced again (rules a
+  //! firewall reload took away come back within this).
+  std::chrono::milliseconds guard_interval{60'000};
 };
 
 //! Receives each event as it happens, from any of the manager's threads; `droppable` is true for
@@ -92,6 +95,9 @@ class RentalManager {
   std::size_t busy() const;
   //! Whether the container engine answered the last time it was asked (nullopt before it was).
   std::optional<bool> engine_up() const;
+  //! Why no rental can run here now (no container engine answers, the network guard cannot fence),
+  //! for the server (the rentals poll's `blocked`); nullopt when rentals can run.
+  std::optional<std::string> blocked() const;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -139,8 +145,11 @@ class RentalManager {
   //! not the rental, is at fault.
   void start_failed(const std::string& id, const std::string& error,
                     core::rental::EndReason reason = core::rental::EndReason::start_failed);
-  //! Fences an adopted container's network; one that cannot be fenced is stopped.
-  void fence_adopted(const std::string& id, const std::string& container_id);
+  //! Fences a running container's network again (adopted, or the periodic pass); one that cannot be
+  //! fenced is stopped.
+  void refence(const std::string& id, const std::string& container_id);
+  //! Checks the guard and fences every watched rental again, when guard_interval has passed.
+  void guard_pass();
   //! The rental's network, fenced by the guard.
   core::Status fence(const std::string& id);
   //! Stops and removes the rental's container and network, then its rules.
@@ -162,6 +171,10 @@ class RentalManager {
   std::set<std::string> stopping_;                    // stops and leftover removals in progress
   std::set<std::string> ended_;                       // `ended` sent: left alone until the server drops it
   std::optional<bool> engine_up_;
+  std::string engine_error_;                // the engine's last error, while it does not answer
+  std::optional<std::string> guard_error_;  // why the guard cannot fence, while it cannot
+  Clock::time_point next_guard_pass_{};     // the watcher's first pass checks at once
+  bool guard_checked_ = false;
   std::list<Worker> workers_;
   std::thread watcher_;
 };

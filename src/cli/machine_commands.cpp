@@ -131,6 +131,10 @@ std::string machine_text(const nlohmann::json& m, const nlohmann::json& prices) 
   }
   out += "\n" + format_table(
                     {"GPU", "MODEL", "UUID", "VRAM", "PERF", "QUALITY", "LISTED", "TEMP C", "POWER W", "UTIL %"}, rows);
+  if (member(m, "rentals_blocked").is_string()) {
+    out += "\nNot offered: the agent cannot run rentals here: " + format_text(member(m, "rentals_blocked")) +
+           ". Its GPUs come back on the market by themselves once it can (see the agent's log).\n";
+  }
   for (const auto& model : listed_without_rate(m, prices)) {
     out += "\nNo rate for " + model +
            ": its listed GPUs are not offered to customers. Set one with `gpunex price set " + model +

@@ -1,9 +1,10 @@
 #include "protocol/rentals.hpp"
 
+#include <cstdio>
 #include "core/json_reader.hpp"
 #include "core/rfc3339.hpp"
+#include "core/text.hpp"
 #include "protocol/fields.hpp"
-#include <cstdio>
 
 namespace gpunex::protocol {
 
@@ -135,6 +136,33 @@ nlohmann::json AgentRentals::to_json() const {
   auto list = nlohmann::json::array();
   for (const auto& r : rentals) list.push_back(r.to_json());
   return {{"version", version}, {"rentals", std::move(list)}};
+}
+
+std::string blocked_text(std::string_view why) {
+  std::string out;
+  for (std::size_t i = 0; i < why.size();) {
+    const auto c = static_cast<unsigned char>(why[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    std::string_view ch = n == 0 || i + n > why.size() ? std::string_view{} : why.substr(i, n);
+    if (ch.empty() || !core::is_single_line_text(ch)) {
+      ch = " ";  // a control character, a line break, a bidi override or a byte that is not UTF-8
+      n = 1;
+    }
+    if (out.size() + ch.size() > kMaxBlockedBytes) break;
+    out += ch;
+    i += n;
+  }
+  return core::trim(out);
+}
+
+core::Result<std::optional<std::string>> parse_blocked(std::optional<std::string_view> param) {
+  if (!param || param->empty()) return std::optional<std::string>{};
+  if (param->size() > kMaxBlockedBytes || !core::is_single_line_text(*param)) {
+    return core::Error::make(
+        core::ErrorCode::invalid_field,
+        "blocked must be one line of text of at most " + std::to_string(kMaxBlockedBytes) + " bytes", "blocked");
+  }
+  return std::optional<std::string>(std::string(*param));
 }
 
 std::string rentals_version(const std::vector<AssignedRental>& rentals) {

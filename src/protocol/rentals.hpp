@@ -31,6 +31,17 @@ inline constexpr std::string_view kAgentRentalsPath = "/v1/agent/rentals";
 inline constexpr std::string_view kRentalEventsPath = "/v1/agent/rental-events";
 //! The longest a rentals poll is held open.
 inline constexpr int kMaxWaitS = 30;
+//! The rentals poll's `blocked`: why the agent cannot run a rental now (no container engine answers,
+//! the network guard cannot fence), in one line of at most kMaxBlockedBytes; absent when it can. The
+//! server offers no GPU of a blocked machine and shows the provider why.
+inline constexpr std::string_view kBlockedParam = "blocked";
+inline constexpr std::size_t kMaxBlockedBytes = 300;
+//! The agent's side: `why` as one line of valid UTF-8 (line breaks and control characters become
+//! spaces), cut to kMaxBlockedBytes at a character boundary.
+std::string blocked_text(std::string_view why);
+//! The server's side: the parameter as sent (absent or empty: not blocked); an error naming
+//! `blocked` when it is not one clean line of at most kMaxBlockedBytes.
+core::Result<std::optional<std::string>> parse_blocked(std::optional<std::string_view> param);
 
 //! One rental the machine must run (state requested, starting or running) or stop (stopping).
 struct AssignedRental {

@@ -246,25 +246,28 @@ ALTER TABLE market_version ADD COLUMN changes_from BIGINT NOT NULL DEFAULT 0;
 UPDATE market_version SET changes_from = version;
 )sql";
 
+// A SQLite market trigger's body (migration 20): bumps the version and records the machine or
+// provider of each of `rows` (OLD, NEW). Each firing bumps the version, so its rows are new keys; an
+// update logs its old and new machine or provider (the same one but once). No OR IGNORE: an outer
+// upsert's conflict handling would override it.
+std::string market_trigger_body_sqlite(const MarketSource& s, const std::vector<std::string>& rows) {
+  std::string b = " BEGIN UPDATE market_version SET version = version + 1 WHERE id = 1;";
+  const auto key = [&](const std::string& row) {
+    return *s.key ? "COALESCE(" + row + "." + s.key + ", '')" : std::string("''");
+  };
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    b += " INSERT INTO market_changes (version, kind, id) SELECT version, '" + std::string(s.kind) + "', " +
+         key(rows[i]) + " FROM market_version WHERE id = 1" +
+         (i == 0 ? "" : " AND " + key(rows[i]) + " IS NOT " + key(rows[0])) + ";";
+  }
+  return b + " END;\n";
+}
+
 // SQLite runs each trigger's statements in order, but several triggers on one event in no promised
 // order: migrations 6, 11 and 13's triggers are replaced by ones that bump and record together.
 std::string market_changes_sqlite() {
   std::string sql = kMarketChanges;
-  const auto body = [](const MarketSource& s, const std::vector<std::string>& rows) {
-    // Each firing bumps the version, so its rows are new keys; an update logs its old and new
-    // machine or provider (the same one but once). No OR IGNORE: an outer upsert's conflict
-    // handling would override it.
-    std::string b = " BEGIN UPDATE market_version SET version = version + 1 WHERE id = 1;";
-    const auto key = [&](const std::string& row) {
-      return *s.key ? "COALESCE(" + row + "." + s.key + ", '')" : std::string("''");
-    };
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      b += " INSERT INTO market_changes (version, kind, id) SELECT version, '" + std::string(s.kind) + "', " +
-           key(rows[i]) + " FROM market_version WHERE id = 1" +
-           (i == 0 ? "" : " AND " + key(rows[i]) + " IS NOT " + key(rows[0])) + ";";
-    }
-    return b + " END;\n";
-  };
+  const auto body = market_trigger_body_sqlite;
   for (const auto& s : kMarketSources) {
     const std::string t = s.table;
     const bool no_update = t == "gpu_allocations";
@@ -287,6 +290,29 @@ std::string market_changes_sqlite() {
     }
   }
   return sql;
+}
+
+// Migration 26: why a machine's agent cannot run rentals (no container engine, no network guard), as
+// its rentals poll says; NULL when it can. A blocked machine's GPUs are not offered, so a change of
+// NULL-ness is a market change of the machine.
+constexpr const char* kRentalsBlocked = "ALTER TABLE machines ADD COLUMN rentals_blocked TEXT;\n";
+
+std::string rentals_blocked_sqlite() {
+  return std::string(kRentalsBlocked) +
+         "DROP TRIGGER market_machines_update;\n"
+         "CREATE TRIGGER market_machines_update AFTER UPDATE OF status, provider_id, rentals_blocked ON machines "
+         "WHEN OLD.status IS NOT NEW.status OR OLD.provider_id IS NOT NEW.provider_id OR "
+         "(OLD.rentals_blocked IS NULL) IS NOT (NEW.rentals_blocked IS NULL)" +
+         market_trigger_body_sqlite({"machines", "machine", "id"}, {"OLD", "NEW"});
+}
+
+std::string rentals_blocked_postgres() {
+  return std::string(kRentalsBlocked) +
+         "DROP TRIGGER market_machines_update ON machines;\n"
+         "CREATE CONSTRAINT TRIGGER market_machines_update AFTER UPDATE OF status, provider_id, rentals_blocked ON "
+         "machines DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+         "WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.provider_id IS DISTINCT FROM NEW.provider_id OR "
+         "(OLD.rentals_blocked IS NULL) <> (NEW.rentals_blocked IS NULL)) EXECUTE FUNCTION market_version_bump();\n";
 }
 
 // On PostgreSQL every market trigger runs market_version_bump() at commit, once per changed row:
@@ -931,6 +957,8 @@ CREATE INDEX reliability_days_open_age ON reliability_days (day) WHERE final = 0
       {25, "rentals: when the stop was asked", R"sql(
 ALTER TABLE rentals ADD COLUMN stop_requested_at BIGINT;
 )sql"},
+      {26, "fleet: why a machine's agent cannot run rentals (its GPUs are not offered meanwhile)",
+       rentals_blocked_sqlite(), rentals_blocked_postgres()},
   };
   return list;
 }

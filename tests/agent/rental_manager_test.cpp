@@ -88,6 +88,10 @@ TEST(NoEngine, EveryRentalEndsAsAHostFailureNamingTheSocket) {
   EXPECT_EQ(events.types("rnt_b"), "ended") << "with no engine nothing of it runs: the stop is done";
   EXPECT_EQ(events.of("rnt_b")[0].reason, std::nullopt);
   EXPECT_EQ(m.engine_up(), false);
+  ASSERT_TRUE(m.blocked().has_value()) << "the server is told: it offers none of this machine's GPUs";
+  EXPECT_NE(m.blocked()->find("no container engine answers (DOCKER_HOST=unix:///nonexistent/gpunex-test/docker.sock)"),
+            std::string::npos)
+      << *m.blocked();
 }
 
 // ---- on a real engine ----
@@ -218,6 +222,7 @@ TEST_F(Rentals, StartsWithPortsOnceThenStopsOnRequest) {
   EXPECT_EQ(guard_rules().find(comment), std::string::npos) << "its rules went with its network";
   EXPECT_TRUE(events.only_logs_droppable());
   EXPECT_EQ(m.busy(), 0u);
+  EXPECT_EQ(m.blocked(), std::nullopt) << "an engine and a guard: rentals can run";
 }
 
 TEST_F(Rentals, AnExitIsReportedWithItsCodeAndLastOutput) {
@@ -374,6 +379,10 @@ TEST_F(Rentals, ARentalWhoseNetworkCannotBeFencedNeverRunsAndIsTheHostsFailure) 
             std::string::npos)
       << *ended->error;
   EXPECT_TRUE(eventually([&] { return containers_of(id).empty(); }, 5s)) << "nothing of it is left";
+  ASSERT_TRUE(m.blocked().has_value()) << "the server is told, and offers this machine's GPUs no more";
+  EXPECT_NE(m.blocked()->find("the network guard cannot fence rentals' networks: iptables: Permission denied"),
+            std::string::npos)
+      << *m.blocked();
 }
 
 TEST_F(Rentals, ARunningRentalWithNoContainerHereEndsAsHostFailure) {

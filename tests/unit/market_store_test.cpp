@@ -2,6 +2,7 @@
 // scenarios run the same code on PostgreSQL too; these cover what the API cannot reach yet
 // (schedules need issue 4's machines) and the bookkeeping the API does not show.
 
+#include "server/fleet/machines_repo.hpp"
 #include "server/market/market_repo.hpp"
 #include "server/market/offers.hpp"
 #include "util/clock.hpp"
@@ -165,6 +166,18 @@ TEST_F(MarketStore, OfferCacheFollowsEveryChangeToTheMarket) {
   store_->transact([](store::Tx& tx) { tx.exec("UPDATE machines SET status = 'offline' WHERE id = 'm2'"); });
   check({"m1 2 500000"});
   store_->transact([](store::Tx& tx) { tx.exec("UPDATE machines SET status = 'online' WHERE id = 'm2'"); });
+  check({"m1 2 500000", "m2 2 500000"});
+  // An agent that says it cannot run rentals (no container engine, no network guard) takes its machine
+  // off the market; a new reason while still blocked is no market change; saying it can brings it back.
+  const auto version = [&] { return store_->transact([](store::Tx& tx) { return server::market_version(tx); }); };
+  store_->transact([](store::Tx& tx) { server::MachinesRepo(tx).set_rentals_blocked("m2", "no container engine"); });
+  check({"m1 2 500000"});
+  const auto blocked_at = version();
+  store_->transact([](store::Tx& tx) { server::MachinesRepo(tx).set_rentals_blocked("m2", "iptables: denied"); });
+  EXPECT_EQ(version(), blocked_at);
+  EXPECT_EQ(store_->transact([](store::Tx& tx) { return server::MachinesRepo(tx).rentals_blocked("m2"); }),
+            std::optional<std::string>("iptables: denied"));
+  store_->transact([](store::Tx& tx) { server::MachinesRepo(tx).set_rentals_blocked("m2", std::nullopt); });
   check({"m1 2 500000", "m2 2 500000"});
   store_->transact([&](store::Tx& tx) {
     server::save_schedule(tx, "p1", "m1", schedule_from(R"({"timezone": "UTC", "always": false,

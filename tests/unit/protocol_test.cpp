@@ -364,6 +364,37 @@ TEST(ProtocolRoundTrip, AgentRentals) {
   EXPECT_EQ(refused.error().field, "rentals[1].state");
 }
 
+// The rentals poll's `blocked`: what the agent sends is what the server takes, whatever the error said.
+TEST(ProtocolRoundTrip, BlockedIsOneCleanLineTheServerTakes) {
+  const std::string engine = "no container engine answers (DOCKER_HOST=unix:///var/run/docker.sock): Couldn't connect";
+  EXPECT_EQ(blocked_text(engine), engine);
+  EXPECT_EQ(blocked_text("iptables: Permission denied\n(you must be root)\r\n"),
+            "iptables: Permission denied (you must be root)");
+  EXPECT_EQ(blocked_text("a\xFF"
+                         "b\u202Ec"),
+            "a b   c")
+      << "invalid UTF-8 and a bidi override become spaces";
+  const std::string long_text(1000, 'x');
+  EXPECT_EQ(blocked_text(long_text).size(), kMaxBlockedBytes);
+  const auto cut = blocked_text(std::string(kMaxBlockedBytes - 1, 'x') + "\u00e9");  // 2 bytes do not fit
+  EXPECT_EQ(cut, std::string(kMaxBlockedBytes - 1, 'x'));
+  for (const auto& sent : {engine,
+                           std::string("a\xFF"
+                                       "b\u202Ec\nd"),
+                           long_text}) {
+    const auto taken = parse_blocked(blocked_text(sent));
+    ASSERT_TRUE(taken) << sent;
+    EXPECT_EQ(**taken, blocked_text(sent));
+  }
+  EXPECT_EQ(*parse_blocked(std::nullopt), std::nullopt);
+  EXPECT_EQ(*parse_blocked(""), std::nullopt) << "empty: not blocked";
+  for (const std::string& bad : {std::string("two\nlines"), long_text, std::string("\u202Eevil")}) {
+    auto refused = parse_blocked(bad);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_EQ(refused.error().field, "blocked");
+  }
+}
+
 TEST(ProtocolRoundTrip, RentalEvents) {
   RentalEventsRequest sent;
   sent.machine_id = "mch_1";

@@ -188,6 +188,7 @@ void register_agent_api(App& app) {
                              {"driver_version", oa::text()},
                              {"cuda_version", oa::text()},
                              {"agent_version", oa::text()},
+                             {"rentals_blocked", oa::nullable(oa::text())},
                              {"host", oa::any_object()},
                              {"gpus", oa::array(gpu)}},
                             {"id", "status", "last_seen_at", "simulated", "hostname", "created_at", "gpus"}));

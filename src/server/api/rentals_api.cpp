@@ -15,6 +15,7 @@
 #include "server/onboarding/gpu_catalog.hpp"
 #include "server/rentals/agent_polls.hpp"
 #include "server/rentals/rentals.hpp"
+#include "util/log.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server {
@@ -142,7 +143,7 @@ Response rental_logs(Ctx& ctx) {
 
 // ---- the agent's side ----
 
-//! GET /v1/agent/rentals?machine_id=&known=&wait_s=: answered at once when the machine's rentals are
+//! GET /v1/agent/rentals?machine_id=&known=&wait_s=[&blocked=]: answered at once when the machine's rentals are
 //! not what the agent knows (or wait_s is 0), else when they change or wait_s passes.
 void agent_rentals_poll(Ctx& ctx, const http::Reply& reply, rentals::AgentPolls& polls) {
   if (auto refused = require_agent_key(ctx)) return reply(*refused);
@@ -163,21 +164,40 @@ void agent_rentals_poll(Ctx& ctx, const http::Reply& reply, rentals::AgentPolls&
                                                "wait_s must be 0 to " + std::to_string(protocol::kMaxWaitS), "wait_s")));
     }
   }
+  auto blocked = protocol::parse_blocked(ctx.req.query_param(protocol::kBlockedParam));
+  if (!blocked) return reply(Response::error(blocked.error()));
   store::Store& store = ctx.store();
-  auto answer = [&store, key = ctx.principal->api_key_id, machine = *machine]() -> core::Result<protocol::AgentRentals> {
+  auto answer = [&store, key = ctx.principal->api_key_id, machine = *machine](
+                    std::optional<std::string>* stored_blocked) -> core::Result<protocol::AgentRentals> {
     return store.transact(
         [&](store::Tx& tx) -> core::Result<protocol::AgentRentals> {
           auto provider = agent_key_provider(tx, key);
           if (!provider) return std::move(provider).error();
-          return rentals::agent_rentals(tx, *provider, machine);
+          auto rentals = rentals::agent_rentals(tx, *provider, machine);
+          if (rentals && stored_blocked) *stored_blocked = MachinesRepo(tx).rentals_blocked(machine);
+          return rentals;
         },
         store::TxMode::read);
   };
-  auto now = answer();
+  std::optional<std::string> stored_blocked;
+  auto now = answer(&stored_blocked);
   if (!now) return reply(Response::error(now.error()));
+  // What the agent says of its readiness is kept on the machine (a blocked machine's GPUs are not
+  // offered), written only when it changed: most polls write nothing.
+  if (stored_blocked != *blocked) {
+    auto noted = store.transact([&](store::Tx& tx) -> core::Status {
+      MachinesRepo(tx).set_rentals_blocked(*machine, *blocked);
+      return core::ok_status();
+    });
+    if (!noted) return reply(Response::error(noted.error()));
+    util::log_event(*blocked ? "warn" : "info",
+                    *blocked ? "a machine's agent cannot run rentals: its GPUs are not offered"
+                             : "a machine's agent can run rentals again",
+                    {{"machine", *machine}, {"why", blocked->value_or("")}});
+  }
   if (wait_s == 0 || now->version != known) return reply(Response::json(200, now->to_json()));
   polls.wait(*machine, known, rentals::AgentPolls::Clock::now() + std::chrono::seconds(wait_s), [answer, reply] {
-    auto later = answer();
+    auto later = answer(nullptr);
     reply(later ? Response::json(200, later->to_json()) : Response::error(later.error()));
   });
 }
@@ -308,7 +328,7 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
   auto agent = RouteOptions::signed_in().no_idempotency().agent_key_only();
   app.route_async(http::Method::get, std::string(protocol::kAgentRentalsPath),
                   agent.doc({.summary = "Agent: its machine's rentals (a long poll)",
-                             .query = {"machine_id", "known", "wait_s"},
+                             .query = {"machine_id", "known", "wait_s", "blocked"},
                              .responses = {{200, oa::any_object()}}}),
                   [&](Ctx& ctx, http::Reply reply) { agent_rentals_poll(ctx, reply, polls); });
   app.route(http::Method::post, std::string(protocol::kRentalEventsPath),

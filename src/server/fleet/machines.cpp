@@ -101,6 +101,7 @@ nlohmann::json machine_summary(MachinesRepo& repo, const MachineCard& m, const P
           {"driver_version", m.driver_version},
           {"cuda_version", m.cuda_version},
           {"agent_version", m.agent_version},
+          {"rentals_blocked", m.rentals_blocked ? nlohmann::json(*m.rentals_blocked) : nlohmann::json()},
           {"host", nlohmann::json::parse(m.host_json, nullptr, false)},
           {"gpus", std::move(gpus)}};
 }

@@ -30,11 +30,12 @@ std::optional<MachineRecord> record_of(const std::optional<Row>& r) {
 
 constexpr const char* kCardColumns =
     "SELECT id, status, last_seen_at, simulated, hostname, created_at, driver_version, cuda_version, agent_version, "
-    "host FROM machines ";
+    "host, rentals_blocked FROM machines ";
 
 MachineCard card_of(const Row& m) {
-  return MachineCard{m.str(0), status_of(m.str(1)), m.opt_i64(2), m.boolean(3), m.str(4), m.i64(5),
-                     m.str(6), m.str(7),            m.str(8),      m.str(9)};
+  return MachineCard{
+      m.str(0), status_of(m.str(1)), m.opt_i64(2), m.boolean(3), m.str(4), m.i64(5), m.str(6), m.str(7), m.str(8),
+      m.str(9), m.opt_str(10)};
 }
 
 }  // namespace
@@ -53,6 +54,17 @@ std::optional<std::string> MachinesRepo::owner(const std::string& id) {
   auto r = tx_.query_one("SELECT provider_id FROM machines WHERE id = ?", {id});
   if (!r) return std::nullopt;
   return r->str(0);
+}
+
+std::optional<std::string> MachinesRepo::rentals_blocked(const std::string& id) {
+  auto r = tx_.query_one("SELECT rentals_blocked FROM machines WHERE id = ?", {id});
+  if (!r) return std::nullopt;
+  return r->opt_str(0);
+}
+
+void MachinesRepo::set_rentals_blocked(const std::string& id, const std::optional<std::string>& why) {
+  tx_.exec("UPDATE machines SET rentals_blocked = ? WHERE id = ?",
+           {why ? store::Value(*why) : store::Value(nullptr), id});
 }
 
 std::optional<std::int64_t> MachinesRepo::last_seen_ms(const std::string& id) {

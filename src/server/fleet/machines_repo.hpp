@@ -86,6 +86,7 @@ struct MachineCard {
   std::int64_t created_ms = 0;
   std::string driver_version, cuda_version, agent_version;
   std::string host_json;
+  std::optional<std::string> rentals_blocked;  // why its agent cannot run rentals now, as it said
 };
 
 //! A GPU on a machine card: the registration, the latest sample and the listing the benchmarks decided.
@@ -173,6 +174,10 @@ class MachinesRepo {
   std::optional<MachineRecord> find_by_fingerprint(const std::string& provider_id, const std::string& fingerprint);
   //! The provider that owns a machine, if the machine exists.
   std::optional<std::string> owner(const std::string& id);
+  //! Why the machine's agent cannot run rentals, as its rentals poll last said (nullopt: it can).
+  std::optional<std::string> rentals_blocked(const std::string& id);
+  //! Keeps what the agent says of it (a change of NULL-ness is a market change: migration 26).
+  void set_rentals_blocked(const std::string& id, const std::optional<std::string>& why);
   //! When the machine's last heartbeat arrived (nullopt: never, or no such machine).
   std::optional<std::int64_t> last_seen_ms(const std::string& id);
 

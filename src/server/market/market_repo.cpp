@@ -146,7 +146,7 @@ std::vector<OfferMachineRow> MarketRepo::online_offer_machines(const MarketChang
       "COALESCE(mp.region, ''), COALESCE(mp.commitment_months, 0), ms.spec, m.simulated "
       "FROM machines m LEFT JOIN provider_market_profiles mp ON mp.provider_id = m.provider_id "
       "LEFT JOIN machine_schedules ms ON ms.machine_id = m.id "
-      "WHERE m.status = '" +
+      "WHERE m.rentals_blocked IS NULL AND m.status = '" +
       std::string(core::machine_status_name(core::MachineStatus::online)) + "'";
   std::string sql = q;
   store::Params params;

@@ -175,7 +175,7 @@ const std::string& free_gpus_query() {
       "JOIN gpu_listing l ON l.machine_id = g.machine_id AND l.uuid = g.uuid "
       "LEFT JOIN gpu_allocations a ON a.machine_id = g.machine_id AND a.uuid = g.uuid "
       "WHERE g.present = 1 AND l.listed = 1 AND l.perf_score IS NOT NULL AND g.model IS NOT NULL "
-      "AND a.uuid IS NULL AND m.status = '" +
+      "AND a.uuid IS NULL AND m.rentals_blocked IS NULL AND m.status = '" +
       std::string(core::machine_status_name(core::MachineStatus::online)) + "' ";
   return q;
 }

@@ -10,6 +10,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BIN, BACKEND, TestServer, Client, until } from '../lib/server.mjs';
+import { agentEnv } from '../lib/agent.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -41,7 +42,7 @@ class Agent {
   constructor(serverUrl, key, dataDir, extra = ['--simulate', 'L40S:2']) {
     this.logs = [];
     this.proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dataDir,
-      '--heartbeat-interval', '1', ...extra], { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+      '--heartbeat-interval', '1', ...extra], { env: agentEnv({ GPUNEX_API_KEY: key }), stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stdout.on('data', (d) => this.logs.push(d.toString()));
     this.proc.stderr.on('data', (d) => this.logs.push(d.toString()));
     this.exited = new Promise((resolve) => this.proc.on('exit', (code) => resolve(code)));

@@ -11,6 +11,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer, Client, until } from '../lib/server.mjs';
+import { agentEnv } from '../lib/agent.mjs';
 import { approvedProvider, requestedRunId } from '../lib/provider.mjs';
 
 
@@ -19,7 +20,7 @@ class Agent {
     this.logs = [];
     this.proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dataDir,
       '--heartbeat-interval', '1', '--simulate', machineFile, '--bench-storage-mib', '32', '--bench-net-mib', '8'],
-    { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+    { env: agentEnv({ GPUNEX_API_KEY: key }), stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc.stdout.on('data', (d) => this.logs.push(d.toString()));
     this.proc.stderr.on('data', (d) => this.logs.push(d.toString()));
     this.exited = new Promise((resolve) => this.proc.on('exit', (code) => resolve(code)));

@@ -9,6 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BENCH_SERVER_ARGS, BIN, TestServer, until } from '../lib/server.mjs';
+import { agentEnv } from '../lib/agent.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 
 function gpunex(home, args, input) {
@@ -80,7 +81,7 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
 
     agent = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', server.url, '--data-dir', dataDir,
       '--heartbeat-interval', '1', '--simulate', 'L40S:1', '--bench-storage-mib', '32', '--bench-net-mib', '8'],
-    { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+    { env: agentEnv({ GPUNEX_API_KEY: key }), stdio: ['ignore', 'pipe', 'pipe'] });
     agent.stdout.on('data', (d) => logs.push(d.toString()));
     agent.stderr.on('data', (d) => logs.push(d.toString()));
     const agentLog = (e) => { throw new Error(`${e.message}\nagent: ${logs.join('').slice(-3000)}`); };

@@ -67,6 +67,13 @@ test(`${BACKEND}: make run serves the dashboard with a local agent and stops cle
     const realGpus = spawnSync(path.join(BIN, 'gpunex-agent'), ['info'], { stdio: 'ignore' }).status === 0;
     assert.match(out, realGpus ? /Agent: NVML found GPUs; reporting this host's real GPUs\./
       : /Agent: no NVIDIA GPUs found \(NVML\); running a SIMULATED [12]x (L40S|L4) /);
+    // Rentals need a container engine: with none on this host, make run starts a throwaway Podman
+    // service for the demo agent (else its machine would not be offered), and stops it on Ctrl-C
+    // (processesUsing below finds none left).
+    const podman = spawnSync('sh', ['-c', 'command -v podman'], { stdio: 'ignore' }).status === 0;
+    if (!process.env.DOCKER_HOST && !existsSync('/var/run/docker.sock') && podman) {
+      assert.match(out, /Containers: a throwaway Podman service at unix:\/\/\S+\/podman\/podman\.sock /, out);
+    }
     const demo = out.match(/Demo provider login: (\S+) \/ (\S+) /);
     assert.ok(demo, out);
     const provider = new Client(url);

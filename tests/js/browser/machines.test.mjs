@@ -128,6 +128,22 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     await p.locator('section.machine .machine-status', { hasText: 'Offline' }).waitFor();
     await p.locator('section.machine .badge.sim').waitFor();
     await shot(p, 'offline');
+
+    // An agent that says it cannot run rentals (its rentals poll's `blocked`, here sent for it): the
+    // card says the machine is not offered and why, on the list and on the machine's page alike.
+    const why = 'no container engine answers (DOCKER_HOST=unix:///var/run/docker.sock): Connection refused';
+    const said = await fetch(`${server.url}/v1/agent/rentals?machine_id=${machineId}&wait_s=0&blocked=${encodeURIComponent(why)}`,
+      { headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(said.status, 200, await said.text());
+    await p.reload();
+    const notice = p.locator('section.machine .rentals-blocked');
+    await notice.waitFor();
+    assert.equal(await notice.locator('.why').textContent(), why);
+    assert.match(await notice.innerText(), /^Not offered to customers: the agent cannot run rentals on this machine/);
+    await card.getByRole('heading', { level: 2 }).getByRole('link').click();
+    await p.getByRole('link', { name: '← All machines' }).waitFor();
+    assert.equal(await p.locator('section.machine .rentals-blocked .why').textContent(), why);
+    await shot(p, 'rentals-blocked');
     assert.deepEqual(errors, []);
   } finally {
     if (agent) await agent.stop();

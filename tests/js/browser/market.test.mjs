@@ -9,6 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BIN, BACKEND, BENCH_SERVER_ARGS, TestServer, until } from '../lib/server.mjs';
+import { agentEnv } from '../lib/agent.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
@@ -23,7 +24,7 @@ test(`${BACKEND}: price → offer on the marketplace → a schedule excluding no
     const { client, key } = await approvedProvider(server, 'market@example.com');
     agent = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', server.url, '--data-dir', dataDir,
       '--heartbeat-interval', '1', '--simulate', 'L40S:1', '--bench-storage-mib', '32', '--bench-net-mib', '8'],
-    { env: { ...process.env, GPUNEX_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'] });
+    { env: agentEnv({ GPUNEX_API_KEY: key }), stdio: ['ignore', 'pipe', 'pipe'] });
     agent.stdout.on('data', (d) => logs.push(d.toString()));
     agent.stderr.on('data', (d) => logs.push(d.toString()));
     // As in api/benchmarks.test.mjs: the machine registers (GET /v1/provider/machines), then its

@@ -6,6 +6,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BIN, stopAtEnd } from './server.mjs';
 
+// The environment for a test's agent: the container engine make test started (GPUNEX_TEST_DOCKER_HOST)
+// as its DOCKER_HOST, so that its machine can run rentals and is offered (an agent with no engine
+// says so, and the server offers none of its GPUs); a --docker-host flag still overrides it.
+export function agentEnv(extra = {}) {
+  const engine = process.env.GPUNEX_TEST_DOCKER_HOST;
+  return { ...process.env, ...(engine ? { DOCKER_HOST: engine } : {}), ...extra };
+}
+
 // `simulate` is a SPEC as --simulate takes it ('L40S:2'), or a list of GPU entries
 // ([{ model: 'L40S', count: 1, perf_factor: 0.7 }]) written as a machine description file.
 // `args` are more agent flags (e.g. smaller storage and network benchmarks).
@@ -26,7 +34,7 @@ export function startAgent(serverUrl, key, { simulate = 'L40S:1', args = [], dir
   const logs = [];
   const proc = spawn(path.join(BIN, 'gpunex-agent'), ['run', '--server', serverUrl, '--data-dir', dir,
     '--api-key-file', keyFile, '--heartbeat-interval', '1', '--simulate', spec, ...args],
-  { env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  { env: agentEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   stopAtEnd(proc, 'gpunex-agent');
   proc.stdout.on('data', (d) => logs.push(d.toString()));
   proc.stderr.on('data', (d) => logs.push(d.toString()));
