@@ -23,7 +23,10 @@ for tool in podman runc busybox; do
 done
 
 export CONTAINERS_CONF=$dir/containers.conf
-engine() { podman --root "$dir/storage" --runroot "$dir/run" "$@"; }
+# Podman refuses a runroot longer than 50 characters (DIR may be deep, under make test's folder):
+# its state goes to a short folder in /tmp named after DIR, removed by stop.
+runroot=/tmp/gpunex-podman-$(printf '%s' "$dir" | sha256sum | cut -c1-12)
+engine() { podman --root "$dir/storage" --runroot "$runroot" "$@"; }
 
 case $cmd in
   start)
@@ -35,7 +38,7 @@ default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
 EOF
     sock=$dir/podman.sock
     rm -f "$sock"
-    setsid podman --root "$dir/storage" --runroot "$dir/run" system service --time=0 "unix://$sock" \
+    setsid podman --root "$dir/storage" --runroot "$runroot" system service --time=0 "unix://$sock" \
       >"$dir/service.log" 2>&1 </dev/null &
     echo $! >"$dir/service.pid"
     for _ in $(seq 1 100); do
@@ -60,9 +63,15 @@ EOF
   stop)
     engine rm -af >/dev/null 2>&1 || true
     if [[ -f $dir/service.pid ]]; then
-      kill "$(cat "$dir/service.pid")" 2>/dev/null || true
+      pid=$(cat "$dir/service.pid")
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+      done
       rm -f "$dir/service.pid"
     fi
+    rm -rf "$runroot" 2>/dev/null || true
     ;;
   *) usage ;;
 esac

@@ -433,6 +433,7 @@ void Runner::start_rentals() {
     own_runtime_ = runtime::make_docker_runtime(o.docker_host);
     engine = own_runtime_.get();
   }
+  o.machine_id = machine_id();
   o.machine_gpus.clear();
   for (const auto& g : gpus_) o.machine_gpus.push_back(g.uuid);
   o.host_ram_bytes = host_.ram_mib * 1024 * 1024;

@@ -264,7 +264,18 @@ void RentalManager::guard_pass() {
     guard_error_ = ready ? std::nullopt : std::optional<std::string>(ready.error().message);
   }
   if (!ready) return;
-  for (const auto& [id, container] : running) refence(id, container);
+  // Rules a firewall reload took away come back. A failure here is more likely passing (the engine
+  // or iptables busy) than a lost fence: it blocks new rentals until a pass succeeds, and stops none.
+  for (const auto& [id, container] : running) {
+    auto fenced = fence(id);
+    if (fenced) continue;
+    std::lock_guard lock(mu_);
+    const auto w = watched_.find(id);
+    if (w == watched_.end() || w->second.container_id != container || settled(id)) continue;  // gone meanwhile
+    util::log_event("error", "a running rental's network could not be fenced again; trying at the next pass",
+                    {{"rental", id}, {"container", container}, {"error", fenced.error().message}});
+    guard_error_ = fenced.error().message;
+  }
 }
 
 void RentalManager::watch_loop() {
@@ -294,7 +305,10 @@ std::optional<RentalManager::Present> RentalManager::reconcile() {
     engine_up_ = true;
   }
   Present present;
-  for (auto& c : *listed) present.emplace(c.rental_id, std::move(c));
+  for (auto& c : *listed) {
+    const bool others = !opt_.machine_id.empty() && !c.machine_id.empty() && c.machine_id != opt_.machine_id;
+    if (!others) present.emplace(c.rental_id, std::move(c));
+  }
   if (!have_desired_) return present;
 
   for (const auto& [id, r] : desired_) {
@@ -448,10 +462,10 @@ void RentalManager::adopt(const runtime::ContainerState& c) {
   watched_[c.rental_id] = std::move(w);
   util::log_event("info", "adopted a rental container found on this machine",
                   {{"rental", c.rental_id}, {"container", c.id}});
-  spawn([this, id = c.rental_id, container = c.id] { refence(id, container); });
+  spawn([this, id = c.rental_id, container = c.id] { fence_adopted(id, container); });
 }
 
-void RentalManager::refence(const std::string& id, const std::string& container_id) {
+void RentalManager::fence_adopted(const std::string& id, const std::string& container_id) {
   auto fenced = fence(id);
   if (fenced) return;
   {
@@ -461,7 +475,7 @@ void RentalManager::refence(const std::string& id, const std::string& container_
     watched_.erase(w);
     stopping_.insert(id);
   }
-  util::log_event("error", "a running rental's network cannot be fenced: stopping it",
+  util::log_event("error", "an adopted rental's network cannot be fenced: stopping it",
                   {{"rental", id}, {"error", fenced.error().message}});
   auto removed = remove(id, container_id, opt_.stop_grace);
   std::lock_guard lock(mu_);
@@ -668,6 +682,7 @@ void RentalManager::start_worker(protocol::AssignedRental r, std::vector<int> ho
 
   runtime::ContainerSpec spec;
   spec.rental_id = id;
+  spec.machine_id = opt_.machine_id;
   spec.image = r.spec.image;
   spec.command = r.spec.command;
   spec.env = core::rental::container_env(r.spec);

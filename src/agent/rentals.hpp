@@ -51,6 +51,9 @@ ResourceShare resource_share(std::size_t rented_gpus, std::size_t machine_gpus, 
 std::string log_tail(std::string_view text, std::size_t max_bytes);
 
 struct RentalManagerOptions {
+  //! This machine's id: its containers carry it (runtime::kMachineLabel), and a container of another
+  //! machine's agent on the same engine is left alone. Empty: every rental container is this agent's.
+  std::string machine_id;
   std::vector<std::string> machine_gpus;  // this machine's GPU UUIDs: a rental's GPUs must be among them
   std::int64_t host_ram_bytes = 0;
   double cpu_cores = 0;
@@ -145,9 +148,9 @@ class RentalManager {
   //! not the rental, is at fault.
   void start_failed(const std::string& id, const std::string& error,
                     core::rental::EndReason reason = core::rental::EndReason::start_failed);
-  //! Fences a running container's network again (adopted, or the periodic pass); one that cannot be
-  //! fenced is stopped.
-  void refence(const std::string& id, const std::string& container_id);
+  //! Fences an adopted container's network (its rules may be gone: a reboot of the firewall, an agent
+  //! before the guard); one that cannot be fenced is stopped.
+  void fence_adopted(const std::string& id, const std::string& container_id);
   //! Checks the guard and fences every watched rental again, when guard_interval has passed.
   void guard_pass();
   //! The rental's network, fenced by the guard.

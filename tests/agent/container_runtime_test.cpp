@@ -54,8 +54,13 @@ TEST(DockerApi, CreateBodyIsolatesTheContainerAndHandsInExactlyItsGpus) {
   EXPECT_EQ(h["PortBindings"]["8888/tcp"][0]["HostPort"], "40001");
   EXPECT_TRUE(b["ExposedPorts"].contains("8888/tcp"));
   EXPECT_EQ(b["Labels"][kRentalLabel], "rnt_1");
+  EXPECT_FALSE(b["Labels"].contains(kMachineLabel)) << "no machine named: no label";
   EXPECT_EQ(b["Env"], nlohmann::json::array({"PUBLIC_KEY=ssh-ed25519 AAAA"}));
   EXPECT_EQ(h["LogConfig"]["Config"]["max-file"], "2");
+
+  s.machine_id = "mch_1";
+  EXPECT_EQ(docker::create_body(s)["Labels"][kMachineLabel], "mch_1");
+  s.machine_id.clear();
 
   // Simulated GPUs: no device request, the GPUs named in the environment instead.
   s.simulated_gpus = true;
@@ -129,13 +134,16 @@ TEST(DockerApi, InspectAndListReadTheBoundPortsAndTimes) {
   EXPECT_EQ(inspected.ports[1].protocol, "tcp");
   EXPECT_EQ(inspected.started_at_ms, 1'796'383'573'278);
   EXPECT_FALSE(inspected.finished_at_ms.has_value()) << "the engine's zero time is no time";
+  EXPECT_EQ(inspected.machine_id, "") << "made before agents labelled their machine";
 
   const auto listed = docker::parse_list_item(nlohmann::json::parse(R"({
-    "Id": "c2", "State": "running", "Labels": {"io.gpunex.rental": "rnt_2"},
+    "Id": "c2", "State": "running", "Labels": {"io.gpunex.rental": "rnt_2", "io.gpunex.machine": "mch_2"},
     "Ports": [{"PrivatePort": 8888, "PublicPort": 40003, "Type": "tcp"}, {"PrivatePort": 9000, "Type": "tcp"}]})"));
   ASSERT_EQ(listed.ports.size(), 1u) << "an exposed port that is not published binds nothing";
   EXPECT_EQ(listed.ports[0].container_port, 8888);
   EXPECT_EQ(listed.ports[0].host_port, 40003);
+  EXPECT_EQ(listed.rental_id, "rnt_2");
+  EXPECT_EQ(listed.machine_id, "mch_2");
 }
 
 // ---- against a real engine ----

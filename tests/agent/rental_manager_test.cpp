@@ -133,6 +133,7 @@ class Rentals : public ::testing::Test {
     o.stop_grace = 2s;
     o.watch_interval = 200ms;
     o.logs_interval = 300ms;
+    o.guard_interval = 300ms;
     return o;
   }
 
@@ -206,6 +207,11 @@ TEST_F(Rentals, StartsWithPortsOnceThenStopsOnRequest) {
 
   const std::string comment = runtime::fence_comment(id);
   EXPECT_NE(guard_rules().find(comment), std::string::npos) << "its network is fenced:\n" << guard_rules();
+  // A firewall reload takes its rules away: the next guard pass puts them back.
+  ASSERT_TRUE(guard_->unfence(id).ok());
+  EXPECT_TRUE(eventually([&] { return guard_rules().find(comment) != std::string::npos; }, 5s))
+      << "fenced again by the guard pass:\n"
+      << guard_rules();
 
   m.apply(answer({rental(id, State::running, cmd, {8080, 9090})}));
   auto logs = events.wait_for(id, RentalEventType::logs);
@@ -348,6 +354,34 @@ TEST_F(Rentals, AnAgentRestartAdoptsWhatRunsAndRemovesLeftovers) {
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(events.types(id), "running");
   EXPECT_EQ(containers_of(id).size(), 1u);
+}
+
+// Two agents on one container engine (two machine identities on a host, or tests side by side): each
+// adopts and removes only the containers labelled with its own machine.
+TEST_F(Rentals, AnotherMachinesContainersOnTheSameEngineAreLeftAlone) {
+  EventLog mine_events, other_events;
+  auto mine = options(41200);
+  mine.machine_id = "mch_mine";
+  RentalManager m(*engine_, *guard_, mine, mine_events.sink());
+  const std::string id = prefix_ + "labelled";
+  m.apply(answer({rental(id, State::requested, {"sleep", "300"})}));
+  ASSERT_TRUE(mine_events.wait_for(id, RentalEventType::running).has_value()) << mine_events.types(id);
+  auto here = containers_of(id);
+  ASSERT_EQ(here.size(), 1u);
+  auto inspected = real_->inspect(here[0].id);
+  ASSERT_TRUE(inspected.ok());
+  EXPECT_EQ(inspected->machine_id, "mch_mine");
+
+  auto other = options(41220);
+  other.machine_id = "mch_other";
+  RentalManager o(*engine_, *guard_, other, other_events.sink());
+  o.apply(answer({}));  // its server lists nothing: a container of its own would be a leftover
+  std::this_thread::sleep_for(1500ms);
+  here = containers_of(id);
+  ASSERT_EQ(here.size(), 1u) << "the other agent left it alone";
+  EXPECT_EQ(here[0].status, ContainerState::Status::running);
+  EXPECT_TRUE(other_events.of(id).empty());
+  EXPECT_EQ(mine_events.types(id), "starting running");
 }
 
 //! A guard that cannot fence (an agent without root, a host without iptables).

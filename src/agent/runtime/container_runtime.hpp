@@ -20,6 +20,9 @@ namespace gpunex::agent::runtime {
 
 //! The label every rental's container and network carry; its value is the rental id.
 inline constexpr const char* kRentalLabel = "io.gpunex.rental";
+//! The label naming the machine (agent) a rental's container belongs to: an agent adopts and removes
+//! only its own, so two agents on one container engine never take each other's rentals.
+inline constexpr const char* kMachineLabel = "io.gpunex.machine";
 //! On the simulated GPU backend there is no GPU to hand in: the container reads its GPUs here.
 inline constexpr const char* kSimulatedGpusEnv = "GPUNEX_SIMULATED_GPUS";
 
@@ -32,6 +35,7 @@ struct PortBinding {
 //! One rental's container: what the customer asked for plus the limits the agent sets.
 struct ContainerSpec {
   std::string rental_id;
+  std::string machine_id;  // its kMachineLabel (none when empty)
   std::string image;
   std::vector<std::string> command;  // replaces the image's command when non-empty
   std::map<std::string, std::string> env;
@@ -48,6 +52,7 @@ struct ContainerSpec {
 struct ContainerState {
   std::string id;
   std::string rental_id;
+  std::string machine_id;  // its kMachineLabel; empty for a container made before agents labelled it
   enum class Status { created, running, exited, missing } status = Status::missing;
   int exit_code = 0;
   bool oom_killed = false;

@@ -134,14 +134,11 @@ nlohmann::json create_body(const ContainerSpec& spec) {
   }
   if (!spec.ports.empty()) host["PortBindings"] = bindings;
 
+  nlohmann::json labels{{kRentalLabel, spec.rental_id}};
+  if (!spec.machine_id.empty()) labels[kMachineLabel] = spec.machine_id;
   nlohmann::json body{
-      {"Image", spec.image},
-      {"Env", env},
-      {"Labels", {{kRentalLabel, spec.rental_id}}},
-      {"HostConfig", host},
-      {"ExposedPorts", exposed},
-      {"Tty", false},
-      {"OpenStdin", false},
+      {"Image", spec.image},     {"Env", env},   {"Labels", labels},   {"HostConfig", host},
+      {"ExposedPorts", exposed}, {"Tty", false}, {"OpenStdin", false},
   };
   if (!spec.command.empty()) body["Cmd"] = spec.command;
   return body;
@@ -180,6 +177,7 @@ ContainerState parse_inspect(const nlohmann::json& j) {
   if (auto cfg = j.find("Config"); cfg != j.end() && cfg->is_object()) {
     if (auto labels = cfg->find("Labels"); labels != cfg->end() && labels->is_object()) {
       s.rental_id = labels->value(kRentalLabel, "");
+      s.machine_id = labels->value(kMachineLabel, "");
     }
   }
   const auto state = j.value("State", nlohmann::json::object());
@@ -219,6 +217,7 @@ ContainerState parse_list_item(const nlohmann::json& j) {
   s.id = j.value("Id", "");
   if (auto labels = j.find("Labels"); labels != j.end() && labels->is_object()) {
     s.rental_id = labels->value(kRentalLabel, "");
+    s.machine_id = labels->value(kMachineLabel, "");
   }
   const std::string state = j.value("State", "");
   s.status = state == "running" ? ContainerState::Status::running

@@ -1,6 +1,7 @@
 #include "agent/runtime/network_guard.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <mutex>
 #include <sstream>
