@@ -35,7 +35,8 @@ class PriceSetCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     auto* c = price_group(parent)->add_subcommand("set", "set the rate for a model; running rentals keep theirs");
-    c->add_option("MODEL", model_, "catalog id, e.g. H100-SXM")->required();
+    c->add_option("MODEL", model_, "catalog id, e.g. H100-SXM (or a name naming one model: h100 sxm, RTX4090)")
+        ->required();
     c->add_option("USDC", usdc_, "USDC per GPU-hour, up to 6 decimals, e.g. 2.50")->required();
     return c;
   }
@@ -68,7 +69,7 @@ class PriceRecommendCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     auto* c = price_group(parent)->add_subcommand("recommend", "the platform's recommended rate for a model");
-    c->add_option("MODEL", model_, "catalog id")->required();
+    c->add_option("MODEL", model_, "catalog id (or a name naming one model: l4, RTX4090)")->required();
     c->add_option("--region", region_, "region (default: yours)");
     return c;
   }

@@ -159,7 +159,9 @@ Result<GpuEntry> parse_gpu(const nlohmann::json& j, std::size_t i, const FormChe
     }
   } else if (!r.failed("model")) {
     if (!checkers.known_model || !checkers.known_model(g.model)) {
-      r.invalid("model", "\"" + g.model + "\" is not in the GPU catalog; choose a listed model or \"other\"");
+      const std::string hint = checkers.model_hint ? checkers.model_hint(g.model) : std::string();
+      r.invalid("model", "\"" + g.model + "\" is not in the GPU catalog; " + (hint.empty() ? "" : hint + " ") +
+                             "(choose a listed model, or \"other\" for one that is not listed)");
     }
     if (other && !other->empty()) r.invalid("model_other", "is only for a GPU model that is not in the list");
   }

@@ -65,6 +65,8 @@ struct ApplicationForm {
 struct FormCheckers {
   std::function<bool(std::string_view)> known_time_zone;
   std::function<bool(std::string_view)> known_model;
+  //! For a model that is not known: what to tell the applicant (core::model_hint); may be empty.
+  std::function<std::string(std::string_view)> model_hint = {};
 };
 
 //! Validation limits (the numbers), exposed for tests and the dashboard.

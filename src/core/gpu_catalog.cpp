@@ -194,6 +194,32 @@ bool model_filter_matches(std::string_view filter, const GpuModel& m) {
   return contains(m.id) || contains(m.name) || (!m.nvml_name_pattern.empty() && contains(m.nvml_name_pattern));
 }
 
+std::vector<const GpuModel*> models_named(std::string_view text, const std::vector<GpuModel>& catalog) {
+  const auto lower = to_lower_ascii(text);
+  for (const auto& m : catalog) {
+    if (to_lower_ascii(m.id) == lower) return {&m};
+  }
+  std::vector<const GpuModel*> out;
+  for (const auto& m : catalog) {
+    if (model_filter_matches(text, m)) out.push_back(&m);
+  }
+  return out;
+}
+
+std::string model_hint(std::string_view text, const std::vector<GpuModel>& catalog) {
+  const auto named = models_named(text, catalog);
+  const auto ids = [](const auto& models) {
+    std::string out;
+    for (const auto& m : models) out += (out.empty() ? "" : ", ") + m->id;
+    return out;
+  };
+  if (named.size() == 1) return "did you mean " + named.front()->id + "?";
+  if (named.size() > 1) return "it names several models: " + ids(named) + "; give one id";
+  std::vector<const GpuModel*> all;
+  for (const auto& m : catalog) all.push_back(&m);
+  return "the catalog's ids: " + ids(all);
+}
+
 nlohmann::json to_json(const GpuModel& m) {
   nlohmann::json j = {{"id", m.id},
                       {"name", m.name},

@@ -66,6 +66,16 @@ const GpuModel* match_nvml_name(std::string_view nvml_name, const std::vector<Gp
 //! ("", "NVIDIA") names nothing.
 bool model_filter_matches(std::string_view filter, const GpuModel& m);
 
+//! The models a provider's text names where one model is meant (a rate, a recommendation): the model
+//! whose id it is in any case ("l4", "rtx-4090"), else every model that model_filter_matches
+//! ("RTX4090", "4090"). Empty when it names none; more than one when it is ambiguous ("A100").
+std::vector<const GpuModel*> models_named(std::string_view text, const std::vector<GpuModel>& catalog);
+
+//! What to tell someone whose `text` is not one catalog id: "did you mean RTX-4090?" when it names one
+//! model, "it names several models: A100-PCIE-40GB, A100-SXM-80GB; give one id" when several, else
+//! "the catalog's ids: A10, A100-PCIE-40GB, ...".
+std::string model_hint(std::string_view text, const std::vector<GpuModel>& catalog);
+
 //! The API shape: {id, name, nvml_name_pattern, vram_gib, <figures or null>, builtin}.
 nlohmann::json to_json(const GpuModel& m);
 //! Reads a reviewer's new model ({id, name, vram_gib, figures...}); errors name fields under `path`.

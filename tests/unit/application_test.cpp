@@ -1,5 +1,6 @@
 // The application form, state machine, tier rules and business days (core/application.hpp).
 #include "core/application.hpp"
+#include "core/gpu_catalog.hpp"
 #include "core/json_reader.hpp"
 #include "test_time.hpp"
 
@@ -20,7 +21,8 @@ namespace {
 
 core::FormCheckers checkers() {
   return {[](std::string_view tz) { return tz == "Europe/Berlin" || tz == "UTC"; },
-          [](std::string_view m) { return m == "L40S" || m == "RTX-4090"; }};
+          [](std::string_view m) { return m == "L40S" || m == "RTX-4090"; },
+          [](std::string_view m) { return core::model_hint(m, core::builtin_catalog()); }};
 }
 
 json gpu() {
@@ -201,6 +203,14 @@ TEST(ApplicationForm, Models) {
   auto b = enterprise_app();
   b["gpus"][1]["model"] = "GTX-480";
   expect_field_error(b, "gpus[1].model");
+  // A model written as its name, not its id: the error says which id was meant.
+  b["gpus"][1]["model"] = "RTX4090";
+  auto meant = core::parse_application_form(b, checkers());
+  ASSERT_FALSE(meant.ok());
+  EXPECT_NE(meant.error().message.find("\"RTX4090\" is not in the GPU catalog; did you mean RTX-4090?"),
+            std::string::npos)
+      << meant.error().message;
+  b["gpus"][1]["model"] = "GTX-480";
   b["gpus"][1]["model"] = "other";
   expect_field_error(b, "gpus[1].model_other");
   b["gpus"][1]["model_other"] = "NVIDIA RTX 5090";

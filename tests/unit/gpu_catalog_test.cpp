@@ -228,3 +228,26 @@ TEST(ModelFilter, NamesTheModelACustomerMeans) {
   EXPECT_EQ(models_for("NVIDIA"), Ids{});
   EXPECT_EQ(models_for(""), Ids{});
 }
+
+// Where one model is meant (a rate, a recommendation, an application): an id in any case is that
+// model, a name that names one model is it, and otherwise the hint says what to write.
+TEST(ModelFilter, OneModelByIdOrNameAndAHintOtherwise) {
+  const auto& catalog = core::builtin_catalog();
+  const auto ids = [&](std::string_view text) {
+    std::vector<std::string> out;
+    for (const auto* m : core::models_named(text, catalog)) out.push_back(m->id);
+    return out;
+  };
+  using Ids = std::vector<std::string>;
+  EXPECT_EQ(ids("l4"), Ids{"L4"});
+  EXPECT_EQ(ids("h100-sxm"), Ids{"H100-SXM"}) << "an id in any case, before the name words";
+  EXPECT_EQ(ids("RTX4090"), Ids{"RTX-4090"});
+  EXPECT_EQ(ids("A100 80GB"), (Ids{"A100-SXM-80GB", "A100-PCIE-80GB"}));
+  EXPECT_EQ(ids("TPU v5"), Ids{});
+  EXPECT_EQ(core::model_hint("RTX4090", catalog), "did you mean RTX-4090?");
+  EXPECT_EQ(core::model_hint("A100 80GB", catalog),
+            "it names several models: A100-SXM-80GB, A100-PCIE-80GB; give one id");
+  const auto all = core::model_hint("TPU v5", catalog);
+  ASSERT_EQ(all.rfind("the catalog's ids: ", 0), 0u) << all;
+  for (const auto& m : catalog) EXPECT_NE(all.find(m.id), std::string::npos) << m.id << " in " << all;
+}

@@ -48,9 +48,22 @@ TEST_F(MarketStore, PriceChangesKeepTheHistory) {
     ASSERT_FALSE(unknown.ok());
     EXPECT_EQ(unknown.error().field, "model");
     EXPECT_EQ(unknown.error().code, core::ErrorCode::unprocessable);
+    EXPECT_NE(unknown.error().message.find("the catalog's ids: "), std::string::npos) << unknown.error().message;
+    // The id in another case, or a name that names one model, is that model's rate.
+    EXPECT_EQ(server::set_price(tx, provider_, "l40s", 1'100'000, "u1", 4000)->seq, 2) << "L40S's, unchanged";
+    EXPECT_EQ(server::set_price(tx, provider_, "RTX4090", 700'000, "u1", 4000)->model, "RTX-4090");
+    auto several = server::set_price(tx, provider_, "A100", 1, "u1", 4000);
+    ASSERT_FALSE(several.ok());
+    EXPECT_NE(several.error().message.find("it names several models: A100-"), std::string::npos)
+        << several.error().message;
+    for (const char* id : {"A100-SXM-80GB", "A100-PCIE-40GB", "A100-PCIE-80GB"}) {
+      EXPECT_NE(several.error().message.find(id), std::string::npos) << several.error().message;
+    }
   });
   store_->transact([&](store::Tx& tx) {
     auto current = server::current_prices(tx, "p1");
+    ASSERT_EQ(current.size(), 2u);
+    std::erase_if(current, [](const server::PriceRow& r) { return r.model != "L40S"; });
     ASSERT_EQ(current.size(), 1u);
     EXPECT_EQ(current[0].usdc_micro, 1'100'000);
     EXPECT_EQ(current[0].started_at_ms, 3000);

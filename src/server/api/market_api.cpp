@@ -103,8 +103,8 @@ Response price_history_handler(Ctx& ctx) {
 }
 
 Response recommendation(Ctx& ctx) {
-  const auto model = ctx.req.query_param("model");
-  if (!model || model->empty())
+  const auto model_text = ctx.req.query_param("model");
+  if (!model_text || model_text->empty())
     return Response::error(Error::make(ErrorCode::missing_field, "model is required (?model=H100-SXM)", "model"));
   const auto region_param = ctx.req.query_param("region");
   return respond(
@@ -112,9 +112,8 @@ Response recommendation(Ctx& ctx) {
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
-        if (!find_model(tx, *model))
-          return Error::make(ErrorCode::unprocessable, "model: \"" + *model + "\" is not in the GPU catalog", "model")
-              .with_code("unknown_model");
+        auto model = catalog_id_named(tx, *model_text, "model");
+        if (!model) return std::move(model).error();
         const auto now = ctx.now_ms();
         // Without ?region=, the provider's own region for this model.
         const std::string region =

@@ -64,12 +64,11 @@ MarketProfile application_profile(store::Tx& tx, const Provider& p, const std::s
   return m;
 }
 
-core::Result<PriceRow> set_price(store::Tx& tx, const Provider& p, const std::string& model, core::MicroUsdc rate,
+core::Result<PriceRow> set_price(store::Tx& tx, const Provider& p, const std::string& model_text, core::MicroUsdc rate,
                                  const std::string& by_user, std::int64_t now_ms) {
-  if (!find_model(tx, model)) {
-    return Error::make(ErrorCode::unprocessable, "model: \"" + model + "\" is not in the GPU catalog", "model")
-        .with_code("unknown_model");
-  }
+  auto id = catalog_id_named(tx, model_text, "model");
+  if (!id) return std::move(id).error();
+  const std::string& model = *id;
   MarketRepo repo(tx);
   const auto current = repo.current_price(p.id, model);
   if (current && current->usdc_micro == rate) return price_row(*current);

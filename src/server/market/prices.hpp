@@ -30,9 +30,10 @@ struct PriceRow {
   nlohmann::json to_json() const;
 };
 
-//! Sets a provider's rate for a catalog model (422 unknown_model, field "model", otherwise);
-//! setting the current rate again changes nothing and returns the current row.
-core::Result<PriceRow> set_price(store::Tx& tx, const Provider& p, const std::string& model, core::MicroUsdc rate,
+//! Sets a provider's rate for the catalog model `model_text` names (catalog_id_named: "l4" is L4;
+//! 422 unknown_model, field "model", otherwise); setting the current rate again changes nothing and
+//! returns the current row.
+core::Result<PriceRow> set_price(store::Tx& tx, const Provider& p, const std::string& model_text, core::MicroUsdc rate,
                                  const std::string& by_user, std::int64_t now_ms);
 //! The current rate of each model the provider prices, by model id.
 std::vector<PriceRow> current_prices(store::Tx& tx, const std::string& provider_id);

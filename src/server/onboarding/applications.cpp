@@ -99,7 +99,8 @@ nlohmann::json to_json(const Application& a, std::int64_t now_ms) {
 
 core::Result<core::ApplicationForm> read_form(store::Tx& tx, const nlohmann::json& body) {
   core::FormCheckers checkers{known_time_zone,
-                              [&](std::string_view id) { return find_model(tx, std::string(id)).has_value(); }};
+                              [&](std::string_view id) { return find_model(tx, std::string(id)).has_value(); },
+                              [&](std::string_view text) { return core::model_hint(text, list_models(tx)); }};
   return core::parse_application_form(body, checkers);
 }
 

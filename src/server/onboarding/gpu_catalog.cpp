@@ -70,6 +70,17 @@ std::optional<core::GpuModel> find_model(store::Tx& tx, const std::string& id) {
   return from_row(*r);
 }
 
+core::Result<std::string> catalog_id_named(store::Tx& tx, const std::string& text, const std::string& field) {
+  if (auto exact = find_model(tx, text)) return exact->id;
+  const auto catalog = list_models(tx);
+  const auto named = core::models_named(text, catalog);
+  if (named.size() == 1) return named.front()->id;
+  return core::Error::make(
+             core::ErrorCode::unprocessable,
+             field + ": \"" + text + "\" is not a model of the GPU catalog; " + core::model_hint(text, catalog), field)
+      .with_code("unknown_model");
+}
+
 std::unordered_map<std::string, double> model_vram_gib(store::Tx& tx) {
   std::unordered_map<std::string, double> vram;
   for (const auto& r : tx.query("SELECT id, vram_gib FROM gpu_models")) vram.emplace(r.str(0), r.f64(1));

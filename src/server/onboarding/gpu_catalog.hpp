@@ -20,6 +20,10 @@ namespace gpunex::server {
 void seed_catalog(store::Store& store, std::int64_t now_ms);
 std::vector<core::GpuModel> list_models(store::Tx& tx);
 std::optional<core::GpuModel> find_model(store::Tx& tx, const std::string& id);
+//! The catalog id a provider's `text` names where one model is meant (core::models_named: the id in
+//! any case, or a name that names one model: "l4", "RTX4090"); else 422 unknown_model naming `field`,
+//! with core::model_hint's words.
+core::Result<std::string> catalog_id_named(store::Tx& tx, const std::string& text, const std::string& field);
 //! Every model's VRAM in GiB by id: what an offer needs of the catalog, without parsing the figures.
 std::unordered_map<std::string, double> model_vram_gib(store::Tx& tx);
 //! Adds a reviewer's model; 409 (field `field`) when the id is taken.

@@ -57,6 +57,13 @@ test(`${BACKEND}: gpunex price and schedule`, async () => {
     const rec = gpunex(home, ['price', 'recommend', 'L40S']);
     assert.equal(rec.code, 0, rec.err);
     assert.match(rec.out, /L40S in eu-central: 0\.900000 USDC\/GPU-h \(band 0\.900000–0\.900000, basis catalog\)/);
+    // The id in any case, or a name that names one model, as the marketplace's filter takes them.
+    const lower = gpunex(home, ['price', 'recommend', 'l40s']);
+    assert.equal(lower.code, 0, lower.err);
+    assert.equal(lower.out, rec.out);
+    const several = gpunex(home, ['price', 'recommend', 'A100']);
+    assert.equal(several.code, 1);
+    assert.match(several.err, /"A100" is not a model of the GPU catalog; it names several models: (A100-[A-Z0-9-]+(, )?){3}; give one id/);
 
     const file = path.join(home, 'schedule.toml');
     writeFileSync(file, [
