@@ -34,6 +34,13 @@
     'memory.copy': ['GPU memory copy bandwidth', 'GB/s'],
     'host_link.h2d': ['Host-to-device bandwidth', 'GB/s'],
     'host_link.d2h': ['Device-to-host bandwidth', 'GB/s'],
+    'storage.seq_write': ['Disk sequential write', 'MB/s'],
+    'storage.seq_read': ['Disk sequential read', 'MB/s'],
+    'storage.rand_read_4k': ['Disk random 4 KiB reads', 'IOPS'],
+    'network.latency_p50': ['Latency to the platform, median', 'ms'],
+    'network.latency_p99': ['Latency to the platform, p99', 'ms'],
+    'network.download': ['Download', 'Mbit/s'],
+    'network.upload': ['Upload', 'Mbit/s'],
   };
   const metricLabel = (k) => (METRICS[k] ? METRICS[k][0] : k);
   const metricUnit = (k) => (METRICS[k] ? METRICS[k][1] : '');
@@ -200,6 +207,24 @@
     button.disabled = false;
   }
 
+  // The machine's own figures (disk and network) from the newest run that measured them, with the
+  // machine checks of that run (a failing one delists every GPU of the machine).
+  function machineFigures(bench) {
+    const m = bench && bench.machine;
+    if (!m) return el('p', { class: 'muted bench-host' }, 'No disk or network figures yet.');
+    const failures = m.failures || [];
+    const failing = new Set(failures.map((f) => f.metric));
+    const keys = Object.keys(METRICS).filter((k) => num(m.figures[k]) !== null);
+    return el('section', { class: 'bench-host', 'aria-label': 'Disk and network' },
+      el('h3', {}, 'Disk and network', el('span', { class: 'muted small' }, ` — run of ${fmtMs(m.at_ms)}`)),
+      scrollBox(el('table', { class: 'table bench-table', 'aria-label': 'Disk and network figures' },
+        el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Metric'), el('th', { scope: 'col' }, 'Measured'))),
+        el('tbody', {}, keys.map((k) => el('tr', { class: failing.has(k) ? 'fail' : '', 'data-metric': k },
+          el('td', {}, metricLabel(k)), el('td', {}, `${fmtNum(m.figures[k])} ${metricUnit(k)}`)))))),
+      failures.length ? el('ul', { class: 'bench-host-failures' }, failures.map((f) => el('li', { class: 'form-error' },
+        `${f.label}: ${fmtNum(f.measured)} ${f.unit}, needs ${fmtNum(f.expected)}. ${f.recommendation || ''}`))) : '');
+  }
+
   function machineSection(machine, bench) {
     const hid = `bench-m-${machine.id}`;
     const status = el('p', { class: 'bench-rerun-status', role: 'status', 'aria-live': 'polite' });
@@ -215,6 +240,7 @@
       status,
       open ? el('p', { class: 'muted' }, `A run is ${open.status} (${REASONS[open.reason] || open.reason}), requested ` +
         `${fmtMs(open.requested_at_ms)}.`) : '',
+      bench ? machineFigures(bench) : '',
       !bench ? el('p', { class: 'form-error' }, 'Could not load the benchmarks of this machine.')
         : bench.gpus.length === 0 ? el('p', { class: 'muted' }, 'This machine reports no GPUs.')
           : bench.gpus.map((g) => gpuCard(machine, g, bench.runs)));

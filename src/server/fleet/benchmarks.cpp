@@ -410,6 +410,22 @@ core::Result<nlohmann::json> machine_benchmarks(Tx& tx, const std::string& provi
                     {"latest", std::move(latest)},
                     {"history", std::move(history)}});
   }
+  // The machine's own figures (storage and network), from the newest run that measured them: a GPU-only
+  // run (bench --only compute) leaves the last ones standing, as the machine checks do.
+  nlohmann::json machine = nullptr;
+  for (const auto& run : repo.recent_completed_runs(machine_id, 10)) {
+    auto rep = cb::read_run_report(nlohmann::json::parse(run.report_json, nullptr, false));
+    if (!rep) continue;
+    const auto figs = cb::figures_of(rep->machine);
+    if (figs.empty()) continue;
+    nlohmann::json figures = nlohmann::json::object();
+    for (const auto& [metric, value] : figs) figures[std::string(cb::metric_key(metric))] = value;
+    machine = {{"run_id", run.id},
+               {"at_ms", run.completed_ms},
+               {"figures", std::move(figures)},
+               {"failures", nlohmann::json::parse(run.machine_failures_json, nullptr, false)}};
+    break;
+  }
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& r : repo.recent_runs(machine_id, 20)) {
     runs.push_back({{"id", r.id},
@@ -424,7 +440,10 @@ core::Result<nlohmann::json> machine_benchmarks(Tx& tx, const std::string& provi
                                              ? nlohmann::json::parse(*r.machine_failures_json, nullptr, false)
                                              : nlohmann::json::array()}});
   }
-  return nlohmann::json{{"machine_id", machine_id}, {"gpus", std::move(gpus)}, {"runs", std::move(runs)}};
+  return nlohmann::json{{"machine_id", machine_id},
+                        {"machine", std::move(machine)},
+                        {"gpus", std::move(gpus)},
+                        {"runs", std::move(runs)}};
 }
 
 core::Result<nlohmann::json> request_benchmark_rerun(Tx& tx, const std::string& provider_id,

@@ -249,6 +249,18 @@ std::vector<CompletedRunRow> BenchmarksRepo::completed_runs_since(const std::str
   return out;
 }
 
+std::vector<CompletedRunRow> BenchmarksRepo::recent_completed_runs(const std::string& machine_id, std::int64_t limit) {
+  static const std::string q =
+      "SELECT id, completed_at, report, COALESCE(machine_failures, '[]') FROM benchmark_runs WHERE machine_id = ? AND "
+      "status = " +
+      sql(BenchmarkRunStatus::completed) + " AND report IS NOT NULL ORDER BY completed_at DESC, id DESC LIMIT ?";
+  std::vector<CompletedRunRow> out;
+  for (const auto& r : tx_.query(q, {machine_id, limit})) {
+    out.push_back(CompletedRunRow{r.str(0), r.i64(1), r.str(2), r.str(3)});
+  }
+  return out;
+}
+
 std::vector<GpuScoreRow> BenchmarksRepo::gpu_scores_since(const std::string& machine_id, std::int64_t since_ms) {
   std::vector<GpuScoreRow> out;
   for (const auto& r : tx_.query("SELECT run_id, uuid, perf_score, at FROM gpu_benchmarks WHERE machine_id = ? AND "

@@ -96,6 +96,7 @@ struct CompletedRunRow {
   std::string id;
   std::int64_t completed_ms = 0;
   std::string report_json;
+  std::string machine_failures_json = "[]";  // recent_completed_runs only
 };
 
 //! A GPU's scored result in a run.
@@ -156,6 +157,8 @@ class BenchmarksRepo {
 
   //! The machine's runs completed at or after `since_ms`, oldest first.
   std::vector<CompletedRunRow> completed_runs_since(const std::string& machine_id, std::int64_t since_ms);
+  //! The machine's last `limit` completed runs with their report and machine checks, newest first.
+  std::vector<CompletedRunRow> recent_completed_runs(const std::string& machine_id, std::int64_t limit);
   //! The machine's scored GPU results at or after `since_ms` (0: all of them), oldest first.
   std::vector<GpuScoreRow> gpu_scores_since(const std::string& machine_id, std::int64_t since_ms);
   //! Each GPU's first scored result (its baseline), by uuid.

@@ -154,6 +154,16 @@ test(`${BACKEND}: a storage minimum the disk misses delists and recommends NVMe 
     assert.equal(storage.expected, 1000000);
     assert.ok(storage.measured > 0 && storage.measured < 1000000, JSON.stringify(storage));
     assert.match(gpu.recommendation, /NVMe/);
+    // The machine's own figures, as the run measured them, with the check that failed.
+    const bench = (await client.request('GET', `/v1/provider/machines/${id}/benchmarks`)).json;
+    assert.ok(bench.machine, JSON.stringify(bench));
+    assert.equal(bench.machine.run_id, bench.runs.find((r) => r.status === 'completed').id);
+    for (const k of ['storage.seq_write', 'storage.seq_read', 'storage.rand_read_4k', 'network.latency_p50',
+      'network.download', 'network.upload']) {
+      assert.ok(typeof bench.machine.figures[k] === 'number' && bench.machine.figures[k] >= 0, `${k}: ${JSON.stringify(bench.machine)}`);
+    }
+    assert.equal(bench.machine.figures['storage.seq_read'], storage.measured, 'the figure the check judged');
+    assert.deepEqual(bench.machine.failures.map((f) => f.metric), [storage.metric]);
   } finally {
     if (agent) await agent.stop();
     await server.stop();

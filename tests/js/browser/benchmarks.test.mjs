@@ -61,6 +61,15 @@ test(`${BACKEND}: Benchmarks tab shows a perf-0.7 GPU delisted (FP16 tensor), re
     await p.getByRole('region', { name: new RegExp(id) }).getByRole('button', { name: 'Re-run benchmarks' }).waitFor();
     // Not the Overview tab: no telemetry table.
     assert.equal(await p.locator('table.gpu-table').count(), 0);
+    // The disk and network figures the run measured, as the API answers them.
+    const bench = (await client.request('GET', `/v1/provider/machines/${id}/benchmarks`)).json;
+    const hostRows = p.getByRole('table', { name: 'Disk and network figures' }).locator('tbody tr');
+    assert.equal(await hostRows.count(), Object.keys(bench.machine.figures).length);
+    const read = await p.locator('tr[data-metric="storage.seq_read"]').innerText();
+    assert.match(read, /^Disk sequential read\s+[\d.]+ MB\/s$/);
+    const readMbs = Number(read.match(/([\d.]+) MB\/s/)[1]);
+    const want = bench.machine.figures['storage.seq_read'];
+    assert.ok(Math.abs(readMbs - want) <= (want >= 100 ? 0.5 : 0.005), `${readMbs} vs ${want}`);
     await shot(p, 'notification-link-benchmarks-tab');
 
     await p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Benchmarks' }).click();
