@@ -306,8 +306,12 @@ std::optional<RentalManager::Present> RentalManager::reconcile() {
   }
   Present present;
   for (auto& c : *listed) {
-    const bool others = !opt_.machine_id.empty() && !c.machine_id.empty() && c.machine_id != opt_.machine_id;
-    if (!others) present.emplace(c.rental_id, std::move(c));
+    // Its own: labelled with this machine, or unlabelled (made before agents labelled them, or by a tool)
+    // and a rental the server gives this machine; an unlabelled one it does not is left alone, never
+    // removed as a leftover.
+    const bool mine = opt_.machine_id.empty() || c.machine_id == opt_.machine_id ||
+                      (c.machine_id.empty() && desired_.contains(c.rental_id));
+    if (mine) present.emplace(c.rental_id, std::move(c));
   }
   if (!have_desired_) return present;
 

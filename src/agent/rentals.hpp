@@ -51,8 +51,9 @@ ResourceShare resource_share(std::size_t rented_gpus, std::size_t machine_gpus, 
 std::string log_tail(std::string_view text, std::size_t max_bytes);
 
 struct RentalManagerOptions {
-  //! This machine's id: its containers carry it (runtime::kMachineLabel), and a container of another
-  //! machine's agent on the same engine is left alone. Empty: every rental container is this agent's.
+  //! This machine's id: its containers carry it (runtime::kMachineLabel), and a container labelled with
+  //! another machine, or unlabelled and not a rental the server gives this machine, is left alone.
+  //! Empty: every rental container is this agent's.
   std::string machine_id;
   std::vector<std::string> machine_gpus;  // this machine's GPU UUIDs: a rental's GPUs must be among them
   std::int64_t host_ram_bytes = 0;

@@ -376,7 +376,16 @@ TEST_F(Rentals, AnotherMachinesContainersOnTheSameEngineAreLeftAlone) {
   other.machine_id = "mch_other";
   RentalManager o(*engine_, *guard_, other, other_events.sink());
   o.apply(answer({}));  // its server lists nothing: a container of its own would be a leftover
+  // Nor an unlabelled rental container (made by a test, or before agents labelled them) it is not given.
+  runtime::ContainerSpec unlabelled;
+  unlabelled.rental_id = prefix_ + "unlabelled";
+  unlabelled.image = testing::kTestImage;
+  unlabelled.command = {"sleep", "300"};
+  auto made = real_->create(unlabelled);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  ASSERT_TRUE(real_->start(*made).ok());
   std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(containers_of(prefix_ + "unlabelled").size(), 1u) << "an unlabelled container it is not given";
   here = containers_of(id);
   ASSERT_EQ(here.size(), 1u) << "the other agent left it alone";
   EXPECT_EQ(here[0].status, ContainerState::Status::running);
