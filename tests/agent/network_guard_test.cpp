@@ -18,10 +18,12 @@
 #include <thread>
 
 #include "agent/runtime/docker_api.hpp"
+#include "guard_rules.hpp"
 #include "util/process.hpp"
 
 using namespace gpunex::agent::runtime;  // NOLINT: test file
 using namespace std::chrono_literals;    // NOLINT: test file
+using gpunex::testing::guard_rules;
 using gpunex::util::run_process;
 
 extern char** environ;  // NOLINT: posix_spawnp's
@@ -117,15 +119,6 @@ TEST(NetworkGuardRules, TheEngineAnswersAreReadForTheNetworksAddresses) {
 }
 
 // ---- on this host's iptables ----
-
-std::string guard_rules() {
-  std::string out;
-  for (const char* chain : {"GPUNEX-INPUT", "GPUNEX-FORWARD"}) {
-    auto r = run_process({"iptables", "-w", "10", "-S", chain}, 30s);
-    if (r.ok()) out += r->out;
-  }
-  return out;
-}
 
 bool can_use_iptables() {
   if (::geteuid() == 0) return true;

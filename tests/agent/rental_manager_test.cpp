@@ -7,8 +7,8 @@
 
 #include <thread>
 
+#include "guard_rules.hpp"
 #include "rental_test_support.hpp"
-#include "util/process.hpp"
 
 namespace gpunex::agent {
 namespace {
@@ -20,6 +20,7 @@ using protocol::RentalEventType;
 using runtime::ContainerState;
 using testing::answer;
 using testing::EventLog;
+using testing::guard_rules;
 using testing::rental;
 
 // ---- pure parts ----
@@ -137,14 +138,15 @@ class Rentals : public ::testing::Test {
     return o;
   }
 
-  //! The network guard's rules on this host (iptables -S of its chains).
-  static std::string guard_rules() {
-    std::string out;
-    for (const char* chain : {"GPUNEX-INPUT", "GPUNEX-FORWARD"}) {
-      auto r = util::run_process({"iptables", "-w", "10", "-S", chain}, 30s);
-      if (r.ok()) out += r->out;
-    }
-    return out;
+  //! A rental container made on the engine directly (no agent, so no machine label), running.
+  void start_bare(const std::string& rental) {
+    runtime::ContainerSpec s;
+    s.rental_id = rental;
+    s.image = testing::kTestImage;
+    s.command = {"sleep", "300"};
+    auto made = real_->create(s);
+    ASSERT_TRUE(made.ok()) << made.error().message;
+    ASSERT_TRUE(real_->start(*made).ok());
   }
 
   std::vector<ContainerState> containers_of(const std::string& id) {
@@ -320,13 +322,7 @@ TEST_F(Rentals, AnAgentRestartAdoptsWhatRunsAndRemovesLeftovers) {
   EXPECT_EQ(containers_of(id)[0].status, ContainerState::Status::running);
 
   // A rental container the server no longer lists (its rental ended while the agent was away).
-  runtime::ContainerSpec leftover;
-  leftover.rental_id = prefix_ + "leftover";
-  leftover.image = testing::kTestImage;
-  leftover.command = {"sleep", "300"};
-  auto made = real_->create(leftover);
-  ASSERT_TRUE(made.ok()) << made.error().message;
-  ASSERT_TRUE(real_->start(*made).ok());
+  ASSERT_NO_FATAL_FAILURE(start_bare(prefix_ + "leftover"));
 
   EventLog events;
   auto o = options(41100);
@@ -377,13 +373,7 @@ TEST_F(Rentals, AnotherMachinesContainersOnTheSameEngineAreLeftAlone) {
   RentalManager o(*engine_, *guard_, other, other_events.sink());
   o.apply(answer({}));  // its server lists nothing: a container of its own would be a leftover
   // Nor an unlabelled rental container (made by a test, or before agents labelled them) it is not given.
-  runtime::ContainerSpec unlabelled;
-  unlabelled.rental_id = prefix_ + "unlabelled";
-  unlabelled.image = testing::kTestImage;
-  unlabelled.command = {"sleep", "300"};
-  auto made = real_->create(unlabelled);
-  ASSERT_TRUE(made.ok()) << made.error().message;
-  ASSERT_TRUE(real_->start(*made).ok());
+  ASSERT_NO_FATAL_FAILURE(start_bare(prefix_ + "unlabelled"));
   std::this_thread::sleep_for(1500ms);
   EXPECT_EQ(containers_of(prefix_ + "unlabelled").size(), 1u) << "an unlabelled container it is not given";
   here = containers_of(id);
