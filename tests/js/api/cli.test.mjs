@@ -3,19 +3,12 @@
 // server one is not logged in to keeps the saved login; a word that is no command is named.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, statSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
+import { gpunex } from '../lib/cli.mjs';
 import { Pty } from '../lib/pty.mjs';
-
-function gpunex(home, args, input, env = {}) {
-  const r = spawnSync(path.join(BIN, 'gpunex'), args, {
-    input, env: { PATH: process.env.PATH, HOME: home, ...env }, encoding: 'utf8',
-  });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
 
 // A word that is no command is named, with the commands there, instead of "a subcommand is required".
 test('an unknown command is named with the commands there', () => {

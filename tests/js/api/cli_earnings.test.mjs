@@ -4,28 +4,15 @@
 // arguments are refused before anything is sent, the server's refusals print its message.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKEND, BIN, TestServer, until } from '../lib/server.mjs';
+import { BACKEND, TestServer, until } from '../lib/server.mjs';
+import { gpunex, homeLoggedIn } from '../lib/cli.mjs';
 import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit } from '../lib/rentals.mjs';
 
-function gpunex(home, args) {
-  const r = spawnSync(path.join(BIN, 'gpunex'), args, { env: { PATH: process.env.PATH, HOME: home }, encoding: 'utf8' });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
-
-function homeLoggedIn(server, token) {
-  const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
-  mkdirSync(path.join(home, '.config', 'gpunex'), { recursive: true });
-  writeFileSync(path.join(home, '.config', 'gpunex', 'credentials.json'),
-    JSON.stringify({ server, token, email: 'earner@example.com' }));
-  return home;
-}
-
 test('gpunex earnings: argument errors, before anything is sent', () => {
-  const home = homeLoggedIn('http://127.0.0.1:9', 'test-token');
+  const home = homeLoggedIn('http://127.0.0.1:9', 'test-token', 'earner@example.com');
   const fails = (r, pattern) => {
     assert.notEqual(r.code, 0, r.out);
     assert.match(r.err, pattern);
@@ -67,7 +54,7 @@ test(`${BACKEND}: gpunex earnings shows the API's figures, groups and CSV`, asyn
     const dflt = (await api('')).json;
     const from = dflt.from.slice(0, 10);
     const to = new Date(Date.parse(dflt.to) + 86400000).toISOString().slice(0, 10);
-    const home = homeLoggedIn(server.url, provider.client.token);
+    const home = homeLoggedIn(server.url, provider.client.token, 'earner@example.com');
 
     for (const by of ['day', 'gpu', 'model', 'machine']) {
       const q = `?group_by=${by}&from=${from}&to=${to}`;

@@ -4,18 +4,12 @@
 // list/rotate/revoke; --json everywhere; errors print the server's message and the field it names.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKEND, BIN, ROOT, TestServer, Client } from '../lib/server.mjs';
+import { BACKEND, ROOT, TestServer, Client } from '../lib/server.mjs';
+import { gpunex } from '../lib/cli.mjs';
 
-function gpunex(home, args, input) {
-  const r = spawnSync(path.join(BIN, 'gpunex'), args, {
-    input, env: { PATH: process.env.PATH, HOME: home }, encoding: 'utf8',
-  });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
 const json = (r) => { assert.equal(r.code, 0, r.err + r.out); return JSON.parse(r.out); };
 
 function login(server, email, password) {

@@ -8,19 +8,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client, until } from '../lib/server.mjs';
+import { gpunex, homeLoggedIn } from '../lib/cli.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 import { postedMachine } from '../lib/rental_machine.mjs';
-
-function gpunex(home, args, input) {
-  const r = spawnSync(path.join(BIN, 'gpunex'), args, {
-    input, env: { PATH: process.env.PATH, HOME: home }, encoding: 'utf8',
-  });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
 
 // The same, without blocking this process (a stand-in server in this process must answer it).
 function gpunexAsync(home, args) {
@@ -32,15 +26,6 @@ function gpunexAsync(home, args) {
     p.stderr.on('data', (d) => { err += d; });
     p.on('exit', (code) => resolve({ code, out, err }));
   });
-}
-
-// A home whose stored login is for `server` (the token is not checked by a stand-in server).
-function homeLoggedIn(server, token = 'test-token') {
-  const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
-  mkdirSync(path.join(home, '.config', 'gpunex'), { recursive: true });
-  writeFileSync(path.join(home, '.config', 'gpunex', 'credentials.json'),
-    JSON.stringify({ server, token, email: 'cli@example.com' }));
-  return home;
 }
 
 test('gpunex rent and rentals: argument errors, before anything is sent', () => {

@@ -4,20 +4,14 @@
 // `machines show` says when a listed GPU has no rate, so is not offered.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BENCH_SERVER_ARGS, BIN, TestServer, until } from '../lib/server.mjs';
+import { gpunex } from '../lib/cli.mjs';
 import { agentEnv } from '../lib/agent.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
-
-function gpunex(home, args, input) {
-  const r = spawnSync(path.join(BIN, 'gpunex'), args, {
-    input, env: { PATH: process.env.PATH, HOME: home }, encoding: 'utf8',
-  });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
 
 // A table's rows as objects keyed by its header; columns are two or more spaces apart.
 function parseTable(text) {

@@ -2,18 +2,11 @@
 // TOML file (bad input names the field), with --json and human output.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
-
-function gpunex(home, args, input) {
-  const r = spawnSync(path.join(BIN, 'gpunex'), args, {
-    input, env: { PATH: process.env.PATH, HOME: home }, encoding: 'utf8',
-  });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
+import { BACKEND, TestServer, Client } from '../lib/server.mjs';
+import { gpunex } from '../lib/cli.mjs';
 
 const application = {
   full_name: 'Cli Provider', email: 'prov@example.com', gpus: [{

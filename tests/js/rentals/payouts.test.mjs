@@ -7,12 +7,13 @@
 // nobody but an admin reaches the runs, and no provider sees another's payouts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BACKEND, BIN, TestServer, until } from '../lib/server.mjs';
+import { BACKEND, TestServer, until } from '../lib/server.mjs';
+import { gpunex, homeLoggedIn } from '../lib/cli.mjs';
 import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, midweekStart, storeRows,
   toNextMonday } from '../lib/rentals.mjs';
 
@@ -34,13 +35,8 @@ function schemaErrors(xml) {
 }
 
 // `gpunex ARGS` run as a user signed in to `url` with `token`.
-function gpunex(url, token, args) {
-  const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
-  mkdirSync(path.join(home, '.config', 'gpunex'), { recursive: true });
-  writeFileSync(path.join(home, '.config', 'gpunex', 'credentials.json'),
-    JSON.stringify({ server: url, token, email: 'payee@example.com' }));
-  const r = spawnSync(path.join(BIN, 'gpunex'), args, { env: { PATH: process.env.PATH, HOME: home }, encoding: 'utf8' });
-  return { code: r.status, out: r.stdout, err: r.stderr };
+function signedInGpunex(url, token, args) {
+  return gpunex(homeLoggedIn(url, token, 'payee@example.com'), args);
 }
 
 test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned payout comes back`, async () => {
@@ -146,7 +142,7 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
       JSON.stringify(notes));
 
     // The CLI says the same: where payouts go, and this one with its bank reference and why it came back.
-    const cli = gpunex(server.url, provider.client.token, ['payouts']);
+    const cli = signedInGpunex(server.url, provider.client.token, ['payouts']);
     assert.equal(cli.code, 0, cli.err);
     assert.match(cli.out, /paid weekly to Jurgen Payee, NL91 … 4300 \(sepa\)/);
     const row = cli.out.split('\n').find((l) => l.startsWith(mondayText));
@@ -154,7 +150,7 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
     for (const part of ['4.800000', 'returned', seen.sepa.end_to_end_id, '4.41 EUR', 'account closed', payout.id]) {
       assert.ok(row.includes(part), `${part} in ${row}`);
     }
-    const asJson = gpunex(server.url, provider.client.token, ['payouts', '--json']);
+    const asJson = signedInGpunex(server.url, provider.client.token, ['payouts', '--json']);
     assert.deepEqual(JSON.parse(asJson.out).items,
       (await provider.client.request('GET', '/v1/provider/payouts')).json.items);
 

@@ -6,22 +6,16 @@
 // reliability with it). With the engine back, the same machine is offered again and a rental runs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKEND, BIN, TestServer, until } from '../lib/server.mjs';
+import { BACKEND, TestServer, until } from '../lib/server.mjs';
+import { gpunex } from '../lib/cli.mjs';
 import { startAgent } from '../lib/agent.mjs';
 import { RENTAL_SERVER_ARGS, containerEngine, customerWithCredit, listedMachine } from '../lib/rentals.mjs';
 
 const IMAGE = 'localhost/gpunex-test:1';
 const NO_ENGINE = 'unix:///nonexistent/gpunex-test/docker.sock';
-
-function gpunex(home, args, input) {
-  const r = spawnSync(path.join(BIN, 'gpunex'), args, { input, env: { PATH: process.env.PATH, HOME: home },
-    encoding: 'utf8' });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
 
 test(`${BACKEND}: a machine whose agent has no container engine is not offered until it has one`, async (t) => {
   const engine = containerEngine(t);
