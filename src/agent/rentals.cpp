@@ -10,6 +10,7 @@
 
 #include "core/rental.hpp"
 #include "core/rental_spec.hpp"
+#include "core/text.hpp"
 #include "util/clock.hpp"
 #include "util/log.hpp"
 
@@ -44,39 +45,11 @@ RentalEvent ended_event(const std::string& id, std::optional<EndReason> reason) 
   return e;
 }
 
-// The length of the valid UTF-8 sequence at s[i], or 0 when there is none.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80;
-  unsigned char hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;  // no overlong forms
-    if (c == 0xED) hi = 0x9F;  // no surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  }
-  return n;
-}
-
 std::string valid_utf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
-    const std::size_t n = utf8_length(s, i);
+    const std::size_t n = core::utf8_sequence_length(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;

@@ -5,6 +5,7 @@
 
 #include "core/payout_destination.hpp"
 #include "core/rfc3339.hpp"
+#include "core/text.hpp"
 
 namespace gpunex::core::sepa {
 
@@ -28,14 +29,6 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 62> kFold{{
     {"Ó", "O"}, {"Ô", "O"}, {"Õ", "O"}, {"Ö", "O"}, {"Ø", "O"}, {"Ù", "U"}, {"Ú", "U"}, {"Û", "U"},
     {"Ü", "U"}, {"Ý", "Y"}, {"ł", "l"}, {"Ł", "L"}, {"š", "s"}, {"Š", "S"},
 }};
-
-//! The length of the UTF-8 sequence that starts with `lead` (1 for a stray continuation byte).
-std::size_t utf8_length(unsigned char lead) {
-  if (lead >= 0xF0) return 4;
-  if (lead >= 0xE0) return 3;
-  if (lead >= 0xC0) return 2;
-  return 1;
-}
 
 Error broken(std::string message, std::string field) {
   return Error::make(ErrorCode::invalid_field, std::move(message), std::move(field));
@@ -94,7 +87,7 @@ std::string sepa_clean(std::string_view s, std::size_t max_chars) {
       ++i;
       continue;
     }
-    const std::size_t n = std::min(utf8_length(c), s.size() - i);
+    const std::size_t n = std::max<std::size_t>(utf8_sequence_length(s, i), 1);  // a broken byte: a space
     const std::string_view seq = s.substr(i, n);
     std::string_view folded = " ";
     for (const auto& [from, to] : kFold) {

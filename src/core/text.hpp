@@ -12,6 +12,9 @@ bool is_valid_email(std::string_view email);
 std::string to_lower_ascii(std::string_view s);
 //! Removes leading and trailing ASCII white space.
 std::string trim(std::string_view s);
+//! The length (1-4) of the well-formed UTF-8 sequence at s[i], or 0 when none starts there (a stray
+//! continuation byte, an overlong form, a surrogate, past U+10FFFF, or cut short by the end of s).
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 //! True when s is valid UTF-8 without control characters (C0, DEL, C1) other than tab and newline, and
 //! without bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069): text fit to store and show.
 bool is_clean_utf8(std::string_view s);

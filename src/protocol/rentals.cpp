@@ -141,9 +141,8 @@ nlohmann::json AgentRentals::to_json() const {
 std::string blocked_text(std::string_view why) {
   std::string out;
   for (std::size_t i = 0; i < why.size();) {
-    const auto c = static_cast<unsigned char>(why[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    std::string_view ch = n == 0 || i + n > why.size() ? std::string_view{} : why.substr(i, n);
+    std::size_t n = core::utf8_sequence_length(why, i);
+    std::string_view ch = n == 0 ? std::string_view{} : why.substr(i, n);
     if (ch.empty() || !core::is_single_line_text(ch)) {
       ch = " ";  // a control character, a line break, a bidi override or a byte that is not UTF-8
       n = 1;

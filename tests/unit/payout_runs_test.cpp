@@ -65,6 +65,12 @@ TEST(Sepa, TextIsCleanedToSepasCharactersNeverWrittenRaw) {
   EXPECT_EQ(sepa::sepa_clean("<script>alert(1)</script>", 70), "script alert(1) /script");
   EXPECT_EQ(sepa::sepa_clean("a\nb\tc\x01" "d", 70), "a b c d");
   EXPECT_EQ(sepa::sepa_clean("漢字 Li", 70), "Li");
+  EXPECT_EQ(sepa::sepa_clean("Jo\xC3"
+                             "e\xFF"
+                             "Li",
+                             70),
+            "Jo e Li")
+      << "a broken byte is a space; what follows is kept";
   EXPECT_EQ(sepa::sepa_clean(std::string(100, 'x'), 70).size(), 70U);
   EXPECT_EQ(sepa::sepa_clean("  spaced   out  ", 70), "spaced out");
   for (const auto& raw : {"Ünïcödé ☃ \u202Eevil", "\xff\xfe broken utf8", "\"quotes\" & <tags>"}) {

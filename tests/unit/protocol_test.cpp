@@ -374,6 +374,11 @@ TEST(ProtocolRoundTrip, BlockedIsOneCleanLineTheServerTakes) {
                          "b\u202Ec"),
             "a b   c")
       << "invalid UTF-8 and a bidi override become spaces";
+  EXPECT_EQ(blocked_text("a\xC0\xAF"
+                         "b\xED\xA0\x80"
+                         "c"),
+            "a  b   c")
+      << "an overlong form and a surrogate are not characters";
   const std::string long_text(1000, 'x');
   EXPECT_EQ(blocked_text(long_text).size(), kMaxBlockedBytes);
   const auto cut = blocked_text(std::string(kMaxBlockedBytes - 1, 'x') + "\u00e9");  // 2 bytes do not fit

@@ -323,6 +323,23 @@ TEST(Text, Utf8) {
   EXPECT_FALSE(core::is_clean_utf8(std::string("a\x00" "b", 3)));
   EXPECT_FALSE(core::is_clean_utf8("\xc3\x28"));
   EXPECT_FALSE(core::is_clean_utf8("\xed\xa0\x80"));  // surrogate
+  EXPECT_TRUE(core::is_clean_utf8("tab\tand\nline"));
+  for (const char* unclean : {"\x7f", "\xc2\x85", "a\u202Eb", "\u2066", "\xc0\xaf", "\xf4\x90\x80\x80", "\xe2\x82"}) {
+    EXPECT_FALSE(core::is_clean_utf8(unclean)) << unclean;  // DEL, C1, bidi, overlong, past U+10FFFF, cut short
+  }
+}
+
+// One reading of UTF-8 for every program: the agent's log tails, the rentals poll's `blocked`, SEPA names.
+TEST(Text, Utf8SequenceLength) {
+  EXPECT_EQ(core::utf8_sequence_length("a", 0), 1u);
+  EXPECT_EQ(core::utf8_sequence_length("\u00e9", 0), 2u);
+  EXPECT_EQ(core::utf8_sequence_length("\u20ac", 0), 3u);
+  EXPECT_EQ(core::utf8_sequence_length("\U0001F600", 0), 4u);
+  EXPECT_EQ(core::utf8_sequence_length("x\u00e9", 1), 2u);
+  for (const char* broken : {"\x80", "\xc1\xbf", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
+                             "\xe2\x82", "\xc3("}) {
+    EXPECT_EQ(core::utf8_sequence_length(broken, 0), 0u) << broken;
+  }
 }
 
 TEST(Text, NumbersForPeople) {
