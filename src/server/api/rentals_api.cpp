@@ -167,24 +167,30 @@ void agent_rentals_poll(Ctx& ctx, const http::Reply& reply, rentals::AgentPolls&
   auto blocked = protocol::parse_blocked(ctx.req.query_param(protocol::kBlockedParam));
   if (!blocked) return reply(Response::error(blocked.error()));
   store::Store& store = ctx.store();
-  auto answer = [&store, key = ctx.principal->api_key_id, machine = *machine](
-                    std::optional<std::string>* stored_blocked) -> core::Result<protocol::AgentRentals> {
+  // The machine's rentals and, read in the same transaction when asked, the readiness last stored for it (the
+  // first read compares it with the agent's word; a long poll's later read has no use for it).
+  struct Seen {
+    protocol::AgentRentals rentals;
+    std::optional<std::string> blocked;
+  };
+  auto read = [&store, key = ctx.principal->api_key_id, machine = *machine](bool with_blocked) -> core::Result<Seen> {
     return store.transact(
-        [&](store::Tx& tx) -> core::Result<protocol::AgentRentals> {
+        [&](store::Tx& tx) -> core::Result<Seen> {
           auto provider = agent_key_provider(tx, key);
           if (!provider) return std::move(provider).error();
           auto rentals = rentals::agent_rentals(tx, *provider, machine);
-          if (rentals && stored_blocked) *stored_blocked = MachinesRepo(tx).rentals_blocked(machine);
-          return rentals;
+          if (!rentals) return std::move(rentals).error();
+          Seen seen{std::move(*rentals), {}};
+          if (with_blocked) seen.blocked = MachinesRepo(tx).rentals_blocked(machine);
+          return seen;
         },
         store::TxMode::read);
   };
-  std::optional<std::string> stored_blocked;
-  auto now = answer(&stored_blocked);
+  auto now = read(true);
   if (!now) return reply(Response::error(now.error()));
   // What the agent says of its readiness is kept on the machine (a blocked machine's GPUs are not
   // offered), written only when it changed: most polls write nothing.
-  if (stored_blocked != *blocked) {
+  if (now->blocked != *blocked) {
     auto noted = store.transact([&](store::Tx& tx) -> core::Status {
       MachinesRepo(tx).set_rentals_blocked(*machine, *blocked);
       return core::ok_status();
@@ -195,10 +201,10 @@ void agent_rentals_poll(Ctx& ctx, const http::Reply& reply, rentals::AgentPolls&
                              : "a machine's agent can run rentals again",
                     {{"machine", *machine}, {"why", blocked->value_or("")}});
   }
-  if (wait_s == 0 || now->version != known) return reply(Response::json(200, now->to_json()));
-  polls.wait(*machine, known, rentals::AgentPolls::Clock::now() + std::chrono::seconds(wait_s), [answer, reply] {
-    auto later = answer(nullptr);
-    reply(later ? Response::json(200, later->to_json()) : Response::error(later.error()));
+  if (wait_s == 0 || now->rentals.version != known) return reply(Response::json(200, now->rentals.to_json()));
+  polls.wait(*machine, known, rentals::AgentPolls::Clock::now() + std::chrono::seconds(wait_s), [read, reply] {
+    auto later = read(false);
+    reply(later ? Response::json(200, later->rentals.to_json()) : Response::error(later.error()));
   });
 }
 
