@@ -11,6 +11,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "core/marketplace.hpp"
+
 namespace gpunex::cli {
 
 namespace fs = std::filesystem;
@@ -178,6 +180,11 @@ std::string format_fixed(const nlohmann::json& v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, d);
   return buf;
+}
+
+std::string format_score(const nlohmann::json& v) {
+  if (!v.is_number()) return "-";
+  return format_fixed(core::score_figure(v.get<double>()), 1);
 }
 
 }  // namespace gpunex::cli

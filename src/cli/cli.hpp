@@ -108,5 +108,8 @@ const nlohmann::json& member(const nlohmann::json& j, const std::string& key);
 std::string format_text(const nlohmann::json& v);
 //! A JSON number with `decimals` places, or "-" when it is null or not a number.
 std::string format_fixed(const nlohmann::json& v, int decimals);
+//! A score (perf, reliability) with one decimal, rounded first as the offers give it (core::score_figure),
+//! so a GPU's, a machine's and an offer's figure read alike; "-" when it is null.
+std::string format_score(const nlohmann::json& v);
 
 }  // namespace gpunex::cli

@@ -44,7 +44,7 @@ GpuFigures gpu_figures(const nlohmann::json& machine) {
   for (const auto& [model, n] : by_model) f.gpus += (f.gpus.empty() ? "" : ", ") + std::to_string(n) + " × " + model;
   if (f.gpus.empty()) f.gpus = "none";
   f.listed = std::to_string(listed) + "/" + std::to_string(present);
-  f.perf = scored > 0 ? format_fixed(perf_sum / scored, 1) : "-";
+  f.perf = scored > 0 ? format_score(perf_sum / scored) : "-";
   return f;
 }
 
@@ -124,8 +124,8 @@ std::string machine_text(const nlohmann::json& m, const nlohmann::json& prices) 
       listed += ": " + member(g, "delist_reason").get<std::string>();
     if (!g.value("present", true)) listed = "removed";
     rows.push_back({std::to_string(g.value("index", 0)), gpu_model(g), g.value("uuid", std::string()),
-                    format_fixed(g.value("memory_mib", 0) / 1024.0, 1) + " GiB",
-                    format_fixed(member(g, "perf_score"), 1), format_fixed(member(g, "quality_ratio"), 2), listed,
+                    format_fixed(g.value("memory_mib", 0) / 1024.0, 1) + " GiB", format_score(member(g, "perf_score")),
+                    format_fixed(member(g, "quality_ratio"), 2), listed,
                     format_fixed(member(latest, "temperature_c"), 0), format_fixed(member(latest, "power_w"), 0),
                     format_fixed(member(latest, "util_gpu_pct"), 0)});
   }

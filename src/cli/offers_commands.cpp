@@ -16,15 +16,14 @@ std::string offers_text(const nlohmann::json& j) {
   if (member(j, "items").empty()) return "no offers match";
   std::vector<std::vector<std::string>> rows;
   for (const auto& o : member(j, "items")) {
-    rows.push_back(
-        {format_text(member(o, "machine_id")), format_text(member(o, "model")),
-         format_fixed(member(o, "gpu_count_available"), 0), format_text(member(o, "usdc_per_gpu_hour")),
-         format_fixed(member(o, "perf_score"), 1),
-         format_fixed(member(o, "reliability"), 1) + (o.value("reliability_is_prior", false) ? " (prior)" : ""),
-         format_text(member(o, "tier")), format_text(member(member(o, "location"), "region")),
-         format_fixed(member(o, "rank"), 4),
-         // Only the operator's demo mode offers simulated GPUs; such an offer says so (issue 21).
-         std::string(o.value("simulated", false) ? "simulated" : "no")});
+    rows.push_back({format_text(member(o, "machine_id")), format_text(member(o, "model")),
+                    format_fixed(member(o, "gpu_count_available"), 0), format_text(member(o, "usdc_per_gpu_hour")),
+                    format_score(member(o, "perf_score")),
+                    format_score(member(o, "reliability")) + (o.value("reliability_is_prior", false) ? " (prior)" : ""),
+                    format_text(member(o, "tier")), format_text(member(member(o, "location"), "region")),
+                    format_fixed(member(o, "rank"), 4),
+                    // Only the operator's demo mode offers simulated GPUs; such an offer says so (issue 21).
+                    std::string(o.value("simulated", false) ? "simulated" : "no")});
   }
   std::string out =
       format_table({"MACHINE", "MODEL", "GPUS", "USDC/GPU-H", "PERF", "RELIABILITY", "TIER", "REGION", "RANK",

@@ -220,24 +220,27 @@ void fill_available_until(Offer& o, UtcTime now) {
   o.available_until = o.candidate.schedule ? available_until(*o.candidate.schedule, now) : std::nullopt;
 }
 
+double score_figure(double score) {
+  return std::round(score * 100.0) / 100.0;
+}
+
 nlohmann::json to_json(const Offer& o) {
   const auto& c = o.candidate;
-  const auto r2 = [](double x) { return std::round(x * 100.0) / 100.0; };
   return {{"machine_id", c.machine_id},
           {"model", c.model},
           {"gpu_count_available", c.gpu_count_available},
           {"usdc_per_gpu_hour", format_usdc(c.price)},
-          {"perf_score", r2(c.perf_score)},
+          {"perf_score", score_figure(c.perf_score)},
           {"vram_gb", c.vram_gib},
-          {"reliability", r2(o.rank.reliability)},
+          {"reliability", score_figure(o.rank.reliability)},
           {"reliability_is_prior", o.rank.reliability_is_prior},
           {"tier", tier_name(c.tier)},
           {"simulated", c.simulated},
           {"location", {{"city", c.city}, {"country", c.country}, {"region", c.region}}},
           {"rank", std::round(o.rank.rank * 10000.0) / 10000.0},
           {"rank_explanation", to_json(o.rank)},
-          {"available_until", o.available_until ? nlohmann::json(date::format("%FT%TZ", *o.available_until))
-                                                : nlohmann::json(nullptr)}};
+          {"available_until",
+           o.available_until ? nlohmann::json(date::format("%FT%TZ", *o.available_until)) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace gpunex::core

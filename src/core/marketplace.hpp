@@ -156,6 +156,10 @@ std::vector<Offer> assemble_offers(std::vector<OfferCandidate> candidates, UtcTi
 //! Sets o.available_until from its schedule (empty for an always-on machine without maintenance).
 void fill_available_until(Offer& o, UtcTime now);
 
+//! A score as the offers give it (perf_score, reliability): two decimals. Whoever prints a mean of scores
+//! rounds it here first, so a machine's figure and its offer's read the same ("17.05" → 17.1, not 17.0).
+double score_figure(double score);
+
 //! The API form: {machine_id, model, gpu_count_available, usdc_per_gpu_hour, perf_score,
 //! reliability, reliability_is_prior, tier, location, rank, rank_explanation, available_until}.
 nlohmann::json to_json(const Offer& o);

@@ -187,6 +187,9 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
       [offers[0].MACHINE, offers[0].MODEL, offers[0].GPUS, offers[0]['USDC/GPU-H'], offers[0].TIER, offers[0].REGION,
         offers[0].SIMULATED],
       [machine.id, 'L40S', '1', '0.950000', 'enterprise', 'eu-west', 'simulated']);  // demo mode: says so
+    // The offer's perf reads as the machine's and its GPU's: one rounding (the offers' two decimals), not two.
+    assert.equal(offers[0].PERF, row.PERF, 'offers search PERF and machines list PERF');
+    assert.equal(offers[0].PERF, gpuRows[0].PERF, 'offers search PERF and the GPU row');
     assert.match(table.out, /\n1 offer of 1\n$/);
 
     // A model filter that names no catalog model says which models exist.
