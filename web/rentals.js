@@ -285,19 +285,24 @@
 
   function factList(r) {
     const f = (name, label, ...value) => [el('dt', {}, label), el('dd', { 'data-fact': name }, ...value)];
-    const ports = (r.ports || []).map((p) => (p.host_port ? `${p.container_port} → host port ${p.host_port}` : `${p.container_port} (bound when it runs)`));
+    const ports = (r.ports || []).map((p) => (p.address ? `${p.container_port} → ${p.address}`
+      : p.host_port ? `${p.container_port} → host port ${p.host_port}` : `${p.container_port} (bound when it runs)`));
+    const offline = live(r.state) && r.state !== 'requested' && r.machine_online === false;
     return el('dl', { class: 'facts', id: 'rental-facts' },
       f('state', 'State', stateBadge(r.state)),
       f('gpus', 'GPUs', gpusText(r), (r.gpus || []).length ? el('div', { class: 'muted small' }, r.gpus.join(', ')) : ''),
-      f('machine', 'Machine', el('code', {}, r.machine_id)),
+      f('machine', 'Machine', el('code', {}, r.machine_id), offline
+        ? el('div', { class: 'warning', id: 'rental-machine-offline', role: 'status' }, 'Offline: its agent is not heard from. Back within 5 minutes, '
+          + 'or the rental ends, billed to its last heartbeat.') : ''),
       f('price', 'Price', `${usdc(r.usdc_per_gpu_hour)} per GPU-hour`),
       f('cost-per-hour', 'Per hour', usdc(r.cost_per_hour)),
-      f('cost', 'Cost so far', usdc(r.cost_so_far)),
+      f('cost', r.state === 'ended' ? 'Cost' : 'Cost so far', usdc(r.cost_so_far)),
       f('runtime', 'Run time', durationText(r.seconds_metered)),
       f('image', 'Image', el('code', {}, r.image)),
       f('command', 'Command', (r.command || []).length ? el('code', {}, r.command.map(shellQuote).join(' ')) : 'the image\'s own'),
       (r.env_names || []).length ? f('env', 'Environment', r.env_names.join(', '), el('span', { class: 'muted' }, ' (values not shown)')) : '',
       ports.length ? f('ports', 'Ports', ports.join(', ')) : '',
+      r.ssh ? f('ssh', 'SSH', el('code', {}, r.ssh)) : '',
       f('max-hours', 'Stops after', r.max_hours === null || r.max_hours === undefined ? 'no limit: until you stop it' : `${r.max_hours} hours`),
       f('created', 'Requested', fmtTime(r.created_at)),
       r.running_since ? f('running-since', 'Running since', fmtTime(r.running_since)) : '',

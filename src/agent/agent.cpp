@@ -203,6 +203,7 @@ void Runner::wait_until(Clock::time_point until) {
 ExitCode Runner::register_machine() {
   const bool same_server = state_.identity().server_url == cfg_.server_url;
   host_ = read_host_info(state_.data_dir());
+  if (!cfg_.public_host.empty()) host_.public_host = cfg_.public_host;
   const std::string body = register_request(state_, host_, gpus_, backend_.simulated(), same_server).to_json().dump();
   while (!stop_.load()) {
     nlohmann::json reply;

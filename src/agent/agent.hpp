@@ -55,6 +55,8 @@ struct AgentConfig {
   runtime::ContainerRuntime* container_runtime = nullptr;  // tests: this engine instead of docker_host's
   //! "iptables" (fence each rental's network: runtime/network_guard.hpp) or "none" (--network-guard).
   std::string network_guard = "iptables";
+  //! Where customers reach the published ports (--public-host); empty: the address the server sees.
+  std::string public_host;
   unsigned rentals_wait_s = 25;  // how long the server may hold a rentals poll (at most protocol::kMaxWaitS)
 };
 

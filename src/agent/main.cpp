@@ -18,11 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.hpp"
+#include "agent/backend.hpp"
 #include "agent/bench/backend_targets.hpp"
 #include "agent/bench/bench_command.hpp"
-#include "agent/backend.hpp"
 #include "agent/host_info.hpp"
 #include "agent/state.hpp"
+#include "core/text.hpp"
 #include "gpu/nvml/nvml_backend.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
@@ -112,6 +113,13 @@ CLI::App* add_run_command(CLI::App& app, Options& o) {
       "container engine for rentals, unix:///path (default: $DOCKER_HOST, else unix:///var/run/docker.sock)");
   run->add_option("--public-ports", o.public_ports, "LO-HI: the host ports rentals' exposed ports are bound on")
       ->envname("GPUNEX_PUBLIC_PORTS");
+  run->add_option("--public-host", o.run.public_host,
+                  "DNS name or IP address customers connect to for rentals' ports (default: the address the "
+                  "server sees this agent connect from; give it behind NAT or a proxy)")
+      ->check([](const std::string& v) {
+        return gpunex::core::is_host_name_or_address(v) ? "" : "must be a DNS name or an IP address";
+      })
+      ->envname("GPUNEX_PUBLIC_HOST");
   run->add_option("--network-guard", o.run.network_guard,
                   "iptables: keep rentals' containers off this host and its private networks (needs root); "
                   "none: leave it to the host's own firewall")

@@ -107,6 +107,10 @@ std::string machine_text(const nlohmann::json& m, const nlohmann::json& prices) 
     out += name + std::string(name.size() < 12 ? 12 - name.size() : 1, ' ') + value + "\n";
   };
   field("Host:", m.value("hostname", std::string()));
+  if (member(m, "public_host").is_string()) {
+    field("Reached at:",
+          member(m, "public_host").get<std::string>() + " (rentals' ports; the agent's --public-host sets it)");
+  }
   field("Last seen:", format_text(member(m, "last_seen_at")));
   field("Agent:", m.value("agent_version", std::string()) + ", driver " + m.value("driver_version", std::string()) +
                       ", CUDA " + m.value("cuda_version", std::string()));

@@ -95,11 +95,16 @@ std::string rental_text(const nlohmann::json& r) {
   for (const auto& g : member(r, "gpus")) uuids += (uuids.empty() ? "" : ", ") + format_text(g);
   if (!uuids.empty()) gpus += ": " + uuids;
   field("GPUs:", gpus);
-  field("Machine:", format_text(member(r, "machine_id")));
+  const bool live = state == "starting" || state == "running" || state == "stopping";
+  field("Machine:", format_text(member(r, "machine_id")) +
+                        (live && member(r, "machine_online") == false
+                             ? "  OFFLINE: its agent is not heard from; back within 5 minutes or the rental ends, "
+                               "billed to its last heartbeat"
+                             : ""));
   field("Price:", format_text(member(r, "usdc_per_gpu_hour")) + " USDC per GPU-hour, " +
                       format_text(member(r, "cost_per_hour")) + " USDC per hour");
-  field("Cost so far:", format_text(member(r, "cost_so_far")) + " USDC for " +
-                            duration_text(member(r, "seconds_metered")) + " running");
+  field(state == "ended" ? "Cost:" : "Cost so far:", format_text(member(r, "cost_so_far")) + " USDC for " +
+                                                         duration_text(member(r, "seconds_metered")) + " running");
   field("Image:", format_text(member(r, "image")));
   std::string command;
   for (const auto& w : member(r, "command")) command += (command.empty() ? "" : " ") + shell_word(format_text(w));
@@ -110,10 +115,12 @@ std::string rental_text(const nlohmann::json& r) {
   std::string ports;
   for (const auto& p : member(r, "ports")) {
     ports += (ports.empty() ? "" : ", ") + format_fixed(member(p, "container_port"), 0);
-    ports += member(p, "host_port").is_number() ? " → host port " + format_fixed(member(p, "host_port"), 0)
-                                                : std::string(" (bound when it runs)");
+    ports += member(p, "address").is_string()     ? " → " + member(p, "address").get<std::string>()
+             : member(p, "host_port").is_number() ? " → host port " + format_fixed(member(p, "host_port"), 0)
+                                                  : std::string(" (bound when it runs)");
   }
   if (!ports.empty()) field("Ports:", ports);
+  if (member(r, "ssh").is_string()) field("SSH:", member(r, "ssh").get<std::string>());
   const auto& max_hours = member(r, "max_hours");
   field("Max hours:",
         max_hours.is_number() ? number_text(max_hours.get<double>()) : "none (until stopped or the balance runs out)");

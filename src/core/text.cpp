@@ -1,6 +1,9 @@
 #include "core/text.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 
@@ -85,6 +88,32 @@ bool is_clean_utf8(std::string_view s) {
     i += n;
   }
   return true;
+}
+
+bool is_host_name_or_address(std::string_view host) {
+  if (host.empty() || host.size() > 253) return false;
+  const std::string text(host);
+  unsigned char addr[16];
+  if (host.find(':') != std::string_view::npos) return inet_pton(AF_INET6, text.c_str(), addr) == 1;
+  if (inet_pton(AF_INET, text.c_str(), addr) == 1) return true;
+  std::size_t label = 0;
+  for (std::size_t i = 0; i <= host.size(); ++i) {
+    if (i == host.size() || host[i] == '.') {
+      if (label == 0 || label > 63 || host[i - 1] == '-' || host[i - label] == '-') return false;
+      label = 0;
+      continue;
+    }
+    const char c = host[i];
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+    ++label;
+  }
+  // All digits and dots, yet not an IPv4 address ("300.1.2.3", "1.2.3"): a typo, not a name.
+  return host.find_first_not_of("0123456789.") != std::string_view::npos;
+}
+
+std::string host_port(std::string_view host, int port) {
+  const bool v6 = host.find(':') != std::string_view::npos;
+  return (v6 ? "[" : "") + std::string(host) + (v6 ? "]:" : ":") + std::to_string(port);
 }
 
 std::string redact_url_credentials(std::string_view url) {

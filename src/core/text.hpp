@@ -20,6 +20,11 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i);
 bool is_clean_utf8(std::string_view s);
 //! is_clean_utf8 without tab or newline: a name, a host name, a version — anything shown on one line.
 bool is_single_line_text(std::string_view s);
+//! A DNS name (letters, digits and hyphens in dot-separated labels of 1-63, at most 253 in all) or an
+//! IPv4 or IPv6 address: a host a person can be told to connect to.
+bool is_host_name_or_address(std::string_view host);
+//! host:port, with an IPv6 address in brackets ("[2001:db8::1]:40000").
+std::string host_port(std::string_view host, int port);
 //! `url` with the credentials of its authority (user:password@) replaced by "***@", for logs and config dumps.
 std::string redact_url_credentials(std::string_view url);
 //! A number for a person: thousands separated, at most 6 decimals, no trailing zeros ("16,384", "0.01").

@@ -1,6 +1,7 @@
 #include "protocol/register.hpp"
 
 #include "core/json_reader.hpp"
+#include "core/text.hpp"
 #include "protocol/fields.hpp"
 
 namespace gpunex::protocol {
@@ -27,6 +28,10 @@ core::Status parse_host(const nlohmann::json& j, HostInfo& h) {
   h.os = r.required_line("os", 0, 255);
   h.kernel = r.required_line("kernel", 0, 255);
   h.docker_version = r.optional_line("docker_version", 64);
+  h.public_host = r.optional_string("public_host", 253);
+  if (h.public_host && !core::is_host_name_or_address(*h.public_host)) {
+    r.invalid("public_host", "must be a DNS name or an IP address (gpu1.example.net, 203.0.113.7)");
+  }
   return r.finish();
 }
 
@@ -53,14 +58,16 @@ core::Status parse_gpu(const nlohmann::json& j, const std::string& path, GpuInfo
 }  // namespace
 
 nlohmann::json HostInfo::to_json() const {
-  return {{"hostname", hostname},
-          {"cpu_model", cpu_model},
-          {"cpu_cores", cpu_cores},
-          {"ram_mib", ram_mib},
-          {"disk_free_mib", disk_free_mib},
-          {"os", os},
-          {"kernel", kernel},
-          {"docker_version", opt(docker_version)}};
+  nlohmann::json j = {{"hostname", hostname},
+                      {"cpu_model", cpu_model},
+                      {"cpu_cores", cpu_cores},
+                      {"ram_mib", ram_mib},
+                      {"disk_free_mib", disk_free_mib},
+                      {"os", os},
+                      {"kernel", kernel},
+                      {"docker_version", opt(docker_version)}};
+  if (public_host) j["public_host"] = *public_host;  // only when set: a server before it knows no such field
+  return j;
 }
 
 nlohmann::json GpuInfo::to_json() const {

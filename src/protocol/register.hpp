@@ -25,6 +25,9 @@ struct HostInfo {
   std::string os;                  // PRETTY_NAME from os-release
   std::string kernel;              // uname -r
   std::optional<std::string> docker_version;
+  //! Where customers reach this host's published ports (--public-host: a DNS name or an IP address); when
+  //! absent, the server takes the address the agent's registration came from.
+  std::optional<std::string> public_host;
   nlohmann::json to_json() const;
   bool operator==(const HostInfo&) const = default;
 };

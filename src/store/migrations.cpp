@@ -959,6 +959,12 @@ ALTER TABLE rentals ADD COLUMN stop_requested_at BIGINT;
 )sql"},
       {26, "fleet: why a machine's agent cannot run rentals (its GPUs are not offered meanwhile)",
        rentals_blocked_sqlite(), rentals_blocked_postgres()},
+      {27,
+       "fleet: where customers reach a machine's published ports (the agent's --public-host, else the "
+       "address its registration came from)",
+       R"sql(
+ALTER TABLE machines ADD COLUMN public_host TEXT;
+)sql"},
   };
   return list;
 }

@@ -83,6 +83,11 @@ TEST(AgentProtocol, EveryBadRegisterFieldIsNamed) {
       {"/gpus/0/index", 99, "gpus[0].index"},
       {"/gpus/0/surprise", 1, "gpus[0].surprise"},
       {"/extra", true, "extra"},
+      {"/host/public_host", "gpu 1.example.net", "host.public_host"},
+      {"/host/public_host", "-gpu1.example.net", "host.public_host"},
+      {"/host/public_host", "300.1.2.3", "host.public_host"},
+      {"/host/public_host", "http://gpu1", "host.public_host"},
+      {"/host/public_host", "", "host.public_host"},
   };
   for (const Case& c : cases) {
     auto body = good_register();
@@ -184,7 +189,8 @@ RegisterRequest sample_register() {
   r.agent_version = "0.1.0";
   r.machine_fingerprint = "mfp_abcdefghijklmnop";
   r.machine_id = "mch_1";
-  r.host = {"h1", "AMD EPYC 9654", 192, 1'031'000, 900'000, "Ubuntu 22.04.4 LTS", "6.5.0-35-generic", "27.3.1"};
+  r.host = {"h1",     "AMD EPYC 9654",   192, 1'031'000, 900'000, "Ubuntu 22.04.4 LTS", "6.5.0-35-generic",
+            "27.3.1", "gpu1.example.net"};
   GpuInfo g;
   g.index = 0;
   g.uuid = "GPU-11111111-2222-3333-4444-555555555555";
@@ -222,7 +228,9 @@ TEST(ProtocolRoundTrip, RegisterRequest) {
   first.machine_id.reset();
   first.gpus.clear();
   first.host.docker_version.reset();
+  first.host.public_host.reset();  // and no public host: the field is left out, as a server before it expects
   EXPECT_FALSE(first.to_json().contains("machine_id"));
+  EXPECT_FALSE(first.to_json()["host"].contains("public_host"));
   auto again = parse_register_request(first.to_json());
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(*again, first);

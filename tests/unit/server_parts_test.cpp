@@ -329,6 +329,19 @@ TEST(Text, Utf8) {
   }
 }
 
+TEST(Text, HostNamesAndAddresses) {
+  for (const char* good : {"gpu1.example.net", "localhost", "203.0.113.7", "2001:db8::1", "::1", "a-b.c"}) {
+    EXPECT_TRUE(core::is_host_name_or_address(good)) << good;
+  }
+  for (const char* bad : {"", "gpu 1", "-a.b", "a-.b", "a..b", "example.com.", "300.1.2.3", "1.2.3", "http://x",
+                          "a_b.c", "[::1]", "2001:db8::g"}) {
+    EXPECT_FALSE(core::is_host_name_or_address(bad)) << bad;
+  }
+  EXPECT_FALSE(core::is_host_name_or_address(std::string(64, 'a') + ".com")) << "a label of 64";
+  EXPECT_EQ(core::host_port("203.0.113.7", 40000), "203.0.113.7:40000");
+  EXPECT_EQ(core::host_port("2001:db8::1", 40000), "[2001:db8::1]:40000");
+}
+
 // One reading of UTF-8 for every program: the agent's log tails, the rentals poll's `blocked`, SEPA names.
 TEST(Text, Utf8SequenceLength) {
   EXPECT_EQ(core::utf8_sequence_length("a", 0), 1u);

@@ -40,7 +40,12 @@ http::Response agent_call(Ctx& ctx, Parse parse, Apply apply) {
 }
 
 http::Response agent_register(Ctx& ctx) {
-  return agent_call(ctx, protocol::parse_register_request, register_machine);
+  return agent_call(
+      ctx, protocol::parse_register_request,
+      [seen_from = ctx.req.remote_ip](store::Tx& tx, const std::string& provider, const protocol::RegisterRequest& req,
+                                      const MachineSettings& settings, std::int64_t now) {
+        return register_machine(tx, provider, req, settings, now, seen_from);
+      });
 }
 //! A heartbeat is parsed here, on the I/O thread, and stored by the group commit with the heartbeats of
 //! other agents in one transaction; the reply is sent once that transaction has committed.
@@ -189,6 +194,7 @@ void register_agent_api(App& app) {
                              {"cuda_version", oa::text()},
                              {"agent_version", oa::text()},
                              {"rentals_blocked", oa::nullable(oa::text())},
+                             {"public_host", oa::nullable(oa::text())},
                              {"host", oa::any_object()},
                              {"gpus", oa::array(gpu)}},
                             {"id", "status", "last_seen_at", "simulated", "hostname", "created_at", "gpus"}));

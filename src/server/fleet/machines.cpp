@@ -7,6 +7,7 @@
 
 #include "core/default_schedule.hpp"
 #include "core/gpu_catalog.hpp"
+#include "core/text.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/challenges.hpp"
 #include "server/fleet/machines_repo.hpp"
@@ -53,7 +54,8 @@ MachineRegistration registration_of(const std::string& provider_id, const Regist
                              req.agent_version,
                              std::int64_t{req.protocol_version},
                              req.gpus.empty() ? "" : req.gpus.front().driver_version,
-                             req.gpus.empty() ? "" : req.gpus.front().cuda_version};
+                             req.gpus.empty() ? "" : req.gpus.front().cuda_version,
+                             req.host.public_host};
 }
 
 nlohmann::json opt_json(const auto& v) {
@@ -102,6 +104,7 @@ nlohmann::json machine_summary(MachinesRepo& repo, const MachineCard& m, const P
           {"cuda_version", m.cuda_version},
           {"agent_version", m.agent_version},
           {"rentals_blocked", m.rentals_blocked ? nlohmann::json(*m.rentals_blocked) : nlohmann::json()},
+          {"public_host", m.public_host ? nlohmann::json(*m.public_host) : nlohmann::json()},
           {"host", nlohmann::json::parse(m.host_json, nullptr, false)},
           {"gpus", std::move(gpus)}};
 }
@@ -268,7 +271,8 @@ core::Status check_heartbeat_gpus(const std::set<std::string>& uuids, const Hear
 }  // namespace
 
 core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provider_id, const RegisterRequest& req,
-                                              const MachineSettings& settings, std::int64_t now) {
+                                              const MachineSettings& settings, std::int64_t now,
+                                              const std::string& seen_from) {
   MachinesRepo repo(tx);
   std::optional<MachineRecord> m;
   if (req.machine_id) {
@@ -277,7 +281,8 @@ core::Result<nlohmann::json> register_machine(Tx& tx, const std::string& provide
   }
   if (!m) m = repo.find_by_fingerprint(provider_id, req.machine_fingerprint);
 
-  const MachineRegistration reg = registration_of(provider_id, req);
+  MachineRegistration reg = registration_of(provider_id, req);
+  if (!reg.public_host && core::is_host_name_or_address(seen_from)) reg.public_host = seen_from;
   std::string id;
   std::optional<core::BenchmarkReason> verify;
   if (!m) {

@@ -34,8 +34,11 @@ struct MachineSettings {
 
 //! Registers or re-attaches (same provider and fingerprint, or the machine id it already has).
 //! Returns the register reply {machine_id, heartbeat_interval_s}. 404 for another provider's machine id.
+//! `seen_from` is the address the registration came from: where customers reach the machine's ports
+//! unless the agent names its own public_host.
 core::Result<nlohmann::json> register_machine(store::Tx& tx, const std::string& provider_id, const RegisterRequest& req,
-                                              const MachineSettings& settings, std::int64_t now_ms);
+                                              const MachineSettings& settings, std::int64_t now_ms,
+                                              const std::string& seen_from = {});
 
 //! The GPUs of each machine as heartbeats' checks read them, so that a heartbeat's check reads only the
 //! machine's row. A machine's GPUs are only ever added (a registration marks those it no longer reports

@@ -30,12 +30,12 @@ std::optional<MachineRecord> record_of(const std::optional<Row>& r) {
 
 constexpr const char* kCardColumns =
     "SELECT id, status, last_seen_at, simulated, hostname, created_at, driver_version, cuda_version, agent_version, "
-    "host, rentals_blocked FROM machines ";
+    "host, rentals_blocked, public_host FROM machines ";
 
 MachineCard card_of(const Row& m) {
   return MachineCard{
       m.str(0), status_of(m.str(1)), m.opt_i64(2), m.boolean(3), m.str(4), m.i64(5), m.str(6), m.str(7), m.str(8),
-      m.str(9), m.opt_str(10)};
+      m.str(9), m.opt_str(10),       m.opt_str(11)};
 }
 
 }  // namespace
@@ -76,19 +76,21 @@ std::optional<std::int64_t> MachinesRepo::last_seen_ms(const std::string& id) {
 void MachinesRepo::insert(const std::string& id, const MachineRegistration& r, std::int64_t now) {
   static const std::string kInsert =
       "INSERT INTO machines (id, provider_id, fingerprint, hostname, host, simulated, agent_version, "
-      "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, last_seq) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, " +
-      sql(core::MachineStatus::offline) + ", ?, ?, ?, ?, NULL, 0)";
+      "protocol_version, status, driver_version, cuda_version, created_at, registered_at, last_seen_at, last_seq, "
+      "public_host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, " +
+      sql(core::MachineStatus::offline) + ", ?, ?, ?, ?, NULL, 0, ?)";
   tx_.exec(kInsert, {id, r.provider_id, r.fingerprint, r.hostname, r.host_json, std::int64_t{r.simulated},
-                     r.agent_version, r.protocol_version, r.driver_version, r.cuda_version, now, now});
+                     r.agent_version, r.protocol_version, r.driver_version, r.cuda_version, now, now,
+                     r.public_host ? store::Value(*r.public_host) : store::Value(nullptr)});
 }
 
 void MachinesRepo::update_registration(const std::string& id, const MachineRegistration& r, std::int64_t now) {
   tx_.exec(
       "UPDATE machines SET fingerprint = ?, hostname = ?, host = ?, simulated = ?, agent_version = ?, "
-      "protocol_version = ?, driver_version = ?, cuda_version = ?, registered_at = ? WHERE id = ?",
+      "protocol_version = ?, driver_version = ?, cuda_version = ?, registered_at = ?, public_host = ? WHERE id = ?",
       {r.fingerprint, r.hostname, r.host_json, std::int64_t{r.simulated}, r.agent_version, r.protocol_version,
-       r.driver_version, r.cuda_version, now, id});
+       r.driver_version, r.cuda_version, now, r.public_host ? store::Value(*r.public_host) : store::Value(nullptr),
+       id});
 }
 
 std::set<std::string> MachinesRepo::present_gpu_uuids(const std::string& machine_id) {

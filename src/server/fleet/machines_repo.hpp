@@ -42,6 +42,7 @@ struct MachineRegistration {
   std::string agent_version;
   std::int64_t protocol_version = 0;
   std::string driver_version, cuda_version;
+  std::optional<std::string> public_host;  // where customers reach its published ports
 };
 
 //! One GPU's newest sample, for MachinesRepo::store_latest_samples: views of the caller's strings.
@@ -87,6 +88,7 @@ struct MachineCard {
   std::string driver_version, cuda_version, agent_version;
   std::string host_json;
   std::optional<std::string> rentals_blocked;  // why its agent cannot run rentals now, as it said
+  std::optional<std::string> public_host;      // where customers reach its rentals' ports
 };
 
 //! A GPU on a machine card: the registration, the latest sample and the listing the benchmarks decided.

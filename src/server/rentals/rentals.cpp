@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/json_reader.hpp"
+#include "core/text.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "server/market/market_repo.hpp"
 #include "util/crypto.hpp"
@@ -277,8 +278,36 @@ core::Result<EventsOutcome> apply_events(store::Tx& tx, const std::string& provi
   return out;
 }
 
+namespace {
+
+//! The ports as the customer uses them: each bound one with its `address` (host:port) when the machine's
+//! host is known; before the agent binds them (or when it never did), the asked ones with host_port and
+//! address null; and the ssh command when the container's port 22 is bound and a key was given.
+struct Reach {
+  nlohmann::json ports;
+  std::optional<std::string> ssh;
+};
+
+Reach reach_of(const RentalRow& r, const rental::Spec& spec) {
+  Reach out{ports_of(r), std::nullopt};
+  if (out.ports.empty() && r.state != rental::State::ended) {
+    for (const int p : spec.ports) out.ports.push_back({{"container_port", p}, {"host_port", nullptr}});
+  }
+  for (auto& p : out.ports) {
+    const bool bound = r.machine_host && p["host_port"].is_number_integer();
+    p["address"] = bound ? nlohmann::json(core::host_port(*r.machine_host, p["host_port"].get<int>())) : nullptr;
+    if (bound && spec.ssh_public_key && p.value("container_port", 0) == 22) {
+      out.ssh = "ssh -p " + std::to_string(p["host_port"].get<int>()) + " root@" + *r.machine_host;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms) {
   const auto spec = spec_of(r);
+  auto reach = reach_of(r, spec);
   auto env_names = nlohmann::json::array();
   for (const auto& [name, value] : rental::container_env(spec)) env_names.push_back(name);
   const auto metered = rental::metered_ms(r.running_since_ms, metered_until(r, now_ms));
@@ -294,7 +323,10 @@ nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms) {
       {"image", spec.image},
       {"command", spec.command},
       {"env_names", std::move(env_names)},
-      {"ports", ports_of(r)},
+      {"host", r.machine_host ? nlohmann::json(*r.machine_host) : nlohmann::json(nullptr)},
+      {"ports", std::move(reach.ports)},
+      {"ssh", reach.ssh ? nlohmann::json(*reach.ssh) : nlohmann::json(nullptr)},
+      {"machine_online", r.machine_online},
       {"max_hours", spec.max_hours ? nlohmann::json(*spec.max_hours) : nlohmann::json(nullptr)},
       {"created_at", util::rfc3339(r.created_at_ms)},
       {"running_since", util::rfc3339_or_null(r.running_since_ms)},

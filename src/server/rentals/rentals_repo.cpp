@@ -13,7 +13,9 @@ namespace rental = core::rental;
 constexpr const char* kColumns =
     "id, customer_id, provider_id, machine_id, model, gpu_count, price_micro, commission_bp, state, spec, created_at, "
     "running_since, ended_at, end_reason, stop_reason, exit_code, oom, error, ports, logs, logs_at, settled_charged, "
-    "settled_provider, last_settled_at, stop_requested_at";
+    "settled_provider, last_settled_at, stop_requested_at, "
+    "(SELECT m.public_host FROM machines m WHERE m.id = rentals.machine_id), "
+    "(SELECT m.status FROM machines m WHERE m.id = rentals.machine_id)";
 
 RentalRow row_of(store::Tx& tx, const store::Row& r) {
   RentalRow out;
@@ -46,6 +48,9 @@ RentalRow row_of(store::Tx& tx, const store::Row& r) {
   out.settled = core::ledger::Settled{r.i64(21), r.i64(22)};
   out.last_settled_at_ms = r.opt_i64(23);
   out.stop_requested_at_ms = r.opt_i64(24);
+  out.machine_host = r.opt_str(25);
+  out.machine_online =
+      r.opt_str(26) == std::optional<std::string>(core::machine_status_name(core::MachineStatus::online));
   for (const auto& g : tx.query("SELECT uuid FROM rental_gpus WHERE rental_id = ? ORDER BY uuid", {out.id})) {
     out.gpu_uuids.push_back(g.str(0));
   }

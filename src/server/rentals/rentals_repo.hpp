@@ -46,6 +46,10 @@ struct RentalRow {
   std::optional<std::int64_t> last_settled_at_ms;
   // Migration 25 on: when the stop was first asked (metering ends at most a minute after it).
   std::optional<std::int64_t> stop_requested_at_ms;
+  // Of its machine, read with it: where customers reach its ports (migration 27) and whether its agent
+  // is heard from now.
+  std::optional<std::string> machine_host;
+  bool machine_online = false;
 };
 
 //! Writes a new rental and gives it `row.gpu_uuids` on its machine. The allocation fails as a whole

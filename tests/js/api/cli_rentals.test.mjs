@@ -225,7 +225,8 @@ test(`${BACKEND}: gpunex rent, rentals list, show, logs, stop against the server
     assert.match(show.out, /^GPUs: +1 × L40S: GPU-rig-l40s-\d$/m);
     assert.match(show.out, /^Price: +0\.500000 USDC per GPU-hour, 0\.500000 USDC per hour$/m);
     assert.match(show.out, /^Cost so far: +\d+\.\d{6} USDC for \d+ s running$/m);
-    assert.match(show.out, /^Ports: +8888 → host port 40001$/m);
+    assert.match(show.out, /^Ports: +8888 → 127\.0\.0\.1:40001$/m);  // its machine's address: this test's loopback
+    assert.match(show.out, new RegExp(`^Machine: +${machine.machineId}$`, 'm'), 'online: no warning');
     assert.match(show.out, /^Command: +sh -c 'echo \$GREETING; sleep 3600'$/m);
     assert.match(show.out, /^Max hours: +2$/m);
     const list = gpunex(home, ['rentals', 'list']);
@@ -262,7 +263,7 @@ test(`${BACKEND}: gpunex rent, rentals list, show, logs, stop against the server
     assert.equal(ended.end_reason, 'customer_stopped');
     const endedText = gpunex(home, ['rentals', 'show', rental.id]);
     assert.match(endedText.out, /^Why: +Stopped by you$/m);
-    assert.match(endedText.out, new RegExp(`^Cost so far: +${ended.cost_so_far.replace('.', '\\.')} USDC for `, 'm'));
+    assert.match(endedText.out, new RegExp(`^Cost: +${ended.cost_so_far.replace('.', '\\.')} USDC for `, 'm'));
     const endedList = gpunex(home, ['rentals', 'list']);
     assert.match(endedList.out, new RegExp(`^${rental.id} +ended .* Stopped by you$`, 'm'));
 

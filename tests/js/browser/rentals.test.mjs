@@ -129,6 +129,7 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     assert.equal(f.gpus.startsWith('1 × L40S'), true, f.gpus);
     assert.equal(f['max-hours'], '2.5 hours');
     assert.equal(f.env, 'GREETING (values not shown)');
+    assert.equal(f.ports, '8888 (bound when it runs)');
     await shot(page, 'requested');
 
     // The agent starts it and reports its output; the page, which polls, follows.
@@ -139,7 +140,8 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     await page.locator('#rental-facts [data-state="running"]').waitFor({ timeout: 15000 });
     await page.locator('#rental-logs', { hasText: 'hello from the container' }).waitFor({ timeout: 15000 });
     f = await facts(page);
-    assert.equal(f.ports, '8888 → host port 40001');
+    // Where to connect: the machine's address (its agent registered from this test's loopback) and the port.
+    assert.equal(f.ports, '8888 → 127.0.0.1:40001');
     assert.match(f.cost, /^\d+\.\d{6} USDC$/);
     await shot(page, 'running');
 

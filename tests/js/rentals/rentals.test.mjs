@@ -73,7 +73,7 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     await sleep(300);
     const key = { 'Idempotency-Key': `rent-${process.pid}-1` };
     const made = await ann.request('POST', '/v1/rentals', { headers: key, body: {
-      machine_id: machine.id, ...RENT, env: { GREETING: 'hi' }, ports: [8080], max_hours: 2,
+      machine_id: machine.id, ...RENT, env: { GREETING: 'hi' }, ports: [8080, 22], max_hours: 2,
       ssh_public_key: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ann@laptop' } });
     const madeAt = Date.now();
     assert.equal(made.status, 201, made.body);
@@ -82,6 +82,10 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal(rental.gpus.length, 1);
     assert.equal(rental.usdc_per_gpu_hour, '0.500000');
     assert.deepEqual(rental.env_names, ['GREETING', 'PUBLIC_KEY']);
+    // Until the agent binds them, the asked ports show without a host port or an address.
+    assert.deepEqual(rental.ports, [{ container_port: 8080, host_port: null, address: null },
+      { container_port: 22, host_port: null, address: null }]);
+    assert.equal(rental.ssh, null);
     const heard = await waiting;
     assert.ok(heard.ms - (madeAt - t0) < 1000, `the agent heard after ${heard.ms - (madeAt - t0)} ms`);
     assert.equal(heard.r.json.rentals.length, 1, heard.r.body);
@@ -91,12 +95,12 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal(assigned.spec.image, RENT.image);
     assert.deepEqual(assigned.spec.command, RENT.command);
     assert.deepEqual(assigned.spec.env, { GREETING: 'hi' });
-    assert.deepEqual(assigned.spec.ports, [8080]);
+    assert.deepEqual(assigned.spec.ports, [8080, 22]);
     assert.match(assigned.spec.ssh_public_key, /^ssh-ed25519 /);
 
     // A retried request with the same Idempotency-Key rents nothing more.
     const retried = await ann.request('POST', '/v1/rentals', { headers: key, body: {
-      machine_id: machine.id, ...RENT, env: { GREETING: 'hi' }, ports: [8080], max_hours: 2,
+      machine_id: machine.id, ...RENT, env: { GREETING: 'hi' }, ports: [8080, 22], max_hours: 2,
       ssh_public_key: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ann@laptop' } });
     assert.equal(retried.json.id, rental.id);
     assert.equal((await ann.request('GET', '/v1/rentals')).json.items.length, 1);
@@ -141,11 +145,17 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     await voice.send([{ rental_id: rental.id, type: 'starting' }]);
     assert.equal((await ann.request('GET', `/v1/rentals/${rental.id}`)).json.state, 'starting');
     const running = await voice.send([{ rental_id: rental.id, type: 'running',
-      ports: [{ container_port: 8080, host_port: 40001 }] }]);
+      ports: [{ container_port: 8080, host_port: 40001 }, { container_port: 22, host_port: 40002 }] }]);
     assert.equal(running.json.applied, 1);
     const shown = (await ann.request('GET', `/v1/rentals/${rental.id}`)).json;
     assert.equal(shown.state, 'running');
-    assert.deepEqual(shown.ports, [{ container_port: 8080, host_port: 40001 }]);
+    // Where to connect: the machine's host (the address its agent registered from: this test's loopback)
+    // and each bound port's address; port 22 with a key given is the ssh command.
+    assert.equal(shown.host, '127.0.0.1');
+    assert.deepEqual(shown.ports, [{ container_port: 8080, host_port: 40001, address: '127.0.0.1:40001' },
+      { container_port: 22, host_port: 40002, address: '127.0.0.1:40002' }]);
+    assert.equal(shown.ssh, 'ssh -p 40002 root@127.0.0.1');
+    assert.equal(shown.machine_online, true);
     await voice.send([{ rental_id: rental.id, type: 'logs', logs: 'hello\n' }]);
     assert.equal((await ann.request('GET', `/v1/rentals/${rental.id}/logs`)).json.logs, 'hello\n');
     await sleep(2500);
@@ -157,7 +167,8 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
 
     // The list agrees with the detail page.
     const listed = (await ann.request('GET', '/v1/rentals')).json.items.find((r) => r.id === rental.id);
-    for (const k of ['state', 'gpus', 'usdc_per_gpu_hour', 'running_since', 'ports', 'image']) {
+    for (const k of ['state', 'gpus', 'usdc_per_gpu_hour', 'running_since', 'ports', 'image', 'host', 'ssh',
+      'machine_online']) {
       assert.deepEqual(listed[k], live[k], k);
     }
 

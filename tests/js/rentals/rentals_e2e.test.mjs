@@ -43,8 +43,11 @@ test(`${BACKEND}: a customer rents a simulated L4, sees its output, stops it, an
   let provider;
   try {
     provider = await listedMachine(server, 'e2e-provider@example.com', { simulate: 'L4:2',
-      agentArgs: ['--docker-host', engine, '--stop-grace-s', '2'] });
+      agentArgs: ['--docker-host', engine, '--stop-grace-s', '2', '--public-host', 'gpu1.example.net'] });
     const machine = provider.machine.id;
+    // The agent names where customers reach it (behind NAT the address it connects from is not that).
+    assert.equal((await provider.client.request('GET', `/v1/provider/machines/${machine}`)).json.public_host,
+      'gpu1.example.net');
     const ann = await customerWithCredit(server, '100.00');
     const bob = await customerWithCredit(server, '100.00');
 
@@ -57,10 +60,13 @@ test(`${BACKEND}: a customer rents a simulated L4, sees its output, stops it, an
       `cat ${secret} 2>/dev/null || echo host-file: absent`,
       "echo procs: $(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ')",
       'echo env: $GPUNEX_SIMULATED_GPUS',
-      LOOP].join('; '), { env: { GREETING: 'hi' } });
+      LOOP].join('; '), { env: { GREETING: 'hi' }, ports: [8080] });
     const running = await state(ann, anns, 'running', provider.agent);
     const seenRunning = Date.now();
     assert.equal(running.gpus.length, 1);
+    assert.equal(running.host, 'gpu1.example.net');
+    assert.equal(running.ports.length, 1);
+    assert.equal(running.ports[0].address, `gpu1.example.net:${running.ports[0].host_port}`);
 
     const logs = await until('the container output in the logs', async () => {
       const r = (await ann.request('GET', `/v1/rentals/${anns}/logs`)).json;
@@ -122,7 +128,8 @@ test(`${BACKEND}: a customer rents a simulated L4, sees its output, stops it, an
 test(`${BACKEND}: a missing image, the server down for 60 s, and the agent killed with SIGKILL`, async (t) => {
   const engine = containerEngine(t);
   if (!engine) return;
-  const server = await new TestServer(RENTAL_SERVER_ARGS).start();
+  // Heartbeats every 2 s as the server counts them: the machine is Offline 6 s after its agent dies.
+  const server = await new TestServer([...RENTAL_SERVER_ARGS, '--heartbeat-interval', '2']).start();
   server.keepPort = true;
   let provider;
   try {
@@ -158,13 +165,18 @@ test(`${BACKEND}: a missing image, the server down for 60 s, and the agent kille
 
     // The agent killed with SIGKILL and started again: it adopts the container, it starts no second one.
     await provider.agent.stop('SIGKILL');
+    // Meanwhile the customer sees that the machine is not heard from.
+    await until('the rental to show its machine offline', async () =>
+      (await ann.request('GET', `/v1/rentals/${id}`)).json.machine_online === false, 30000);
     provider.agent = startAgent(server.url, provider.key, { simulate: 'L4:1', dir: provider.agent.dir,
       args: ['--bench-storage-mib', '32', '--bench-net-mib', '8', ...agentArgs] });
     await sleep(5000);
     const after = await rentalContainers(engine, id);
     assert.equal(after.length, 1, JSON.stringify(after));
     assert.equal(after[0].Id, container.Id, 'the same container, adopted');
-    assert.equal((await ann.request('GET', `/v1/rentals/${id}`)).json.state, 'running');
+    const back = (await ann.request('GET', `/v1/rentals/${id}`)).json;
+    assert.equal(back.state, 'running');
+    assert.equal(back.machine_online, true, 'its machine is heard from again');
 
     const stopAsked = Date.now();
     assert.equal((await ann.request('POST', `/v1/rentals/${id}/stop`)).status, 200);
