@@ -472,10 +472,12 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
     return replay;
   }
   http::Response resp;
+  bool committed = false;  // whether the handler wrote anything
   try {
     // Each transaction the handler commits marks the key as committed, and only while this attempt owns it.
     store::ScopedCommitCheck fence([&](store::Tx& tx) {
       if (!platform_repo::fence_idempotency_key(tx, scope, row_key, reserved_at)) throw IdempotencyTakenOver();
+      committed = true;
     });
     resp = handler(ctx);
   } catch (const IdempotencyTakenOver&) {
@@ -488,7 +490,10 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
     throw;
   }
   store_->transact([&](store::Tx& tx) {
-    if (resp.status >= 500) {
+    // A refusal that wrote nothing (402 too little balance, 409 no GPU free now, a 400) is not kept: the
+    // retry is asked again, and answers as things stand then (credit added, a GPU freed). Only what did
+    // something is replayed, so that it is never done twice.
+    if (resp.status >= 500 || (resp.status >= 400 && !committed)) {
       platform_repo::release_idempotency_key(tx, scope, row_key, reserved_at);
     } else {
       const std::string stored = options.sealed_replay ? util::seal(kSealContext, idem_key, resp.body_bytes())

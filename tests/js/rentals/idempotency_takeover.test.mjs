@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { BACKEND, TestServer } from '../lib/server.mjs';
-import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
 import { storeExec } from '../lib/payouts.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -51,6 +51,50 @@ test(`${BACKEND}: a retry takes over the Idempotency-Key of an attempt that died
     const committed = await rent('died-after-commit');
     assert.equal(committed.status, 409, committed.body);
     assert.equal(rentals(), 1, 'one rental for the two keys: the committed attempt is not run twice');
+  } finally {
+    if (provider) await provider.agent.stop();
+    await server.stop();
+  }
+});
+
+// A refusal that wrote nothing is not replayed: the customer who was short of credit, or found no GPU
+// free, retries with the same key (the dashboard keeps one per form) once that changed, and is answered
+// as things stand then.
+test(`${BACKEND}: a retry after a 402 or a 409 that wrote nothing is asked again, not replayed`, async () => {
+  const server = await new TestServer(RENTAL_SERVER_ARGS).start();
+  let provider;
+  try {
+    provider = await agentlessMachine(server, 'refused-retry@example.com', { gpus: 1 });
+    const body = { machine_id: provider.machine.id, image: 'docker.io/library/busybox:1.36' };
+    const rent = (customer, key) => customer.request('POST', '/v1/rentals',
+      { body, headers: { 'Idempotency-Key': key } });
+
+    const poor = await customerWithCredit(server, '0.10');
+    const short = await rent(poor, 'rent-form-1');
+    assert.equal(short.status, 402, short.body);
+    const { email } = (await poor.request('GET', '/v1/me')).json;
+    const credited = await server.adminClient.request('POST', '/v1/admin/credits',
+      { body: { email, amount: '10.00', reference: `top-up ${process.pid}` } });
+    assert.equal(credited.status, 201, credited.body);
+    const funded = await rent(poor, 'rent-form-1');
+    assert.equal(funded.status, 201, funded.body);
+    assert.equal(funded.headers.get('idempotent-replayed'), null);
+    // Now it did something: replayed, never run twice.
+    const again = await rent(poor, 'rent-form-1');
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.json.id, funded.json.id);
+
+    // The one GPU taken: 409; once it is free again, the same key rents it.
+    const other = await customerWithCredit(server, '10.00');
+    const busy = await rent(other, 'rent-form-2');
+    assert.equal(busy.status, 409, busy.body);
+    const voice = new AgentVoice(server, provider.key, provider.machine.id);
+    const ended = await voice.send([{ rental_id: funded.json.id, type: 'ended', reason: 'start_failed',
+      error: 'pull access denied' }]);
+    assert.equal(ended.status, 200, ended.body);
+    const freed = await rent(other, 'rent-form-2');
+    assert.equal(freed.status, 201, freed.body);
+    assert.equal(freed.headers.get('idempotent-replayed'), null);
   } finally {
     if (provider) await provider.agent.stop();
     await server.stop();
