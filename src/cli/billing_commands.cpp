@@ -3,6 +3,7 @@
 // and the next one.
 
 #include "cli/cli.hpp"
+#include "core/page_limits.hpp"
 
 namespace gpunex::cli {
 
@@ -35,7 +36,10 @@ class BalanceCommand : public Command {
   CLI::App* add_to(CLI::App& parent) override {
     auto* c = parent.add_subcommand("balance", "your prepaid USDC balance (GET /v1/billing/balance)");
     c->add_flag("--history", history_, "also list the transactions behind it, newest first");
-    c->add_option("--limit", limit_, "transactions per page, 1 to 500 (default 50)")->type_name("N");
+    c->add_option("--limit", limit_,
+                  "transactions per page, 1 to " + std::to_string(core::kMaxPageLimit) + " (default " +
+                      std::to_string(core::kDefaultPageLimit) + ")")
+        ->type_name("N");
     c->add_option("--cursor", cursor_, "the next page of transactions, as the previous page said")->type_name("CURSOR");
     return c;
   }

@@ -1,6 +1,7 @@
 // gpunex offers search: the marketplace's offers visible now, with the API's filters.
 
 #include "cli/cli.hpp"
+#include "core/page_limits.hpp"
 
 namespace gpunex::cli {
 
@@ -50,7 +51,10 @@ class OffersSearchCommand : public Command {
     c->add_option("--min-reliability", min_reliability_, "least reliability score, 0 to 100")->type_name("0-100");
     c->add_option("--tier", tier_, "community or enterprise")->type_name("TIER");
     c->add_option("--sort", sort_, "rank (default), price or perf")->type_name("ORDER");
-    c->add_option("--limit", limit_, "offers per page, 1 to 500 (default 50)")->type_name("N");
+    c->add_option("--limit", limit_,
+                  "offers per page, 1 to " + std::to_string(core::kMaxOffersPageLimit) + " (default " +
+                      std::to_string(core::kDefaultPageLimit) + ")")
+        ->type_name("N");
     c->add_option("--cursor", cursor_, "the next page, as the previous page said")->type_name("CURSOR");
     return c;
   }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/cli.hpp"
+#include "core/page_limits.hpp"
 #include "core/rental.hpp"
 #include "util/crypto.hpp"
 
@@ -267,7 +268,10 @@ class RentalsListCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
     auto* c = rentals_group(parent)->add_subcommand("list", "your rentals, newest first: state, GPUs, cost so far");
-    c->add_option("--limit", limit_, "rentals per page, 1 to 500 (default 50)")->type_name("N");
+    c->add_option("--limit", limit_,
+                  "rentals per page, 1 to " + std::to_string(core::kMaxPageLimit) + " (default " +
+                      std::to_string(core::kDefaultPageLimit) + ")")
+        ->type_name("N");
     c->add_option("--cursor", cursor_, "the next page, as the previous page said")->type_name("CURSOR");
     return c;
   }

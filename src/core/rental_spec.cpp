@@ -1,5 +1,7 @@
 #include "core/rental_spec.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <regex>
 #include <set>
@@ -30,7 +32,18 @@ bool has_control(std::string_view s, bool allow_newline) {
 
 bool valid_image_reference(std::string_view ref) {
   if (ref.empty() || ref.size() > 512) return false;
-  return std::regex_match(ref.begin(), ref.end(), image_regex());
+  if (!std::regex_match(ref.begin(), ref.end(), image_regex())) return false;
+  // The first component is a registry only when it has a '.' or a ':' or is localhost (Docker's rule);
+  // otherwise it is a repository path, which is lower case ("UPPER/app" is refused by every engine).
+  const auto slash = ref.find('/');
+  if (slash == std::string_view::npos) return true;
+  const auto first = ref.substr(0, slash);
+  if (first.find_first_of(".:") != std::string_view::npos || first == "localhost") return true;
+  return std::none_of(first.begin(), first.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
+}
+
+bool reserved_env_name(std::string_view name) {
+  return name.starts_with("NVIDIA_") || name.starts_with("GPUNEX_");
 }
 
 bool valid_env_name(std::string_view name) {
@@ -82,6 +95,13 @@ Spec read_spec(ObjectReader& r) {
         if (!valid_env_name(name)) {
           r.invalid("env", "names must be letters, digits and '_', not starting with a digit (\"" + name + "\")",
                     "invalid_env_name");
+          break;
+        }
+        if (reserved_env_name(name)) {
+          r.invalid("env",
+                    "must not set " + name +
+                        ": NVIDIA_* and GPUNEX_* are the platform's (it hands the container exactly its GPUs)",
+                    "reserved_env_name");
           break;
         }
         if (!value.is_string() || value.get<std::string>().size() > 32768 ||

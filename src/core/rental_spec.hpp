@@ -39,6 +39,9 @@ struct Spec {
 bool valid_image_reference(std::string_view ref);
 //! Whether `name` may name an environment variable: [A-Za-z_][A-Za-z0-9_]*, at most 256 characters.
 bool valid_env_name(std::string_view name);
+//! Whether `name` is the platform's to set: NVIDIA_* (NVIDIA_VISIBLE_DEVICES=all would hand a container
+//! every GPU of the host where the NVIDIA container toolkit reads it) and GPUNEX_* (the agent's).
+bool reserved_env_name(std::string_view name);
 
 //! Reads the spec's fields (image, command, env, ports, max_hours, ssh_public_key) from a request
 //! body; every bad field is recorded in `r` under its own name.

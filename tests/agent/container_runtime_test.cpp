@@ -55,7 +55,8 @@ TEST(DockerApi, CreateBodyIsolatesTheContainerAndHandsInExactlyItsGpus) {
   EXPECT_TRUE(b["ExposedPorts"].contains("8888/tcp"));
   EXPECT_EQ(b["Labels"][kRentalLabel], "rnt_1");
   EXPECT_FALSE(b["Labels"].contains(kMachineLabel)) << "no machine named: no label";
-  EXPECT_EQ(b["Env"], nlohmann::json::array({"PUBLIC_KEY=ssh-ed25519 AAAA"}));
+  EXPECT_EQ(b["Env"],
+            nlohmann::json::array({"PUBLIC_KEY=ssh-ed25519 AAAA", "NVIDIA_VISIBLE_DEVICES=GPU-aaaa-0,GPU-aaaa-2"}));
   EXPECT_EQ(h["LogConfig"]["Config"]["max-file"], "2");
 
   s.machine_id = "mch_1";

@@ -189,12 +189,13 @@ std::string field_of(const nlohmann::json& body) {
 TEST(RentalSpec, ImageReferencesFollowDockersGrammar) {
   for (const char* ok : {"ubuntu", "ubuntu:22.04", "library/ubuntu", "docker.io/library/ubuntu:22.04",
                          "ghcr.io/org/app-name_x.y:v1.2.3", "localhost:5000/team/app", "localhost/gpunex-test:1",
-                         "nvcr.io/nvidia/pytorch:24.01-py3",
+                         "nvcr.io/nvidia/pytorch:24.01-py3", "Registry.Example.com/team/app", "LOCALHOST:5000/app",
                          "busybox@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
     EXPECT_TRUE(valid_image_reference(ok)) << ok;
   }
-  for (const char* bad : {"", "Ubuntu", "ubuntu::1", "ubuntu:", "-ubuntu", "ubuntu/", "a b", "ubuntu@sha256:12",
-                          "ubuntu:tag with space", "http://docker.io/ubuntu", "ubuntu;rm -rf /"}) {
+  for (const char* bad :
+       {"", "Ubuntu", "UPPER/case:tag", "team/App", "ubuntu::1", "ubuntu:", "-ubuntu", "ubuntu/", "a b",
+        "ubuntu@sha256:12", "ubuntu:tag with space", "http://docker.io/ubuntu", "ubuntu;rm -rf /"}) {
     EXPECT_FALSE(valid_image_reference(bad)) << bad;
   }
 }
@@ -217,6 +218,10 @@ TEST(RentalSpec, BadFieldsAreNamed) {
   EXPECT_EQ(with("env", {{"1ABC", "x"}}), "env");
   EXPECT_EQ(with("env", {{"A", std::string("x\0y", 3)}}), "env");
   EXPECT_EQ(with("env", {{"PUBLIC_KEY", "x"}}), "env") << "the key travels as ssh_public_key";
+  EXPECT_EQ(with("env", {{"NVIDIA_VISIBLE_DEVICES", "all"}}), "env") << "the platform hands in the GPUs";
+  EXPECT_EQ(with("env", {{"NVIDIA_DRIVER_CAPABILITIES", "all"}}), "env");
+  EXPECT_EQ(with("env", {{"GPUNEX_SIMULATED_GPUS", "GPU-x"}}), "env");
+  EXPECT_EQ(with("env", {{"CUDA_VISIBLE_DEVICES", "0"}}), "(accepted)") << "narrows what the container has";
   EXPECT_EQ(with("ports", {70000}), "ports");
   EXPECT_EQ(with("ports", {0}), "ports");
   EXPECT_EQ(with("ports", {80, 80}), "ports");

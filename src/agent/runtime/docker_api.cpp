@@ -104,7 +104,13 @@ nlohmann::json create_body(const ContainerSpec& spec) {
   for (const auto& [k, v] : spec.env) env.push_back(k + "=" + v);
   std::string gpu_list;
   for (const auto& u : spec.gpu_uuids) gpu_list += (gpu_list.empty() ? "" : ",") + u;
-  if (spec.simulated_gpus) env.push_back(std::string(kSimulatedGpusEnv) + "=" + gpu_list);
+  if (spec.simulated_gpus) {
+    env.push_back(std::string(kSimulatedGpusEnv) + "=" + gpu_list);
+  } else if (!spec.gpu_uuids.empty()) {
+    // Exactly its GPUs also where the NVIDIA container toolkit reads the environment: an image's own
+    // ENV NVIDIA_VISIBLE_DEVICES=all (CUDA images carry it) does not widen the device request.
+    env.push_back("NVIDIA_VISIBLE_DEVICES=" + gpu_list);
+  }
 
   nlohmann::json host{
       {"Privileged", false},

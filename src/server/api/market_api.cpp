@@ -247,11 +247,11 @@ Response offers(Ctx& ctx, OfferCache& cache, ScheduleCache& schedules) {
       for (const auto& m : catalog) known_models.push_back({{"id", m.id}, {"name", m.name}});
     }
   }
-  auto limit = number_param(ctx.req, "limit", 1, 500);
+  auto limit = number_param(ctx.req, "limit", 1, static_cast<double>(core::kMaxOffersPageLimit));
   if (!limit) return Response::error(limit.error());
   auto cursor = number_param(ctx.req, "cursor", 0, 1e9);
   if (!cursor) return Response::error(cursor.error());
-  const auto page = static_cast<std::size_t>(limit->value_or(50));
+  const auto page = static_cast<std::size_t>(limit->value_or(core::kDefaultPageLimit));
   const auto from = static_cast<std::size_t>(cursor->value_or(0));
   const core::UtcTime now{std::chrono::seconds{ctx.now_ms() / 1000}};
   const auto book = cache.book(ctx.store(), schedules, ctx.app.config().rank, now);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/page_limits.hpp"
 #include "core/result.hpp"
 #include "server/http/http.hpp"
 
@@ -22,8 +23,8 @@ struct PageParams {
 };
 
 //! Reads ?limit= (1..max_limit, default default_limit) and ?cursor=; errors name the parameter.
-core::Result<PageParams> page_params(const http::Request& req, std::size_t default_limit = 50,
-                                     std::size_t max_limit = 200);
+core::Result<PageParams> page_params(const http::Request& req, std::size_t default_limit = core::kDefaultPageLimit,
+                                     std::size_t max_limit = core::kMaxPageLimit);
 
 //! The part of an ordered list that a page shows: [begin, end), and the next cursor.
 struct PageSlice {

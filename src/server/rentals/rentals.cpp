@@ -103,6 +103,8 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
                                core::MicroUsdc held, ledger::BasisPoints commission, std::int64_t now_ms) {
   const int count = request.request.gpu_count;
   std::optional<Error> unaffordable;  // the best-ranked candidate the balance did not cover
+  // A provider renting its own GPUs would pay itself (less the commission) and pad its job completion.
+  const auto own = provider_of_user(tx, customer_id);
   // The candidates' free GPUs, read a batch of machines at a time in rank order: the book the
   // candidates come from may be a moment old, and its best machines already taken.
   constexpr std::size_t kBatch = 64;
@@ -118,6 +120,12 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
       const auto& free = it->second;
       const auto owner = MachinesRepo(tx).owner(c.machine_id);
       if (!owner) continue;
+      if (owner == own) {
+        if (!request.request.machine_id) continue;  // by filters: the others' machines only
+        return Error::make(ErrorCode::conflict, "machine " + c.machine_id + " is yours: you cannot rent your own GPUs",
+                           "machine_id")
+            .with_code("own_machine");
+      }
       const auto price = MarketRepo(tx).current_price(*owner, c.model);
       if (!price) continue;
       if (request.request.max_price && price->usdc_micro > *request.request.max_price) continue;

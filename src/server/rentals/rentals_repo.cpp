@@ -104,6 +104,12 @@ std::vector<std::string> allocated_uuids(store::Tx& tx, const std::string& machi
   return out;
 }
 
+std::optional<std::string> provider_of_user(store::Tx& tx, const std::string& user_id) {
+  auto r = tx.query_one("SELECT id FROM providers WHERE user_id = ?", {user_id});
+  if (!r) return std::nullopt;
+  return r->str(0);
+}
+
 std::optional<RentalRow> find(store::Tx& tx, const std::string& id) {
   auto r = tx.query_one(std::string("SELECT ") + kColumns + " FROM rentals WHERE id = ?", {id});
   if (!r) return std::nullopt;

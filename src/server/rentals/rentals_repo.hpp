@@ -60,6 +60,8 @@ core::Status insert_with_gpus(store::Tx& tx, const RentalRow& row);
 std::vector<std::string> allocated_uuids(store::Tx& tx, const std::string& machine_id);
 
 std::optional<RentalRow> find(store::Tx& tx, const std::string& id);
+//! The provider a user is, if any: a provider does not rent its own GPUs.
+std::optional<std::string> provider_of_user(store::Tx& tx, const std::string& user_id);
 //! find(), its row locked until the transaction ends (PostgreSQL; SQLite's writers run one at a time):
 //! for a write that reads the rental's settled totals and posts from them, so that two (the rentals
 //! worker, an agent's end) never settle the same time twice.

@@ -234,6 +234,13 @@ test(`${BACKEND}: gpunex rent, rentals list, show, logs, stop against the server
     assert.match(list.out, /^ID +STATE +GPUS +MACHINE +USDC\/H +COST SO FAR +RUN TIME +CREATED +ENDED$/m);
     assert.match(list.out, new RegExp(`^${rental.id} +running +1 × L40S +${machine.machineId} +0\\.500000 `, 'm'));
 
+    // The help's page size is the one the server takes.
+    const helpMax = gpunex(home, ['rentals', 'list', '--help']).out.match(/rentals per page, 1 to (\d+)/)[1];
+    assert.equal(gpunex(home, ['rentals', 'list', '--limit', helpMax]).code, 0);
+    const over = gpunex(home, ['rentals', 'list', '--limit', String(Number(helpMax) + 1)]);
+    assert.equal(over.code, 1);
+    assert.match(over.err, new RegExp(`limit must be a whole number from 1 to ${helpMax}`));
+
     const logs = gpunex(home, ['rentals', 'logs', rental.id]);
     assert.equal(logs.code, 0, logs.err);
     assert.equal(logs.out, 'hello\n');

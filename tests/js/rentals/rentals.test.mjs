@@ -53,6 +53,17 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     await bad({ ssh_public_key: 'not a key' }, 'ssh_public_key');
     await bad({ filters: { model: 'L40S' } }, 'filters');
     await bad({ gpu_count: 3 }, 'machine_id', 409);
+    await bad({ env: { NVIDIA_VISIBLE_DEVICES: 'all' } }, 'env');  // the platform hands in exactly the GPUs
+    await bad({ image: 'UPPER/case:tag' }, 'image');  // no engine takes an upper-case repository
+    // A provider does not rent its own GPUs (it would pay itself and pad its job completion): by the
+    // machine, a 409 saying so; by filters, its own machines are not among the candidates.
+    const own = await provider.client.request('POST', '/v1/rentals', { body: { machine_id: machine.id, ...RENT } });
+    assert.equal(own.status, 409, own.body);
+    assert.equal(own.json.error.code, 'own_machine');
+    assert.equal(own.json.error.field, 'machine_id');
+    const ownByFilters = await provider.client.request('POST', '/v1/rentals', { body: { filters: { model: 'L40S' }, ...RENT } });
+    assert.equal(ownByFilters.status, 409, ownByFilters.body);
+    assert.equal(ownByFilters.json.error.code, 'no_gpus_available');
     const nothing = await ann.request('POST', '/v1/rentals', { body: RENT });
     assert.equal(nothing.status, 400);
     assert.equal(nothing.json.error.field, 'machine_id');
