@@ -526,8 +526,9 @@ std::string advice(const Event& e) {
           return "Keep the machine online while rented: check its network and power, and that the agent restarts "
                  "on its own.";
         case rental::EndReason::provider_stopped:
-          return "Stopping a customer's rental counts against you: let rentals finish, and narrow the schedule "
-                 "for times you need the GPUs back.";
+          return "Stopping a customer's rental, or changing the schedule or maintenance so that it ends before "
+                 "its offer said, counts against you: let rentals finish, and narrow the schedule for times you "
+                 "need the GPUs back before they are rented.";
         default:
           return "Check the host's logs (out of memory, disk full, Docker) around the time the rental ended.";
       }

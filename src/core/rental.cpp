@@ -226,7 +226,11 @@ EndReason ended_reason(std::optional<EndReason> agent_said, std::optional<EndRea
 std::optional<EndReason> due_stop(const Running& r, std::int64_t now_ms) {
   const auto ran = metered_ms(r.running_since_ms, now_ms);
   if (r.max_duration_ms && ran >= *r.max_duration_ms) return EndReason::max_duration;
-  if (r.window_ends_ms && now_ms >= *r.window_ends_ms) return EndReason::window_ended;
+  if (r.window_ends_ms && now_ms >= *r.window_ends_ms) {
+    const bool cut_short =
+        r.promised_until_ms && (*r.promised_until_ms == 0 || *r.window_ends_ms < *r.promised_until_ms);
+    return cut_short ? EndReason::provider_stopped : EndReason::window_ended;
+  }
   const auto owed = ledger::usage_total(r.price_per_gpu_hour, r.gpus, ran) - r.settled.charged;
   if (r.balance_at_last_settlement - owed <= 0) return EndReason::balance_exhausted;
   return std::nullopt;

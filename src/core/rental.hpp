@@ -108,13 +108,19 @@ struct Running {
   std::int64_t running_since_ms = 0;  // the agent's running event
   std::optional<std::int64_t> max_duration_ms;
   std::optional<std::int64_t> window_ends_ms;  // the machine's availability window, when not 24/7
+  //! The end of availability its offer showed when the rental was made: 0 when none (24/7), nullopt
+  //! when not known (a rental made before it was kept).
+  std::optional<std::int64_t> promised_until_ms;
   MicroUsdc price_per_gpu_hour = 0;
   int gpus = 1;
   MicroUsdc balance_at_last_settlement = 0;  // the customer's balance
   ledger::Settled settled;                   // what this rental has settled so far
 };
-//! The reason it must stop at `now_ms`, if any: max_duration, then window_ended, then
-//! balance_exhausted (the balance less what has accrued since the last settlement is used up).
+//! The reason it must stop at `now_ms`, if any: max_duration, then the window's end, then
+//! balance_exhausted (the balance less what has accrued since the last settlement is used up). The
+//! window's end is window_ended when it came no earlier than promised (the customer rented until then),
+//! and provider_stopped when it came before (the provider's schedule or maintenance change cut it short:
+//! the provider's side, as a stop by hand would be).
 std::optional<EndReason> due_stop(const Running& r, std::int64_t now_ms);
 
 //! Milliseconds of metered use between the running event and `until_ms` (0 before it started).

@@ -965,6 +965,12 @@ ALTER TABLE rentals ADD COLUMN stop_requested_at BIGINT;
        R"sql(
 ALTER TABLE machines ADD COLUMN public_host TEXT;
 )sql"},
+      {28,
+       "rentals: the end of availability the offer showed when it was made (0: none), so that a schedule "
+       "change that cuts a rental short is the provider's side",
+       R"sql(
+ALTER TABLE rentals ADD COLUMN promised_until BIGINT;
+)sql"},
   };
   return list;
 }

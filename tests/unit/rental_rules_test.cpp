@@ -154,7 +154,19 @@ TEST(RentalRules, ARunningRentalStopsAtItsLimitTheWindowsEndOrAnEmptyBalance) {
   EXPECT_EQ(due_stop(r, 1'000'000 + 3'600'000), EndReason::max_duration);
   r.max_duration_ms.reset();
   r.window_ends_ms = 2'000'000;
+  EXPECT_EQ(due_stop(r, 2'000'000), EndReason::window_ended) << "a rental made before promises were kept";
+  // The window ends when its offer said it would, or later: the customer rented until then.
+  r.promised_until_ms = 2'000'000;
   EXPECT_EQ(due_stop(r, 2'000'000), EndReason::window_ended);
+  r.promised_until_ms = 1'500'000;
+  EXPECT_EQ(due_stop(r, 2'000'000), EndReason::window_ended);
+  // Earlier than promised, or with no end promised (24/7 when rented): the provider's change cut it short.
+  r.promised_until_ms = 2'000'001;
+  EXPECT_EQ(due_stop(r, 2'000'000), EndReason::provider_stopped);
+  r.promised_until_ms = 0;
+  EXPECT_EQ(due_stop(r, 2'000'000), EndReason::provider_stopped);
+  EXPECT_TRUE(provider_side(EndReason::provider_stopped));
+  r.promised_until_ms.reset();
   r.window_ends_ms.reset();
   // 10 USDC lasts 10,000 s at 1000 micro-USDC a second.
   EXPECT_FALSE(due_stop(r, 1'000'000 + 9'999'000));

@@ -53,6 +53,7 @@ void round_for(store::Tx& tx, const std::string& id, const RentalsRoundSettings&
     run.running_since_ms = *r->running_since_ms;
     run.max_duration_ms = max_duration_ms(*r);
     if (outside_window(tx, r->machine_id, now_ms)) run.window_ends_ms = now_ms;
+    run.promised_until_ms = r->promised_until_ms;
     run.price_per_gpu_hour = r->price;
     run.gpus = r->gpu_count;
     // The balance this rental may still spend: the ledger's, less what the customer's other rentals owe.

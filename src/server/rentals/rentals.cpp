@@ -4,8 +4,10 @@
 #include <set>
 
 #include "core/json_reader.hpp"
+#include "core/schedule.hpp"
 #include "core/text.hpp"
 #include "server/fleet/machines_repo.hpp"
+#include "server/fleet/schedules.hpp"
 #include "server/market/market_repo.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
@@ -98,6 +100,19 @@ core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
   return out;
 }
 
+namespace {
+
+//! The end of the machine's availability as its offer shows it now (core::available_until): 0 when none.
+std::int64_t promised_until(store::Tx& tx, const std::string& machine_id, std::int64_t now_ms) {
+  const auto schedule = load_schedule(tx, machine_id);
+  if (!schedule) return 0;
+  const auto until = core::available_until(*schedule, core::UtcTime{std::chrono::seconds{now_ms / 1000}});
+  if (!until) return 0;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(until->time_since_epoch()).count();
+}
+
+}  // namespace
+
 core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, const CreateRequest& request,
                                const std::vector<Candidate>& candidates, core::MicroUsdc available_balance,
                                core::MicroUsdc held, ledger::BasisPoints commission, std::int64_t now_ms) {
@@ -146,6 +161,7 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
       row.spec = rental::spec_to_json(request.spec).dump();
       row.created_at_ms = now_ms;
       row.gpu_uuids.assign(free.begin(), free.begin() + count);
+      row.promised_until_ms = promised_until(tx, c.machine_id, now_ms);
       if (auto st = insert_with_gpus(tx, row); !st) return std::move(st).error();
       return row;
     }

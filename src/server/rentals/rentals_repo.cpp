@@ -13,7 +13,7 @@ namespace rental = core::rental;
 constexpr const char* kColumns =
     "id, customer_id, provider_id, machine_id, model, gpu_count, price_micro, commission_bp, state, spec, created_at, "
     "running_since, ended_at, end_reason, stop_reason, exit_code, oom, error, ports, logs, logs_at, settled_charged, "
-    "settled_provider, last_settled_at, stop_requested_at, "
+    "settled_provider, last_settled_at, stop_requested_at, promised_until, "
     "(SELECT m.public_host FROM machines m WHERE m.id = rentals.machine_id), "
     "(SELECT m.status FROM machines m WHERE m.id = rentals.machine_id)";
 
@@ -48,9 +48,10 @@ RentalRow row_of(store::Tx& tx, const store::Row& r) {
   out.settled = core::ledger::Settled{r.i64(21), r.i64(22)};
   out.last_settled_at_ms = r.opt_i64(23);
   out.stop_requested_at_ms = r.opt_i64(24);
-  out.machine_host = r.opt_str(25);
+  out.promised_until_ms = r.opt_i64(25);
+  out.machine_host = r.opt_str(26);
   out.machine_online =
-      r.opt_str(26) == std::optional<std::string>(core::machine_status_name(core::MachineStatus::online));
+      r.opt_str(27) == std::optional<std::string>(core::machine_status_name(core::MachineStatus::online));
   for (const auto& g : tx.query("SELECT uuid FROM rental_gpus WHERE rental_id = ? ORDER BY uuid", {out.id})) {
     out.gpu_uuids.push_back(g.str(0));
   }
@@ -76,9 +77,10 @@ std::vector<EndedRow> ended_on_machine(store::Tx& tx, const std::string& machine
 core::Status insert_with_gpus(store::Tx& tx, const RentalRow& row) {
   tx.exec(
       "INSERT INTO rentals (id, customer_id, provider_id, machine_id, model, gpu_count, price_micro, commission_bp, "
-      "state, spec, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "state, spec, created_at, promised_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       {row.id, row.customer_id, row.provider_id, row.machine_id, row.model, std::int64_t{row.gpu_count}, row.price,
-       std::int64_t{row.commission}, std::string(rental::to_string(row.state)), row.spec, row.created_at_ms});
+       std::int64_t{row.commission}, std::string(rental::to_string(row.state)), row.spec, row.created_at_ms,
+       row.promised_until_ms ? store::Value(*row.promised_until_ms) : store::Value(nullptr)});
   for (const auto& uuid : row.gpu_uuids) {
     // ON CONFLICT DO NOTHING, not a caught unique violation: PostgreSQL aborts the transaction on one.
     // A racing transaction that inserted the same GPU first makes this one wait for its end, then

@@ -46,6 +46,8 @@ struct RentalRow {
   std::optional<std::int64_t> last_settled_at_ms;
   // Migration 25 on: when the stop was first asked (metering ends at most a minute after it).
   std::optional<std::int64_t> stop_requested_at_ms;
+  // Migration 28 on: the end of availability its offer showed when it was made (0: none); null before.
+  std::optional<std::int64_t> promised_until_ms;
   // Of its machine, read with it: where customers reach its ports (migration 27) and whether its agent
   // is heard from now.
   std::optional<std::string> machine_host;

@@ -1,0 +1,65 @@
+// A provider's schedule or maintenance change that ends a running rental before its offer said the
+// machine would be available until is the provider's side (provider_stopped: it counts against job
+// completion, as a stop by hand does), not window_ended; a rental is made with the end of availability
+// its offer showed (available_until), and ends window_ended only from then on.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BACKEND, TestServer, until } from '../lib/server.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
+
+const RENT = { image: 'docker.io/library/busybox:1.36' };
+const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
+const hh = (h) => `${String(((h % 24) + 24) % 24).padStart(2, '0')}:00`;
+
+test(`${BACKEND}: a schedule change that cuts a running rental short is the provider's side`, async () => {
+  const server = await new TestServer(RENTAL_SERVER_ARGS).start();
+  let provider;
+  try {
+    provider = await agentlessMachine(server, 'cutter@example.com', { gpus: 2 });
+    const machine = provider.machine.id;
+    const voice = new AgentVoice(server, provider.key, machine);
+    const ann = await customerWithCredit(server, '100.00');
+    const schedule = (windows) => provider.client.request('PUT', `/v1/provider/machines/${machine}/schedule`,
+      { body: { timezone: 'UTC', always: false, windows } });
+    const promised = (id) => Number(storeRows(server, `SELECT promised_until FROM rentals WHERE id = '${id}'`)[0][0]);
+
+    // Always on when rented: no end promised.
+    const first = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine, ...RENT } });
+    assert.equal(first.status, 201, first.body);
+    assert.equal(promised(first.json.id), 0);
+
+    // A window open now: the rental is promised the window's end, the offer's available_until.
+    const h = new Date().getUTCHours();
+    assert.equal((await schedule([{ days: DAYS, start: hh(h - 1), end: hh(h + 2) }])).status, 200);
+    const offer = await until('the offer to show its window', async () => {
+      const r = await ann.request('GET', '/v1/marketplace/offers?model=L40S');
+      return r.json.items.find((o) => o.machine_id === machine && o.available_until);
+    }, 10000);
+    const second = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine, ...RENT } });
+    assert.equal(second.status, 201, second.body);
+    assert.equal(promised(second.json.id), Date.parse(offer.available_until));
+
+    for (const id of [first.json.id, second.json.id]) {
+      await voice.send([{ rental_id: id, type: 'starting' }]);
+      await voice.send([{ rental_id: id, type: 'running', ports: [] }]);
+    }
+    // The provider narrows the schedule so that the machine is unavailable now: both are cut short.
+    assert.equal((await schedule([{ days: DAYS, start: hh(h + 3), end: hh(h + 4) }])).status, 200);
+    for (const id of [first.json.id, second.json.id]) {
+      const stopping = await until(`rental ${id} to be stopped`, async () => {
+        const r = (await ann.request('GET', `/v1/rentals/${id}`)).json;
+        return r.state === 'stopping' ? r : null;
+      }, 10000);
+      assert.equal(stopping.stop_requested, 'provider_stopped');
+      const ended = await voice.send([{ rental_id: id, type: 'ended', exit_code: 143 }]);
+      assert.equal(ended.status, 200, ended.body);
+      const shown = (await ann.request('GET', `/v1/rentals/${id}`)).json;
+      assert.equal(shown.end_reason, 'provider_stopped');
+      const theirs = (await provider.client.request('GET', '/v1/provider/rentals')).json.items.find((r) => r.id === id);
+      assert.equal(theirs.provider_side, true, JSON.stringify(theirs));
+    }
+  } finally {
+    if (provider) await provider.agent.stop();
+    await server.stop();
+  }
+});
