@@ -55,7 +55,9 @@
     el('dl', { class: 'facts' },
       el('dt', {}, 'Next payout'), el('dd', { id: 'earnings-next-date' }, `${fmtDate(p.next_date)} (${p.schedule})`),
       el('dt', {}, 'Amount so far'), el('dd', { id: 'earnings-pending-amount' }, usdc(p.amount)),
-      el('dt', {}, 'Method'), el('dd', { id: 'earnings-method' }, method || 'Not chosen yet: set a payout method to be paid'),
+      el('dt', {}, 'Method'), el('dd', { id: 'earnings-method' }, method
+        || ['Not chosen yet: ', el('a', { href: '#/earnings', onclick: (ev) => { ev.preventDefault();
+          document.getElementById('payout-method').scrollIntoView(); } }, 'set a payout method'), ' to be paid']),
       el('dt', {}, 'Minimum'), el('dd', { id: 'earnings-minimum-status', class: p.above_minimum ? '' : 'warning' }, status)));
   }
 
@@ -97,6 +99,64 @@
     // screen, so the cursor (and the legend's values) follow the mouse.
     setTimeout(() => box.uplot.syncRect(), 0);
     return box;
+  }
+
+  // Where payouts go (GET/PUT /v1/provider/payout-settings): the method in force, a change waiting out
+  // its cooling-off period, and the form that changes it, confirmed with the account password.
+  function payoutMethod(s) {
+    const describe = (c) => `${c.schedule === 'monthly' ? 'Monthly' : 'Weekly'} to ${c.destination_text} `
+      + `(${METHODS[c.method] || c.method})`;
+    const form = el('form', { class: 'card', id: 'payout-method-form', novalidate: true, 'aria-label': 'Change payout method' },
+      el('div', { class: 'field' }, el('label', { for: 'f-method' }, 'Method'),
+        el('select', { id: 'f-method', name: 'method', 'aria-describedby': 'f-method-error' },
+          Object.entries(METHODS).map(([v, t]) => el('option', { value: v }, t))),
+        el('div', { id: 'f-method-error', class: 'field-error', role: 'alert' })),
+      el('div', { 'data-method': 'solana_usdc' },
+        field('wallet_address', 'Solana wallet address', 'text', { autocomplete: 'off', spellcheck: 'false' })),
+      el('div', { 'data-method': 'sepa', hidden: true },
+        field('account_holder', 'Account holder', 'text', { autocomplete: 'name' }),
+        field('iban', 'IBAN', 'text', { autocomplete: 'off', spellcheck: 'false' }),
+        field('bic', 'BIC (optional)', 'text', { autocomplete: 'off' })),
+      el('div', { class: 'field' }, el('label', { for: 'f-schedule' }, 'How often'),
+        el('select', { id: 'f-schedule', name: 'schedule', 'aria-describedby': 'f-schedule-error' },
+          el('option', { value: 'weekly' }, 'Weekly (Mondays)'), el('option', { value: 'monthly' }, 'Monthly')),
+        el('div', { id: 'f-schedule-error', class: 'field-error', role: 'alert' })),
+      field('password', 'Your password (to confirm)', 'password', { autocomplete: 'current-password' }),
+      el('div', { class: 'form-error', role: 'alert' }),
+      el('button', { type: 'submit' }, 'Save payout method'));
+    const inForce = s.pending || s.current;
+    if (inForce) {
+      form.elements.method.value = inForce.method;
+      form.elements.schedule.value = inForce.schedule;
+    }
+    const showMethod = () => form.querySelectorAll('[data-method]').forEach((d) => {
+      d.hidden = d.dataset.method !== form.elements.method.value;
+    });
+    form.elements.method.addEventListener('change', showMethod);
+    showMethod();
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const f = form.elements;
+      const body = { method: f.method.value, schedule: f.schedule.value, password: f.password.value };
+      if (body.method === 'solana_usdc') body.wallet_address = f.wallet_address.value.trim();
+      else {
+        body.account_holder = f.account_holder.value.trim();
+        body.iban = f.iban.value;
+        if (f.bic.value.trim()) body.bic = f.bic.value.trim();
+      }
+      const r = await api('PUT', '/v1/provider/payout-settings', body);
+      if (!r.ok) return showError(form, r.data && r.data.error);
+      state.flash = r.data.pending ? `Payout method saved: it takes effect on ${fmtTime(r.data.pending.effective_at)}.`
+        : 'Payout method saved.';
+      route();
+    });
+    return el('section', { id: 'payout-method', 'aria-labelledby': 'payout-method-h' },
+      el('h2', { id: 'payout-method-h' }, 'Payout method'),
+      el('p', { id: 'payout-method-current' }, s.current ? describe(s.current) : 'None yet: choose where your payouts go.'),
+      s.pending ? el('p', { id: 'payout-method-pending', class: 'warning' },
+        `From ${fmtTime(s.pending.effective_at)}: ${describe(s.pending)}. A new destination waits this long, `
+        + 'so that nobody who took over your session can redirect your money at once.') : '',
+      form);
   }
 
   function groupTable(id, caption, firstColumns, e, cells, empty) {
@@ -167,9 +227,10 @@
     }
     const range = rangeInUrl();
     const q = apiRange(range);
-    const [day, gpu, model, machines] = await Promise.all([
+    const [day, gpu, model, machines, settings] = await Promise.all([
       api('GET', `/v1/provider/earnings?group_by=day${q}`), api('GET', `/v1/provider/earnings?group_by=gpu${q}`),
-      api('GET', `/v1/provider/earnings?group_by=model${q}`), apiList('/v1/provider/machines')]);
+      api('GET', `/v1/provider/earnings?group_by=model${q}`), apiList('/v1/provider/machines'),
+      api('GET', '/v1/provider/payout-settings')]);
     if (!day.ok) {
       const err = day.data && day.data.error;
       if (err && (err.field === 'from' || err.field === 'to')) {
@@ -193,6 +254,7 @@
       el('h1', {}, 'Earnings'),
       summary(e),
       pendingPayout(e.pending_payout),
+      settings.ok ? payoutMethod(settings.data) : el('p', { class: 'error' }, 'Your payout method could not be loaded.'),
       el('h2', {}, `From ${fmtDate(e.from)} to ${fmtDate(`${lastDay}T00:00:00Z`)}`),
       rangeForm(e, range, null),
       el('p', { class: 'muted', id: 'earnings-range-total', 'data-total': e.total },

@@ -22,44 +22,6 @@ void restore_echo_and_reraise(int sig) {
   std::raise(sig);
 }
 
-bool stdin_is_terminal() {
-  return ::isatty(STDIN_FILENO) == 1;
-}
-
-//! A line typed at the terminal after `prompt` (on standard error), echoed.
-std::string ask(const std::string& prompt) {
-  std::cerr << prompt << std::flush;
-  std::string line;
-  std::getline(std::cin, line);
-  return line;
-}
-
-//! The password: from standard input when asked to (or when it is not a terminal), else typed without echo.
-std::string read_secret(const std::string& prompt, bool from_stdin) {
-  std::string line;
-  if (from_stdin || !stdin_is_terminal()) {
-    std::getline(std::cin, line);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    return line;
-  }
-  ::tcgetattr(STDIN_FILENO, &g_saved_tty);
-  termios quiet = g_saved_tty;
-  quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
-  quiet.c_lflag |= ECHONL;  // the Enter key still moves to the next line
-  auto old_int = std::signal(SIGINT, restore_echo_and_reraise);
-  auto old_term = std::signal(SIGTERM, restore_echo_and_reraise);
-  g_echo_off = 1;
-  ::tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
-  // The prompt only once echo is off, so nothing typed after it can be shown.
-  std::cerr << prompt << std::flush;
-  std::getline(std::cin, line);
-  ::tcsetattr(STDIN_FILENO, TCSANOW, &g_saved_tty);
-  g_echo_off = 0;
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
-  return line;
-}
-
 class LoginCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
@@ -139,6 +101,42 @@ class WhoamiCommand : public Command {
 };
 
 }  // namespace
+
+bool stdin_is_terminal() {
+  return ::isatty(STDIN_FILENO) == 1;
+}
+
+std::string ask(const std::string& prompt) {
+  std::cerr << prompt << std::flush;
+  std::string line;
+  std::getline(std::cin, line);
+  return line;
+}
+
+std::string read_secret(const std::string& prompt, bool from_stdin) {
+  std::string line;
+  if (from_stdin || !stdin_is_terminal()) {
+    std::getline(std::cin, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return line;
+  }
+  ::tcgetattr(STDIN_FILENO, &g_saved_tty);
+  termios quiet = g_saved_tty;
+  quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+  quiet.c_lflag |= ECHONL;  // the Enter key still moves to the next line
+  auto old_int = std::signal(SIGINT, restore_echo_and_reraise);
+  auto old_term = std::signal(SIGTERM, restore_echo_and_reraise);
+  g_echo_off = 1;
+  ::tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+  // The prompt only once echo is off, so nothing typed after it can be shown.
+  std::cerr << prompt << std::flush;
+  std::getline(std::cin, line);
+  ::tcsetattr(STDIN_FILENO, TCSANOW, &g_saved_tty);
+  g_echo_off = 0;
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  return line;
+}
 
 std::unique_ptr<Command> make_login_command() { return std::make_unique<LoginCommand>(); }
 std::unique_ptr<Command> make_logout_command() { return std::make_unique<LogoutCommand>(); }

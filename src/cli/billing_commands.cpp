@@ -73,7 +73,7 @@ std::string payouts_text(const nlohmann::json& settings, const nlohmann::json& e
     out += "paid " + format_text(member(current, "schedule")) + " to " + format_text(member(current, "destination_text")) +
            " (" + format_text(member(current, "method")) + ")\n";
   } else {
-    out += "no payout destination yet: set one on the dashboard's Earnings page\n";
+    out += "no payout destination yet: set one with `gpunex payouts set` or on the dashboard's Earnings page\n";
   }
   const auto& pending = member(settings, "pending");
   if (pending.is_object()) {
@@ -102,12 +102,95 @@ std::string payouts_text(const nlohmann::json& settings, const nlohmann::json& e
   return out + format_table({"DAY", "USDC", "METHOD", "STATUS", "BANK REFERENCE", "WHY", "PAYOUT"}, rows);
 }
 
-class PayoutsCommand : public Command {
+CLI::App* payouts_group(CLI::App& parent) {
+  auto* g = command_group(parent, "payouts",
+                          "your payouts as a provider, where they go and the next one (GET /v1/provider/payouts); "
+                          "`payouts set` changes where they go");
+  g->require_subcommand(0, 1);  // `gpunex payouts` alone lists them
+  return g;
+}
+
+std::string settings_text(const nlohmann::json& settings) {
+  std::string out;
+  const auto& current = member(settings, "current");
+  if (current.is_object()) {
+    out += "Paid " + format_text(member(current, "schedule")) + " to " +
+           format_text(member(current, "destination_text")) + " (" + format_text(member(current, "method")) + ")";
+  }
+  const auto& pending = member(settings, "pending");
+  if (pending.is_object()) {
+    out += std::string(out.empty() ? "" : "\n") + "From " + format_text(member(pending, "effective_at")) + ": paid " +
+           format_text(member(pending, "schedule")) + " to " + format_text(member(pending, "destination_text")) + " (" +
+           format_text(member(pending, "method")) + "); a new destination waits, and you are told by e-mail";
+  }
+  return out.empty() ? "no payout destination" : out;
+}
+
+//! gpunex payouts set: PUT /v1/provider/payout-settings, confirmed with the account password.
+class PayoutsSetCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    return parent.add_subcommand("payouts",
-                                 "your payouts as a provider, where they go and the next one (GET /v1/provider/payouts)");
+    auto* c = payouts_group(parent)->add_subcommand(
+        "set", "where and how often you are paid: USDC on Solana (--wallet) or SEPA (--iban, --account-holder)");
+    c->add_option("--wallet", wallet_, "your Solana wallet address (base58): USDC is sent to its token account")
+        ->type_name("ADDRESS");
+    c->add_option("--iban", iban_, "the IBAN of an account in a SEPA country")->type_name("IBAN");
+    c->add_option("--account-holder", holder_, "the account holder's name, as the bank knows it")->type_name("NAME");
+    c->add_option("--bic", bic_, "the bank's BIC (optional)")->type_name("BIC");
+    c->add_option("--schedule", schedule_, "weekly (Mondays, from 20 USDC) or monthly (default: as now, else weekly)")
+        ->check(CLI::IsMember({"weekly", "monthly"}))
+        ->type_name("WHEN");
+    c->add_flag("--password-stdin", password_stdin_,
+                "read the account password from standard input (else it is asked for on the terminal)");
+    c->footer(
+        "Examples:\n"
+        "  gpunex payouts set --wallet 7xKX...AsU\n"
+        "  gpunex payouts set --iban 'DE89 3704 0044 0532 0130 00' --account-holder 'Ada Lovelace' --schedule monthly\n"
+        "A new destination takes effect after a cooling-off period (the answer says from when), and you are\n"
+        "notified of the change.");
+    return c;
   }
+  int run(Context& ctx) override {
+    if (wallet_.empty() == iban_.empty()) return ctx.fail("give either --wallet (USDC on Solana) or --iban (SEPA)");
+    if (!iban_.empty() && holder_.empty()) return ctx.fail("--account-holder is required with --iban");
+    if (iban_.empty() && (!holder_.empty() || !bic_.empty())) {
+      return ctx.fail("--account-holder and --bic go with --iban");
+    }
+    nlohmann::json now;
+    if (int rc = get_json(ctx, "/v1/provider/payout-settings", now)) return rc;
+    std::string schedule = schedule_;
+    if (schedule.empty()) {
+      const auto& in_force = member(now, "pending").is_object() ? member(now, "pending") : member(now, "current");
+      schedule = member(in_force, "schedule").is_string() ? member(in_force, "schedule").get<std::string>() : "weekly";
+    }
+    nlohmann::json body{{"schedule", schedule}};
+    if (!wallet_.empty()) {
+      body["method"] = "solana_usdc";
+      body["wallet_address"] = wallet_;
+    } else {
+      body["method"] = "sepa";
+      body["iban"] = iban_;
+      body["account_holder"] = holder_;
+      if (!bic_.empty()) body["bic"] = bic_;
+    }
+    body["password"] = read_secret("Password: ", password_stdin_);
+    auto r = call(ctx, "PUT", "/v1/provider/payout-settings", body);
+    if (!r) return ctx.fail(r.error().message);
+    if (r->status < 200 || r->status >= 300) return report_http_error(ctx, *r);
+    auto settings = nlohmann::json::parse(r->body, nullptr, false);
+    if (settings.is_discarded()) return ctx.fail("the server's answer is not JSON");
+    ctx.print(settings, settings_text(settings));
+    return 0;
+  }
+
+ private:
+  std::string wallet_, iban_, holder_, bic_, schedule_;
+  bool password_stdin_ = false;
+};
+
+class PayoutsCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override { return payouts_group(parent); }
   int run(Context& ctx) override {
     nlohmann::json settings, earnings, list;
     if (int rc = get_json(ctx, "/v1/provider/payout-settings", settings)) return rc;
@@ -125,6 +208,9 @@ class PayoutsCommand : public Command {
 }  // namespace
 
 std::unique_ptr<Command> make_payouts_command() { return std::make_unique<PayoutsCommand>(); }
+std::unique_ptr<Command> make_payouts_set_command() {
+  return std::make_unique<PayoutsSetCommand>();
+}
 
 std::unique_ptr<Command> make_balance_command() { return std::make_unique<BalanceCommand>(); }
 

@@ -78,6 +78,7 @@ std::unique_ptr<Command> make_machines_show_command();
 std::unique_ptr<Command> make_offers_search_command();
 std::unique_ptr<Command> make_balance_command();
 std::unique_ptr<Command> make_payouts_command();
+std::unique_ptr<Command> make_payouts_set_command();
 // A provider's earnings (earnings_commands.cpp).
 std::unique_ptr<Command> make_earnings_command();
 // Renting GPUs (rental_commands.cpp).
@@ -86,6 +87,13 @@ std::unique_ptr<Command> make_rentals_list_command();
 std::unique_ptr<Command> make_rentals_show_command();
 std::unique_ptr<Command> make_rentals_logs_command();
 std::unique_ptr<Command> make_rentals_stop_command();
+
+//! Whether standard input is a terminal (a password can be asked for without echo).
+bool stdin_is_terminal();
+//! A line typed at the terminal after `prompt` (on standard error), echoed.
+std::string ask(const std::string& prompt);
+//! A password: from standard input when `from_stdin` (or when it is not a terminal), else typed without echo.
+std::string read_secret(const std::string& prompt, bool from_stdin);
 
 //! Sends a request with the stored token (and `headers`, e.g. Idempotency-Key); a transport failure is an error.
 core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, const std::string& path,

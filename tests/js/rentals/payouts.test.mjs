@@ -54,10 +54,24 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
     const admin = server.adminClient;
 
     // The provider is paid by SEPA every week; a rental earns it ten minutes at 36 USDC per GPU-hour.
-    const settings = await provider.client.request('PUT', '/v1/provider/payout-settings', { body: {
-      method: 'sepa', schedule: 'weekly', account_holder: 'Jurgen Payee', iban: 'NL91 ABNA 0417 1643 00',
-      password: 'correct-horse-battery' } });
-    assert.equal(settings.status, 200, settings.body);
+    // Set with the CLI (`gpunex payouts set`), confirmed with the password; a bad IBAN is named first.
+    const home = homeLoggedIn(server.url, provider.client.token, 'payee@example.com');
+    const badIban = gpunex(home, ['payouts', 'set', '--iban', 'NL91 ABNA 0417 1643 01', '--account-holder',
+      'Jurgen Payee', '--password-stdin'], 'correct-horse-battery\n');
+    assert.equal(badIban.code, 1);
+    assert.match(badIban.err, /\(field: iban\)/);
+    const wrongPassword = gpunex(home, ['payouts', 'set', '--iban', 'NL91 ABNA 0417 1643 00', '--account-holder',
+      'Jurgen Payee', '--password-stdin'], 'not-my-password\n');
+    assert.equal(wrongPassword.code, 1);
+    assert.match(wrongPassword.err, /password/);
+    const set = gpunex(home, ['payouts', 'set', '--iban', 'NL91 ABNA 0417 1643 00', '--account-holder', 'Jurgen Payee',
+      '--password-stdin'], 'correct-horse-battery\n');
+    assert.equal(set.code, 0, set.err);
+    const settings = await provider.client.request('GET', '/v1/provider/payout-settings');
+    assert.equal(settings.json.current.method, 'sepa', settings.body);
+    assert.equal(settings.json.current.schedule, 'weekly');
+    assert.equal(set.out, `Paid weekly to ${settings.json.current.destination_text} (sepa)\n`);
+    assert.match(gpunex(home, ['payouts']).out, /^paid weekly to Jurgen Payee, NL91 … 4300 \(sepa\)$/m);
     await earnOnTestClock(server, provider, 10, RENT);
     const earned = (await provider.client.request('GET', '/v1/provider/earnings')).json;
     assert.equal(earned.balance, '4.800000', 'ten minutes of one GPU at 36/h, less 20%');
