@@ -45,8 +45,8 @@
 
   function pendingPayout(p) {
     const method = p.method ? METHODS[p.method] || p.method : null;
-    const status = p.above_minimum
-      ? `Above the ${usdc(p.minimum)} minimum: it is paid on ${fmtDate(p.next_date)}.`
+    const status = !p.method ? 'Nothing is paid until you choose a payout method.'
+      : p.above_minimum ? `Above the ${usdc(p.minimum)} minimum: it is paid on ${fmtDate(p.next_date)}.`
       : `Below the ${usdc(p.minimum)} minimum of a ${p.schedule} payout: it waits for a later payout.`;
     return el('section', { class: 'card', id: 'earnings-pending', 'aria-labelledby': 'earnings-pending-h',
       'data-next-date': p.next_date, 'data-amount': p.amount, 'data-method': p.method || '',
@@ -58,7 +58,7 @@
       el('dt', {}, 'Method'), el('dd', { id: 'earnings-method' }, method
         || ['Not chosen yet: ', el('a', { href: '#/earnings', onclick: (ev) => { ev.preventDefault();
           document.getElementById('payout-method').scrollIntoView(); } }, 'set a payout method'), ' to be paid']),
-      el('dt', {}, 'Minimum'), el('dd', { id: 'earnings-minimum-status', class: p.above_minimum ? '' : 'warning' }, status)));
+      el('dt', {}, 'Minimum'), el('dd', { id: 'earnings-minimum-status', class: p.above_minimum && p.method ? '' : 'warning' }, status)));
   }
 
   // Daily bars over the range, one x per day (a day without earnings is null: no bar).

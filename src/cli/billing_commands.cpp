@@ -82,9 +82,12 @@ std::string payouts_text(const nlohmann::json& settings, const nlohmann::json& e
   }
   const auto& next = member(earnings, "pending_payout");
   if (next.is_object()) {
-    out += "next payout " + format_text(member(next, "next_date")) + ": " + format_text(member(next, "amount")) +
-           " USDC so far, minimum " + format_text(member(next, "minimum")) +
-           (member(next, "above_minimum") == true ? "" : " (not reached yet)") + "\n";
+    out +=
+        "next payout " + format_text(member(next, "next_date")) + ": " + format_text(member(next, "amount")) +
+        " USDC so far, minimum " + format_text(member(next, "minimum")) +
+        (member(next, "above_minimum") == true ? "" : " (not reached yet)") +
+        (member(next, "method").is_string() ? "" : "; nothing is paid until you choose a method (gpunex payouts set)") +
+        "\n";
   }
   const auto& items = member(list, "items");
   if (items.empty()) return out + "no payouts yet";

@@ -109,17 +109,33 @@ Response provider_earnings(Ctx& ctx) {
       [&](store::Tx& tx) -> core::Result<bool> {
         const std::string pid = caller_provider(ctx, tx);
         if (pid.empty()) return not_a_provider();
-        // The settings in force now (a new destination waiting its cool-down is not yet).
-        if (const auto settings = payouts::current_settings(tx, pid, now)) {
-          plan.schedule = settings->schedule;
-          plan.method = settings->method;
-        }
+        // The settings in force at `at_ms` (a new destination waiting its cool-down is not yet in force now).
+        const auto in_force = [&](std::int64_t at_ms) {
+          billing::PayoutPlan p = plan;
+          if (const auto settings = payouts::current_settings(tx, pid, at_ms)) {
+            p.schedule = settings->schedule;
+            p.method = settings->method;
+          }
+          return p;
+        };
+        plan = in_force(now);
         // Today's run, when today is a payout day: paid already, or what it pays (earned before 00:00 UTC).
         const auto today =
             date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now)));
         plan.paid_today = payouts::has_payout(tx, pid, today);
         plan.payable_today = payouts::payable(tx, pid, core::payout::cutoff_ms(today));
         report = billing::provider_earnings(tx, pid, q, plan, now);
+        // A later payout day is paid under the settings in force when its run starts (00:00 UTC that day):
+        // a change that waits out its cool-down until before then decides its method and schedule.
+        for (int i = 0; i < 2; ++i) {
+          const std::int64_t day_ms =
+              std::chrono::duration_cast<std::chrono::milliseconds>(report->pending.day.time_since_epoch()).count();
+          if (report->pending.day == today) break;
+          const auto then = in_force(day_ms);
+          if (then.schedule == plan.schedule && then.method == plan.method) break;
+          plan = then;
+          report = billing::provider_earnings(tx, pid, q, plan, now);
+        }
         return true;
       },
       store::TxMode::read);

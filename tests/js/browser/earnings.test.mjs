@@ -85,6 +85,8 @@ test(`${BACKEND}: the Earnings tab shows the API's figures, chart, tables, pendi
     // No payout method yet: the pending payout says so. A monthly SEPA payout set with the form (a bad
     // IBAN is named beside its field first), so the pending payout has a method.
     assert.equal(await page.locator('#earnings-method').textContent(), 'Not chosen yet: set a payout method to be paid');
+    assert.equal(await page.locator('#earnings-minimum-status').textContent(),
+      'Nothing is paid until you choose a payout method.', 'above the minimum, but with nowhere to send it');
     assert.equal(await page.locator('#payout-method-current').textContent(), 'None yet: choose where your payouts go.');
     const form = page.locator('#payout-method-form');
     await form.getByLabel('Method', { exact: true }).selectOption('sepa');

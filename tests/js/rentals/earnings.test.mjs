@@ -151,14 +151,21 @@ test(`${BACKEND}: the pending payout follows the provider's payout schedule and 
       schedule: 'monthly' });
     assert.deepEqual(await pending(bank.client), { schedule: 'monthly', method: 'sepa', next_date: '2027-01-04',
       amount: '0.000000', minimum: '1.000000', above_minimum: false });
-    // A new destination waits its cool-down (48 h): until then the bank transfer is in force. (A
-    // second later: two changes in the same millisecond have no order.)
+    // A new destination waits its cool-down (48 h): in force from 30 December, before the next payout
+    // day, so that payout goes by the new method, on its calendar (1 January). (A second later: two
+    // changes in the same millisecond have no order.)
     await advance(1);
     await settle(bank.client, { method: 'solana_usdc', wallet_address: WALLET, schedule: 'monthly' });
-    assert.equal((await pending(bank.client)).method, 'sepa');
+    const byWallet = { schedule: 'monthly', method: 'solana_usdc', next_date: '2027-01-01', amount: '0.000000',
+      minimum: '1.000000', above_minimum: false };
+    assert.deepEqual(await pending(bank.client), byWallet);
     await advance(49 * 3600);
-    assert.deepEqual(await pending(bank.client), { schedule: 'monthly', method: 'solana_usdc',
-      next_date: '2027-01-01', amount: '0.000000', minimum: '1.000000', above_minimum: false });
+    assert.deepEqual(await pending(bank.client), byWallet);
+    // A change made on 30 December is in force from 1 January 13:00: that day's run (at 00:00) still pays
+    // by the wallet, and says so.
+    await settle(wallet.client, { method: 'sepa', account_holder: 'Payee GmbH', iban: 'DE89370400440532013000',
+      schedule: 'monthly' });
+    assert.deepEqual(await pending(wallet.client), byWallet);
   } finally {
     await server.stop();
   }
