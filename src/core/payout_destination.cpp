@@ -186,7 +186,33 @@ bool on_ed25519_curve(const PublicKey& key) {
   return is_zero(uv) || pow(uv, kHalf) == kOne;
 }
 
+namespace {
+
+//! Addresses that are on the curve yet are nobody's wallet: programs and mints. USDC sent to one is lost.
+constexpr std::string_view kNotWallets[] = {
+    "11111111111111111111111111111111",              // the System program
+    "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",   // the Token program
+    "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb",   // Token-2022
+    "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",  // the Associated Token Account program
+    "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",  // the USDC mint (mainnet)
+    "4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU",  // the USDC mint (devnet)
+    "So11111111111111111111111111111111111111112",   // wrapped SOL's mint
+    "ComputeBudget111111111111111111111111111111",   // the Compute Budget program
+    "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr",   // the Memo program
+};
+
+}  // namespace
+
 Result<PublicKey> parse_solana_wallet(std::string_view text, const std::string& field) {
+  for (const auto known : kNotWallets) {
+    if (text == known) {
+      return Error::make(ErrorCode::invalid_field,
+                         "this is the address of a Solana program or mint, not a wallet: USDC sent there is lost. "
+                         "Give your wallet's own address",
+                         field)
+          .with_code("not_a_wallet");
+    }
+  }
   auto bytes = base58_decode(text);
   if (!bytes) {
     return Error::make(ErrorCode::invalid_field,

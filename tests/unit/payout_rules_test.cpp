@@ -146,6 +146,13 @@ TEST(PayoutDestination, WalletsAreOnTheCurveAndTokenAccountsAreNot) {
   auto short_one = parse_solana_wallet("9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYt");
   ASSERT_FALSE(short_one);
   EXPECT_NE(short_one.error().message.find("32 bytes"), std::string::npos) << short_one.error().message;
+  // On the curve, yet nobody's wallet: programs and mints (USDC sent there is lost).
+  for (const char* program : {"11111111111111111111111111111111", "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+                              "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"}) {
+    auto refused = parse_solana_wallet(program);
+    ASSERT_FALSE(refused) << program;
+    EXPECT_EQ(refused.error().detail_code, "not_a_wallet") << program;
+  }
   auto alphabet = parse_solana_wallet("0WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM", "destination");
   ASSERT_FALSE(alphabet);
   EXPECT_EQ(alphabet.error().field, "destination");

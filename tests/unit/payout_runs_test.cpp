@@ -222,6 +222,23 @@ class PayoutRuns : public ::testing::Test {
   int n_ = 0;
 };
 
+// A wallet address pasted with a space or a line break around it is the address between them.
+TEST(PayoutSettings, AWalletPastedWithSpacesIsTrimmed) {
+  auto s = server::payouts::read_settings({{"method", "solana_usdc"},
+                                           {"schedule", "weekly"},
+                                           {"wallet_address", "  GJRs4FwHtemZ5ZE9x3FNvJ8TMwitKTh21yxdRPqn7npE\n"}});
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->destination["wallet_address"], "GJRs4FwHtemZ5ZE9x3FNvJ8TMwitKTh21yxdRPqn7npE");
+  auto program = server::payouts::read_settings(
+      {{"method", "solana_usdc"}, {"schedule", "weekly"}, {"wallet_address", "11111111111111111111111111111111"}});
+  ASSERT_FALSE(program);
+  EXPECT_EQ(program.error().field, "wallet_address");
+  auto iban = server::payouts::read_settings(
+      {{"method", "sepa"}, {"schedule", "weekly"}, {"account_holder", "Ada"}, {"iban", "DE89370400440532013001"}});
+  ASSERT_FALSE(iban);
+  EXPECT_EQ(iban.error().message.rfind("IBAN is not a valid IBAN", 0), 0U) << iban.error().message;
+}
+
 TEST_F(PayoutRuns, AMondayRunPaysWhatWasSettledBeforeItOnceWhateverTheRetries) {
   choose("sepa", "weekly");
   earn(15'000'000, kMonday - 3 * kDay);

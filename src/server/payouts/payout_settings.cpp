@@ -3,6 +3,7 @@
 #include "core/json_reader.hpp"
 #include "core/payout_destination.hpp"
 #include "core/sepa.hpp"
+#include "core/text.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
 
@@ -47,7 +48,7 @@ nlohmann::json to_json(const PayoutSettings& s) {
 }  // namespace
 
 core::Result<PayoutSettings> read_settings(const nlohmann::json& body) {
-  core::ObjectReader r(body);
+  core::ObjectReader r(body, "", "", {{"iban", {"IBAN", ""}}, {"bic", {"BIC", ""}}});
   PayoutSettings s;
   const std::string method = r.required_string("method", 1, 32);
   r.describe_field(
@@ -74,7 +75,8 @@ core::Result<PayoutSettings> read_settings(const nlohmann::json& body) {
   // Described, both branches are read, each field required only with its method.
   if (r.describing() || (!r.failed("method") && s.method == payout::Method::solana_usdc)) {
     r.describe_when("method is solana_usdc");
-    const std::string wallet = r.required_string("wallet_address", 32, 44);
+    // Pasted with a space or a line break around it: the address is what is between.
+    const std::string wallet = core::trim(r.required_string("wallet_address", 32, 64));
     if (!r.failed("wallet_address")) {
       if (auto key = payout::parse_solana_wallet(wallet); !key) {
         r.fail(key.error());
