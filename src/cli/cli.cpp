@@ -108,7 +108,10 @@ int report_http_error(const Context& ctx, const util::HttpResponse& r) {
       }
     }
   }
-  if (r.status == 401) msg += "; run `gpunex login`";
+  // A session that ended: log in again. Not for a login (or a password check) that was itself refused.
+  const bool wrong_login = j.is_object() && j.contains("error") && j["error"].is_object() &&
+                           j["error"].value("code", std::string()) == "invalid_credentials";
+  if (r.status == 401 && !wrong_login) msg += "; run `gpunex login`";
   return ctx.fail(msg, j.is_object() ? j : nlohmann::json(nullptr));
 }
 

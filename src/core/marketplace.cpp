@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "core/text.hpp"
+
 namespace gpunex::core {
 
 std::optional<OfferSort> parse_offer_sort(std::string_view s) {
@@ -197,7 +199,7 @@ OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, std::s
     const Entry& e = entries_[i];
     const OfferCandidate& c = *e.candidate;
     if (f.models && std::find(f.models->begin(), f.models->end(), c.model) == f.models->end()) continue;
-    if (f.region && c.region != *f.region) continue;
+    if (f.region && !equal_ignoring_ascii_case(c.region, *f.region)) continue;  // "EU-WEST" finds eu-west
     if (f.min_vram_gb && c.vram_gib < *f.min_vram_gb) continue;
     if (f.max_price && c.price > *f.max_price) continue;
     if (f.min_reliability && e.rank.reliability < *f.min_reliability) continue;

@@ -46,6 +46,12 @@ namespace {
 bool is_bidi_control(std::uint32_t cp) { return (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069); }
 }  // namespace
 
+bool equal_ignoring_ascii_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 bool is_single_line_text(std::string_view s) {
   return is_clean_utf8(s) && s.find_first_of("\t\n") == std::string_view::npos;
 }

@@ -10,6 +10,8 @@ namespace gpunex::core {
 bool is_valid_email(std::string_view email);
 //! Lower-cases ASCII letters (e-mail addresses are compared case-insensitively).
 std::string to_lower_ascii(std::string_view s);
+//! Whether a and b are the same text but for the case of ASCII letters.
+bool equal_ignoring_ascii_case(std::string_view a, std::string_view b);
 //! Removes leading and trailing ASCII white space.
 std::string trim(std::string_view s);
 //! The length (1-4) of the well-formed UTF-8 sequence at s[i], or 0 when none starts there (a stray

@@ -329,6 +329,12 @@ TEST(Text, Utf8) {
   }
 }
 
+TEST(Text, EqualIgnoringAsciiCase) {
+  EXPECT_TRUE(core::equal_ignoring_ascii_case("EU-West", "eu-west"));
+  EXPECT_FALSE(core::equal_ignoring_ascii_case("eu-west", "eu-west-2"));
+  EXPECT_FALSE(core::equal_ignoring_ascii_case("eu-west", "us-west"));
+}
+
 TEST(Text, HostNamesAndAddresses) {
   for (const char* good : {"gpu1.example.net", "localhost", "203.0.113.7", "2001:db8::1", "::1", "a-b.c"}) {
     EXPECT_TRUE(core::is_host_name_or_address(good)) << good;

@@ -33,7 +33,7 @@ test(`${BACKEND}: gpunex login, whoami, logout`, async () => {
     const bad = gpunex(home, ['--server', server.url, 'login', '--email', 'cli@example.com', '--password-stdin'],
       'wrong-password-1\n');
     assert.equal(bad.code, 1);
-    assert.match(bad.err, /e-mail or password is wrong/);
+    assert.equal(bad.err, 'error: e-mail or password is wrong\n', 'no "run gpunex login" after a failed login');
 
     const login = gpunex(home, ['--server', server.url, 'login', '--email', 'cli@example.com', '--password-stdin',
       '--json'], 'correct-horse-battery\n');

@@ -161,6 +161,7 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
       [['--model', 'H100-SXM'], 'model=H100-SXM', false],
       [['--model', 'l40s'], 'model=l40s', true],
       [['--region', 'eu-west'], 'region=eu-west', true],
+      [['--region', 'EU-West'], 'region=EU-West', true],  // as a model's id, in any case
       [['--region', 'us-east'], 'region=us-east', false],
       [['--min-vram-gb', '40'], 'min_vram_gb=40', true],
       [['--min-vram-gb', '80'], 'min_vram_gb=80', false],
