@@ -176,23 +176,29 @@ std::optional<Pick> pick_gpus(const std::vector<FreeGpu>& free, const Request& r
   return p;
 }
 
-MicroUsdc first_hour_cost(MicroUsdc price_per_gpu_hour, int gpus) {
-  return ledger::usage_total(price_per_gpu_hour, gpus, 3'600'000);
+std::int64_t first_span_ms(std::optional<std::int64_t> max_duration_ms) {
+  return max_duration_ms ? std::clamp<std::int64_t>(*max_duration_ms, 1, kHourMs) : kHourMs;
 }
 
-MicroUsdc first_hour_left(MicroUsdc price_per_gpu_hour, int gpus, std::int64_t metered_ms) {
-  const auto used = ledger::usage_total(price_per_gpu_hour, gpus, std::min<std::int64_t>(metered_ms, 3'600'000));
-  return std::max<MicroUsdc>(0, first_hour_cost(price_per_gpu_hour, gpus) - used);
+MicroUsdc first_hour_cost(MicroUsdc price_per_gpu_hour, int gpus, std::int64_t span_ms) {
+  return ledger::usage_total(price_per_gpu_hour, gpus, span_ms);
 }
 
-Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus, MicroUsdc held) {
-  const auto needed = first_hour_cost(price_per_gpu_hour, gpus);
+MicroUsdc first_hour_left(MicroUsdc price_per_gpu_hour, int gpus, std::int64_t metered_ms, std::int64_t span_ms) {
+  const auto used = ledger::usage_total(price_per_gpu_hour, gpus, std::min<std::int64_t>(metered_ms, span_ms));
+  return std::max<MicroUsdc>(0, first_hour_cost(price_per_gpu_hour, gpus, span_ms) - used);
+}
+
+Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus, MicroUsdc held,
+                       std::int64_t span_ms) {
+  const auto needed = first_hour_cost(price_per_gpu_hour, gpus, span_ms);
   const auto free = balance - held;
   if (free >= needed) return ok_status();
   const std::string of_it =
       held > 0 ? ", of which " + format_usdc(held) + " USDC is held for the first hour of your other rentals" : "";
+  const std::string span = span_ms >= kHourMs ? "the first hour" : "its max_hours";
   return Error::make(ErrorCode::payment_required,
-                     "the balance (" + format_usdc(balance) + " USDC" + of_it + ") does not cover the first hour: " +
+                     "the balance (" + format_usdc(balance) + " USDC" + of_it + ") does not cover " + span + ": " +
                          format_usdc(needed) + " USDC is needed to start, " + format_usdc(needed - free) + " USDC more")
       .with_code("insufficient_balance");
 }
@@ -203,10 +209,12 @@ std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64
 }
 
 std::int64_t metered_until(std::optional<std::int64_t> ended_at_ms, std::optional<std::int64_t> stop_asked_at_ms,
-                           std::int64_t now_ms) {
-  const std::int64_t until = ended_at_ms.value_or(now_ms);
-  if (!stop_asked_at_ms) return until;
-  return std::min(until, *stop_asked_at_ms + kStopMeteredMs);
+                           std::int64_t now_ms, std::optional<std::int64_t> running_since_ms,
+                           std::optional<std::int64_t> max_duration_ms) {
+  std::int64_t until = ended_at_ms.value_or(now_ms);
+  if (stop_asked_at_ms) until = std::min(until, *stop_asked_at_ms + kStopMeteredMs);
+  if (running_since_ms && max_duration_ms) until = std::min(until, *running_since_ms + *max_duration_ms);
+  return until;
 }
 
 EndReason ended_reason(std::optional<EndReason> agent_said, std::optional<EndReason> stop_asked) {

@@ -94,14 +94,20 @@ std::optional<Pick> pick_gpus(const std::vector<FreeGpu>& free, const Request& r
 
 // ---- money ----
 
-//! The cost of the first hour at the locked price: what the balance must cover to start.
-MicroUsdc first_hour_cost(MicroUsdc price_per_gpu_hour, int gpus);
-//! What is left of a live rental's first hour after `metered_ms` of use: held from the balance a new
+inline constexpr std::int64_t kHourMs = 3'600'000;
+//! The stretch a rental's balance must cover to start, and holds while it runs: its first hour, or all
+//! of it when its max_hours is shorter (a 15-minute job needs 15 minutes' balance, not an hour's).
+std::int64_t first_span_ms(std::optional<std::int64_t> max_duration_ms);
+//! The cost of `span_ms` (the first hour) at the locked price: what the balance must cover to start.
+MicroUsdc first_hour_cost(MicroUsdc price_per_gpu_hour, int gpus, std::int64_t span_ms = kHourMs);
+//! What is left of a live rental's first span after `metered_ms` of use: held from the balance a new
 //! rental may start on, so that one hour's balance does not start several rentals.
-MicroUsdc first_hour_left(MicroUsdc price_per_gpu_hour, int gpus, std::int64_t metered_ms);
+MicroUsdc first_hour_left(MicroUsdc price_per_gpu_hour, int gpus, std::int64_t metered_ms,
+                          std::int64_t span_ms = kHourMs);
 //! ok, or 402 insufficient_balance naming the amount needed and the balance. `held`: the part of
-//! `balance` the customer's other live rentals hold for their first hour (not available to this one).
-Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus, MicroUsdc held = 0);
+//! `balance` the customer's other live rentals hold for their first span (not available to this one).
+Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus, MicroUsdc held = 0,
+                       std::int64_t span_ms = kHourMs);
 
 //! What a running rental knows when deciding whether it must stop now.
 struct Running {
@@ -130,10 +136,12 @@ std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64
 //! time for the agent to hear of the stop (its next poll) and to stop the container (its grace, 10 s by
 //! default). An agent that never confirms, buggy or made so, bills no further.
 inline constexpr std::int64_t kStopMeteredMs = 60'000;
-//! Where metering ends: at the end the agent confirmed, or now, and never later than kStopMeteredMs after
-//! the stop was asked.
+//! Where metering ends: at the end the agent confirmed, or now, never later than kStopMeteredMs after
+//! the stop was asked, and never past `max_duration_ms` of running (max_hours caps the cost, whenever
+//! the worker and the agent get round to stopping it).
 std::int64_t metered_until(std::optional<std::int64_t> ended_at_ms, std::optional<std::int64_t> stop_asked_at_ms,
-                           std::int64_t now_ms);
+                           std::int64_t now_ms, std::optional<std::int64_t> running_since_ms = std::nullopt,
+                           std::optional<std::int64_t> max_duration_ms = std::nullopt);
 
 //! Why a rental ended, from what its agent said and the stop that was asked. A stop that was asked ends
 //! for its reason. Otherwise the agent is believed about the container and its machine only (it exited,

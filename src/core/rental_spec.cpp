@@ -42,6 +42,11 @@ bool valid_image_reference(std::string_view ref) {
   return std::none_of(first.begin(), first.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
 }
 
+std::optional<std::int64_t> max_duration_ms(const Spec& s) {
+  if (!s.max_hours) return std::nullopt;
+  return static_cast<std::int64_t>(*s.max_hours * 3'600'000.0);
+}
+
 bool reserved_env_name(std::string_view name) {
   return name.starts_with("NVIDIA_") || name.starts_with("GPUNEX_");
 }

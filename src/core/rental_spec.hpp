@@ -43,6 +43,9 @@ bool valid_env_name(std::string_view name);
 //! every GPU of the host where the NVIDIA container toolkit reads it) and GPUNEX_* (the agent's).
 bool reserved_env_name(std::string_view name);
 
+//! max_hours in milliseconds, when the spec has it.
+std::optional<std::int64_t> max_duration_ms(const Spec& s);
+
 //! Reads the spec's fields (image, command, env, ports, max_hours, ssh_public_key) from a request
 //! body; every bad field is recorded in `r` under its own name.
 Spec read_spec(ObjectReader& r);

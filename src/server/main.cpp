@@ -133,6 +133,7 @@ class BackgroundWorkers {
     add("rentals", std::chrono::milliseconds(cfg.rentals_tick_ms), [this] {
       server::billing::RentalsRoundSettings settings;
       settings.settle_interval_ms = std::int64_t{cfg_.rentals_settle_interval_s} * 1000;
+      settings.base_url = cfg_.base_url();
       server::billing::run_rentals_round(app_.store(), settings, clock_.now_ms());
     });
 

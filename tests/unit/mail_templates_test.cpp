@@ -167,3 +167,18 @@ TEST(MailTemplates, ReliabilityLowSaysWhyWhatToDoAndWhenItRecovers) {
   EXPECT_NE(a.mail.body.find("recovers in about 9 days"), std::string::npos);
   EXPECT_NE(a.mail.body.find(f.link), std::string::npos);
 }
+
+TEST(MailTemplates, RentalEndedSaysWhyWhatItCostAndWhereItIs) {
+  server::mail::RentalEndFacts f{"rnt_1",    "1 × L40S", "Stopped by the provider",
+                                 "0.421337", true,       "https://gpunex.example/#/rentals/rnt_1"};
+  const auto a = server::mail::rental_ended(f);
+  EXPECT_EQ(a.mail.kind, "rental_ended");
+  EXPECT_EQ(a.mail.subject, "GPUnex: Rental rnt_1 ended: Stopped by the provider");
+  EXPECT_NE(a.mail.body.find("It cost 0.421337 USDC in all."), std::string::npos) << a.mail.body;
+  EXPECT_NE(a.mail.body.find(f.link), std::string::npos);
+  EXPECT_EQ(a.notice.title, "Rental rnt_1 ended: Stopped by the provider");
+  EXPECT_EQ(a.notice.link, f.link);
+  f.charged = false;
+  f.why = "Could not start (not charged)";
+  EXPECT_EQ(server::mail::rental_ended(f).notice.body, "1 × L40S. It was not charged.");
+}

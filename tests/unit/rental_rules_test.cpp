@@ -116,6 +116,21 @@ TEST(RentalRules, OtherRentalsHoldWhatIsLeftOfTheirFirstHour) {
   EXPECT_TRUE(check_can_start(750'000, 500'000, 1, first_hour_left(500'000, 1, 1'800'000)).ok());
 }
 
+TEST(RentalRules, AJobShorterThanAnHourNeedsOnlyItsOwnCost) {
+  // 0.8 USDC an hour, at most a quarter of an hour: 0.2 USDC to start, and 0.2 held while it runs.
+  const auto span = first_span_ms(900'000);
+  EXPECT_EQ(span, 900'000);
+  EXPECT_EQ(first_span_ms(std::nullopt), kHourMs);
+  EXPECT_EQ(first_span_ms(5 * kHourMs), kHourMs);
+  EXPECT_TRUE(check_can_start(500'000, 800'000, 1, 0, span).ok());
+  auto short_by = check_can_start(199'999, 800'000, 1, 0, span);
+  ASSERT_FALSE(short_by.ok());
+  EXPECT_NE(short_by.error().message.find("does not cover its max_hours: 0.200000 USDC is needed"), std::string::npos)
+      << short_by.error().message;
+  EXPECT_EQ(first_hour_left(800'000, 1, 0, span), 200'000);
+  EXPECT_EQ(first_hour_left(800'000, 1, 450'000, span), 100'000);
+}
+
 TEST(RentalRules, MeteringEndsAtTheConfirmedEndAndAtMostAMinuteAfterTheStopWasAsked) {
   EXPECT_EQ(metered_until(std::nullopt, std::nullopt, 9'000'000), 9'000'000);
   EXPECT_EQ(metered_until(5'000'000, std::nullopt, 9'000'000), 5'000'000);
@@ -125,6 +140,10 @@ TEST(RentalRules, MeteringEndsAtTheConfirmedEndAndAtMostAMinuteAfterTheStopWasAs
   // ...one confirmed later, or never, ends it a minute after the stop was asked.
   EXPECT_EQ(metered_until(std::nullopt, 1'000'000, 9'000'000), 1'000'000 + kStopMeteredMs);
   EXPECT_EQ(metered_until(5'000'000, 1'000'000, 9'000'000), 1'000'000 + kStopMeteredMs);
+  // max_hours caps it: a rental of at most 7.2 s that ran from 1,000 s is metered to 1,007.2 s, however late
+  // the worker asked the stop and the agent confirmed it.
+  EXPECT_EQ(metered_until(1'021'000, 1'010'000, 9'000'000, 1'000'000, 7'200), 1'007'200);
+  EXPECT_EQ(metered_until(std::nullopt, std::nullopt, 1'005'000, 1'000'000, 7'200), 1'005'000) << "not reached yet";
 }
 
 TEST(RentalRules, AnAgentIsBelievedAboutTheContainerNotAboutWhoStoppedIt) {

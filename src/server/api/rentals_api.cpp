@@ -119,7 +119,10 @@ Response stop_rental(Ctx& ctx, rentals::AgentPolls& polls, Find find, rental::En
     auto r = find(ctx, tx);
     if (!r) return std::move(r).error();
     auto after = rentals::stop(tx, *r, reason, now);
-    if (after.state == rental::State::ended && r->state != rental::State::ended) billing::settle(tx, after, now);
+    if (after.state == rental::State::ended && r->state != rental::State::ended) {
+      billing::settle(tx, after, now);
+      rentals::tell_customer_ended(tx, *rentals::find(tx, after.id), ctx.config().base_url(), now);
+    }
     machine = after.machine_id;
     return view(*rentals::find(tx, after.id), now);
   });
@@ -219,7 +222,10 @@ Response agent_rental_events(Ctx& ctx, rentals::AgentPolls& polls) {
     auto outcome = rentals::apply_events(tx, *provider, *req, now);
     if (!outcome) return std::move(outcome).error();
     // A rental that ended is settled in the same transaction: its last seconds are never lost.
-    for (const auto& id : outcome->ended) billing::settle(tx, *rentals::find(tx, id), now);
+    for (const auto& id : outcome->ended) {
+      billing::settle(tx, *rentals::find(tx, id), now);
+      rentals::tell_customer_ended(tx, *rentals::find(tx, id), ctx.config().base_url(), now);
+    }
     return nlohmann::json{{"applied", outcome->applied}, {"duplicate", outcome->duplicate}};
   });
   polls.ring(req->machine_id);

@@ -20,12 +20,6 @@ namespace {
 namespace ledger = core::ledger;
 namespace rental = core::rental;
 
-std::optional<std::int64_t> max_duration_ms(const rentals::RentalRow& r) {
-  auto spec = rental::spec_from_json(nlohmann::json::parse(r.spec, nullptr, false));
-  if (!spec || !spec->max_hours) return std::nullopt;
-  return static_cast<std::int64_t>(*spec->max_hours * 3'600'000.0);
-}
-
 //! The machine's availability window has ended at `now_ms` (it has a schedule and is outside it).
 bool outside_window(store::Tx& tx, const std::string& machine_id, std::int64_t now_ms) {
   const auto schedule = load_schedule(tx, machine_id);
@@ -44,6 +38,7 @@ void round_for(store::Tx& tx, const std::string& id, const RentalsRoundSettings&
     // Metered up to the machine's last sign of life, not the moment the platform gave up on it.
     rentals::end_now(tx, *r, rental::EndReason::agent_lost, std::max(seen, r->running_since_ms.value_or(seen)));
     settle(tx, *rentals::find(tx, id), now_ms);
+    rentals::tell_customer_ended(tx, *rentals::find(tx, id), settings.base_url, now_ms);
     ++out.lost;
     return;
   }
@@ -51,7 +46,7 @@ void round_for(store::Tx& tx, const std::string& id, const RentalsRoundSettings&
   if (r->state == rental::State::running) {
     rental::Running run;
     run.running_since_ms = *r->running_since_ms;
-    run.max_duration_ms = max_duration_ms(*r);
+    run.max_duration_ms = rentals::max_duration_ms(*r);
     if (outside_window(tx, r->machine_id, now_ms)) run.window_ends_ms = now_ms;
     run.promised_until_ms = r->promised_until_ms;
     run.price_per_gpu_hour = r->price;

@@ -37,6 +37,7 @@ StartingBalance starting_balance(store::Tx& tx, const std::string& customer_id, 
 
 struct RentalsRoundSettings {
   std::int64_t settle_interval_ms = 3'600'000;
+  std::string base_url;  // links in what customers are told (a rental ended: rentals::tell_customer_ended)
 };
 struct RentalsRound {
   std::size_t settled = 0;

@@ -147,8 +147,20 @@ Announcement payout_returned(const std::string& amount_text, const std::string& 
                 "payout settings: " +
                 link + "\n";
   a.notice = {"payout_returned", "Payout returned",
-              amount_text + " USDC by " + method_text + " came back (" + reason + "); it is in your earnings again.",
+              amount_text + " USDC by " + method_text + " came back (" + reason +
+                  "); it is in your earnings again. Check your payout method before the next payout.",
               link};
+  return a;
+}
+
+Announcement rental_ended(const RentalEndFacts& f) {
+  const std::string title = "Rental " + f.rental_id + " ended: " + f.why;
+  const std::string cost = f.charged ? "It cost " + f.cost_text + " USDC in all." : "It was not charged.";
+  Announcement a;
+  a.mail = {"rental_ended", "GPUnex: " + title,
+            "Your rental " + f.rental_id + " (" + f.gpus_text + ") has ended: " + f.why + ". " + cost +
+                "\n\nIts logs stay on its page, and the marketplace has other GPUs to rent: " + f.link + "\n"};
+  a.notice = {"rental_ended", title, f.gpus_text + ". " + cost, f.link};
   return a;
 }
 

@@ -112,4 +112,15 @@ MailText email_confirmation(const std::string& full_name, const std::string& ema
 //! Sent to the old address when the account's address moved to `new_email`.
 Announcement email_changed(const std::string& old_email, const std::string& new_email, const std::string& link);
 
+//! What the customer is told of a rental that ended without their asking.
+struct RentalEndFacts {
+  std::string rental_id;
+  std::string gpus_text;  // "1 × L40S"
+  std::string why;        // core::rental::end_text: "Stopped by the provider"
+  std::string cost_text;  // "0.421337"
+  bool charged = true;    // false: it never ran (start_failed)
+  std::string link;       // the rental's page
+};
+Announcement rental_ended(const RentalEndFacts& facts);
+
 }  // namespace gpunex::server::mail

@@ -9,6 +9,7 @@
 #include "server/fleet/machines_repo.hpp"
 #include "server/fleet/schedules.hpp"
 #include "server/market/market_repo.hpp"
+#include "server/platform/notifications.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 #include "util/time.hpp"
@@ -45,7 +46,10 @@ std::int64_t clamp_ms(std::int64_t at, std::int64_t lo, std::int64_t hi) {
 }  // namespace
 
 core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
-  core::ObjectReader r(body, "", "", {{"gpu_count", {"number of GPUs", ""}}, {"max_hours", {"max hours", "hours"}}});
+  core::ObjectReader r(body, "", "",
+                       {{"gpu_count", {"number of GPUs", ""}},
+                        {"max_hours", {"max hours", "hours"}},
+                        {"ssh_public_key", {"SSH public key", ""}}});
   CreateRequest out;
   out.request.machine_id = r.optional_string("machine_id", 64);
   r.describe_field("machine_id",
@@ -144,7 +148,9 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
       const auto price = MarketRepo(tx).current_price(*owner, c.model);
       if (!price) continue;
       if (request.request.max_price && price->usdc_micro > *request.request.max_price) continue;
-      if (auto ok = rental::check_can_start(available_balance, price->usdc_micro, count, held); !ok) {
+      if (auto ok = rental::check_can_start(available_balance, price->usdc_micro, count, held,
+                                            rental::first_span_ms(rental::max_duration_ms(request.spec)));
+          !ok) {
         if (!unaffordable) unaffordable = std::move(ok).error();
         continue;
       }
@@ -173,8 +179,12 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
       .with_code("no_gpus_available");
 }
 
+std::optional<std::int64_t> max_duration_ms(const RentalRow& r) {
+  return rental::max_duration_ms(spec_of(r));
+}
+
 std::int64_t metered_until(const RentalRow& r, std::int64_t now_ms) {
-  return rental::metered_until(r.ended_at_ms, r.stop_requested_at_ms, now_ms);
+  return rental::metered_until(r.ended_at_ms, r.stop_requested_at_ms, now_ms, r.running_since_ms, max_duration_ms(r));
 }
 
 core::MicroUsdc cost_so_far(const RentalRow& r, std::int64_t now_ms) {
@@ -193,7 +203,8 @@ Accrual customer_accrual(store::Tx& tx, const std::string& customer_id, std::int
     if (r.running_since_ms) a.per_hour += rental::first_hour_cost(r.price, r.gpu_count);
     if (r.state != rental::State::stopping) {
       a.first_hour_held += rental::first_hour_left(r.price, r.gpu_count,
-                                                   rental::metered_ms(r.running_since_ms, metered_until(r, now_ms)));
+                                                   rental::metered_ms(r.running_since_ms, metered_until(r, now_ms)),
+                                                   rental::first_span_ms(max_duration_ms(r)));
     }
   }
   return a;
@@ -365,6 +376,18 @@ nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms) {
       {"seconds_metered", metered / 1000},
       {"cost_so_far", core::format_usdc(cost_so_far(r, now_ms))},
       {"settled", core::format_usdc(r.settled.charged)}};
+}
+
+void tell_customer_ended(store::Tx& tx, const RentalRow& r, const std::string& base_url, std::int64_t now_ms) {
+  if (r.state != rental::State::ended || !r.end_reason || *r.end_reason == rental::EndReason::customer_stopped) return;
+  mail::RentalEndFacts facts;
+  facts.rental_id = r.id;
+  facts.gpus_text = std::to_string(r.gpu_count) + " × " + r.model;
+  facts.why = rental::end_text(*r.end_reason, r.exit_code, r.oom);
+  facts.cost_text = core::format_usdc(r.settled.charged);
+  facts.charged = r.running_since_ms.has_value();
+  facts.link = base_url + "/#/rentals/" + r.id;
+  announce(tx, r.customer_id, mail::rental_ended(facts), std::nullopt, now_ms);
 }
 
 nlohmann::json provider_json(const RentalRow& r, std::int64_t now_ms) {

@@ -97,6 +97,13 @@ std::vector<core::reliability::Job> reliability_jobs(store::Tx& tx, const std::s
                                                      std::int64_t since_ms);
 
 nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms);
+//! The rental's max_hours in milliseconds, when it has one.
+std::optional<std::int64_t> max_duration_ms(const RentalRow& r);
+
+//! Tells the customer, by mail and in the dashboard, that their rental ended when they did not end it
+//! themselves (the provider stopped it, its machine failed or went away, the balance or its time ran
+//! out, it could not start). Nothing for one still live or stopped by them. `base_url` makes the link.
+void tell_customer_ended(store::Tx& tx, const RentalRow& r, const std::string& base_url, std::int64_t now_ms);
 //! The provider's view: which GPUs and what they earn, never who rents them.
 nlohmann::json provider_json(const RentalRow& r, std::int64_t now_ms);
 

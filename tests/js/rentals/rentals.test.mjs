@@ -51,6 +51,9 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     await bad({ gpu_count: 0 }, 'gpu_count');
     await bad({ command: 'echo' }, 'command');
     await bad({ ssh_public_key: 'not a key' }, 'ssh_public_key');
+    const keyError = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine.id, ...RENT,
+      ssh_public_key: 'not a key' } });
+    assert.match(keyError.json.error.message, /^SSH public key must be/);
     await bad({ filters: { model: 'L40S' } }, 'filters');
     await bad({ gpu_count: 3 }, 'machine_id', 409);
     await bad({ env: { NVIDIA_VISIBLE_DEVICES: 'all' } }, 'env');  // the platform hands in exactly the GPUs
@@ -150,6 +153,10 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal(bobEnded.end_reason, 'start_failed');
     assert.equal(bobEnded.error, 'pull access denied');
     assert.equal(bobEnded.cost_so_far, '0.000000');
+    // Bob is told, since he did not end it himself.
+    const bobTold = (await bob.request('GET', '/v1/notifications')).json.items;
+    assert.deepEqual(bobTold.map((n) => [n.kind, n.title, n.body]), [['rental_ended',
+      `Rental ${bobs.json.id} ended: Could not start (not charged)`, '1 × L40S. It was not charged.']]);
     assert.equal((await bob.request('GET', '/v1/billing/balance')).json.balance, '100.000000');
 
     // ... and Ann's runs, shows its output, and stops when she asks.
@@ -194,6 +201,8 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal(ended.state, 'ended');
     assert.equal(ended.end_reason, 'customer_stopped');
     assert.equal(ended.end_text, 'Stopped by you');
+    assert.deepEqual((await ann.request('GET', '/v1/notifications')).json.items.filter((n) => n.kind === 'rental_ended'),
+      [], 'she stopped it herself: nothing to tell');
 
     // Charged for the seconds it ran, no more: rounding once, on the whole.
     const ranMs = Date.parse(ended.ended_at) - Date.parse(ended.running_since);

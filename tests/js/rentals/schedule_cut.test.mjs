@@ -58,6 +58,11 @@ test(`${BACKEND}: a schedule change that cuts a running rental short is the prov
       const theirs = (await provider.client.request('GET', '/v1/provider/rentals')).json.items.find((r) => r.id === id);
       assert.equal(theirs.provider_side, true, JSON.stringify(theirs));
     }
+    // The customer is told of each, in the dashboard (and by mail, once their address is confirmed).
+    const told = (await ann.request('GET', '/v1/notifications')).json.items.filter((n) => n.kind === 'rental_ended');
+    assert.deepEqual(told.map((n) => n.title).sort(), [first.json.id, second.json.id].sort()
+      .map((id) => `Rental ${id} ended: Stopped by the provider`));
+    for (const n of told) assert.match(n.link, /\/#\/rentals\/rnt_/);
   } finally {
     if (provider) await provider.agent.stop();
     await server.stop();
