@@ -68,7 +68,14 @@ sys_days first_business_day(year_month ym, Method method) {
 
 sys_days next_payout_day(Schedule schedule, Method method, sys_days from) {
   if (schedule == Schedule::weekly) {
-    return from + (Monday - weekday{from});  // weekday difference: 0..6 days ahead
+    // The Monday of `from`'s week, or for SEPA the first business day from it (Easter Monday: Tuesday).
+    const auto pay_day = [&](sys_days monday) {
+      while (!business_day(monday, method)) monday += days(1);
+      return monday;
+    };
+    const sys_days this_week = from - (weekday{from} - Monday);  // weekday difference: 0..6 days back
+    if (const sys_days d = pay_day(this_week); d >= from) return d;
+    return pay_day(this_week + weeks(1));
   }
   const year_month ym = year_month_day{from}.year() / year_month_day{from}.month();
   const sys_days here = first_business_day(ym, method);

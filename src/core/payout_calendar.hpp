@@ -30,7 +30,8 @@ bool target2_closed(date::sys_days day);
 //! Monday to Friday, and for SEPA not a TARGET2 closing day.
 bool business_day(date::sys_days day, Method method);
 
-//! The first payout day on or after `from`: weekly, the next Monday (`from` itself when a Monday);
+//! The first payout day on or after `from`: weekly, the next Monday (`from` itself when a Monday), for
+//! SEPA the business day after a Monday TARGET2 is closed (Easter Monday: the Tuesday);
 //! monthly, the first business day of `from`'s month when that is not before `from`, else of the
 //! next month.
 date::sys_days next_payout_day(Schedule schedule, Method method, date::sys_days from);

@@ -41,6 +41,23 @@ TEST(PayoutCalendar, Target2ClosingDays) {
   }
 }
 
+TEST(PayoutCalendar, WeeklyIsMondayAndForSepaTheNextBusinessDayWhenTarget2IsClosed) {
+  // Easter Monday 6 April 2026: a SEPA payout goes on the Tuesday, a wallet payout on the Monday.
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2026, 4, 2)), ymd(2026, 4, 7));
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2026, 4, 6)), ymd(2026, 4, 7));
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2026, 4, 7)), ymd(2026, 4, 7)) << "the day itself";
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2026, 4, 8)), ymd(2026, 4, 13));
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::solana_usdc, ymd(2026, 4, 2)), ymd(2026, 4, 6));
+  // An ordinary week: Monday, and Monday itself.
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2026, 12, 9)), ymd(2026, 12, 14));
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2026, 12, 14)), ymd(2026, 12, 14));
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::solana_usdc, ymd(2026, 12, 13)), ymd(2026, 12, 14));
+  // Christmas 2028: Monday the 25th and Tuesday the 26th are closed, so SEPA pays Wednesday the 27th; and
+  // 1 January 2029 is a Monday and closed: Tuesday the 2nd.
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2028, 12, 25)), ymd(2028, 12, 27));
+  EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2028, 12, 28)), ymd(2029, 1, 2));
+}
+
 TEST(PayoutCalendar, MonthlyIsTheFirstBusinessDaySkippingTarget2ForSepa) {
   // 1 January 2026 is a Thursday and a TARGET2 holiday.
   EXPECT_EQ(next_payout_day(Schedule::monthly, Method::sepa, ymd(2025, 12, 15)), ymd(2026, 1, 2));
@@ -81,9 +98,16 @@ TEST(PayoutCalendar, ThePendingPayoutOnAPayoutDayIsTodaysOnlyUntilItsRunPaysOrWh
 // Over every day of a century, checked against the definitions rather than the code's arithmetic.
 TEST(PayoutCalendar, EveryDayOfACenturyGetsTheRightPayoutDay) {
   for (sys_days from = ymd(2000, 1, 1); from < ymd(2100, 1, 1); from += days(1)) {
-    const auto w = next_payout_day(Schedule::weekly, Method::sepa, from);
+    const auto w = next_payout_day(Schedule::weekly, Method::solana_usdc, from);
     ASSERT_EQ(weekday{w}, Monday) << str(from);
     ASSERT_TRUE(w >= from && w < from + days(7)) << str(from);
+    // SEPA: the first business day on or after its week's Monday, on or after `from`, and no later week's.
+    const auto s = next_payout_day(Schedule::weekly, Method::sepa, from);
+    ASSERT_GE(s, from) << str(from);
+    ASSERT_TRUE(business_day(s, Method::sepa)) << str(from);
+    const sys_days monday = s - (weekday{s} - Monday);
+    for (sys_days d = monday; d < s; d += days(1)) ASSERT_FALSE(business_day(d, Method::sepa)) << str(from);
+    ASSERT_LT(s, from + days(10)) << str(from);  // this week's or next week's, never later
     for (auto m : {Method::sepa, Method::solana_usdc}) {
       const auto p = next_payout_day(Schedule::monthly, m, from);
       ASSERT_GE(p, from) << str(from);
