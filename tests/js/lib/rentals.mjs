@@ -174,8 +174,30 @@ export async function moveTestClock(server, seconds) {
 // day and hour the test runs. Started at the real time instead, a test begun on a Sunday after
 // 23:30 UTC earned into Monday, so its next Monday was 7 days on and the provider's login had
 // expired when it asked for its payouts.
+// A Wednesday whose next Monday TARGET2 closes (Easter Monday, 1 January, Christmas) is passed over for the
+// week after: a weekly SEPA payout of that week goes on the Tuesday, not on the Monday the tests expect.
 export function midweekStart(now = Date.now()) {
-  return new Date(nextWeekday(now, 3) + 12 * 3600e3).toISOString().replace('.000Z', 'Z');
+  let wednesday = nextWeekday(now, 3);
+  while (target2Closed(nextWeekday(wednesday, 1))) wednesday += 7 * 86400e3;
+  return new Date(wednesday + 12 * 3600e3).toISOString().replace('.000Z', 'Z');
+}
+
+// Whether TARGET2 is closed on the UTC day of `ms` (core/payout_calendar.cpp's rule): 1 January, Good
+// Friday, Easter Monday, 1 May, 25 and 26 December.
+export function target2Closed(ms) {
+  const d = new Date(ms);
+  const y = d.getUTCFullYear();
+  const md = `${d.getUTCMonth() + 1}-${d.getUTCDate()}`;
+  if (['1-1', '5-1', '12-25', '12-26'].includes(md)) return true;
+  const a = y % 19, b = Math.floor(y / 100), c = y % 100, dd = Math.floor(b / 4), e = b % 4;
+  const f = Math.floor((b + 8) / 25), g = Math.floor((b - f + 1) / 3), h = (19 * a + b - dd - g + 15) % 30;
+  const i = Math.floor(c / 4), k = c % 4, l = (32 + 2 * e + 2 * i - h - k) % 7;
+  const m = Math.floor((a + 11 * h + 22 * l) / 451);
+  const month = Math.floor((h + l - 7 * m + 114) / 31);
+  const day = ((h + l - 7 * m + 114) % 31) + 1;
+  const easter = Date.UTC(y, month - 1, day);
+  const today = Date.UTC(y, d.getUTCMonth(), d.getUTCDate());
+  return today === easter - 2 * 86400e3 || today === easter + 86400e3;
 }
 
 // Midnight UTC (ms) of the first `weekday` (0 = Sunday ... 6 = Saturday) after the day of `ms`.
