@@ -27,8 +27,11 @@ namespace {
 //! Heartbeats of a minute may commit a little after the time a round judged it: read them again.
 constexpr std::int64_t kPresenceOverlapMs = 2 * cr::kMinuteMs;
 
+// Divided by the units per one (100 for 0.01), not multiplied by the unit: 95 / 100 is the double that
+// prints 0.95, where 95 * 0.01 prints 0.9500000000000001.
 double round_to(double v, double unit) {
-  return std::round(v / unit) * unit;
+  const double per_one = std::round(1.0 / unit);
+  return std::round(v * per_one) / per_one;
 }
 
 //! A machine's days as judged now: the stored ones of this window, and before it as far back as a day

@@ -293,6 +293,9 @@ test(`${BACKEND}: reliability over 30 simulated days: DST schedule, two days dow
       const now = model(START + DAYS * DAY);
       close(final.parts.uptime.value, now.U, 'uptime', 1e-4);
       close(final.parts.job_completion.value, 0.95, 'job completion (the prior)', 1e-9);
+      // Figures as a person reads them: 0.95, not 0.9500000000000001.
+      assert.equal(final.parts.job_completion.value, 0.95);
+      assert.doesNotMatch(JSON.stringify(final), /\d\.\d{7,}/, 'no float noise in the answer');
       close(final.parts.stability.value, now.S, 'stability', 1e-4);
       assert.equal(final.parts.stability.runs, 1, 'the first run left the window; the throttled one is in it');
       assert.equal(final.recovery.days, recoveryDays(START + DAYS * DAY));
