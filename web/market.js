@@ -61,8 +61,11 @@
     const rec = await api('GET', `/v1/provider/price-recommendations?model=${encodeURIComponent(model)}`);
     const input = mfield('usdc_per_gpu_hour', `${model}: USDC per GPU-hour`, 'text',
       { inputmode: 'decimal', value: current ? current.usdc_per_gpu_hour : '', placeholder: rec.ok ? rec.data.recommended : '' });
+    // What the provider keeps of each GPU-hour, after the platform's commission.
+    const receives = (p) => `; you receive ${p.provider_receives_per_gpu_hour} USDC of it (commission ${p.commission_pct}%)`;
     const status = el('p', { class: 'muted price-status', role: 'status' },
-      current ? `Current rate ${money(current.usdc_per_gpu_hour)} since ${fmtTime(current.started_at)}` : 'No rate set: not offered yet.');
+      current ? `Current rate ${money(current.usdc_per_gpu_hour)} since ${fmtTime(current.started_at)}${receives(current)}`
+        : 'No rate set: not offered yet.');
     const recNode = rec.ok
       ? el('p', { class: 'recommendation' }, 'Recommended ', el('strong', {}, money(rec.data.recommended)),
         ` (band ${money(rec.data.p25)} – ${money(rec.data.p75)}, ${rec.data.basis} basis, region ${rec.data.region})`,
@@ -80,7 +83,7 @@
       if (!r.ok) { fieldError(form, r.data && r.data.error); return; }
       fieldError(form, null);
       form.querySelector('.form-error').textContent = '';
-      status.textContent = `Saved: ${money(r.data.usdc_per_gpu_hour)} per GPU-hour from ${fmtTime(r.data.started_at)}`;
+      status.textContent = `Saved: ${money(r.data.usdc_per_gpu_hour)} per GPU-hour from ${fmtTime(r.data.started_at)}${receives(r.data)}`;
     });
     return form;
   }

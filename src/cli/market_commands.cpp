@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "cli/cli.hpp"
+#include "core/text.hpp"
 
 namespace gpunex::cli {
 
@@ -57,10 +58,19 @@ class PriceListCommand : public Command {
   CLI::App* add_to(CLI::App& parent) override { return price_group(parent)->add_subcommand("list", "your current rates"); }
   int run(Context& ctx) override {
     return request_and_print(ctx, "GET", "/v1/provider/prices", std::nullopt, [](const nlohmann::json& j) {
-      std::string out;
-      for (const auto& p : j["items"])
-        out += p["model"].get<std::string>() + "\t" + p["usdc_per_gpu_hour"].get<std::string>() + "\n";
-      return out.empty() ? std::string("no rates set") : out.substr(0, out.size() - 1);
+      std::vector<std::vector<std::string>> rows;
+      std::string commission;
+      for (const auto& p : member(j, "items")) {
+        rows.push_back({format_text(member(p, "model")), format_text(member(p, "usdc_per_gpu_hour")),
+                        format_text(member(p, "provider_receives_per_gpu_hour")),
+                        format_text(member(p, "started_at"))});
+        if (member(p, "commission_pct").is_number())
+          commission = core::format_number(p["commission_pct"].get<double>());
+      }
+      if (rows.empty()) return std::string("no rates set");
+      std::string out = format_table({"MODEL", "USDC/GPU-H", "YOU RECEIVE", "SINCE"}, rows);
+      if (!commission.empty()) out += "you receive the rate less the platform's commission of " + commission + "%";
+      return out;
     });
   }
 };

@@ -7,6 +7,7 @@
 
 #include "core/gpu_catalog.hpp"
 #include "core/json_reader.hpp"
+#include "core/ledger.hpp"
 #include "core/marketplace.hpp"
 #include "core/money.hpp"
 #include "core/price_recommendation.hpp"
@@ -14,13 +15,13 @@
 #include "server/api/handlers.hpp"
 #include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
-#include "server/platform/request_pipeline.hpp"
-#include "server/onboarding/gpu_catalog.hpp"
+#include "server/fleet/schedules.hpp"
 #include "server/market/offer_cache.hpp"
 #include "server/market/prices.hpp"
-#include "server/fleet/schedules.hpp"
-#include "server/platform/paging.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/onboarding/providers.hpp"
+#include "server/platform/paging.hpp"
+#include "server/platform/request_pipeline.hpp"
 
 namespace gpunex::server {
 
@@ -55,6 +56,14 @@ core::Result<core::MicroUsdc> read_price(const nlohmann::json& body) {
   return *rate;
 }
 
+//! A rate as the provider sees it: with what they receive of each GPU-hour after the platform's commission.
+nlohmann::json provider_price(const PriceRow& row, core::ledger::BasisPoints commission) {
+  auto j = row.to_json();
+  j["commission_pct"] = static_cast<double>(commission) / 100.0;
+  j["provider_receives_per_gpu_hour"] = core::format_usdc(core::ledger::provider_share(row.usdc_micro, commission));
+  return j;
+}
+
 Response put_price(Ctx& ctx) {
   auto rate = ctx.read_body(read_price);
   if (!rate) return Response::error(rate.error());
@@ -64,7 +73,7 @@ Response put_price(Ctx& ctx) {
     if (!p) return std::move(p).error();
     auto row = set_price(tx, *p, model, *rate, ctx.principal->user.id, ctx.now_ms());
     if (!row) return std::move(row).error();
-    return row->to_json();
+    return provider_price(*row, static_cast<core::ledger::BasisPoints>(ctx.config().commission_bp));
   });
 }
 
@@ -77,7 +86,9 @@ Response list_prices(Ctx& ctx) {
         auto p = provider_of_user(tx, ctx.principal->user.id);
         if (!p) return std::move(p).error();
         auto items = nlohmann::json::array();
-        for (const auto& row : current_prices(tx, p->id)) items.push_back(row.to_json());
+        for (const auto& row : current_prices(tx, p->id)) {
+          items.push_back(provider_price(row, static_cast<core::ledger::BasisPoints>(ctx.config().commission_bp)));
+        }
         return page_of(items, *page, "model");
       },
       store::TxMode::read);
@@ -279,12 +290,13 @@ void register_market_api(App& app, OfferCache& offer_cache, ScheduleCache& sched
   // Prices and schedules are provider automation too: an API key may set them.
   const auto provider = [] { return RouteOptions::for_roles({"provider"}).api_key_allowed(); };
   namespace oa = openapi;
-  const auto price = oa::component(
-      "Price", oa::record({{"model", oa::text(1)},
-                           {"region", oa::text()},
-                           {"usdc_per_gpu_hour", oa::money()},
-                           {"started_at", oa::timestamp()}},
-                          {"model", "usdc_per_gpu_hour", "started_at"}));
+  const auto price = oa::component("Price", oa::record({{"model", oa::text(1)},
+                                                        {"region", oa::text()},
+                                                        {"usdc_per_gpu_hour", oa::money()},
+                                                        {"started_at", oa::timestamp()},
+                                                        {"commission_pct", oa::number()},
+                                                        {"provider_receives_per_gpu_hour", oa::money()}},
+                                                       {"model", "usdc_per_gpu_hour", "started_at"}));
   const auto window = oa::closed_record({{"days", oa::array(oa::text(3, 3))}, {"start", oa::text(5, 5)}, {"end", oa::text(5, 5)}},
                                         {"days", "start", "end"});
   const auto schedule = oa::record({{"machine_id", oa::text(1)},

@@ -45,7 +45,9 @@ test(`${BACKEND}: gpunex price and schedule`, async () => {
 
     const list = gpunex(home, ['price', 'list']);
     assert.equal(list.code, 0, list.err);
-    assert.match(list.out, /L40S\s+0\.950000/);
+    assert.match(list.out, /^MODEL +USDC\/GPU-H +YOU RECEIVE +SINCE$/m);
+    assert.match(list.out, /^L40S +0\.950000 +0\.760000 +\d{4}-/m);
+    assert.match(list.out, /commission of 20%\n$/);
 
     const rec = gpunex(home, ['price', 'recommend', 'L40S']);
     assert.equal(rec.code, 0, rec.err);

@@ -67,6 +67,11 @@ test(`${BACKEND}: price → offer on the marketplace → a schedule excluding no
     await priceForm.getByLabel('L40S: USDC per GPU-hour').fill('0.95');
     await priceForm.getByRole('button', { name: 'Save L40S rate' }).click();
     await priceForm.getByText(/Saved: 0\.95 USDC/).waitFor();
+    // What the provider keeps of each GPU-hour, as the API says: 80% of it at the default 20% commission.
+    const [rate] = (await client.request('GET', '/v1/provider/prices')).json.items;
+    assert.equal(rate.provider_receives_per_gpu_hour, '0.760000');
+    assert.equal(rate.commission_pct, 20);
+    assert.match(await priceForm.locator('.price-status').textContent(), /; you receive 0\.760000 USDC of it \(commission 20%\)$/);
     await shot(p, 'pricing');
 
     await p.getByRole('link', { name: 'Marketplace' }).click();
