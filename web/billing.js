@@ -51,12 +51,17 @@
       el('section', { class: 'card', 'aria-label': 'Balance' },
         el('p', { class: 'big', id: 'balance-amount' }, usdc(b.data.balance)),
         el('p', { class: 'muted', id: 'balance-lasts' }, lasts)),
+      el('section', { id: 'add-credit', 'aria-labelledby': 'add-credit-h' },
+        el('h2', { id: 'add-credit-h' }, 'Add credit'),
+        el('p', { id: 'payment-instructions', class: 'pre-wrap' }, b.data.payment_instructions
+          || 'Ask the operator of this GPUnex how to pay: they add the credit when your payment arrives.'),
+        el('p', { class: 'muted' }, `Quote your account's e-mail, ${state.user.email}, with your payment.`)),
       el('h2', {}, 'History'),
       rows.length
         ? el('table', { class: 'table', 'aria-label': 'Balance history' },
           el('thead', {}, el('tr', {}, ['When', 'Kind', 'What', 'Reference', 'USDC'].map((t) => el('th', { scope: 'col' }, t)))),
           el('tbody', {}, rows))
-        : el('p', { class: 'empty' }, 'No transactions yet. An operator adds credit when your payment arrives.'),
+        : el('p', { class: 'empty' }, 'No transactions yet.'),
     ];
   };
 

@@ -15,6 +15,9 @@ std::string balance_text(const nlohmann::json& b, const nlohmann::json* history)
   out += hours.is_number() ? "; about " + format_fixed(hours, 0) + " hours at " +
                                  format_text(member(b, "spend_per_hour")) + " USDC/hour"
                            : "; nothing is being spent now";
+  if (member(b, "payment_instructions").is_string()) {
+    out += "\nto add credit: " + member(b, "payment_instructions").get<std::string>();
+  }
   if (history == nullptr) return out;
   out += "\n";
   const auto& items = member(*history, "items");

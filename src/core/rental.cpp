@@ -199,7 +199,8 @@ Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus
   const std::string span = span_ms >= kHourMs ? "the first hour" : "its max_hours";
   return Error::make(ErrorCode::payment_required,
                      "the balance (" + format_usdc(balance) + " USDC" + of_it + ") does not cover " + span + ": " +
-                         format_usdc(needed) + " USDC is needed to start, " + format_usdc(needed - free) + " USDC more")
+                         format_usdc(needed) + " USDC is needed to start, " + format_usdc(needed - free) +
+                         " USDC more (your Balance page, or gpunex balance, says how to add credit)")
       .with_code("insufficient_balance");
 }
 

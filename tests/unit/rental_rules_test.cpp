@@ -94,7 +94,9 @@ TEST(RentalRules, StartingNeedsTheFirstHourAndTheRefusalNamesTheAmount) {
   EXPECT_EQ(short_by.error().code_text(), "insufficient_balance");
   EXPECT_EQ(core::http_status(short_by.error().code), 402);
   EXPECT_NE(short_by.error().message.find("1.000000 USDC is needed"), std::string::npos) << short_by.error().message;
-  EXPECT_NE(short_by.error().message.find("0.000001 USDC more"), std::string::npos) << short_by.error().message;
+  EXPECT_NE(short_by.error().message.find("0.000001 USDC more (your Balance page, or gpunex balance, says how"),
+            std::string::npos)
+      << short_by.error().message;
 }
 
 TEST(RentalRules, OtherRentalsHoldWhatIsLeftOfTheirFirstHour) {

@@ -41,7 +41,11 @@ Response get_balance(Ctx& ctx) {
                               {"unsettled", core::format_usdc(accrual.unsettled)},
                               {"currency", "USDC"},
                               {"spend_per_hour", core::format_usdc(spend_per_hour)},
-                              {"hours_left", hours < 0 ? nlohmann::json(nullptr) : nlohmann::json(hours)}};
+                              {"hours_left", hours < 0 ? nlohmann::json(nullptr) : nlohmann::json(hours)},
+                              // How to add credit, as the operator wrote it (null: not written).
+                              {"payment_instructions", ctx.config().payment_instructions.empty()
+                                                           ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(ctx.config().payment_instructions)}};
       },
       store::TxMode::read);
 }
@@ -202,9 +206,10 @@ void register_billing_api(App& app) {
                                                         {"unsettled", signed_money},
                                                         {"currency", oa::one_of({"USDC"})},
                                                         {"spend_per_hour", oa::money()},
-                                                        {"hours_left", oa::nullable(oa::number())}},
-                                                       {"balance", "available", "unsettled", "currency", "spend_per_hour",
-                                                        "hours_left"})}}}),
+                                                        {"hours_left", oa::nullable(oa::number())},
+                                                        {"payment_instructions", oa::nullable(oa::text())}},
+                                                       {"balance", "available", "unsettled", "currency",
+                                                        "spend_per_hour", "hours_left"})}}}),
             get_balance);
   app.route(http::Method::get, "/v1/billing/history",
             RouteOptions::signed_in().doc(

@@ -404,6 +404,13 @@ const std::vector<ConfigKey>& config_keys() {
                         &Config::payout_destination_cooldown_hours, 0, 24 * 30));
     k.push_back(int_key("payouts_interval_s", "seconds between the payouts worker's looks for due payouts",
                         &Config::payouts_interval_s, 1, 86400));
+    k.push_back(string_key("payment_instructions",
+                           "how customers pay for credit (bank details, a USDC address, whom to write to): shown on "
+                           "their Balance page and by gpunex balance",
+                           &Config::payment_instructions, [](const std::string& v) -> std::optional<std::string> {
+                             if (v.size() <= 2000 && core::is_clean_utf8(v)) return std::nullopt;
+                             return "must be plain text of at most 2000 bytes";
+                           }));
     k.push_back(string_key("sepa_debtor_name", "the holder of the platform's bank account SEPA payouts leave from",
                            &Config::sepa_debtor_name, [](const std::string& v) -> std::optional<std::string> {
                              if (v.size() <= 70 && core::sepa::sepa_text(v)) return std::nullopt;

@@ -80,6 +80,7 @@ struct Config {
   int payout_destination_cooldown_hours = 48;  // a new payout destination takes effect after this
   int payouts_interval_s = 60;                 // how often the payouts worker looks for due payouts
   std::string sepa_debtor_name;                // the platform's bank account SEPA payouts are paid from
+  std::string payment_instructions;            // how customers pay for credit: shown on their Balance page
   std::string sepa_debtor_iban;
   std::string sepa_debtor_bic;
   // USDC payouts on Solana: a JSON-RPC node, the hot wallet's keypair file (0600), the mint.

@@ -14,8 +14,11 @@ async function logIn(page, url, email, password) {
   await page.getByRole('heading', { name: 'Roles' }).waitFor();
 }
 
+// How customers pay, as an operator writes it (two lines).
+const HOW_TO_PAY = 'Wire EUR to DE89 3704 0044 0532 0130 00 (GPUnex Test Ltd),\nor send USDC on Solana to GJRs4FwHtemZ5ZE9x3FNvJ8TMwitKTh21yxdRPqn7npE.';
+
 test(`${BACKEND}: Credit page adds credit once; the Balance page agrees with the API`, async () => {
-  const server = await new TestServer().start();
+  const server = await new TestServer(['--payment-instructions', HOW_TO_PAY]).start();
   const shot = screenshotter(`billing-${BACKEND}`);
   const browser = await launchBrowser(shot);
   const errors = [];
@@ -66,6 +69,10 @@ test(`${BACKEND}: Credit page adds credit once; the Balance page agrees with the
     await page.getByRole('heading', { name: 'Balance' }).waitFor();
     assert.equal(await page.locator('#balance-amount').textContent(), '19.750000 USDC');
     assert.equal(await page.locator('#balance-lasts').textContent(), 'Nothing is being spent now.');
+    // How to add credit: the operator's words, as the API gives them, line breaks kept.
+    assert.equal((await ann.request('GET', '/v1/billing/balance')).json.payment_instructions, HOW_TO_PAY);
+    assert.equal(await page.locator('#payment-instructions').textContent(), HOW_TO_PAY);
+    assert.equal(await page.locator('#payment-instructions').evaluate((e) => getComputedStyle(e).whiteSpace), 'pre-wrap');
     const rows = await page.getByRole('table', { name: 'Balance history' }).locator('tbody tr').evaluateAll(
       (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     const history = (await ann.request('GET', '/v1/billing/history')).json.items;
