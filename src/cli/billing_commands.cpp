@@ -127,7 +127,8 @@ std::string settings_text(const nlohmann::json& settings) {
   if (pending.is_object()) {
     out += std::string(out.empty() ? "" : "\n") + "From " + format_text(member(pending, "effective_at")) + ": paid " +
            format_text(member(pending, "schedule")) + " to " + format_text(member(pending, "destination_text")) + " (" +
-           format_text(member(pending, "method")) + "); a new destination waits, and you are told by e-mail";
+           format_text(member(pending, "method")) +
+           "); a new destination waits out a cooling-off period, and you are notified";
   }
   return out.empty() ? "no payout destination" : out;
 }
@@ -143,7 +144,8 @@ class PayoutsSetCommand : public Command {
     c->add_option("--iban", iban_, "the IBAN of an account in a SEPA country")->type_name("IBAN");
     c->add_option("--account-holder", holder_, "the account holder's name, as the bank knows it")->type_name("NAME");
     c->add_option("--bic", bic_, "the bank's BIC (optional)")->type_name("BIC");
-    c->add_option("--schedule", schedule_, "weekly (Mondays, from 20 USDC) or monthly (default: as now, else weekly)")
+    c->add_option("--schedule", schedule_,
+                  "weekly (Mondays, above the weekly minimum) or monthly (default: as now, else weekly)")
         ->check(CLI::IsMember({"weekly", "monthly"}))
         ->type_name("WHEN");
     c->add_flag("--password-stdin", password_stdin_,
