@@ -34,7 +34,7 @@ test(`${BACKEND}: operators credit customers; customers see their balance and it
     const empty = await ann.request('GET', '/v1/billing/balance');
     assert.equal(empty.status, 200);
     assert.deepEqual(empty.json, { balance: '0.000000', available: '0.000000', unsettled: '0.000000', currency: 'USDC',
-      spend_per_hour: '0.000000', hours_left: null });
+      spend_per_hour: '0.000000', hours_left: null, payment_instructions: null });
 
     // The admin API: one credit, then the same payment again (a retry) changes nothing.
     const credit = { email: 'Ann@Example.com', amount: '100.00', reference: 'wire 2026-12-04 #42' };

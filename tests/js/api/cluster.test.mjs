@@ -54,14 +54,23 @@ async function clusterAsync(dir, ...args) {
   return stdout.trim();
 }
 
-// A process that has not exited (a zombie, exited but not yet reaped by its new parent, has).
-function alive(pid) {
+// A process's state letter and start time (clock ticks after boot), or null when there is none.
+function procStat(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0], start: fields[19] };
   } catch {
-    return false;
+    return null;
   }
+}
+
+// The same process still there: not exited (a zombie, exited but not yet reaped by its new parent, has),
+// and started when it was seen first (`seen`: {pid, start}). A
+// backend that exited during the test may have its pid taken by another test's process meanwhile.
+function stillThere(seen) {
+  const s = procStat(seen.pid);
+  return s !== null && s.state !== 'Z' && s.start === seen.start;
 }
 
 // Every process whose parent is `pid` (nginx's workers, PostgreSQL's backends).
@@ -95,8 +104,9 @@ test(`${BACKEND}: scripts/cluster.sh up 2: both replicas serve through nginx, on
     const replicaPids = [1, 2].map((i) => Number(readFileSync(path.join(dir, `replica-${i}`, 'pid'), 'utf8')));
     const nginxPid = Number(readFileSync(path.join(dir, 'nginx', 'nginx.pid'), 'utf8'));
     const pgPid = Number(readFileSync(path.join(dir, 'pg', 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
-    pids = [...replicaPids, nginxPid, ...children(nginxPid), pgPid, ...children(pgPid)];
-    assert.ok(pids.every(alive));
+    pids = [...replicaPids, nginxPid, ...children(nginxPid), pgPid, ...children(pgPid)]
+      .map((pid) => ({ pid, start: procStat(pid)?.start }));
+    assert.ok(pids.every(stillThere));
 
     const user = new Client(url);
     await user.signupAndLogin('cluster@example.com');
@@ -132,7 +142,7 @@ test(`${BACKEND}: scripts/cluster.sh up 2: both replicas serve through nginx, on
   } finally {
     cluster(dir, 'down');
   }
-  const left = pids.filter(alive);
+  const left = pids.filter(stillThere).map((p) => p.pid);
   assert.deepEqual(left, [], `processes left after down: ${left.join(' ')}`);
   assert.ok(!existsSync(path.join(dir, 'url')));
   rmSync(dir, { recursive: true, force: true });
