@@ -119,12 +119,12 @@ Response stop_rental(Ctx& ctx, rentals::AgentPolls& polls, Find find, rental::En
     auto r = find(ctx, tx);
     if (!r) return std::move(r).error();
     auto after = rentals::stop(tx, *r, reason, now);
-    if (after.state == rental::State::ended && r->state != rental::State::ended) {
-      billing::settle(tx, after, now);
-      rentals::tell_customer_ended(tx, *rentals::find(tx, after.id), ctx.config().base_url(), now);
-    }
+    const bool ended_now = after.state == rental::State::ended && r->state != rental::State::ended;
+    if (ended_now) billing::settle(tx, after, now);
+    const auto settled = *rentals::find(tx, after.id);  // read once, after the settlement, for both uses
+    if (ended_now) rentals::tell_customer_ended(tx, settled, ctx.config().base_url(), now);
     machine = after.machine_id;
-    return view(*rentals::find(tx, after.id), now);
+    return view(settled, now);
   });
   if (!machine.empty()) polls.ring(machine);
   return out;
