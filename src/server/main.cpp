@@ -371,11 +371,15 @@ int main(int argc, char** argv) {
     if (key.type_name == "BOOL") opt->expected(0, 1);
   }
 
-  auto* admin = cli.add_subcommand("admin", "operator commands");
+  auto* admin =
+      cli.add_subcommand("admin", "operator commands; the store is --db, else GPUNEX_DB, else the db of --config FILE");
+  // `gpunex-server admin credit --config /etc/gpunex/server.toml ...` reads the server's own file, as
+  // `gpunex-server --config ... admin credit ...` does: the parent's options are taken after the subcommand too.
+  admin->fallthrough();
   std::string db, email, role = "customer", full_name;
   bool password_stdin = false;
   auto* create = admin->add_subcommand("create-user", "create an account; the password is read from standard input");
-  create->add_option("--db", db, "store URL (sqlite:PATH or postgresql://...)")->required()->envname("GPUNEX_DB");
+  create->add_option("--db", db, "store URL (sqlite:PATH or postgresql://...)")->envname("GPUNEX_DB");
   create->add_option("--email", email, "e-mail address")->required();
   create->add_option("--role", role, "admin, reviewer or customer")->check(CLI::IsMember({"admin", "reviewer", "customer"}));
   create->add_option("--full-name", full_name, "display name (default: the e-mail)");
@@ -384,14 +388,16 @@ int main(int argc, char** argv) {
       "bootstrap",
       "create a first admin account if none exists: its login is printed once when standard output is a terminal, "
       "else written to <data-dir>/first-admin.txt (mode 0600)");
-  bootstrap->add_option("--db", db, "store URL")->required()->envname("GPUNEX_DB");
-  std::string bootstrap_data_dir = cfg.data_dir;
-  bootstrap->add_option("--data-dir", bootstrap_data_dir, "folder for the login file when not on a terminal")
-      ->envname("GPUNEX_DATA_DIR")
-      ->capture_default_str();
+  bootstrap->add_option("--db", db, "store URL")->envname("GPUNEX_DB");
+  std::string bootstrap_data_dir;
+  bootstrap
+      ->add_option(
+          "--data-dir", bootstrap_data_dir,
+          "folder for the login file when not on a terminal (default: the configured data_dir, " + cfg.data_dir + ")")
+      ->envname("GPUNEX_DATA_DIR");
   server::billing::CreditRequest credit_request;
   auto* credit = admin->add_subcommand("credit", "add prepaid USDC credit to a customer's balance (one ledger transaction)");
-  credit->add_option("--db", db, "store URL")->required()->envname("GPUNEX_DB");
+  credit->add_option("--db", db, "store URL")->envname("GPUNEX_DB");
   credit->add_option("--email", credit_request.email, "the account to credit")->required();
   credit->add_option("--amount", credit_request.amount, "USDC, e.g. 100.00")->required();
   credit->add_option("--reference", credit_request.reference,
@@ -401,11 +407,11 @@ int main(int argc, char** argv) {
   bool restore_replace = false;
   auto* backup = admin->add_subcommand(
       "backup", "copy a SQLite store, while the server runs, to a new file (mode 0600); PostgreSQL: use pg_dump");
-  backup->add_option("--db", db, "store URL")->required()->envname("GPUNEX_DB");
+  backup->add_option("--db", db, "store URL")->envname("GPUNEX_DB");
   backup->add_option("--to", backup_file, "the backup file to create (never overwritten)")->required();
   auto* restore = admin->add_subcommand(
       "restore", "restore a backup into a SQLite store: a new path, or --replace one no server has open");
-  restore->add_option("--db", db, "store URL of the database to create or replace")->required()->envname("GPUNEX_DB");
+  restore->add_option("--db", db, "store URL of the database to create or replace")->envname("GPUNEX_DB");
   restore->add_option("--from", backup_file, "a file made by admin backup")->required();
   restore->add_flag("--replace", restore_replace,
                     "replace an existing database (refused while a process has it open; the old one is kept beside it)");
@@ -415,6 +421,20 @@ int main(int argc, char** argv) {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli.exit(e);
+  }
+  if (*admin) {
+    // The store (and the bootstrap's data_dir) not given on the command line come from the configuration the
+    // server itself reads: --config FILE, GPUNEX_* variables, the server's flags.
+    // Never the default store: `admin credit` run from the wrong folder would make a new, empty var/gpunex.db.
+    if (db.empty() && config_file.empty() && cli.count("--db") == 0) {
+      std::cerr << "error: admin: which store? give --db URL, GPUNEX_DB, or --config FILE (the server's)\n";
+      return 2;
+    }
+    if (db.empty() || bootstrap_data_dir.empty()) {
+      if (!load_config(cfg, config_file, cli, flags)) return 2;
+      if (db.empty()) db = cfg.db;
+      if (bootstrap_data_dir.empty()) bootstrap_data_dir = cfg.data_dir;
+    }
   }
   if (*backup) return server::admin_backup(db, backup_file, std::cout, std::cerr);
   if (*restore) return server::admin_restore(db, backup_file, restore_replace, std::cout, std::cerr);

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
 import { Pty } from '../lib/pty.mjs';
@@ -78,6 +78,37 @@ test(`${BACKEND}: admin bootstrap on a terminal prints the login once and writes
   await s.start();
   try {
     assert.deepEqual(await rolesAfterLogin(s.url, m[1], m[2]), ['admin', 'customer']);
+  } finally {
+    await s.stop();
+  }
+});
+
+test(`${BACKEND}: admin commands read the store and data_dir from the server's --config file; without any store named they refuse`, async () => {
+  // An operator runs `gpunex-server admin ... --config /etc/gpunex/server.toml`, the file the server runs from.
+  const s = new TestServer().prepare();
+  const varDir = path.join(s.dir, 'var-from-config');
+  const config = path.join(s.dir, 'server.toml');
+  writeFileSync(config, `db = "${s.db}"\ndata_dir = "${varDir}"\n`);
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GPUNEX_')));
+  const run = (args, input) => spawnSync(path.join(BIN, 'gpunex-server'), args,
+    { input, encoding: 'utf8', timeout: 30000, env, cwd: s.dir });
+
+  const boot = run(['admin', 'bootstrap', '--config', config]);  // after the subcommand
+  assert.equal(boot.status, 0, boot.stderr);
+  assert.ok(existsSync(path.join(varDir, 'first-admin.txt')), boot.stdout);
+  const made = run(['--config', config, 'admin', 'create-user', '--email', 'cfg@example.com', '--role', 'reviewer',
+    '--password-stdin'], 'reviewer-password-1\n');  // before it
+  assert.equal(made.status, 0, made.stderr);
+
+  // No --db, no GPUNEX_DB, no --config: refused, and no var/gpunex.db is made in the current folder.
+  const none = run(['admin', 'create-user', '--email', 'x@example.com', '--password-stdin'], 'x-password-12\n');
+  assert.equal(none.status, 2);
+  assert.match(none.stderr, /which store\? give --db URL, GPUNEX_DB, or --config FILE/);
+  assert.ok(!existsSync(path.join(s.dir, 'var')));
+
+  await s.start();
+  try {
+    assert.deepEqual(await rolesAfterLogin(s.url, 'cfg@example.com', 'reviewer-password-1'), ['customer', 'reviewer']);
   } finally {
     await s.stop();
   }
