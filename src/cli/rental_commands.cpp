@@ -273,12 +273,20 @@ class RentalsListCommand : public Command {
                       std::to_string(core::kDefaultPageLimit) + ")")
         ->type_name("N");
     c->add_option("--cursor", cursor_, "the next page, as the previous page said")->type_name("CURSOR");
+    c->add_option("--state", state_,
+                  "only rentals in this state: requested, starting, running, stopping or ended (several: "
+                  "comma-separated, e.g. requested,starting,running)")
+        ->type_name("STATE");
     return c;
   }
   int run(Context& ctx) override {
     std::string query;
-    if (!limit_.empty()) query += "?limit=" + url_encode(limit_);
-    if (!cursor_.empty()) query += (query.empty() ? "?" : "&") + std::string("cursor=") + url_encode(cursor_);
+    const auto add = [&](const char* name, const std::string& value) {
+      if (!value.empty()) query += (query.empty() ? "?" : "&") + std::string(name) + "=" + url_encode(value);
+    };
+    add("state", state_);
+    add("limit", limit_);
+    add("cursor", cursor_);
     nlohmann::json page;
     if (int rc = get_json(ctx, "/v1/rentals" + query, page)) return rc;
     if (!member(page, "items").is_array()) return ctx.fail("the server's list of rentals has no items");
@@ -287,7 +295,7 @@ class RentalsListCommand : public Command {
   }
 
  private:
-  std::string limit_, cursor_;
+  std::string limit_, cursor_, state_;
 };
 
 class RentalsShowCommand : public Command {

@@ -145,7 +145,6 @@ void register_benchmarks_api(App& app) {
       http::Method::get, "/v1/provider/machines/{id}/benchmarks",
       provider.doc(
           {.summary = "A machine's benchmark runs",
-           .query = {"limit", "cursor"},
            .responses = {{200, oa::record(
                                    {{"machine_id", oa::text(1)},
                                     {"machine", oa::nullable(oa::record({{"run_id", oa::text(1)},

@@ -231,8 +231,11 @@ void register_provider_api(App& app) {
                                                  {"revealed_at", oa::timestamp()}},
                                                 {"id", "api_key", "prefix", "provider_id", "revealed_at"})}}}),
             reveal_key);
-  app.route(Method::get, "/v1/catalog/gpus",
-            RouteOptions::public_route().doc({.summary = "The GPU catalog", .responses = {{200, oa::page(gpu_model)}}}), catalog);
+  app.route(
+      Method::get, "/v1/catalog/gpus",
+      RouteOptions::public_route().doc(
+          {.summary = "The GPU catalog", .query = {"limit", "cursor"}, .responses = {{200, oa::page(gpu_model)}}}),
+      catalog);
   app.route(Method::get, "/v1/catalog/gpus/{id}",
             RouteOptions::public_route().doc({.summary = "One GPU model of the catalog", .responses = {{200, gpu_model}}}),
             catalog_one);

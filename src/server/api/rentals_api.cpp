@@ -95,6 +95,30 @@ Response create_rental(Ctx& ctx, OfferCache& offers, ScheduleCache& schedules, r
 }
 
 //! The caller's own rental, or 404 (another customer's rental is not told apart from none).
+//! The rental lists' `state` query: one state or several, comma-separated (`running`,
+//! `requested,starting,running`); absent or empty: every state.
+core::Result<std::vector<rental::State>> state_filter(const http::Request& req) {
+  std::vector<rental::State> states;
+  const auto text = req.query_param("state").value_or("");
+  for (std::size_t at = 0; at < text.size();) {
+    const auto comma = std::min(text.find(',', at), text.size());
+    auto state = rental::parse_state(std::string_view(text).substr(at, comma - at));
+    if (!state) {
+      return core::Error::make(core::ErrorCode::invalid_field,
+                               "state: " + state.error().message +
+                                   "; give requested, starting, running, stopping or ended (several: comma-separated)",
+                               "state");
+    }
+    states.push_back(*state);
+    at = comma + 1;
+  }
+  return states;
+}
+
+bool state_wanted(const std::vector<rental::State>& states, rental::State s) {
+  return states.empty() || std::find(states.begin(), states.end(), s) != states.end();
+}
+
 core::Result<rentals::RentalRow> own_rental(Ctx& ctx, store::Tx& tx) {
   auto r = rentals::find(tx, ctx.req.param("id"));
   if (!r || r->customer_id != ctx.principal->user.id) return rental_not_found();
@@ -293,16 +317,22 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
                           .body = openapi::body_of(rentals::read_create_request),
                           .responses = {{201, rental}}}),
             [&](Ctx& ctx) { return create_rental(ctx, offers, schedules, polls); });
-  app.route(http::Method::get, "/v1/rentals", customer.doc({.summary = "My rentals", .query = {"limit", "cursor"}, .responses = {{200, oa::page(rental)}}}), [](Ctx& ctx) {
-    const auto now = ctx.now_ms();
-    return list_response(ctx, [&](store::Tx& tx) {
-      auto items = nlohmann::json::array();
-      for (const auto& r : rentals::list_for_customer(tx, ctx.principal->user.id)) {
-        items.push_back(rentals::customer_json(r, now));
-      }
-      return items;
-    });
-  });
+  app.route(
+      http::Method::get, "/v1/rentals",
+      customer.doc(
+          {.summary = "My rentals", .query = {"state", "limit", "cursor"}, .responses = {{200, oa::page(rental)}}}),
+      [](Ctx& ctx) {
+        const auto now = ctx.now_ms();
+        const auto states = state_filter(ctx.req);
+        if (!states) return http::Response::error(states.error());
+        return list_response(ctx, [&](store::Tx& tx) {
+          auto items = nlohmann::json::array();
+          for (const auto& r : rentals::list_for_customer(tx, ctx.principal->user.id)) {
+            if (state_wanted(*states, r.state)) items.push_back(rentals::customer_json(r, now));
+          }
+          return items;
+        });
+      });
   app.route(http::Method::get, "/v1/rentals/{id}", customer.doc({.summary = "One of my rentals", .responses = {{200, rental}}}), [](Ctx& ctx) {
     const auto now = ctx.now_ms();
     return respond(
@@ -326,14 +356,17 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
   const auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
   app.route(http::Method::get, "/v1/provider/rentals",
             provider.doc({.summary = "Rentals on my machines",
-                          .query = {"limit", "cursor"},
+                          .query = {"state", "limit", "cursor"},
                           .responses = {{200, oa::page(provider_rental_schema)}}}),
             [](Ctx& ctx) {
               const auto now = ctx.now_ms();
+              const auto states = state_filter(ctx.req);
+              if (!states) return http::Response::error(states.error());
               return provider_list_response(ctx, [&](store::Tx& tx, const std::string& pid) {
                 auto items = nlohmann::json::array();
-                for (const auto& r : rentals::list_for_provider(tx, pid))
-                  items.push_back(rentals::provider_json(r, now));
+                for (const auto& r : rentals::list_for_provider(tx, pid)) {
+                  if (state_wanted(*states, r.state)) items.push_back(rentals::provider_json(r, now));
+                }
                 return items;
               });
             });

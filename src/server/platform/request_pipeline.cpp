@@ -316,6 +316,27 @@ core::Result<std::optional<Principal>> App::authenticate_api_key(const std::stri
   return std::optional<Principal>(std::move(p));
 }
 
+namespace {
+
+//! A query parameter the route does not read (its RouteDoc::query, what the API document lists) is refused, so
+//! that `GET /v1/rentals?state=running` is not answered with every rental as if the filter had been applied.
+//! The dashboard's files (internal) take any, as browsers add their own.
+std::optional<http::Response> unknown_query_parameter(const http::Request& req, const RouteDoc& doc) {
+  if (doc.internal) return std::nullopt;
+  for (const auto& [name, value] : req.query) {
+    if (std::find(doc.query.begin(), doc.query.end(), name) != doc.query.end()) continue;
+    std::string takes;
+    for (const auto& q : doc.query) takes += (takes.empty() ? "" : ", ") + q;
+    return http::Response::error(Error::make(
+        ErrorCode::unknown_field,
+        "unknown query parameter \"" + name + "\": " + req.route + (takes.empty() ? " takes none" : " takes " + takes),
+        name));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<http::Response> App::admit(http::Request& req, const RouteOptions& options,
                                          std::optional<Principal>& principal) {
   if (auto refused = refuse_cross_site(req)) return refused;
@@ -354,6 +375,7 @@ std::optional<http::Response> App::admit(http::Request& req, const RouteOptions&
                                        .with_code("csrf_failed"));
     }
   }
+  if (auto unknown = unknown_query_parameter(req, options.documentation)) return unknown;
   if (!options.roles.empty()) {
     bool allowed = principal && (principal->user.has_role(core::Role::admin) ||
                                  std::any_of(options.roles.begin(), options.roles.end(),

@@ -85,6 +85,11 @@ test(`${BACKEND}: /v1/openapi.json is a valid OpenAPI 3.1 document of every rout
       for (const m of path.matchAll(/\{([^}]+)\}/g)) {
         assert.ok(op.parameters?.some((p) => p.in === 'path' && p.name === m[1]), `${name} documents {${m[1]}}`);
       }
+      // A list answered in pages documents ?limit=&cursor=, and only a list does (the server refuses a query
+      // parameter its route does not document, so a page route missing them could not be paged at all).
+      const query = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+      const paged = JSON.stringify(op.responses?.['200'] ?? {}).includes('"next_cursor"');
+      assert.equal(query.includes('limit') && query.includes('cursor'), paged, `${name}: pages ⇔ limit, cursor`);
     }
 
     // The contract is all there (and what it lists but the server lacks is named, not hidden).

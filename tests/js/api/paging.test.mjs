@@ -97,3 +97,31 @@ test(`${BACKEND}: every documented list refuses a bad limit or cursor, naming it
     await server.stop();
   }
 });
+
+test(`${BACKEND}: every documented route refuses a query parameter it does not read, naming it`, async () => {
+  // Else a filter the route does not have (GET /v1/rentals?status=running) answers as if it had applied it.
+  const server = await new TestServer().start();
+  try {
+    const { client: provider } = await approvedProvider(server, 'contract-query@example.com');
+    server.createUser('query-admin@example.com', 'operator-password-1', 'admin');
+    const admin = new Client(server.url);
+    await admin.login('query-admin@example.com', 'operator-password-1');
+    const doc = (await provider.request('GET', '/v1/openapi.json')).json;
+    let checked = 0;
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      if (!ops.get || path.includes('{')) continue;
+      const takes = (ops.get.parameters || []).filter((q) => q.in === 'query').map((q) => q.name);
+      let r = await provider.request('GET', `${path}?no_such_filter=1`);
+      if (r.status === 403) r = await admin.request('GET', `${path}?no_such_filter=1`);
+      if (r.status === 403 && ops.get['x-gpunex-access'] === 'agent-key') continue;  // the agent's: a key
+      assert.equal(r.status, 400, `${path}: ${r.status} ${r.body.slice(0, 200)}`);
+      assert.deepEqual([r.json.error.code, r.json.error.field], ['unknown_field', 'no_such_filter'], path);
+      assert.ok(r.json.error.message.endsWith(takes.length ? `takes ${takes.join(', ')}` : 'takes none'),
+        `${path}: ${r.json.error.message}`);
+      ++checked;
+    }
+    assert.ok(checked >= 20, `only ${checked} routes checked`);
+  } finally {
+    await server.stop();
+  }
+});

@@ -189,6 +189,29 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
       'machine_online']) {
       assert.deepEqual(listed[k], live[k], k);
     }
+    // Both lists filter by state (several: comma-separated); a state that is none, or a parameter the list
+    // does not take, is a 400 naming it, not every rental as if filtered.
+    const ids = async (who, q) => {
+      const r = await who.request('GET', q);
+      assert.equal(r.status, 200, r.body);
+      return r.json.items.map((x) => x.id).sort();
+    };
+    assert.deepEqual(await ids(ann, '/v1/rentals?state=running'), [rental.id]);
+    assert.deepEqual(await ids(ann, '/v1/rentals?state=ended'), []);
+    assert.deepEqual(await ids(bob, '/v1/rentals?state=ended&limit=5'), [bobs.json.id]);
+    assert.deepEqual(await ids(provider.client, '/v1/provider/rentals?state=running'), [rental.id]);
+    assert.deepEqual(await ids(provider.client, '/v1/provider/rentals?state=ended'), [bobs.json.id]);
+    assert.deepEqual(await ids(provider.client, '/v1/provider/rentals?state=requested,running,ended'),
+      [rental.id, bobs.json.id].sort());
+    const paused = await ann.request('GET', '/v1/rentals?state=running,paused');
+    assert.equal(paused.status, 400, paused.body);
+    assert.equal(paused.json.error.field, 'state');
+    assert.match(paused.json.error.message, /paused/);
+    const unknown = await ann.request('GET', '/v1/rentals?status=running');
+    assert.equal(unknown.status, 400, unknown.body);
+    assert.deepEqual([unknown.json.error.code, unknown.json.error.field], ['unknown_field', 'status']);
+    assert.equal(unknown.json.error.message,
+      'unknown query parameter "status": /v1/rentals takes state, limit, cursor');
 
     const stopping = await ann.request('POST', `/v1/rentals/${rental.id}/stop`);
     assert.equal(stopping.status, 200, stopping.body);
