@@ -178,6 +178,22 @@ std::int64_t hours_left(MicroUsdc balance, MicroUsdc spend_per_hour) {
   return balance / spend_per_hour;
 }
 
+std::int64_t minutes_left(MicroUsdc available, MicroUsdc spend_per_hour) {
+  if (spend_per_hour <= 0) return -1;
+  if (available <= 0) return 0;
+  // available · 60 / per_hour without overflow for any balance below 1.5e17 micro-USDC.
+  return static_cast<std::int64_t>(static_cast<__int128>(available) * 60 / spend_per_hour);
+}
+
+LowBalance low_balance(MicroUsdc available, MicroUsdc spend_per_hour, bool warned) {
+  if (spend_per_hour <= 0) return warned ? LowBalance::rearm : LowBalance::none;
+  // Compared as available · 1 h < per_hour · the line, in 128 bits: no rounding of the time left.
+  const bool within = static_cast<__int128>(std::max<MicroUsdc>(available, 0)) * 3'600'000 <
+                      static_cast<__int128>(spend_per_hour) * kLowBalanceWarnMs;
+  if (within) return warned ? LowBalance::none : LowBalance::warn;
+  return warned ? LowBalance::rearm : LowBalance::none;
+}
+
 Status Book::post(const Transaction& tx) {
   if (auto s = check_balanced(tx); !s) return s;
   if (ids_.contains(tx.id))

@@ -128,6 +128,17 @@ Transaction settlement_transaction(std::string id, const SettlementPlan& plan, c
 //! nothing is being spent.
 std::int64_t hours_left(MicroUsdc balance, MicroUsdc spend_per_hour);
 
+//! A customer is warned once when their running rentals will use their available balance up within
+//! kLowBalanceWarnMs (then they are stopped, balance_exhausted), and warned again only after it has lasted
+//! that long or more since (a top-up, a rental stopped) or nothing ran: one warning per fall, not one each
+//! round of the rentals worker. Time only lowers what is available, so only such an event lifts it back.
+inline constexpr std::int64_t kLowBalanceWarnMs = 3'600'000;
+enum class LowBalance { none, warn, rearm };
+//! What to do now: `warned` says a warning stands from before.
+LowBalance low_balance(MicroUsdc available, MicroUsdc spend_per_hour, bool warned);
+//! Whole minutes `available` lasts at `spend_per_hour` (0 when it is used up); -1 when nothing is spent.
+std::int64_t minutes_left(MicroUsdc available, MicroUsdc spend_per_hour);
+
 // ---- payouts (DESIGN §3.11): earnings → in flight → paid out, or back to the provider ----
 
 //! A payout created by a run: `amount` leaves the provider's earnings for payouts_in_flight.

@@ -134,6 +134,7 @@ class BackgroundWorkers {
       server::billing::RentalsRoundSettings settings;
       settings.settle_interval_ms = std::int64_t{cfg_.rentals_settle_interval_s} * 1000;
       settings.base_url = cfg_.base_url();
+      settings.payment_instructions = cfg_.payment_instructions;
       server::billing::run_rentals_round(app_.store(), settings, clock_.now_ms());
     });
 

@@ -971,6 +971,14 @@ ALTER TABLE machines ADD COLUMN public_host TEXT;
        R"sql(
 ALTER TABLE rentals ADD COLUMN promised_until BIGINT;
 )sql"},
+      // Migration 29: the customers warned that their balance runs out within the hour
+      // (core::ledger::low_balance): one warning per fall, the row gone once they top up or nothing runs.
+      {29, "billing: customers warned of a low balance", R"sql(
+CREATE TABLE balance_warnings (
+  customer_id TEXT PRIMARY KEY REFERENCES users(id),
+  warned_at BIGINT NOT NULL
+);
+)sql"},
   };
   return list;
 }

@@ -127,6 +127,29 @@ TEST(Ledger, HoursLeftAtTheCurrentSpend) {
   EXPECT_EQ(hours_left(-3, 1'000), 0);
 }
 
+TEST(Ledger, MinutesLeftAtTheCurrentSpend) {
+  EXPECT_EQ(minutes_left(1'000'000, 1'500'000), 40);  // 1 USDC at 1.5 an hour: 40 minutes
+  EXPECT_EQ(minutes_left(1'000'000, 0), -1);
+  EXPECT_EQ(minutes_left(0, 1'000), 0);
+  EXPECT_EQ(minutes_left(9'000'000'000'000'000, 1), 540'000'000'000'000'000);  // no overflow
+}
+
+TEST(Ledger, LowBalanceWarnsOncePerFallAndRearmsAfterATopUp) {
+  constexpr MicroUsdc per_hour = 2'000'000;                              // 2 USDC an hour: the warning line is 2 USDC
+  EXPECT_EQ(low_balance(2'000'000, per_hour, false), LowBalance::none);  // exactly an hour left
+  EXPECT_EQ(low_balance(1'999'999, per_hour, false), LowBalance::warn);
+  EXPECT_EQ(low_balance(-5, per_hour, false), LowBalance::warn);
+  // Warned: nothing more while it falls.
+  EXPECT_EQ(low_balance(500'000, per_hour, true), LowBalance::none);
+  EXPECT_EQ(low_balance(1'999'999, per_hour, true), LowBalance::none);
+  // Lasting an hour again (a top-up, or half the spend stopped): re-armed, to warn at the next fall.
+  EXPECT_EQ(low_balance(2'000'000, per_hour, true), LowBalance::rearm);
+  EXPECT_EQ(low_balance(1'500'000, per_hour / 2, true), LowBalance::rearm);
+  // Nothing running: no warning, and a standing one is re-armed.
+  EXPECT_EQ(low_balance(0, 0, false), LowBalance::none);
+  EXPECT_EQ(low_balance(0, 0, true), LowBalance::rearm);
+}
+
 // ---- the property test ----
 
 struct Rental {

@@ -182,3 +182,25 @@ TEST(MailTemplates, RentalEndedSaysWhyWhatItCostAndWhereItIs) {
   f.why = "Could not start (not charged)";
   EXPECT_EQ(server::mail::rental_ended(f).notice.body, "1 × L40S. It was not charged.");
 }
+
+TEST(MailTemplates, BalanceLowSaysWhenWhatItCostsAndHowToTopUp) {
+  server::mail::BalanceLowFacts f;
+  f.minutes_left = 40;
+  f.available_text = "1.000000";
+  f.per_hour_text = "1.500000";
+  f.payment_instructions = "Wire to IBAN DE89 3704 0044 0532 0130 00, your e-mail as reference.";
+  f.link = "https://gpunex.example/#/balance";
+  const auto a = server::mail::balance_low(f);
+  EXPECT_EQ(a.notice.kind, "balance_low");
+  EXPECT_EQ(a.notice.title, "Your balance runs out in about 40 minutes");
+  EXPECT_EQ(a.mail.subject, "GPUnex: Your balance runs out in about 40 minutes");
+  EXPECT_EQ(a.notice.body,
+            "1.000000 USDC is available and your running rentals use 1.500000 USDC an hour. When it is used up they "
+            "are stopped. To add credit: Wire to IBAN DE89 3704 0044 0532 0130 00, your e-mail as reference.");
+  EXPECT_NE(a.mail.body.find("\n\nYour balance: https://gpunex.example/#/balance\n"), std::string::npos);
+  f.minutes_left = 0;
+  f.payment_instructions.clear();
+  const auto b = server::mail::balance_low(f);
+  EXPECT_EQ(b.notice.title, "Your balance runs out now");
+  EXPECT_NE(b.notice.body.find("Ask the operator to add credit"), std::string::npos);
+}

@@ -80,4 +80,23 @@ std::optional<ledger::Transaction> find_transaction(store::Tx& tx, const std::st
   return t;
 }
 
+std::vector<std::string> warned_customers(store::Tx& tx) {
+  std::vector<std::string> out;
+  for (const auto& r : tx.query("SELECT customer_id FROM balance_warnings ORDER BY customer_id"))
+    out.push_back(r.str(0));
+  return out;
+}
+
+bool record_balance_warning(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms) {
+  return !tx.query(
+                "INSERT INTO balance_warnings (customer_id, warned_at) VALUES (?, ?) "
+                "ON CONFLICT (customer_id) DO NOTHING RETURNING customer_id",
+                {customer_id, now_ms})
+              .empty();
+}
+
+void lift_balance_warning(store::Tx& tx, const std::string& customer_id) {
+  tx.exec("DELETE FROM balance_warnings WHERE customer_id = ?", {customer_id});
+}
+
 }  // namespace gpunex::server::billing

@@ -43,4 +43,13 @@ std::vector<HistoryLine> history_between(store::Tx& tx, const core::ledger::Acco
 //! A posted transaction, with every entry.
 std::optional<core::ledger::Transaction> find_transaction(store::Tx& tx, const std::string& id);
 
+// ---- low-balance warnings (table balance_warnings; migration 29) ----
+
+//! The customers with a standing low-balance warning.
+std::vector<std::string> warned_customers(store::Tx& tx);
+//! Records a warning; false when one stood already (another round wrote it first).
+bool record_balance_warning(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms);
+//! Lifts a customer's warning, so the next fall is warned again.
+void lift_balance_warning(store::Tx& tx, const std::string& customer_id);
+
 }  // namespace gpunex::server::billing

@@ -1,6 +1,7 @@
 #include "server/billing/settlement.hpp"
 
 #include <chrono>
+#include <set>
 
 #include "core/ledger.hpp"
 #include "core/rental.hpp"
@@ -9,6 +10,8 @@
 #include "server/billing/ledger_repo.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "server/fleet/schedules.hpp"
+#include "server/mail/templates.hpp"
+#include "server/platform/notifications.hpp"
 #include "server/rentals/rentals.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
@@ -69,6 +72,27 @@ void round_for(store::Tx& tx, const std::string& id, const RentalsRoundSettings&
   }
 }
 
+//! One customer's low-balance check (core::ledger::low_balance): warned, lifted, or left; answers which.
+//! (Not a bool: Store::transact rolls back a transaction whose function answers false.)
+ledger::LowBalance check_low_balance(store::Tx& tx, const std::string& customer_id, bool warned,
+                                     const RentalsRoundSettings& settings, std::int64_t now_ms) {
+  const auto accrual = rentals::customer_accrual(tx, customer_id, now_ms);
+  const auto available = balance(tx, ledger::Account::customer(customer_id)) - accrual.unsettled;
+  const auto due = ledger::low_balance(available, accrual.per_hour, warned);
+  if (due == ledger::LowBalance::rearm) lift_balance_warning(tx, customer_id);
+  if (due != ledger::LowBalance::warn) return due;
+  if (!record_balance_warning(tx, customer_id, now_ms)) return ledger::LowBalance::none;
+  mail::BalanceLowFacts facts;
+  facts.minutes_left = ledger::minutes_left(available, accrual.per_hour);
+  facts.available_text = core::format_usdc(std::max<core::MicroUsdc>(available, 0));
+  facts.per_hour_text = core::format_usdc(accrual.per_hour);
+  facts.payment_instructions = settings.payment_instructions;
+  facts.link = settings.base_url + "/#/balance";
+  announce(tx, customer_id, mail::balance_low(facts), std::nullopt, now_ms);
+  util::log_event("info", "balance low", {{"customer", customer_id}, {"minutes_left", facts.minutes_left}});
+  return due;
+}
+
 }  // namespace
 
 void settle(store::Tx& tx, const rentals::RentalRow& r, std::int64_t now_ms) {
@@ -101,6 +125,18 @@ RentalsRound run_rentals_round(store::Store& store, const RentalsRoundSettings& 
   RentalsRound out;
   for (const auto& r : live) {
     store.transact([&](store::Tx& tx) { round_for(tx, r.id, settings, now_ms, out); });
+  }
+  // After the stops: a customer whose rentals were just stopped for their balance is not warned too.
+  std::set<std::string> warned;
+  for (auto& c : store.transact([](store::Tx& tx) { return warned_customers(tx); }, store::TxMode::read)) {
+    warned.insert(std::move(c));
+  }
+  std::set<std::string> customers = warned;
+  for (const auto& r : live) customers.insert(r.customer_id);
+  for (const auto& c : customers) {
+    const auto done =
+        store.transact([&](store::Tx& tx) { return check_low_balance(tx, c, warned.contains(c), settings, now_ms); });
+    if (done == ledger::LowBalance::warn) ++out.balance_warnings;
   }
   return out;
 }

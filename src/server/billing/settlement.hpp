@@ -38,13 +38,17 @@ StartingBalance starting_balance(store::Tx& tx, const std::string& customer_id, 
 struct RentalsRoundSettings {
   std::int64_t settle_interval_ms = 3'600'000;
   std::string base_url;  // links in what customers are told (a rental ended: rentals::tell_customer_ended)
+  std::string payment_instructions;  // how to add credit, as the operator wrote it (a low-balance warning)
 };
 struct RentalsRound {
   std::size_t settled = 0;
   std::size_t stops = 0;
   std::size_t lost = 0;
+  std::size_t balance_warnings = 0;
 };
-//! One round of the rentals worker over every live rental, each in a transaction of its own.
+//! One round of the rentals worker over every live rental, each in a transaction of its own; then each
+//! customer with a live rental or a standing warning, in one of their own, is warned when their running
+//! rentals will use the balance up within the hour (core::ledger::low_balance), or has the warning lifted.
 RentalsRound run_rentals_round(store::Store& store, const RentalsRoundSettings& settings, std::int64_t now_ms);
 
 }  // namespace gpunex::server::billing

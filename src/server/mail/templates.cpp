@@ -164,6 +164,22 @@ Announcement rental_ended(const RentalEndFacts& f) {
   return a;
 }
 
+Announcement balance_low(const BalanceLowFacts& f) {
+  const std::string when = f.minutes_left <= 0   ? "now"
+                           : f.minutes_left == 1 ? "in about a minute"
+                                                 : "in about " + std::to_string(f.minutes_left) + " minutes";
+  const std::string title = "Your balance runs out " + when;
+  const std::string facts = f.available_text + " USDC is available and your running rentals use " + f.per_hour_text +
+                            " USDC an hour. When it is used up they are stopped.";
+  const std::string how = f.payment_instructions.empty()
+                              ? "Ask the operator to add credit, or stop what you no longer need."
+                              : "To add credit: " + f.payment_instructions;
+  Announcement a;
+  a.mail = {"balance_low", "GPUnex: " + title, facts + "\n\n" + how + "\n\nYour balance: " + f.link + "\n"};
+  a.notice = {"balance_low", title, facts + " " + how, f.link};
+  return a;
+}
+
 Announcement reliability_low(const ReliabilityFacts& f) {
   char score[32], level[32];
   std::snprintf(score, sizeof score, "%.1f", f.score);

@@ -123,4 +123,14 @@ struct RentalEndFacts {
 };
 Announcement rental_ended(const RentalEndFacts& facts);
 
+//! What a customer is told when their running rentals will use their balance up within the hour.
+struct BalanceLowFacts {
+  std::int64_t minutes_left = 0;     // core::ledger::minutes_left
+  std::string available_text;        // "1.000000"
+  std::string per_hour_text;         // "1.500000"
+  std::string payment_instructions;  // the operator's; empty: none written
+  std::string link;                  // the Balance page
+};
+Announcement balance_low(const BalanceLowFacts& facts);
+
 }  // namespace gpunex::server::mail

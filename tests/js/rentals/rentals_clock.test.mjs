@@ -94,6 +94,35 @@ test(`${BACKEND}: rentals stop at max duration, when the balance runs out, and w
     assert.ok(settlements.length >= 3, `settled at least every five minutes: ${settlements.length}`);
     assert.equal(settlements.reduce((s, x) => s + micro(x.amount), 0), -600000);
 
+    // Ann was warned once, within the hour before it ran out (not at the start: 72 minutes then), however
+    // many rounds passed; Bob, with 100 USDC, never.
+    const lowOf = async (customer) => (await customer.request('GET', '/v1/notifications?limit=100')).json.items
+      .filter((n) => n.kind === 'balance_low');
+    const annLow = await lowOf(ann);
+    assert.equal(annLow.length, 1, JSON.stringify(annLow));
+    const minutes = Number(annLow[0].title.match(/^Your balance runs out in about (\d+) minutes$/)?.[1]);
+    assert.ok(minutes >= 4 && minutes < 60, annLow[0].title);
+    assert.match(annLow[0].body, /USDC is available and your running rentals use 0\.500000 USDC an hour\. When it is used up they are stopped\./);
+    assert.match(annLow[0].link, /\/#\/balance$/);
+    assert.deepEqual(await lowOf(bob), []);
+    // Lasting an hour again lifts the warning: topped up and renting again, she is warned again when the
+    // new balance falls within the hour (66 minutes at first, 58 after eight).
+    const topUp = await server.adminClient.request('POST', '/v1/admin/credits',
+      { body: { email: (await ann.request('GET', '/v1/me')).json.email, amount: '0.55', reference: 'top-up' } });
+    assert.equal(topUp.status, 201, topUp.body);
+    const a2 = await rent(ann);
+    await voice.send([{ rental_id: a2, type: 'running', at: await clock(0) }]);
+    await sleep(1500);
+    assert.equal((await lowOf(ann)).length, 1, 'not warned at 66 minutes');
+    await advance(480);
+    const again = await until('Ann to be warned again', async () => {
+      const l = await lowOf(ann);
+      return l.length === 2 ? l : null;
+    }, 10000);
+    assert.match(again[0].title, /^Your balance runs out in about 5\d minutes$/);
+    assert.equal((await ann.request('POST', `/v1/rentals/${a2}/stop`)).status, 200);
+    await voice.send([{ rental_id: a2, type: 'ended', exit_code: 143, at: await clock(0) }]);
+
     // A machine silent for more than five minutes loses its rentals, metered to its last heartbeat.
     const c = await rent(bob);
     const tc = await clock(0);
