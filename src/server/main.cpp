@@ -385,6 +385,21 @@ int main(int argc, char** argv) {
   create->add_option("--role", role, "admin, reviewer or customer")->check(CLI::IsMember({"admin", "reviewer", "customer"}));
   create->add_option("--full-name", full_name, "display name (default: the e-mail)");
   create->add_flag("--password-stdin", password_stdin, "read the password from standard input (required)")->required();
+  auto* set_password = admin->add_subcommand(
+      "set-password",
+      "set an account's password, read from standard input, and end its sessions (a lost or leaked one)");
+  set_password->add_option("--db", db, "store URL")->envname("GPUNEX_DB");
+  set_password->add_option("--email", email, "the account")->required();
+  set_password->add_flag("--password-stdin", password_stdin, "read the password from standard input (required)")
+      ->required();
+  auto* grant_role = admin->add_subcommand("grant-role", "make an existing account a reviewer or an admin");
+  auto* revoke_role =
+      admin->add_subcommand("revoke-role", "take the reviewer or admin role back (the last admin keeps it)");
+  for (auto* c : {grant_role, revoke_role}) {
+    c->add_option("--db", db, "store URL")->envname("GPUNEX_DB");
+    c->add_option("--email", email, "the account")->required();
+    c->add_option("--role", role, "reviewer or admin")->required()->check(CLI::IsMember({"reviewer", "admin"}));
+  }
   auto* bootstrap = admin->add_subcommand(
       "bootstrap",
       "create a first admin account if none exists: its login is printed once when standard output is a terminal, "
@@ -439,6 +454,9 @@ int main(int argc, char** argv) {
   }
   if (*backup) return server::admin_backup(db, backup_file, std::cout, std::cerr);
   if (*restore) return server::admin_restore(db, backup_file, restore_replace, std::cout, std::cerr);
+  if (*set_password) return server::admin_set_password(db, email, std::cin, std::cout, std::cerr);
+  if (*grant_role) return server::admin_set_role(db, email, role, true, std::cout, std::cerr);
+  if (*revoke_role) return server::admin_set_role(db, email, role, false, std::cout, std::cerr);
   if (*create) return server::admin_create_user(db, email, full_name, role, std::cin, std::cout, std::cerr);
   if (*credit) {
     const char* user = std::getenv("USER");

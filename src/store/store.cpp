@@ -213,6 +213,10 @@ std::unique_ptr<Store> open_store(const std::string& url, const StoreOptions& op
   if (starts_with(url, "sqlite:")) {
     std::string path = url.substr(7);
     if (path.empty()) throw StoreError("store: empty SQLite path in '" + url + "'");
+    if (!options.create_missing && path != ":memory:" && !starts_with(path, "file:") &&
+        !std::filesystem::exists(path)) {
+      throw StoreError("no SQLite database at " + path + " (the server makes it at its first start: is --db right?)");
+    }
     if (path != ":memory:" && !starts_with(path, "file:")) restrict_sqlite_files(path);
     return open_sqlite_store(path, options);
   }

@@ -120,6 +120,9 @@ using StoreObserver = std::function<void(std::string_view op, double seconds)>;
 struct StoreOptions {
   int pool_size = 8;
   std::chrono::milliseconds busy_timeout{5000};
+  //! Off: a SQLite file that does not exist is an error, not a new empty database (operator commands:
+  //! a mistyped --db must not credit an account in a store no server uses). PostgreSQL never creates one.
+  bool create_missing = true;
 };
 
 //! What a ChangeFeed tells its owner, on the feed's own thread.

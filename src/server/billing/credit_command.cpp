@@ -11,7 +11,7 @@ namespace gpunex::server::billing {
 int admin_credit(const std::string& db_url, const CreditRequest& request, const std::string& actor, std::ostream& out,
                  std::ostream& err) {
   try {
-    auto store = store::open_store(db_url);
+    auto store = store::open_store(db_url, store::StoreOptions{.create_missing = false});
     store::migrate(*store);
     auto result =
         store->transact([&](store::Tx& tx) { return add_credit(tx, request, actor, util::SystemClock{}.now_ms()); });

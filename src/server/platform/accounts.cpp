@@ -92,6 +92,53 @@ core::Result<User> create_user(store::Store& store, const NewUser& input, std::i
   });
 }
 
+namespace {
+
+core::Error no_account(const std::string& email) {
+  return Error::make(ErrorCode::not_found, "no account has the e-mail " + email, "email");
+}
+
+}  // namespace
+
+core::Result<std::int64_t> set_password(store::Store& store, const std::string& email_text,
+                                        const std::string& password) {
+  const auto email = core::to_lower_ascii(core::trim(email_text));
+  // The signup checks, with a name and role that pass: only the password's can fail here.
+  if (auto s = validate_new_user(NewUser{email, password, "x", "customer"}); !s) return std::move(s).error();
+  const std::string hash = util::hash_password(password);
+  return store.transact([&](store::Tx& tx) -> core::Result<std::int64_t> {
+    const auto user = platform_repo::find_user_by_email(tx, email);
+    if (!user) return no_account(email);
+    platform_repo::set_password_hash(tx, user->id, hash);
+    return platform_repo::delete_user_sessions(tx, user->id);
+  });
+}
+
+core::Result<User> set_staff_role(store::Store& store, const std::string& email_text, const std::string& role_text,
+                                  bool held, std::int64_t now_ms) {
+  const auto email = core::to_lower_ascii(core::trim(email_text));
+  const auto role = core::parse_role(role_text);
+  if (!role || (*role != core::Role::reviewer && *role != core::Role::admin)) {
+    return Error::make(ErrorCode::invalid_field,
+                       "role must be reviewer or admin (a provider is approved through an application)", "role");
+  }
+  return store.transact([&](store::Tx& tx) -> core::Result<User> {
+    const auto row = platform_repo::find_user_by_email(tx, email);
+    if (!row) return no_account(email);
+    const auto had = role_names(tx, row->id);
+    const bool has = std::find(had.begin(), had.end(), core::role_name(*role)) != had.end();
+    if (held) {
+      platform_repo::grant_role(tx, row->id, *role, now_ms);
+    } else if (has && *role == core::Role::admin && platform_repo::count_users_with_role(tx, core::Role::admin) <= 1) {
+      return Error::make(ErrorCode::conflict, email + " is the only admin: grant another account admin first", "email")
+          .with_code("last_admin");
+    } else {
+      platform_repo::revoke_role(tx, row->id, *role);
+    }
+    return *find_user(tx, row->id);
+  });
+}
+
 std::optional<User> find_user(store::Tx& tx, const std::string& user_id) {
   auto row = platform_repo::find_user(tx, user_id);
   if (!row) return std::nullopt;

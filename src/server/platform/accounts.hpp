@@ -50,6 +50,17 @@ core::Result<User> create_user(store::Store& store, const NewUser& u, std::int64
                                const std::function<core::Status(store::Tx&, const User&)>& on_created = {});
 std::optional<User> find_user(store::Tx& tx, const std::string& user_id);
 
+//! Sets the password of the account with `email` (checked as at signup, hashed outside any transaction)
+//! and ends every session it has: a password changed because it leaked leaves nobody signed in with it.
+//! Answers how many sessions ended; 400 naming password, 404 naming email.
+core::Result<std::int64_t> set_password(store::Store& store, const std::string& email, const std::string& password);
+
+//! Grants (`held`) or takes back a staff role, reviewer or admin, of the account with `email`, and answers
+//! the account. The customer and provider roles are not the operator's to hand out (a provider is approved
+//! through an application), and the last admin keeps the role (409 last_admin).
+core::Result<User> set_staff_role(store::Store& store, const std::string& email, const std::string& role, bool held,
+                                  std::int64_t now_ms);
+
 //! A new login: the token is returned here once and stored only as its hash.
 struct NewSession {
   std::string token;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/text.hpp"
 #include "server/platform/accounts.hpp"
 #include "server/platform/platform_repo.hpp"
 #include "store/backup.hpp"
@@ -20,23 +21,79 @@
 
 namespace gpunex::server {
 
-int admin_create_user(const std::string& db_url, const std::string& email, const std::string& full_name,
-                      const std::string& role, std::istream& in, std::ostream& out, std::ostream& err) {
+namespace {
+
+//! The password on the first line of `in`, without its line end.
+std::string password_line(std::istream& in) {
   std::string password;
   std::getline(in, password);
   if (!password.empty() && password.back() == '\r') password.pop_back();
+  return password;
+}
+
+//! An operator command's store: one that exists (a mistyped --db is an error, not a new empty database).
+std::unique_ptr<store::Store> existing_store(const std::string& db_url) {
+  auto store = store::open_store(db_url, store::StoreOptions{.create_missing = false});
+  store::migrate(*store);
+  return store;
+}
+
+void print_roles(std::ostream& out, const User& user) {
+  out << " with roles";
+  for (const auto& r : user.roles) out << " " << r;
+  out << "\n";
+}
+
+}  // namespace
+
+int admin_set_password(const std::string& db_url, const std::string& email, std::istream& in, std::ostream& out,
+                       std::ostream& err) {
+  const std::string password = password_line(in);
   try {
-    auto store = store::open_store(db_url);
-    store::migrate(*store);
+    auto ended = set_password(*existing_store(db_url), email, password);
+    if (!ended) {
+      err << "error: " << ended.error().message << "\n";
+      return 1;
+    }
+    out << "password of " << core::to_lower_ascii(core::trim(email)) << " set; " << *ended
+        << (*ended == 1 ? " session" : " sessions") << " ended\n";
+    return 0;
+  } catch (const store::StoreError& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int admin_set_role(const std::string& db_url, const std::string& email, const std::string& role, bool held,
+                   std::ostream& out, std::ostream& err) {
+  try {
+    auto user = set_staff_role(*existing_store(db_url), email, role, held, util::SystemClock{}.now_ms());
+    if (!user) {
+      err << "error: " << user.error().message << "\n";
+      return 1;
+    }
+    out << user->email << " (" << user->id << ") now";
+    print_roles(out, *user);
+    return 0;
+  } catch (const store::StoreError& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int admin_create_user(const std::string& db_url, const std::string& email, const std::string& full_name,
+                      const std::string& role, std::istream& in, std::ostream& out, std::ostream& err) {
+  const std::string password = password_line(in);
+  try {
+    auto store = existing_store(db_url);
     auto user = create_user(*store, NewUser{email, password, full_name.empty() ? email : full_name, role}, util::SystemClock{}.now_ms(),
                             /*verified=*/true);
     if (!user) {
       err << "error: " << user.error().message << "\n";
       return 1;
     }
-    out << "created " << user->email << " (" << user->id << ") with roles";
-    for (const auto& r : user->roles) out << " " << r;
-    out << "\n";
+    out << "created " << user->email << " (" << user->id << ")";
+    print_roles(out, *user);
     return 0;
   } catch (const store::StoreError& e) {
     err << "error: " << e.what() << "\n";
@@ -74,7 +131,11 @@ int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, st
     store::migrate(*store);
     bool has_admin = store->transact(
         [](store::Tx& tx) { return platform_repo::any_user_with_role(tx, core::Role::admin); }, store::TxMode::read);
-    if (has_admin) return 0;
+    if (has_admin) {
+      out << "An admin account exists already: nothing to do. A lost admin password is set again with "
+             "`gpunex-server admin set-password --email EMAIL --password-stdin`.\n";
+      return 0;
+    }
     const std::string email = "admin@localhost.localdomain";
     const std::string password = util::random_token(12);
     // The file first: an account whose password could not be kept anywhere would be locked for good.

@@ -9,6 +9,13 @@ namespace gpunex::server {
 //! Creates an account with a role; the password comes from `in` (first line). Returns the exit code.
 int admin_create_user(const std::string& db_url, const std::string& email, const std::string& full_name,
                       const std::string& role, std::istream& in, std::ostream& out, std::ostream& err);
+//! Sets an account's password (first line of `in`) and ends its sessions. Returns the exit code.
+int admin_set_password(const std::string& db_url, const std::string& email, std::istream& in, std::ostream& out,
+                       std::ostream& err);
+//! Grants (`held`) or takes back a staff role (reviewer, admin). Returns the exit code.
+int admin_set_role(const std::string& db_url, const std::string& email, const std::string& role, bool held,
+                   std::ostream& out, std::ostream& err);
+
 //! Where the first admin's login goes: printed once when standard output is a terminal; otherwise into
 //! `login_file` (mode 0600) and only its path printed, so the password never reaches a log or a pipe.
 struct BootstrapOutput {
@@ -16,7 +23,8 @@ struct BootstrapOutput {
   std::string login_file;  // e.g. var/first-admin.txt
 };
 
-//! Creates admin@localhost with a random password when no admin exists; see BootstrapOutput. Returns the exit code.
+//! Creates admin@localhost with a random password when no admin exists; see BootstrapOutput. When one exists it
+//! says so (and how to set a lost password) and changes nothing. Returns the exit code.
 int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, std::ostream& out, std::ostream& err);
 
 //! Copies a running SQLite store to a new file `to` (mode 0600) as one consistent snapshot (online backup

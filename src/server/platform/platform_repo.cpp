@@ -111,8 +111,20 @@ std::vector<core::Role> roles_of(store::Tx& tx, const std::string& user_id) {
   return roles;
 }
 
+void revoke_role(store::Tx& tx, const std::string& user_id, core::Role role) {
+  tx.exec("DELETE FROM user_roles WHERE user_id = ? AND role = ?", {user_id, role_value(role)});
+}
+
 bool any_user_with_role(store::Tx& tx, core::Role role) {
   return tx.query_one("SELECT user_id FROM user_roles WHERE role = ?", {role_value(role)}).has_value();
+}
+
+std::int64_t count_users_with_role(store::Tx& tx, core::Role role) {
+  return tx.query_one("SELECT COUNT(*) FROM user_roles WHERE role = ?", {role_value(role)})->i64(0);
+}
+
+void set_password_hash(store::Tx& tx, const std::string& user_id, const std::string& password_hash) {
+  tx.exec("UPDATE users SET password_hash = ? WHERE id = ?", {password_hash, user_id});
 }
 
 std::optional<Credentials> find_credentials(store::Tx& tx, const std::string& email) {
@@ -141,6 +153,10 @@ std::optional<SessionRow> find_live_session(store::Tx& tx, const std::string& to
 
 void delete_session(store::Tx& tx, const std::string& token_hash) {
   tx.exec("DELETE FROM sessions WHERE token_hash = ?", {token_hash});
+}
+
+std::int64_t delete_user_sessions(store::Tx& tx, const std::string& user_id) {
+  return tx.exec("DELETE FROM sessions WHERE user_id = ?", {user_id});
 }
 
 // ---- Idempotency-Key answers ----

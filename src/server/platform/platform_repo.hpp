@@ -35,8 +35,14 @@ std::optional<UserRow> find_user_by_email(store::Tx& tx, const std::string& emai
 void grant_role(store::Tx& tx, const std::string& user_id, core::Role role, std::int64_t granted_at_ms);
 //! The user's roles, by name.
 std::vector<core::Role> roles_of(store::Tx& tx, const std::string& user_id);
+//! Takes `role` back (one not held: nothing).
+void revoke_role(store::Tx& tx, const std::string& user_id, core::Role role);
 //! Whether any account holds `role`.
 bool any_user_with_role(store::Tx& tx, core::Role role);
+//! How many accounts hold `role`.
+std::int64_t count_users_with_role(store::Tx& tx, core::Role role);
+//! Replaces the account's password hash.
+void set_password_hash(store::Tx& tx, const std::string& user_id, const std::string& password_hash);
 
 //! What a login checks: the account's id and password hash, found by (normalised) e-mail.
 struct Credentials {
@@ -84,6 +90,8 @@ void delete_expired_sessions(store::Tx& tx, const std::string& user_id, std::int
 //! The session with this token hash, if it has not expired at `now_ms`.
 std::optional<SessionRow> find_live_session(store::Tx& tx, const std::string& token_hash, std::int64_t now_ms);
 void delete_session(store::Tx& tx, const std::string& token_hash);
+//! Deletes every session of the user, live or not; answers how many.
+std::int64_t delete_user_sessions(store::Tx& tx, const std::string& user_id);
 
 // ---- Idempotency-Key answers ----
 

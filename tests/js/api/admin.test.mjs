@@ -56,7 +56,8 @@ test(`${BACKEND}: admin bootstrap, output not a terminal: the login goes to a 06
   assert.ok(!first.stdout.includes(password) && !first.stderr.includes(password));
   const second = admin(['bootstrap', '--db', s.db, '--data-dir', s.dir]);
   assert.equal(second.status, 0, second.stderr);
-  assert.equal(second.stdout, '');
+  assert.equal(second.stdout, 'An admin account exists already: nothing to do. A lost admin password is set again '
+    + 'with `gpunex-server admin set-password --email EMAIL --password-stdin`.\n');
   assert.equal(second.stderr, '');
   await s.start();
   try {
@@ -109,6 +110,65 @@ test(`${BACKEND}: admin commands read the store and data_dir from the server's -
   await s.start();
   try {
     assert.deepEqual(await rolesAfterLogin(s.url, 'cfg@example.com', 'reviewer-password-1'), ['customer', 'reviewer']);
+  } finally {
+    await s.stop();
+  }
+});
+
+test(`${BACKEND}: admin set-password sets a lost password and ends the account's sessions; grant-role and revoke-role make and unmake staff, never the last admin`, async () => {
+  const s = await new TestServer().start();
+  try {
+    const made = admin(['create-user', '--db', s.db, '--email', 'ops@example.com', '--role', 'admin', '--password-stdin'],
+      'first-password-1\n');
+    assert.equal(made.status, 0, made.stderr);
+    const signedIn = new Client(s.url);
+    await signedIn.login('ops@example.com', 'first-password-1');
+    assert.equal((await signedIn.request('GET', '/v1/me')).status, 200);
+
+    const set = admin(['set-password', '--db', s.db, '--email', 'OPS@example.com', '--password-stdin'], 'second-password-2\n');
+    assert.equal(set.status, 0, set.stderr);
+    assert.equal(set.stdout, 'password of ops@example.com set; 1 session ended\n');
+    assert.equal((await signedIn.request('GET', '/v1/me')).status, 401, 'the session made with the old password ended');
+    const old = await new Client(s.url).request('POST', '/v1/auth/login',
+      { body: { email: 'ops@example.com', password: 'first-password-1' } });
+    assert.equal(old.status, 401, old.body);
+    assert.deepEqual(await rolesAfterLogin(s.url, 'ops@example.com', 'second-password-2'), ['admin', 'customer']);
+    const short = admin(['set-password', '--db', s.db, '--email', 'ops@example.com', '--password-stdin'], 'short\n');
+    assert.equal(short.status, 1);
+    assert.equal(short.stderr, 'error: Password must be at least 10 characters\n');
+    const nobody = admin(['set-password', '--db', s.db, '--email', 'nobody@example.com', '--password-stdin'], 'x-password-12\n');
+    assert.equal(nobody.stderr, 'error: no account has the e-mail nobody@example.com\n');
+
+    // A customer who signed up is made a reviewer, then not.
+    await new Client(s.url).signupAndLogin('rita@example.com', 'rita-password-1');
+    const grant = admin(['grant-role', '--db', s.db, '--email', 'rita@example.com', '--role', 'reviewer']);
+    assert.equal(grant.status, 0, grant.stderr);
+    assert.match(grant.stdout, /^rita@example\.com \(usr_\w+\) now with roles customer reviewer\n$/);
+    assert.deepEqual(await rolesAfterLogin(s.url, 'rita@example.com', 'rita-password-1'), ['customer', 'reviewer']);
+    assert.equal(admin(['revoke-role', '--db', s.db, '--email', 'rita@example.com', '--role', 'reviewer']).status, 0);
+    assert.deepEqual(await rolesAfterLogin(s.url, 'rita@example.com', 'rita-password-1'), ['customer']);
+    // The provider role comes from an approved application, not from the shell.
+    const provider = admin(['grant-role', '--db', s.db, '--email', 'rita@example.com', '--role', 'provider']);
+    assert.notEqual(provider.status, 0);
+    assert.match(provider.stderr, /provider not in \{reviewer,admin\}/);
+    // The only admin keeps the role.
+    const last = admin(['revoke-role', '--db', s.db, '--email', 'ops@example.com', '--role', 'admin']);
+    assert.equal(last.status, 1);
+    assert.equal(last.stderr, 'error: ops@example.com is the only admin: grant another account admin first\n');
+    assert.deepEqual(await rolesAfterLogin(s.url, 'ops@example.com', 'second-password-2'), ['admin', 'customer']);
+
+    // A mistyped store is an error, not a new empty database that the command then acts on.
+    if (BACKEND === 'sqlite') {
+      const typo = path.join(s.dir, 'typo', 'gpunex.db');
+      for (const [args, input] of [[['credit', '--email', 'rita@example.com', '--amount', '1', '--reference', 'r1']],
+        [['create-user', '--email', 'x@example.com', '--password-stdin'], 'x-password-12\n'],
+        [['set-password', '--email', 'ops@example.com', '--password-stdin'], 'x-password-12\n']]) {
+        const r = admin([...args, '--db', `sqlite:${typo}`], input);
+        assert.equal(r.status, 1, `${args[0]}: ${r.stdout}`);
+        assert.equal(r.stderr, `error: no SQLite database at ${typo} (the server makes it at its first start: is --db right?)\n`);
+        assert.ok(!existsSync(path.dirname(typo)), args[0]);
+      }
+    }
   } finally {
     await s.stop();
   }
