@@ -97,6 +97,7 @@ std::unique_ptr<server::App> open_app(const server::Config& cfg) {
 
 //! The server's background workers, each a thread that holds a named store lease so one replica
 //! runs it. Built before the server listens, started once it does, stopped after it has drained.
+//! Their links use app_.config().base_url(), which knows the port bound (listen = ...:0 picks one).
 class BackgroundWorkers {
  public:
   BackgroundWorkers(server::App& app, const server::Config& cfg,
@@ -133,7 +134,7 @@ class BackgroundWorkers {
     add("rentals", std::chrono::milliseconds(cfg.rentals_tick_ms), [this] {
       server::billing::RentalsRoundSettings settings;
       settings.settle_interval_ms = std::int64_t{cfg_.rentals_settle_interval_s} * 1000;
-      settings.base_url = cfg_.base_url();
+      settings.base_url = app_.config().base_url();
       settings.payment_instructions = cfg_.payment_instructions;
       server::billing::run_rentals_round(app_.store(), settings, clock_.now_ms());
     });
@@ -153,14 +154,15 @@ class BackgroundWorkers {
       settings.minimums.weekly = cfg_.payout_min_weekly_micro;
       settings.minimums.monthly = cfg_.payout_min_monthly_micro;
       settings.solana_configured = chain_ != nullptr;
+      settings.base_url = app_.config().base_url();
       const auto now = clock_.now_ms();
       const auto round = server::payouts::run_due_payouts(app_.store(), settings, now);
       if (round.created > 0 || round.held > 0) {
         util::log_event("info", "payouts", {{"created", round.created}, {"held", round.held}});
       }
       if (chain_) {
-        const auto sent = server::payouts::send_solana_payouts(app_.store(), *chain_, solana_,
-                                                               cfg_.base_url() + "/#/earnings", clock_.now_ms());
+        const auto sent = server::payouts::send_solana_payouts(app_.store(), *chain_, solana_, app_.config().base_url(),
+                                                               clock_.now_ms());
         if (sent.signed_now + sent.paid + sent.failed > 0) {
           util::log_event("info", "solana payouts", {{"signed", sent.signed_now}, {"sent", sent.sent},
                                                     {"paid", sent.paid}, {"failed", sent.failed},

@@ -285,6 +285,26 @@ TEST_F(PayoutRuns, SolanaPayoutsAreHeldWithoutAChainClientAndTheEarningsStay) {
   EXPECT_NE(runs[0]["held_reason"].get<std::string>().find("hot wallet"), std::string::npos);
 }
 
+TEST_F(PayoutRuns, AnAdminIsToldOnceWhenARunIsHeldForWantOfAHotWallet) {
+  store_->transact([](store::Tx& tx) {
+    tx.exec("INSERT INTO users (id, email, full_name, password_hash, created_at) VALUES ('a1', 'a@x', 'A', 'x', 0)");
+    tx.exec("INSERT INTO user_roles (user_id, role, granted_at) VALUES ('a1', 'admin', 0)");
+  });
+  choose("solana_usdc", "weekly");
+  earn(30'000'000, kMonday - kDay);
+  server::payouts::RunSettings s;
+  s.base_url = "https://gpunex.example";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(server::payouts::run_due_payouts(*store_, s, kMonday + 1000 + i).held, 1);
+  const auto rows = store_->transact([](store::Tx& tx) {
+    return tx.query("SELECT user_id, kind, title, body, link FROM notifications WHERE kind = 'payout_run_held'");
+  });
+  ASSERT_EQ(rows.size(), 1U);  // the run became held once, however many rounds passed
+  EXPECT_EQ(rows[0].str(0), "a1");
+  EXPECT_EQ(rows[0].str(2), "The payout run of 2026-12-07 is held");
+  EXPECT_NE(rows[0].str(3).find("no Solana hot wallet is configured"), std::string::npos);
+  EXPECT_EQ(rows[0].str(4), "https://gpunex.example/#/payouts");
+}
+
 TEST_F(PayoutRuns, ASepaBatchIsAValidFileThenSentThenPaidOrReturnedToTheProvider) {
   choose("sepa", "monthly");
   earn(50'000'000, kMonday - 10 * kDay);
@@ -424,11 +444,11 @@ TEST_F(PayoutRuns, ATransactionThatLandsWhileTheSenderLooksIsPaidOnceNeverSigned
   server::payouts::SolanaSettings s;
   s.hot_wallet = util::ed25519_from_seed({9});
   s.mint = *core::solana::key_from_base58("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v");
-  auto first = server::payouts::send_solana_payouts(*store_, chain, s, "link", kMonday + 2000);
+  auto first = server::payouts::send_solana_payouts(*store_, chain, s, "https://gpunex.example", kMonday + 2000);
   EXPECT_EQ(first.signed_now, 1);
   ASSERT_EQ(chain.sent.size(), 1U);
   chain.land_at_next_height = true;
-  auto second = server::payouts::send_solana_payouts(*store_, chain, s, "link", kMonday + 3000);
+  auto second = server::payouts::send_solana_payouts(*store_, chain, s, "https://gpunex.example", kMonday + 3000);
   EXPECT_EQ(second.signed_now, 0) << "a transaction that may still land is never replaced";
   EXPECT_EQ(second.paid, 1);
   EXPECT_EQ(chain.sent.size(), 1U);

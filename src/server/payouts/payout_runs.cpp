@@ -55,11 +55,16 @@ std::string sepa_id(const std::string& prefix, const std::string& id) {
   return prefix + (cut == std::string::npos ? id : id.substr(cut + 1));
 }
 
-std::string ensure_run(store::Tx& tx, const std::string& day, payout::Method method, bool held, std::int64_t now_ms) {
-  tx.exec("INSERT INTO payout_runs (id, payout_day, method, status, held_reason, created_at, updated_at) "
-          "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-          {util::new_id("prun"), day, std::string(payout::to_string(method)), std::string(held ? kRunHeld : kRunOpen),
-           std::string(held ? kNoChainClient : ""), now_ms, now_ms});
+std::string ensure_run(store::Tx& tx, const std::string& day, payout::Method method, bool held,
+                       const std::string& base_url, std::int64_t now_ms) {
+  const bool made =
+      !tx.query(
+             "INSERT INTO payout_runs (id, payout_day, method, status, held_reason, created_at, "
+             "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+             {util::new_id("prun"), day, std::string(payout::to_string(method)),
+              std::string(held ? kRunHeld : kRunOpen), std::string(held ? kNoChainClient : ""), now_ms, now_ms})
+           .empty();
+  if (made && held) tell_admins_run_held(tx, day, kNoChainClient, base_url, now_ms);
   auto row = tx.query_one("SELECT id, status FROM payout_runs WHERE payout_day = ? AND method = ?",
                           {day, std::string(payout::to_string(method))});
   if (!held && row->str(1) == kRunHeld) {
@@ -203,6 +208,15 @@ bool has_payout(store::Tx& tx, const std::string& provider_id, date::sys_days da
       .has_value();
 }
 
+void tell_admins_run_held(store::Tx& tx, const std::string& payout_day, const std::string& reason,
+                          const std::string& base_url, std::int64_t now_ms) {
+  for (const auto& admin : tx.query("SELECT user_id FROM user_roles WHERE role = 'admin' ORDER BY user_id")) {
+    notify_user(tx, admin.str(0), "payout_run_held", "The payout run of " + payout_day + " is held", reason,
+                base_url + "/#/payouts", now_ms);
+  }
+  util::log_event("warn", "payout run held", {{"payout_day", payout_day}, {"reason", reason}});
+}
+
 RoundResult run_due_payouts(store::Store& store, const RunSettings& settings, std::int64_t now_ms) {
   RoundResult result;
   const auto providers = store.transact(
@@ -237,7 +251,7 @@ RoundResult run_due_payouts(store::Store& store, const RunSettings& settings, st
           return core::ok_status();
         }
         const bool held = s->method == payout::Method::solana_usdc && !settings.solana_configured;
-        const std::string run_id = ensure_run(tx, day_str, s->method, held, now_ms);
+        const std::string run_id = ensure_run(tx, day_str, s->method, held, settings.base_url, now_ms);
         if (held) {
           ++result.held;
           return core::ok_status();

@@ -28,7 +28,13 @@ namespace gpunex::server::payouts {
 struct RunSettings {
   core::payout::Minimums minimums;
   bool solana_configured = false;  // a chain client and hot wallet to pay USDC on Solana from
+  std::string base_url;            // links in what the admins are told (a run held)
 };
+
+//! Tells every admin that a payout run is held, and why, linking to the dashboard's Payouts page: said
+//! once, when the run becomes held.
+void tell_admins_run_held(store::Tx& tx, const std::string& payout_day, const std::string& reason,
+                          const std::string& base_url, std::int64_t now_ms);
 
 //! What one round did (for logs and tests).
 struct RoundResult {

@@ -87,8 +87,8 @@ std::vector<Pending> unfinished(store::Store& store) {
 
 //! Holds the runs whose not-yet-signed payouts exceed the hot wallet's USDC (and tells the operators
 //! once), and frees the held ones that now fit. Answers the runs that may sign.
-core::Result<std::map<std::string, bool>> check_funds(store::Store& store, ChainClient& chain,
-                                                      const SolanaSettings& s, const std::vector<Pending>& todo,
+core::Result<std::map<std::string, bool>> check_funds(store::Store& store, ChainClient& chain, const SolanaSettings& s,
+                                                      const std::vector<Pending>& todo, const std::string& base_url,
                                                       std::int64_t now_ms, SendRound& round) {
   std::map<std::string, core::MicroUsdc> need;
   for (const auto& p : todo) {
@@ -111,7 +111,7 @@ core::Result<std::map<std::string, bool>> check_funds(store::Store& store, Chain
                                                (units ? std::to_string(*units) : std::string("more")) +
                                                ": top it up and the run goes on";
     store.transact([&](store::Tx& tx) {
-      auto run = tx.query_one("SELECT status FROM payout_runs WHERE id = ?", {run_id});
+      auto run = tx.query_one("SELECT status, payout_day FROM payout_runs WHERE id = ?", {run_id});
       if (!run) return;
       const bool held = run->str(0) == "held";
       if (fits && held) {
@@ -120,10 +120,7 @@ core::Result<std::map<std::string, bool>> check_funds(store::Store& store, Chain
       } else if (!fits && !held) {
         tx.exec("UPDATE payout_runs SET status = 'held', held_reason = ?, updated_at = ? WHERE id = ?",
                 {reason, now_ms, run_id});
-        for (const auto& admin : tx.query("SELECT user_id FROM user_roles WHERE role = 'admin'")) {
-          notify_user(tx, admin.str(0), "payout_run_held", "A payout run is held", reason, "/#/admin/payouts", now_ms);
-        }
-        util::log_event("warn", "payout run held", {{"run_id", run_id}, {"reason", reason}});
+        tell_admins_run_held(tx, run->str(1), reason, base_url, now_ms);
       }
     });
     if (!fits) ++round.held_runs;
@@ -189,11 +186,12 @@ core::Result<util::Ed25519Secret> load_keypair_file(const std::string& path) {
 }
 
 SendRound send_solana_payouts(store::Store& store, ChainClient& chain, const SolanaSettings& s,
-                              const std::string& link, std::int64_t now_ms) {
+                              const std::string& base_url, std::int64_t now_ms) {
   SendRound round;
   const auto todo = unfinished(store);
   if (todo.empty()) return round;
-  auto may_sign = check_funds(store, chain, s, todo, now_ms, round);
+  const std::string link = base_url + "/#/earnings";  // what a provider is told links to
+  auto may_sign = check_funds(store, chain, s, todo, base_url, now_ms, round);
   if (!may_sign) {
     util::log_event("warn", "solana payouts: the node did not answer", {{"error", may_sign.error().message}});
     return round;

@@ -42,8 +42,9 @@ struct SendRound {
 };
 
 //! One round over the USDC payouts not yet final. Chain errors end the round early (the next one
-//! picks up where it stopped); nothing is ever decided from a failed call.
+//! picks up where it stopped); nothing is ever decided from a failed call. `base_url`: the dashboard's,
+//! for the links in what providers (Earnings) and admins (Payouts) are told.
 SendRound send_solana_payouts(store::Store& store, ChainClient& chain, const SolanaSettings& settings,
-                              const std::string& link, std::int64_t now_ms);
+                              const std::string& base_url, std::int64_t now_ms);
 
 }  // namespace gpunex::server::payouts

@@ -92,7 +92,10 @@ test(`${BACKEND}: a run the hot wallet cannot cover is held and the operator tol
     }, 20000);
     assert.match(run.held_reason, /hot wallet holds 1000000 .* needs 4800000/);
     const notes = (await admin.request('GET', '/v1/notifications')).json.items;
-    assert.ok(notes.some((n) => n.kind === 'payout_run_held'), JSON.stringify(notes));
+    const held = notes.filter((n) => n.kind === 'payout_run_held');
+    assert.equal(held.length, 1, JSON.stringify(notes));
+    // To the dashboard's Payouts page (#/payouts, where held runs are shown), on this server.
+    assert.equal(held[0].link, `${server.url}/#/payouts`);
     assert.deepEqual(chain.sent, []);
     chain.setTokenBalance(chain.hotTokenAccount, hot.publicKey.toBase58(), 100_000_000n);
     await until('the payout to be paid', async () => {
