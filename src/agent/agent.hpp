@@ -25,7 +25,7 @@
 namespace gpunex::agent {
 
 //! This agent's version, sent at registration (the protocol's version is protocol::kProtocolVersion).
-inline constexpr const char* kAgentVersion = "0.1.0";
+inline constexpr const char* kAgentVersion = core::kReleaseVersion;
 
 //! Process exit codes of gpunex-agent.
 enum class ExitCode : int {

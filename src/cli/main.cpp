@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "cli/cli.hpp"
+#include "core/protocol_version.hpp"
 
 using namespace gpunex;  // NOLINT: main only
 
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   bool json = false;
   app.add_option("--server", server_flag, "server URL (default: $GPUNEX_SERVER, config.toml, last login)");
   app.add_flag("--json", json, "print JSON instead of text");
+  app.set_version_flag("--version", std::string("gpunex ") + gpunex::core::kReleaseVersion);
   app.require_subcommand(1);
 
   std::vector<std::pair<CLI::App*, std::unique_ptr<cli::Command>>> commands;

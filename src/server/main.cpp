@@ -19,27 +19,28 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/protocol_version.hpp"
 #include "server/api/routes.hpp"
-#include "server/platform/admin_commands.hpp"
-#include "server/platform/request_pipeline.hpp"
 #include "server/billing/credit_command.hpp"
-#include "server/onboarding/gpu_catalog.hpp"
-#include "server/platform/config.hpp"
-#include "server/platform/server_key.hpp"
 #include "server/billing/settlement.hpp"
+#include "server/fleet/benchmarks.hpp"
 #include "server/mail/mailer.hpp"
 #include "server/market/offers.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/onboarding/providers.hpp"
+#include "server/payouts/payout_runs.hpp"
+#include "server/payouts/solana_payouts.hpp"
+#include "server/platform/admin_commands.hpp"
+#include "server/platform/config.hpp"
+#include "server/platform/request_pipeline.hpp"
+#include "server/platform/server_key.hpp"
 #include "server/reliability/reliability.hpp"
 #include "server/rentals/rentals.hpp"
-#include "server/payouts/payout_runs.hpp"
-#include "store/migrations.hpp"
-#include "server/payouts/solana_payouts.hpp"
+#include "server/web/web_routes.hpp"
 #include "server/workers/machines_worker.hpp"
-#include "server/fleet/benchmarks.hpp"
 #include "server/workers/mail_worker.hpp"
 #include "server/workers/worker.hpp"
-#include "server/web/web_routes.hpp"
+#include "store/migrations.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 #include "util/time.hpp"
@@ -314,6 +315,15 @@ int serve(server::Config cfg) {
     }
     cfg.server_secret = std::move(*key);
   }
+  if (cfg.public_url.empty() && (cfg.host() == "0.0.0.0" || cfg.host() == "::")) {
+    // Serving every interface means others are meant to reach it; the links it hands out cannot say how.
+    util::log_event("warn", "public_url is not set",
+                    {{"listen", cfg.listen},
+                     {"links", cfg.base_url()},
+                     {"fix",
+                      "set public_url to the address providers and customers reach this server at: the "
+                      "agent install script, mail links and approval instructions use it"}});
+  }
   const sigset_t signals = block_stop_signals();
   // The hot wallet that signs USDC payouts: refused at start when others may read its file.
   std::optional<server::payouts::SolanaSettings> solana;
@@ -364,6 +374,9 @@ int main(int argc, char** argv) {
   util::init_crypto();
   CLI::App cli{"gpunex-server: the GPUnex control plane (REST API, dashboard, background workers)"};
   cli.footer(server::config_help());
+  cli.set_version_flag("--version", std::string("gpunex-server ") + core::kReleaseVersion + " (store schema version " +
+                                        std::to_string(store::migrations().back().version) +
+                                        ", agent protocol version " + std::to_string(core::kProtocolVersion) + ")");
   server::Config cfg;
   std::string config_file;
   cli.add_option("--config", config_file, "TOML configuration file")->envname("GPUNEX_CONFIG");

@@ -42,6 +42,7 @@ test('--help documents every configuration key with its default', () => {
   // Every option the binary takes is a documented key (the flags CLI11 lists before the key table).
   const options = new Set([...text.matchAll(/^ {2}(--[a-z0-9-]+) /gm)].map((m) => m[1]));
   options.delete('--help');
+  options.delete('--version');
   options.delete('--config');
   assert.deepEqual([...options].sort(), [...keys.values()].map((k) => k.flag).sort());
 });
@@ -184,4 +185,36 @@ test(`${BACKEND}: admin create-user makes a reviewer who can log in`, async () =
   } finally {
     await s.stop();
   }
+});
+
+test(`${BACKEND}: serving every interface without public_url warns that the links it hands out say 127.0.0.1`, async () => {
+  // The agent install script, mail links and approval instructions would send providers to 127.0.0.1.
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-public-url-'));
+  const run = (extra) => spawnSync(path.join(BIN, 'gpunex-server'), ['--db', 'sqlite::memory:', '--data-dir', dir,
+    '--listen', '0.0.0.0:0', ...extra], { encoding: 'utf8', timeout: 4000, killSignal: 'SIGTERM' });
+  const lines = (r) => r.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const bare = lines(run([]));
+  const warned = bare.find((l) => l.msg === 'public_url is not set');
+  assert.ok(warned, JSON.stringify(bare));
+  assert.equal(warned.level, 'warn');
+  assert.equal(warned.links, 'http://127.0.0.1:0');
+  assert.match(warned.fix, /^set public_url to the address providers and customers reach this server at/);
+  assert.ok(bare.some((l) => l.msg === 'listening'), 'it serves all the same');
+  const set = lines(run(['--public-url', 'https://gpunex.example.com']));
+  assert.ok(set.some((l) => l.msg === 'listening'), JSON.stringify(set));
+  assert.ok(!set.some((l) => l.msg === 'public_url is not set'));
+});
+
+test(`${BACKEND}: every program prints one release version with --version, the server its schema and protocol too`, () => {
+  const version = (bin) => {
+    const r = spawnSync(path.join(BIN, bin), ['--version'], { encoding: 'utf8', timeout: 10000 });
+    assert.equal(r.status, 0, `${bin}: ${r.stderr}`);
+    return r.stdout.split('\n')[0];
+  };
+  const server = version('gpunex-server').match(/^gpunex-server (\d+\.\d+\.\d+) \(store schema version (\d+), agent protocol version (\d+)\)$/);
+  assert.ok(server, version('gpunex-server'));
+  assert.equal(version('gpunex'), `gpunex ${server[1]}`);
+  assert.equal(version('gpunex-agent'), `gpunex-agent ${server[1]}`);
+  // The schema it names is the one /readyz expects (health.test.mjs reads it there).
+  assert.ok(Number(server[2]) >= 29);
 });
