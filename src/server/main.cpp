@@ -243,6 +243,7 @@ http::ServerOptions server_options(const server::Config& cfg, server::App& app) 
   so.read_timeout = std::chrono::seconds(cfg.read_timeout_s);
   so.idle_timeout = std::chrono::seconds(cfg.idle_timeout_s);
   so.shutdown_grace = std::chrono::seconds(cfg.shutdown_grace_s);
+  so.on_draining = [&app] { app.drain(); };
   so.max_connections = static_cast<std::size_t>(cfg.max_connections);
   so.max_connections_per_ip = static_cast<std::size_t>(cfg.max_connections_per_ip);
   so.on_connection_refused = [](const std::string& ip, std::string_view cap, std::size_t limit) {

@@ -33,6 +33,7 @@ std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store
   auto& polls = app->keep(std::make_unique<rentals::AgentPolls>([&store = app->store()](const std::vector<std::string>& ids) {
     return store.transact([&](store::Tx& tx) { return rentals::versions(tx, ids); }, store::TxMode::read);
   }));
+  app->on_drain([&polls] { polls.release(); });
   register_rentals_api(*app, offers, schedules, polls);
   register_openapi_api(*app);
   return app;

@@ -167,6 +167,9 @@ struct ServerOptions {
   std::chrono::seconds read_timeout{30};          // to receive the body
   std::chrono::seconds idle_timeout{60};          // keep-alive between requests
   std::chrono::seconds shutdown_grace{10};        // how long stop() waits for requests in flight
+  //! Called by stop() once it accepts no more and has asked every connection to close after its request:
+  //! answer now the requests that wait on something (long polls), or stop() waits out the grace for them.
+  std::function<void()> on_draining;
   std::optional<TlsOptions> tls;
   //! Open connections allowed in all and from one client address (0: no cap); a connection over a cap
   //! is closed at once, so one client holding idle connections cannot take every slot.

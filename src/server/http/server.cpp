@@ -140,6 +140,7 @@ void Server::stop() {
   }
   for (auto& p : live) p->request_stop();
   live.clear();  // our references must not keep sessions alive
+  if (s.options_.on_draining) s.options_.on_draining();
 
   {
     std::unique_lock g(s.sessions_mutex_);

@@ -203,6 +203,13 @@ class App {
   void stop_background();
   //! Something to stop after the group commit (a buffer its work fills, written out at the stop).
   void on_stop(std::function<void()> stop) { stops_.push_back(std::move(stop)); }
+  //! Something to answer as the HTTP server drains (http::ServerOptions::on_draining): requests parked
+  //! until an event (the agents' rentals long polls), so a shutdown does not wait out its grace for them.
+  void on_drain(std::function<void()> drain) { drains_.push_back(std::move(drain)); }
+  //! Runs the on_drain callbacks, first added first.
+  void drain() {
+    for (auto& d : drains_) d();
+  }
   //! For http::ServerOptions::body_plan: a route with a counted body (large uploads) admits the caller
   //! (authentication, roles) from the header, before any of the body is read; others keep their body.
   http::BodyPlan body_plan(const http::Request& head);
@@ -292,6 +299,7 @@ class App {
   std::vector<std::shared_ptr<void>> kept_;  // keep(): shared_ptr<void> only erases the type, one owner each
   GroupCommit group_commit_;      // its thread uses the store and the metrics
   std::vector<std::function<void()>> stops_;  // on_stop
+  std::vector<std::function<void()>> drains_;  // on_drain
   WorkQueue slow_work_;           // RouteOptions::off_io_threads handlers; stopped first
 };
 

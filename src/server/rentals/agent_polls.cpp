@@ -12,12 +12,16 @@ AgentPolls::AgentPolls(VersionsOf versions_of, std::chrono::milliseconds look_ev
 }
 
 AgentPolls::~AgentPolls() {
+  release();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AgentPolls::release() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
 }
 
 void AgentPolls::wait(std::string machine_id, std::string known, Clock::time_point deadline,

@@ -26,6 +26,9 @@ class AgentPolls {
   explicit AgentPolls(VersionsOf versions_of, std::chrono::milliseconds look_every = std::chrono::seconds(1));
   //! Answers every poll still waiting, then stops the thread.
   ~AgentPolls();
+  //! Answers every poll still waiting now, and any poll from now on at once (the server is shutting down:
+  //! an agent parked here would hold its connection open for the whole shutdown grace).
+  void release();
   AgentPolls(const AgentPolls&) = delete;
   AgentPolls& operator=(const AgentPolls&) = delete;
 

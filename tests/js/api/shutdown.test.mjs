@@ -6,6 +6,7 @@ import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
+import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine } from '../lib/rentals.mjs';
 
 // Resolves with the error code of one connection attempt ('connected' when it was accepted).
 function tryConnect(port) {
@@ -62,6 +63,31 @@ test(`${BACKEND}: SIGTERM finishes a slow download, refuses new connections and 
     const exit = await Promise.race([server.exited, sleep(10000, 'still running', { ref: false })]);
     assert.deepEqual(exit, { code: 0, signal: null });
   } finally {
+    await server.stop();
+  }
+});
+
+test(`${BACKEND}: SIGTERM answers an agent's parked rentals poll at once instead of waiting out the grace`, async () => {
+  // An agent's rentals long poll waits up to 25 s for a change; a rolling restart must not wait with it.
+  const server = await new TestServer([...RENTAL_SERVER_ARGS, '--shutdown-grace', '20']).start();
+  let provider;
+  try {
+    provider = await agentlessMachine(server, 'parked@example.com');
+    const voice = new AgentVoice(server, provider.key, provider.machine.id);
+    const first = await voice.poll();
+    assert.equal(first.status, 200, first.body);
+    const parked = voice.poll(first.json.version, 25);
+    await sleep(700);  // parked: the machine's rentals do not change
+    const t0 = Date.now();
+    server.proc.kill('SIGTERM');
+    const answered = await parked;
+    assert.equal(answered.status, 200, answered.body);
+    assert.deepEqual(answered.json.rentals, []);
+    const exit = await Promise.race([server.exited, sleep(15000, 'still running', { ref: false })]);
+    assert.deepEqual(exit, { code: 0, signal: null });
+    assert.ok(Date.now() - t0 < 5000, `exited ${Date.now() - t0} ms after SIGTERM (the grace is 20 s)`);
+  } finally {
+    if (provider?.agent) await provider.agent.stop();  // its heartbeats
     await server.stop();
   }
 });
