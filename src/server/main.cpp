@@ -282,7 +282,7 @@ bool load_config(server::Config& cfg, const std::string& config_file, const CLI:
       return false;
     }
   }
-  if (auto s = server::apply_config_values(cfg, server::read_env_values(), "environment"); !s) {
+  if (auto s = server::apply_config_values(cfg, server::read_env_values(), server::kFromEnvironment); !s) {
     std::cerr << "error: " << s.error().message << "\n";
     return false;
   }
@@ -292,7 +292,7 @@ bool load_config(server::Config& cfg, const std::string& config_file, const CLI:
     const std::string& v = flags.at(key.name);
     flag_values.emplace_back(key.name, v.empty() && key.type_name == "BOOL" ? "true" : v);
   }
-  if (auto s = server::apply_config_values(cfg, flag_values, "command line"); !s) {
+  if (auto s = server::apply_config_values(cfg, flag_values, server::kFromCommandLine); !s) {
     std::cerr << "error: " << s.error().message << "\n";
     return false;
   }

@@ -67,7 +67,15 @@ TEST(Config, InvalidValueNamesTheKey) {
   auto s = server::apply_config_values(cfg, {{"heartbeat_interval", "soon"}}, "environment");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().field, "heartbeat_interval");
-  EXPECT_NE(s.error().message.find("heartbeat_interval"), std::string::npos);
+  EXPECT_EQ(s.error().message,
+            "environment: GPUNEX_HEARTBEAT_INTERVAL (heartbeat_interval) must be a whole number, got 'soon'");
+  auto flag = server::apply_config_values(cfg, {{"heartbeat_interval", "0"}}, server::kFromCommandLine);
+  ASSERT_FALSE(flag.ok());
+  EXPECT_EQ(flag.error().message.rfind("command line: --heartbeat-interval (heartbeat_interval) must be", 0), 0U)
+      << flag.error().message;
+  auto file = server::apply_config_values(cfg, {{"heartbeat_interval", "0"}}, "/etc/gpunex/server.toml");
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.error().message.rfind("/etc/gpunex/server.toml: heartbeat_interval must be", 0), 0U);
   EXPECT_FALSE(server::apply_config_values(cfg, {{"listen", "nonsense"}}, "x").ok());
   EXPECT_FALSE(server::apply_config_values(cfg, {{"db", "mysql://x"}}, "x").ok());
   EXPECT_FALSE(server::apply_config_values(cfg, {{"threads", "-1"}}, "x").ok());
@@ -83,6 +91,16 @@ TEST(Config, TomlSyntaxErrorIsReported) {
   auto values = server::read_toml_file(file);
   ASSERT_FALSE(values.ok());
   EXPECT_NE(values.error().message.find("line 1"), std::string::npos);
+}
+
+TEST(Config, ATomlTableSaysTheKeysGoAtTheTopLevel) {
+  const TempPath tmp("gpunex-table.toml");
+  const auto file = tmp.path.string();
+  std::ofstream(file) << "[server]\nlisten = \"127.0.0.1:9000\"\n";
+  auto values = server::read_toml_file(file);
+  ASSERT_FALSE(values.ok());
+  EXPECT_EQ(values.error().message,
+            file + ": server must be a string, number or boolean (the keys go at the top level, in no [table])");
 }
 
 TEST(Config, TlsNeedsBothFiles) {

@@ -575,7 +575,11 @@ core::Status apply_config_values(Config& cfg, const std::vector<std::pair<std::s
                                name);
     }
     if (auto err = key->set(cfg, value)) {
-      return core::Error::make(core::ErrorCode::invalid_field, source + ": " + name + " " + *err, name);
+      // Named as it was written where it came from: the variable, the flag, or the file's key.
+      const std::string as_given = source == kFromEnvironment   ? key->env + " (" + name + ")"
+                                   : source == kFromCommandLine ? key->flag + " (" + name + ")"
+                                                                : name;
+      return core::Error::make(core::ErrorCode::invalid_field, source + ": " + as_given + " " + *err, name);
     }
   }
   return core::ok_status();
@@ -603,7 +607,9 @@ core::Result<std::vector<std::pair<std::string, std::string>>> read_toml_file(co
       out.emplace_back(key, *b ? "true" : "false");
     } else {
       return core::Error::make(core::ErrorCode::invalid_field,
-                               path + ": " + key + " must be a string, number or boolean", key);
+                               path + ": " + key + " must be a string, number or boolean" +
+                                   (node.is_table() ? " (the keys go at the top level, in no [table])" : ""),
+                               key);
     }
   }
   return out;

@@ -133,6 +133,11 @@ struct ConfigKey {
 
 const std::vector<ConfigKey>& config_keys();
 
+//! The `source` names apply_config_values gives the environment's and the flags' values: its errors name
+//! the variable (GPUNEX_...) or the flag (--...) for them, the key for any other source (a file's path).
+inline constexpr const char* kFromEnvironment = "environment";
+inline constexpr const char* kFromCommandLine = "command line";
+
 //! Applies key=value pairs from one source; the error names the key and the source.
 core::Status apply_config_values(Config& cfg, const std::vector<std::pair<std::string, std::string>>& values,
                                  const std::string& source);

@@ -72,13 +72,13 @@ test('--help shows each numeric key as a whole or decimal number with its range,
   const db = ['--db', `sqlite:${dir}/x.db`];
   let r = server(['--heartbeat-interval', '0', ...db]);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /command line: heartbeat_interval must be between 1 and 3600/);
+  assert.match(r.stderr, /command line: --heartbeat-interval \(heartbeat_interval\) must be between 1 and 3600/);
   r = server(['--rank-enterprise-boost', '20', ...db]);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /command line: rank_enterprise_boost must be a number from 0\.1 to 10, got '20'/);
+  assert.match(r.stderr, /command line: --rank-enterprise-boost \(rank_enterprise_boost\) must be a number from 0\.1 to 10, got '20'/);
   r = server(db, { GPUNEX_PRICE_RECOMMENDATION_MIN_LISTINGS: '2.5' });
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /environment: price_recommendation_min_listings must be a whole number, got '2\.5'/);
+  assert.match(r.stderr, /environment: GPUNEX_PRICE_RECOMMENDATION_MIN_LISTINGS \(price_recommendation_min_listings\) must be a whole number, got '2\.5'/);
 });
 
 test(`${BACKEND}: a TOML file of every default, decimals included, starts the server`, async () => {
@@ -135,10 +135,10 @@ test('an invalid value stops the server with a message naming the key', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-cfg-'));
   let r = server(['--heartbeat-interval', 'soon', '--db', `sqlite:${dir}/x.db`]);
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /heartbeat_interval must be a whole number/);
+  assert.match(r.stderr, /--heartbeat-interval \(heartbeat_interval\) must be a whole number/);
   r = server(['--db', `sqlite:${dir}/x.db`], { GPUNEX_LISTEN: 'no-port' });
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /environment: listen must be HOST:PORT/);
+  assert.match(r.stderr, /environment: GPUNEX_LISTEN \(listen\) must be HOST:PORT/);
   const file = path.join(dir, 'bad.toml');
   writeFileSync(file, 'body_limit_bytes = "big"\n');
   r = server(['--config', file]);
