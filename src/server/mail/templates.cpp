@@ -49,6 +49,16 @@ Announcement application_submitted(const ApplicationFacts& app, std::int64_t exp
   return {std::move(mail), std::move(notice)};
 }
 
+Announcement application_to_review(const ApplicationFacts& app, bool resubmitted, const std::string& review_link) {
+  const std::string kind = "application_to_review";
+  const std::string title =
+      (resubmitted ? "Application resubmitted by " : "New provider application from ") + app.full_name;
+  const std::string body = "Application " + app.id + " (GPUs: " + app.gpus_text + ") is waiting for review.";
+  MailText mail{kind, "GPUnex: " + title, body + "\n\nReview it: " + review_link + kSignature};
+  NoticeText notice{kind, title, body, review_link};
+  return {std::move(mail), std::move(notice)};
+}
+
 Announcement application_approved(const ApplicationFacts& app, core::Tier tier, const std::string& note,
                                   const std::string& base_url, bool with_key) {
   const std::string kind = "application_approved";

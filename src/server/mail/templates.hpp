@@ -47,6 +47,10 @@ struct ApplicationFacts {
   std::string link;       // the application's page in the dashboard
 };
 
+//! What reviewers and admins are told of an application waiting for them: `review_link` is its page in
+//! the review queue; `resubmitted` after the applicant answered a request for more information.
+Announcement application_to_review(const ApplicationFacts& app, bool resubmitted, const std::string& review_link);
+
 //! "Wednesday, 02 December 2026": a day as a person reads it (UTC).
 std::string day_text(std::int64_t ms);
 

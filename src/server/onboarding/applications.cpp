@@ -6,10 +6,11 @@
 
 #include <date/tz.h>
 
-#include "server/onboarding/gpu_catalog.hpp"
 #include "server/mail/templates.hpp"
+#include "server/onboarding/gpu_catalog.hpp"
 #include "server/onboarding/providers.hpp"
 #include "server/platform/notifications.hpp"
+#include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
 
@@ -151,6 +152,12 @@ core::Result<Application> submit_application(store::Tx& tx, Application app, con
   const auto expected = core::add_business_days(now_ms, core::kReviewPromiseBusinessDays);
   announce(tx, app.user_id, mail::application_submitted(facts_of(app, base_url), expected),
            std::nullopt, now_ms);
+  // The staff who review it are told too (the promise above is theirs to keep), the applicant never.
+  const auto to_review = mail::application_to_review(facts_of(app, base_url), from == ApplicationStatus::needs_info,
+                                                     base_url + "/#/review/" + app.id);
+  for (const auto& staff : platform_repo::users_with_roles(tx, {core::Role::reviewer, core::Role::admin})) {
+    if (staff != app.user_id) announce(tx, staff, to_review, std::nullopt, now_ms);
+  }
   return app;
 }
 

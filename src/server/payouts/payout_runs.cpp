@@ -15,6 +15,7 @@
 #include "server/onboarding/providers.hpp"
 #include "server/payouts/payout_settings.hpp"
 #include "server/platform/notifications.hpp"
+#include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
 #include "util/time.hpp"
@@ -210,8 +211,8 @@ bool has_payout(store::Tx& tx, const std::string& provider_id, date::sys_days da
 
 void tell_admins_run_held(store::Tx& tx, const std::string& payout_day, const std::string& reason,
                           const std::string& base_url, std::int64_t now_ms) {
-  for (const auto& admin : tx.query("SELECT user_id FROM user_roles WHERE role = 'admin' ORDER BY user_id")) {
-    notify_user(tx, admin.str(0), "payout_run_held", "The payout run of " + payout_day + " is held", reason,
+  for (const auto& admin : platform_repo::users_with_roles(tx, {core::Role::admin})) {
+    notify_user(tx, admin, "payout_run_held", "The payout run of " + payout_day + " is held", reason,
                 base_url + "/#/payouts", now_ms);
   }
   util::log_event("warn", "payout run held", {{"payout_day", payout_day}, {"reason", reason}});

@@ -1,5 +1,6 @@
 #include "server/platform/platform_repo.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace gpunex::server::platform_repo {
@@ -117,6 +118,17 @@ void revoke_role(store::Tx& tx, const std::string& user_id, core::Role role) {
 
 bool any_user_with_role(store::Tx& tx, core::Role role) {
   return tx.query_one("SELECT user_id FROM user_roles WHERE role = ?", {role_value(role)}).has_value();
+}
+
+std::vector<std::string> users_with_roles(store::Tx& tx, const std::vector<core::Role>& roles) {
+  std::vector<std::string> out;
+  for (const auto role : roles) {
+    for (const auto& r :
+         tx.query("SELECT user_id FROM user_roles WHERE role = ? ORDER BY user_id", {role_value(role)})) {
+      if (std::find(out.begin(), out.end(), r.str(0)) == out.end()) out.push_back(r.str(0));
+    }
+  }
+  return out;
 }
 
 std::int64_t count_users_with_role(store::Tx& tx, core::Role role) {

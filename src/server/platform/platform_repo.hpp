@@ -39,6 +39,8 @@ std::vector<core::Role> roles_of(store::Tx& tx, const std::string& user_id);
 void revoke_role(store::Tx& tx, const std::string& user_id, core::Role role);
 //! Whether any account holds `role`.
 bool any_user_with_role(store::Tx& tx, core::Role role);
+//! The accounts holding any of `roles`, each once, by id.
+std::vector<std::string> users_with_roles(store::Tx& tx, const std::vector<core::Role>& roles);
 //! How many accounts hold `role`.
 std::int64_t count_users_with_role(store::Tx& tx, core::Role role);
 //! Replaces the account's password hash.

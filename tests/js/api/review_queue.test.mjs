@@ -82,6 +82,17 @@ test(`${BACKEND}: review queue order, resubmission keeps its place, age and over
     assert.ok(Date.parse(a.submitted_at) > Date.parse(submitted.c), 'resubmitted after C was submitted');
     assert.equal(a.expected_review_by, again.json.expected_review_by, 'the promise counts from the resubmission');
 
+    // The reviewer was told of each submission, newest first, with a link to its page in the queue; an
+    // applicant is told nothing of the others'.
+    const told = (await rita.request('GET', '/v1/notifications?limit=100')).json.items
+      .filter((n) => n.kind === 'application_to_review');
+    assert.deepEqual(told.map((n) => n.title), ['Application resubmitted by A', 'New provider application from C',
+      'New provider application from B', 'New provider application from A']);
+    assert.equal(told[0].link, `${server.url}/#/review/${who.a.id}`);
+    assert.match(told[0].body, new RegExp(`^Application ${who.a.id} \\(GPUs: .+\\) is waiting for review\\.$`));
+    const byA = (await who.a.client.request('GET', '/v1/notifications?limit=100')).json.items;
+    assert.ok(!byA.some((n) => n.kind === 'application_to_review'), JSON.stringify(byA));
+
     // B has waited ten days: overdue, and the age in business days says by how much.
     sql(server, `UPDATE applications SET submitted_at = submitted_at - ${10 * DAY_MS} WHERE id = '${who.b.id}'`);
     const late = await queue();
