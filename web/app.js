@@ -199,7 +199,7 @@ const pages = {
       el('p', {}, el('a', { href: state.user ? '#/roles' : '#/login', class: 'button' }, state.user ? 'Continue' : 'Log in')))];
   },
 
-  // #/account: the account's e-mail address, whether it is confirmed, and a change of address.
+  // #/account: the account's e-mail address, whether it is confirmed, a change of address, and of password.
   async account() {
     document.title = 'Your account — GPUnex';
     if (!state.user) { location.hash = '#/login'; return []; }
@@ -218,12 +218,28 @@ const pages = {
       state.flash = `We sent a link to ${r.data.pending_email}. Open it to move your account there.`;
       route();
     });
+    const pw = el('form', { class: 'card narrow', id: 'password-form', novalidate: true, 'aria-labelledby': 'password-h' },
+      el('h2', { id: 'password-h' }, 'Password'),
+      el('p', { class: 'muted' }, 'Every other place you are signed in is signed out; this one stays.'),
+      field('current_password', 'Current password', 'password', { autocomplete: 'current-password', required: true }),
+      field('new_password', 'New password (at least 10 characters)', 'password', { autocomplete: 'new-password', required: true, minlength: 10 }),
+      el('div', { class: 'form-error', role: 'alert' }),
+      el('button', { type: 'submit' }, 'Change the password'));
+    pw.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const r = await api('POST', '/v1/me/password',
+        { current_password: pw.current_password.value, new_password: pw.new_password.value });
+      if (!r.ok) return showError(pw, r.data && r.data.error);
+      const n = r.data.other_sessions_ended;
+      state.flash = `Your password is changed${n ? `; ${n === 1 ? 'one other session was' : `${n} other sessions were`} signed out` : ''}.`;
+      route();
+    });
     return [el('h1', {}, 'Your account'),
       el('section', { class: 'card narrow', 'aria-labelledby': 'addr-h' }, el('h2', { id: 'addr-h' }, 'E-mail'),
         el('p', { id: 'account-email' }, el('strong', {}, u.email), ' ',
           el('span', { class: 'badge' }, u.email_verified ? 'confirmed' : 'not confirmed')),
         u.pending_email ? el('p', { id: 'pending-email' }, `A link waits to be opened at ${u.pending_email}.`) : ''),
-      form];
+      form, pw];
   },
 
   roles() {

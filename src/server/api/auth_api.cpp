@@ -7,7 +7,9 @@
 #include "server/api/handlers.hpp"
 #include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
+#include "server/mail/templates.hpp"
 #include "server/platform/email_addresses.hpp"
+#include "server/platform/notifications.hpp"
 #include "server/platform/platform_repo.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "util/crypto.hpp"
@@ -180,6 +182,37 @@ Response change_email(Ctx& ctx) {
   return Response::json(202, {{"status", "confirmation_sent"}, {"pending_email", email}});
 }
 
+//! POST /v1/me/password {current_password, new_password}.
+core::Result<std::pair<std::string, std::string>> read_password_change(const nlohmann::json& body) {
+  core::ObjectReader r(body, "", "",
+                       {{"current_password", {"current password", ""}}, {"new_password", {"new password", ""}}});
+  std::string current = r.required_string("current_password", 1, 1024);
+  std::string next = r.required_string("new_password", 1, 1024);
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  return std::pair{std::move(current), std::move(next)};
+}
+
+//! POST /v1/me/password: the account changes its own password, giving the current one; every other
+//! session ends (this one stays), and the account is told by mail, in case it was not its owner.
+Response change_password(Ctx& ctx) {
+  auto read = ctx.read_body(read_password_change);
+  if (!read) return Response::error(read.error());
+  const auto& [current, next] = *read;
+  if (auto refused = recheck_password(
+          ctx, current, Error::make(ErrorCode::invalid_field, "Current password is wrong", "current_password"))) {
+    return *refused;
+  }
+  const User& me = ctx.principal->user;
+  const auto link = ctx.config().base_url() + "/#/account";
+  const auto now = ctx.now_ms();
+  auto ended = set_password(ctx.store(), me.email, next, ctx.principal->session_token_hash, "new_password",
+                            [&](store::Tx& tx, const std::string& user_id) {
+                              announce(tx, user_id, mail::password_changed(me.email, link), std::nullopt, now);
+                            });
+  if (!ended) return Response::error(ended.error());
+  return Response::json(200, {{"status", "password_changed"}, {"other_sessions_ended", *ended}});
+}
+
 //! POST /v1/me/email/confirmation: sends the link again, to the address waiting for one.
 Response resend_confirmation(Ctx& ctx) {
   const User& me = ctx.principal->user;
@@ -248,6 +281,14 @@ void register_auth_api(App& app) {
                  .body = oa::body_of([](const nlohmann::json& b) { return read_credentials(b, {}); }),
                  .responses = {{202, confirmation_sent}}}),
             change_email);  // the body holds a password
+  app.route(Method::post, "/v1/me/password",
+            RouteOptions::signed_in().sealed_idempotency().slow_work().doc(
+                {.summary = "Change the account's password, giving the current one: the other sessions end",
+                 .body = oa::body_of(read_password_change),
+                 .responses = {{200, oa::closed_record({{"status", oa::one_of({"password_changed"})},
+                                                        {"other_sessions_ended", oa::integer(0, 1'000'000'000)}},
+                                                       {"status", "other_sessions_ended"})}}}),
+            change_password);  // the body holds passwords
   app.route(Method::post, "/v1/me/email/confirmation",
             RouteOptions::signed_in().no_idempotency().doc(
                 {.summary = "Mail the e-mail confirmation link again", .responses = {{202, confirmation_sent}}}),

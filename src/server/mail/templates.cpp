@@ -59,6 +59,19 @@ Announcement application_to_review(const ApplicationFacts& app, bool resubmitted
   return {std::move(mail), std::move(notice)};
 }
 
+Announcement password_changed(const std::string& email, const std::string& link) {
+  const std::string kind = "password_changed";
+  const std::string body = "The password of your GPUnex account " + email +
+                           " was changed, and every other session of the account was signed out.";
+  MailText mail{kind, "GPUnex: your password was changed",
+                body +
+                    "\n\nIf you did not change it, someone else knows your password: ask the operator to set "
+                    "a new one at once, and check your API keys and payout settings.\n\nYour account: " +
+                    link + kSignature};
+  NoticeText notice{kind, "Password changed", body, link};
+  return {std::move(mail), std::move(notice)};
+}
+
 Announcement application_approved(const ApplicationFacts& app, core::Tier tier, const std::string& note,
                                   const std::string& base_url, bool with_key) {
   const std::string kind = "application_approved";

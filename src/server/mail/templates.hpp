@@ -51,6 +51,10 @@ struct ApplicationFacts {
 //! the review queue; `resubmitted` after the applicant answered a request for more information.
 Announcement application_to_review(const ApplicationFacts& app, bool resubmitted, const std::string& review_link);
 
+//! Told to an account whose password was changed from its own session: if it was not its owner, the mail
+//! says what to do. `link` is the account page.
+Announcement password_changed(const std::string& email, const std::string& link);
+
 //! "Wednesday, 02 December 2026": a day as a person reads it (UTC).
 std::string day_text(std::int64_t ms);
 

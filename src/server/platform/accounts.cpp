@@ -100,17 +100,22 @@ core::Error no_account(const std::string& email) {
 
 }  // namespace
 
-core::Result<std::int64_t> set_password(store::Store& store, const std::string& email_text,
-                                        const std::string& password) {
+core::Result<std::int64_t> set_password(store::Store& store, const std::string& email_text, const std::string& password,
+                                        const std::string& keep_session_hash, const std::string& password_field,
+                                        const std::function<void(store::Tx&, const std::string&)>& tell) {
   const auto email = core::to_lower_ascii(core::trim(email_text));
   // The signup checks, with a name and role that pass: only the password's can fail here.
-  if (auto s = validate_new_user(NewUser{email, password, "x", "customer"}); !s) return std::move(s).error();
+  if (auto s = validate_new_user(NewUser{email, password, "x", "customer"}); !s) {
+    auto e = std::move(s).error();
+    return Error::make(e.code, e.message, password_field);
+  }
   const std::string hash = util::hash_password(password);
   return store.transact([&](store::Tx& tx) -> core::Result<std::int64_t> {
     const auto user = platform_repo::find_user_by_email(tx, email);
     if (!user) return no_account(email);
     platform_repo::set_password_hash(tx, user->id, hash);
-    return platform_repo::delete_user_sessions(tx, user->id);
+    if (tell) tell(tx, user->id);
+    return platform_repo::delete_user_sessions(tx, user->id, keep_session_hash);
   });
 }
 

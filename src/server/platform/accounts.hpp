@@ -51,9 +51,14 @@ core::Result<User> create_user(store::Store& store, const NewUser& u, std::int64
 std::optional<User> find_user(store::Tx& tx, const std::string& user_id);
 
 //! Sets the password of the account with `email` (checked as at signup, hashed outside any transaction)
-//! and ends every session it has: a password changed because it leaked leaves nobody signed in with it.
-//! Answers how many sessions ended; 400 naming password, 404 naming email.
-core::Result<std::int64_t> set_password(store::Store& store, const std::string& email, const std::string& password);
+//! and ends every session it has but `keep_session_hash` (the one that asked, when the account changes its
+//! own): a password changed because it leaked leaves nobody else signed in with it. `tell` runs in the same
+//! transaction (to tell the account). Answers how many sessions ended; 400 naming `password_field`, 404
+//! naming email.
+core::Result<std::int64_t> set_password(store::Store& store, const std::string& email, const std::string& password,
+                                        const std::string& keep_session_hash = "",
+                                        const std::string& password_field = "password",
+                                        const std::function<void(store::Tx&, const std::string& user_id)>& tell = {});
 
 //! Grants (`held`) or takes back a staff role, reviewer or admin, of the account with `email`, and answers
 //! the account. The customer and provider roles are not the operator's to hand out (a provider is approved

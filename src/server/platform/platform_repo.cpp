@@ -167,8 +167,8 @@ void delete_session(store::Tx& tx, const std::string& token_hash) {
   tx.exec("DELETE FROM sessions WHERE token_hash = ?", {token_hash});
 }
 
-std::int64_t delete_user_sessions(store::Tx& tx, const std::string& user_id) {
-  return tx.exec("DELETE FROM sessions WHERE user_id = ?", {user_id});
+std::int64_t delete_user_sessions(store::Tx& tx, const std::string& user_id, const std::string& keep_hash) {
+  return tx.exec("DELETE FROM sessions WHERE user_id = ? AND token_hash <> ?", {user_id, keep_hash});
 }
 
 // ---- Idempotency-Key answers ----

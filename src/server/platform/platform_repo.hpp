@@ -92,8 +92,9 @@ void delete_expired_sessions(store::Tx& tx, const std::string& user_id, std::int
 //! The session with this token hash, if it has not expired at `now_ms`.
 std::optional<SessionRow> find_live_session(store::Tx& tx, const std::string& token_hash, std::int64_t now_ms);
 void delete_session(store::Tx& tx, const std::string& token_hash);
-//! Deletes every session of the user, live or not; answers how many.
-std::int64_t delete_user_sessions(store::Tx& tx, const std::string& user_id);
+//! Deletes every session of the user, live or not, but the one with `keep_hash` (empty: none kept);
+//! answers how many.
+std::int64_t delete_user_sessions(store::Tx& tx, const std::string& user_id, const std::string& keep_hash = "");
 
 // ---- Idempotency-Key answers ----
 

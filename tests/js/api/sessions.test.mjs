@@ -107,3 +107,46 @@ test(`${BACKEND}: SIGTERM stops the server cleanly`, async () => {
   const r = await server.stop();
   assert.deepEqual(r, { code: 0, signal: null });
 });
+
+test(`${BACKEND}: an account changes its own password with the current one: its other sessions end, this one stays`, async () => {
+  const server = await new TestServer().start();
+  try {
+    const here = new Client(server.url);
+    await here.signupAndLogin('pat@example.com', 'first-password-1');
+    const laptop = new Client(server.url);
+    await laptop.login('pat@example.com', 'first-password-1');
+    const change = (body) => here.request('POST', '/v1/me/password', { body });
+
+    const wrong = await change({ current_password: 'not-my-password', new_password: 'second-password-2' });
+    assert.equal(wrong.status, 400, wrong.body);
+    assert.deepEqual([wrong.json.error.field, wrong.json.error.message], ['current_password', 'Current password is wrong']);
+    const short = await change({ current_password: 'first-password-1', new_password: 'short' });
+    assert.equal(short.status, 400, short.body);
+    assert.deepEqual([short.json.error.field, short.json.error.message],
+      ['new_password', 'Password must be at least 10 characters']);
+    const missing = await change({ current_password: 'first-password-1' });
+    assert.equal(missing.status, 400);
+    assert.equal(missing.json.error.field, 'new_password');
+    assert.equal((await laptop.request('GET', '/v1/me')).status, 200, 'a refused change ends nothing');
+
+    const done = await change({ current_password: 'first-password-1', new_password: 'second-password-2' });
+    assert.equal(done.status, 200, done.body);
+    assert.deepEqual(done.json, { status: 'password_changed', other_sessions_ended: 1 });
+    assert.equal((await here.request('GET', '/v1/me')).status, 200, 'the session that changed it stays');
+    assert.equal((await laptop.request('GET', '/v1/me')).status, 401, 'the other session ended');
+    const old = await new Client(server.url).request('POST', '/v1/auth/login',
+      { body: { email: 'pat@example.com', password: 'first-password-1' } });
+    assert.equal(old.status, 401);
+    await new Client(server.url).login('pat@example.com', 'second-password-2');
+    // The account is told, in case it was not its owner.
+    const told = (await here.request('GET', '/v1/notifications')).json.items.filter((n) => n.kind === 'password_changed');
+    assert.equal(told.length, 1);
+    assert.equal(told[0].link, `${server.url}/#/account`);
+    // A provider API key cannot change a password (a session only).
+    const anon = await new Client(server.url).request('POST', '/v1/me/password',
+      { body: { current_password: 'second-password-2', new_password: 'third-password-3' } });
+    assert.equal(anon.status, 401);
+  } finally {
+    await server.stop();
+  }
+});

@@ -1,7 +1,7 @@
 // Browser: sign up, log in, see the Roles page, log out.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKEND, TestServer, confirmationToken, until } from '../lib/server.mjs';
+import { BACKEND, TestServer, Client, confirmationToken, until } from '../lib/server.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
 
 test(`${BACKEND}: sign up, log in, Roles page, log out`, async () => {
@@ -123,6 +123,24 @@ test(`${BACKEND}: account page: confirm the address, resend, change it through t
     await page.getByRole('heading', { name: 'E-mail address confirmed' }).waitFor();
     assert.match(await page.getByRole('status').textContent(), /mail to kay@new\.example\./);
     assert.equal(await page.locator('#who').textContent(), 'kay@new.example');
+
+    // The password, changed on the same page: a wrong current one is named beside its field; then another
+    // session of the account ends, this page stays signed in, and the account is mailed.
+    const other = new Client(server.url);
+    await other.login('kay@new.example', 'correct-horse-battery');
+    await page.goto(`${server.url}/#/account`);
+    await page.getByLabel('Current password').fill('not-my-password');
+    await page.getByLabel('New password').fill('kays-new-password-2');
+    await page.getByRole('button', { name: 'Change the password' }).click();
+    await page.locator('#f-current_password-error', { hasText: 'Current password is wrong' }).waitFor();
+    await page.getByLabel('Current password').fill('correct-horse-battery');
+    await page.getByRole('button', { name: 'Change the password' }).click();
+    await page.locator('.flash', { hasText: 'Your password is changed; one other session was signed out.' }).waitFor();
+    assert.equal((await other.request('GET', '/v1/me')).status, 401);
+    assert.equal(await page.locator('#who').textContent(), 'kay@new.example', 'still signed in here');
+    await until('the mail saying so', () => server.mailDrop()
+      .find((t) => /^To: kay@new\.example\r?$/m.test(t) && /^Subject: GPUnex: your password was changed/m.test(t)), 20000, 50);
+    await new Client(server.url).login('kay@new.example', 'kays-new-password-2');
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();
