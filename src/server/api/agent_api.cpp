@@ -84,7 +84,7 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
     return core::ok_status();
   };
   auto work = [key_id = ctx.principal->api_key_id, shared_req, checked, &latest, settings = settings_of(ctx.config()),
-               bench, now](store::Tx& tx) -> core::Result<nlohmann::json> {
+               bench, now, &app = ctx.app](store::Tx& tx) -> core::Result<nlohmann::json> {
     const auto& req = *shared_req;
     std::optional<CheckedMachine> machine = std::exchange(*checked, std::nullopt);
     core::Result<nlohmann::json> out = core::Error::make(core::ErrorCode::internal, "not run");
@@ -101,7 +101,9 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
     // replayed heartbeat (duplicate) stored nothing and stops nothing.
     if (!out->value("duplicate", false)) {
       for (const auto& e : req.events) {
-        if (e.type == protocol::kGpuLost) rentals::stop_for_lost_gpu(tx, req.machine_id, e.uuid, now);
+        if (e.type == protocol::kGpuLost) {
+          rentals::stop_for_lost_gpu(tx, req.machine_id, e.uuid, app.config().base_url(), now);
+        }
       }
     }
     // The reply carries the commands: a benchmark run the server wants (server/fleet/benchmarks.hpp).

@@ -221,11 +221,14 @@ RentalRow stop(store::Tx& tx, const RentalRow& r, rental::EndReason reason, std:
 }
 
 std::size_t stop_for_lost_gpu(store::Tx& tx, const std::string& machine_id, const std::string& uuid,
-                              std::int64_t now_ms) {
+                              const std::string& base_url, std::int64_t now_ms) {
   std::size_t n = 0;
   for (const auto& r : live_on_machine(tx, machine_id)) {
     if (std::find(r.gpu_uuids.begin(), r.gpu_uuids.end(), uuid) == r.gpu_uuids.end()) continue;
-    stop(tx, r, rental::EndReason::gpu_failure, now_ms);
+    // A running one ends when its agent says so, and its customer is told then (the rental events).
+    if (const auto after = stop(tx, r, rental::EndReason::gpu_failure, now_ms); after.state == rental::State::ended) {
+      tell_customer_ended(tx, after, base_url, now_ms);
+    }
     util::log_event("warn", "a rented GPU stopped answering: the rental is stopped",
                     {{"rental", r.id}, {"machine", machine_id}, {"uuid", uuid}});
     ++n;

@@ -83,9 +83,10 @@ core::Result<EventsOutcome> apply_events(store::Tx& tx, const std::string& provi
                                          const protocol::RentalEventsRequest& req, std::int64_t now_ms);
 
 //! A GPU of the machine stopped answering: the live rentals holding it are asked to stop with
-//! gpu_failure. Returns how many.
+//! gpu_failure; one its agent never took (requested) ends at once, and its customer is told
+//! (tell_customer_ended, links under `base_url`). Returns how many.
 std::size_t stop_for_lost_gpu(store::Tx& tx, const std::string& machine_id, const std::string& uuid,
-                              std::int64_t now_ms);
+                              const std::string& base_url, std::int64_t now_ms);
 
 //! Ends a rental on the platform's side (agent lost), at `at_ms`.
 void end_now(store::Tx& tx, const RentalRow& r, core::rental::EndReason reason, std::int64_t at_ms);

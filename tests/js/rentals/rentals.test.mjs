@@ -276,6 +276,18 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     const gpuEnded = (await ann.request('GET', `/v1/rentals/${lostOne.json.id}`)).json;
     assert.equal(gpuEnded.end_reason, 'gpu_failure');
     assert.equal(gpuEnded.end_text, 'A GPU failed');
+    // One its agent never started ends at once, not charged, and its customer is told (the running one
+    // was told when its agent confirmed the end).
+    const notStarted = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine.id, ...RENT } });
+    assert.equal(notStarted.status, 201, notStarted.body);
+    const hb2 = await voice.heartbeat([{ type: 'gpu_lost', uuid: notStarted.json.gpus[0], message: 'fell off again' }]);
+    assert.equal(hb2.status, 200, hb2.body);
+    const neverRan = (await ann.request('GET', `/v1/rentals/${notStarted.json.id}`)).json;
+    assert.deepEqual([neverRan.state, neverRan.end_reason, neverRan.cost_so_far], ['ended', 'gpu_failure', '0.000000']);
+    const annTold = (await ann.request('GET', '/v1/notifications?limit=100')).json.items
+      .filter((n) => n.kind === 'rental_ended').map((n) => n.title);
+    assert.ok(annTold.includes(`Rental ${notStarted.json.id} ended: A GPU failed`), JSON.stringify(annTold));
+    assert.ok(annTold.includes(`Rental ${lostOne.json.id} ended: A GPU failed`), JSON.stringify(annTold));
 
     await until('both GPUs to be offered again', async () => {
       const r = await bob.request('GET', '/v1/marketplace/offers?model=L40S');
