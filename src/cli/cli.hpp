@@ -75,6 +75,7 @@ std::unique_ptr<Command> make_schedule_show_command();
 // Machines and the marketplace for everyday use (machine_commands.cpp, offers_commands.cpp).
 std::unique_ptr<Command> make_machines_list_command();
 std::unique_ptr<Command> make_machines_show_command();
+std::unique_ptr<Command> make_reliability_command();
 std::unique_ptr<Command> make_offers_search_command();
 std::unique_ptr<Command> make_balance_command();
 std::unique_ptr<Command> make_payouts_command();

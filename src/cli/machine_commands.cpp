@@ -1,4 +1,5 @@
-// gpunex machines list | machines show ID: a provider's machines, as the dashboard's Machines page shows them.
+// gpunex machines list | machines show ID | reliability: a provider's machines and their reliability, as the
+// dashboard's Machines and Performance pages show them.
 
 #include <algorithm>
 #include <map>
@@ -155,6 +156,52 @@ std::string machine_text(const nlohmann::json& m, const nlohmann::json& prices) 
   return out;
 }
 
+//! A share (0 to 1) as a percentage with one decimal, "-" when there is none.
+std::string percent_text(const nlohmann::json& share) {
+  return share.is_number() ? format_fixed(nlohmann::json(share.get<double>() * 100), 1) + "%" : std::string("-");
+}
+
+//! The reliability events a provider can act on, most costly first as the server orders them: each with the
+//! points it takes off now and what to do; at most `most`.
+std::string reliability_events_text(const nlohmann::json& events, std::size_t most, bool with_machine) {
+  std::string out;
+  std::size_t shown = 0;
+  std::vector<std::string> advised;  // each piece of advice once, under the first event it is for
+  for (const auto& e : events) {
+    if (++shown > most) break;
+    out += "  -" + format_fixed(member(e, "points"), 1) + "  " +
+           (with_machine ? format_text(member(e, "hostname")) + ": " : std::string()) + format_text(member(e, "text")) +
+           "\n";
+    const auto& advice = member(e, "what_to_do");
+    if (advice.is_string() && std::find(advised.begin(), advised.end(), advice.get<std::string>()) == advised.end()) {
+      advised.push_back(advice.get<std::string>());
+      out += "         " + advised.back() + "\n";
+    }
+  }
+  if (events.size() > most) out += "  (" + std::to_string(events.size() - most) + " more: --json lists them)\n";
+  return out;
+}
+
+//! GET /v1/provider/machines/{id}/reliability as `machines show` prints it.
+std::string machine_reliability_text(const nlohmann::json& r) {
+  std::string out = "\nReliability: " + format_score(member(r, "score"));
+  out += member(r, "state") == "new" ? " (new: the prior, until a whole day is judged)"
+                                     : " (alert below " + format_score(member(r, "alert_below")) + ")";
+  out += "\n";
+  const auto& parts = member(r, "parts");
+  out += "  uptime " + percent_text(member(member(parts, "uptime"), "value")) + ", jobs completed " +
+         percent_text(member(member(parts, "job_completion"), "value")) + ", benchmark stability " +
+         percent_text(member(member(parts, "stability"), "value")) + "\n";
+  if (member(r, "events").is_array() && !member(r, "events").empty()) {
+    out += reliability_events_text(member(r, "events"), 3, false);
+  }
+  const auto& recovery = member(r, "recovery");
+  if (member(recovery, "days").is_number() && member(recovery, "days").get<double>() > 0) {
+    out += "  recovers by " + format_text(member(recovery, "by")) + " if nothing else goes wrong\n";
+  }
+  return out;
+}
+
 class MachinesShowCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
@@ -166,10 +213,13 @@ class MachinesShowCommand : public Command {
     nlohmann::json m;
     if (int rc = get_json(ctx, "/v1/provider/machines/" + url_encode(id_), m); rc != 0) return rc;
     nlohmann::json prices = {{"items", nlohmann::json::array()}};
+    nlohmann::json reliability;
     if (!ctx.json) {
       if (int rc = get_json(ctx, "/v1/provider/prices", prices); rc != 0) return rc;
+      if (int rc = get_json(ctx, "/v1/provider/machines/" + url_encode(id_) + "/reliability", reliability); rc != 0)
+        return rc;
     }
-    ctx.print(m, machine_text(m, prices));
+    ctx.print(m, machine_text(m, prices) + (ctx.json ? std::string() : machine_reliability_text(reliability)));
     return 0;
   }
 
@@ -179,11 +229,50 @@ class MachinesShowCommand : public Command {
 
 }  // namespace
 
+//! gpunex reliability: the provider's score (GET /v1/provider/reliability), each machine's, and what lowered them.
+class ReliabilityCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    return parent.add_subcommand("reliability",
+                                 "your reliability score, each machine's, and the events that lowered them");
+  }
+  int run(Context& ctx) override {
+    nlohmann::json r;
+    if (int rc = get_json(ctx, "/v1/provider/reliability", r); rc != 0) return rc;
+    std::string out;
+    if (member(r, "state") == "no_machines") {
+      out = "No machines yet: a machine is scored from its first day online.\n";
+    } else {
+      out = "Reliability: " + format_score(member(r, "score")) +
+            (member(r, "state") == "new" ? " (new: the prior)" : "") + ", weighted by GPUs; alert below " +
+            format_score(member(r, "alert_below")) + "; over the last " + format_fixed(member(r, "window_days"), 0) +
+            " days\n\n";
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& m : member(r, "machines")) {
+        rows.push_back({format_text(member(m, "machine_id")), format_text(member(m, "hostname")),
+                        format_fixed(member(m, "gpus"), 0),
+                        format_score(member(m, "score")) + (member(m, "state") == "new" ? " (new)" : ""),
+                        percent_text(member(m, "uptime")), percent_text(member(m, "job_completion")),
+                        percent_text(member(m, "benchmark_stability"))});
+      }
+      out += format_table({"MACHINE", "HOST", "GPUS", "SCORE", "UPTIME", "JOBS DONE", "STABILITY"}, rows);
+      if (member(r, "events").is_array() && !member(r, "events").empty()) {
+        out += "\nWhat lowered it, most recent first:\n" + reliability_events_text(member(r, "events"), 5, true);
+      }
+    }
+    ctx.print(r, out);
+    return 0;
+  }
+};
+
 std::unique_ptr<Command> make_machines_list_command() {
   return std::make_unique<MachinesListCommand>();
 }
 std::unique_ptr<Command> make_machines_show_command() {
   return std::make_unique<MachinesShowCommand>();
+}
+std::unique_ptr<Command> make_reliability_command() {
+  return std::make_unique<ReliabilityCommand>();
 }
 
 }  // namespace gpunex::cli

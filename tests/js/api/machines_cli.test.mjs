@@ -9,16 +9,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BENCH_SERVER_ARGS, BIN, TestServer, until } from '../lib/server.mjs';
-import { gpunex } from '../lib/cli.mjs';
+import { gpunex, parseTable } from '../lib/cli.mjs';
 import { agentEnv } from '../lib/agent.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
-
-// A table's rows as objects keyed by its header; columns are two or more spaces apart.
-function parseTable(text) {
-  const lines = text.split('\n').filter((l) => l.trim() !== '');
-  const header = lines[0].split(/ {2,}/);
-  return lines.slice(1).map((l) => Object.fromEntries(l.trim().split(/ {2,}/).map((v, i) => [header[i], v])));
-}
 
 // What the CLI is expected to print for a machine's GPUs, from the API's JSON.
 function figures(machine) {

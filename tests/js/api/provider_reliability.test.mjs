@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { BACKEND, TestServer, Client } from '../lib/server.mjs';
 import { Contract } from '../lib/contract.mjs';
 import { approvedProvider, requestedRunId } from '../lib/provider.mjs';
+import { gpunex, homeLoggedIn, parseTable } from '../lib/cli.mjs';
 
 const MIN = 60_000;
 const DAY = 86_400_000;
@@ -125,6 +126,22 @@ test(`${BACKEND}: the provider's reliability is the GPU-weighted mean of their m
     assert.equal(all.events.filter((e) => e.machine_id === small).length, mine.small.events.length);
     const times = all.events.map((e) => Date.parse(e.at));
     assert.deepEqual(times, [...times].sort((a, b) => b - a), 'newest first');
+
+    // The CLI says the same: `gpunex reliability` (the provider's score, a row per machine, what lowered it)
+    // and `gpunex machines show` (the machine's score and its parts).
+    const home = homeLoggedIn(server.url, provider.client.token, 'rel-two@example.com');
+    const one = (x) => (Math.round(x * 10) / 10).toFixed(1);
+    const rel = gpunex(home, ['reliability']);
+    assert.equal(rel.code, 0, rel.err);
+    assert.match(rel.out, new RegExp(`^Reliability: ${one(all.score)}, weighted by GPUs; alert below 80\\.0; over the last 30 days\\n`));
+    const rows = parseTable(rel.out.slice(rel.out.indexOf('MACHINE')).split('\n\n')[0]);
+    assert.deepEqual(rows.map((r) => [r.MACHINE, r.GPUS, r.SCORE]).sort(byId),
+      machines.map((m) => [m.id, String(m.count), one(mine[m.name].score)]).sort(byId));
+    assert.equal(rows.find((r) => r.MACHINE === small).UPTIME, `${(mine.small.parts.uptime.value * 100).toFixed(1)}%`);
+    assert.match(rel.out, /\nWhat lowered it, most recent first:\n {2}-\d+\.\d /);
+    const show = gpunex(home, ['machines', 'show', small]);
+    assert.equal(show.code, 0, show.err);
+    assert.match(show.out, new RegExp(`\\nReliability: ${one(mine.small.score)} \\(alert below 80\\.0\\)\\n  uptime ${(mine.small.parts.uptime.value * 100).toFixed(1)}%, `));
   } finally {
     await server.stop();
   }

@@ -21,3 +21,10 @@ export function homeLoggedIn(server, token = 'test-token', email = 'cli@example.
   writeFileSync(path.join(home, '.config', 'gpunex', 'credentials.json'), JSON.stringify({ server, token, email }));
   return home;
 }
+
+// A table the CLI printed, its rows as objects keyed by its header; columns are two or more spaces apart.
+export function parseTable(text) {
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  const header = lines[0].split(/ {2,}/);
+  return lines.slice(1).map((l) => Object.fromEntries(l.trim().split(/ {2,}/).map((v, i) => [header[i], v])));
+}
