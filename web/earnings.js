@@ -46,6 +46,7 @@
   function pendingPayout(p) {
     const method = p.method ? METHODS[p.method] || p.method : null;
     const status = !p.method ? 'Nothing is paid until you choose a payout method.'
+      : p.held_reason ? p.held_reason
       : p.above_minimum ? `Above the ${usdc(p.minimum)} minimum: it is paid on ${fmtDate(p.next_date)}.`
       : `Below the ${usdc(p.minimum)} minimum of a ${p.schedule} payout: it waits for a later payout.`;
     return el('section', { class: 'card', id: 'earnings-pending', 'aria-labelledby': 'earnings-pending-h',
@@ -58,7 +59,7 @@
       el('dt', {}, 'Method'), el('dd', { id: 'earnings-method' }, method
         || ['Not chosen yet: ', el('a', { href: '#/earnings', onclick: (ev) => { ev.preventDefault();
           document.getElementById('payout-method').scrollIntoView(); } }, 'set a payout method'), ' to be paid']),
-      el('dt', {}, 'Minimum'), el('dd', { id: 'earnings-minimum-status', class: p.above_minimum && p.method ? '' : 'warning' }, status)));
+      el('dt', {}, 'Minimum'), el('dd', { id: 'earnings-minimum-status', class: p.above_minimum && p.method && !p.held_reason ? '' : 'warning' }, status)));
   }
 
   // Daily bars over the range, one x per day (a day without earnings is null: no bar).

@@ -108,6 +108,7 @@ Response provider_earnings(Ctx& ctx) {
   billing::PayoutPlan plan;
   plan.minimums.weekly = ctx.config().payout_min_weekly_micro;
   plan.minimums.monthly = ctx.config().payout_min_monthly_micro;
+  plan.usdc_payouts_configured = !ctx.config().solana_rpc_url.empty();
   std::optional<billing::EarningsReport> report;
   auto r = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<bool> {

@@ -119,7 +119,11 @@ nlohmann::json to_json(const EarningsReport& r) {
             {"next_date", date::format("%F", r.pending.day)},
             {"amount", core::format_usdc(r.pending.amount)},
             {"minimum", core::format_usdc(core::payout::minimum(schedule, r.plan.minimums))},
-            {"above_minimum", core::payout::pays(schedule, r.pending.amount, r.plan.minimums)}}}};
+            {"above_minimum", core::payout::pays(schedule, r.pending.amount, r.plan.minimums)},
+            // Why it will not go out on its day, though due: said, so that a provider is not left waiting.
+            {"held_reason", r.plan.method == core::payout::Method::solana_usdc && !r.plan.usdc_payouts_configured
+                                ? nlohmann::json(kUsdcPayoutsHeld)
+                                : nlohmann::json(nullptr)}}}};
 }
 
 std::string to_csv(const EarningsReport& r) {

@@ -27,6 +27,11 @@ struct EarningsQuery {
 //! The payout settings in force for the provider (server/payouts), as the tracker needs them: the
 //! schedule picks the day and the minimum, the method the business days (SEPA skips TARGET2
 //! closing days). No method chosen yet: weekly, and the calendar of a wallet payout.
+//! What a provider paid in USDC is told while the server has no Solana hot wallet (their runs are held).
+inline constexpr const char* kUsdcPayoutsHeld =
+    "USDC payouts are held: the operator has not set up the Solana wallet they are paid from yet. Your "
+    "earnings stay with you and go out once it is (or choose a SEPA bank transfer).";
+
 struct PayoutPlan {
   core::payout::Schedule schedule = core::payout::Schedule::weekly;
   std::optional<core::payout::Method> method;
@@ -35,6 +40,9 @@ struct PayoutPlan {
   // pays if not (earned before today's cut-off).
   bool paid_today = false;
   core::MicroUsdc payable_today = 0;
+  //! Whether this server pays USDC on Solana (a node and hot wallet configured); when not, USDC payout
+  //! runs are held and the provider is told so.
+  bool usdc_payouts_configured = true;
 };
 
 //! The figures of the tracker, before they are written as JSON or CSV.

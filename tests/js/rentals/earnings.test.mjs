@@ -124,6 +124,8 @@ test(`${BACKEND}: the pending payout follows the provider's payout schedule and 
   const server = await new TestServer(['--test-clock', '2026-12-28T12:00:00Z', '--enable-test-clock', 'true']).start();
   try {
     const WALLET = 'GJRs4FwHtemZ5ZE9x3FNvJ8TMwitKTh21yxdRPqn7npE';
+    const HELD = 'USDC payouts are held: the operator has not set up the Solana wallet they are paid from yet. '
+      + 'Your earnings stay with you and go out once it is (or choose a SEPA bank transfer).';
     const pending = async (client) => {
       const r = await client.request('GET', '/v1/provider/earnings');
       assert.equal(r.status, 200, r.body);
@@ -137,27 +139,29 @@ test(`${BACKEND}: the pending payout follows the provider's payout schedule and 
     // On that Monday nothing was earned before the day began: today's run pays nothing, next Monday's is next.
     const weekly = await approvedProvider(server, 'weekly@example.com');
     assert.deepEqual(await pending(weekly.client), { schedule: 'weekly', method: null, next_date: '2027-01-04',
-      amount: '0.000000', minimum: '20.000000', above_minimum: false });
+      amount: '0.000000', minimum: '20.000000', above_minimum: false, held_reason: null });
     await settle(weekly.client, { method: 'solana_usdc', wallet_address: WALLET, schedule: 'weekly' });
     assert.equal((await pending(weekly.client)).method, 'solana_usdc');
+    // This server has no Solana wallet to pay from (no solana_rpc_url): a USDC payout says it is held.
+    assert.equal((await pending(weekly.client)).held_reason, HELD);
 
     const wallet = await approvedProvider(server, 'monthly-wallet@example.com');
     await settle(wallet.client, { method: 'solana_usdc', wallet_address: WALLET, schedule: 'monthly' });
     assert.deepEqual(await pending(wallet.client), { schedule: 'monthly', method: 'solana_usdc',
-      next_date: '2027-01-01', amount: '0.000000', minimum: '1.000000', above_minimum: false });
+      next_date: '2027-01-01', amount: '0.000000', minimum: '1.000000', above_minimum: false, held_reason: HELD });
 
     const bank = await approvedProvider(server, 'monthly-bank@example.com');
     await settle(bank.client, { method: 'sepa', account_holder: 'Payee GmbH', iban: 'DE89370400440532013000',
       schedule: 'monthly' });
     assert.deepEqual(await pending(bank.client), { schedule: 'monthly', method: 'sepa', next_date: '2027-01-04',
-      amount: '0.000000', minimum: '1.000000', above_minimum: false });
+      amount: '0.000000', minimum: '1.000000', above_minimum: false, held_reason: null });
     // A new destination waits its cool-down (48 h): in force from 30 December, before the next payout
     // day, so that payout goes by the new method, on its calendar (1 January). (A second later: two
     // changes in the same millisecond have no order.)
     await advance(1);
     await settle(bank.client, { method: 'solana_usdc', wallet_address: WALLET, schedule: 'monthly' });
     const byWallet = { schedule: 'monthly', method: 'solana_usdc', next_date: '2027-01-01', amount: '0.000000',
-      minimum: '1.000000', above_minimum: false };
+      minimum: '1.000000', above_minimum: false, held_reason: HELD };
     assert.deepEqual(await pending(bank.client), byWallet);
     await advance(49 * 3600);
     assert.deepEqual(await pending(bank.client), byWallet);
