@@ -91,6 +91,7 @@ std::string payouts_text(const nlohmann::json& settings, const nlohmann::json& e
         (member(next, "above_minimum") == true ? "" : " (not reached yet)") +
         (member(next, "method").is_string() ? "" : "; nothing is paid until you choose a method (gpunex payouts set)") +
         "\n";
+    if (member(next, "held_reason").is_string()) out += member(next, "held_reason").get<std::string>() + "\n";
   }
   const auto& items = member(list, "items");
   if (items.empty()) return out + "no payouts yet";

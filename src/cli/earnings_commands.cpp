@@ -28,6 +28,7 @@ std::string earnings_text(const nlohmann::json& e) {
          " (" + format_text(member(p, "schedule")) + ", " + method_text(member(p, "method")) + "); " +
          (member(p, "above_minimum") == true ? "above the minimum of " : "below the minimum of ") +
          format_text(member(p, "minimum")) + " USDC\n";
+  if (member(p, "held_reason").is_string()) out += member(p, "held_reason").get<std::string>() + "\n";
   const auto& groups = member(e, "groups");
   if (!groups.is_array() || groups.empty()) return out + "no earnings in this range";
   std::vector<std::vector<std::string>> rows;

@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
+import { gpunex, homeLoggedIn } from '../lib/cli.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, midweekStart, moveTestClock,
   storeRows } from '../lib/rentals.mjs';
@@ -144,6 +145,12 @@ test(`${BACKEND}: the pending payout follows the provider's payout schedule and 
     assert.equal((await pending(weekly.client)).method, 'solana_usdc');
     // This server has no Solana wallet to pay from (no solana_rpc_url): a USDC payout says it is held.
     assert.equal((await pending(weekly.client)).held_reason, HELD);
+    const home = homeLoggedIn(server.url, weekly.client.token, 'weekly@example.com');
+    for (const args of [['earnings'], ['payouts']]) {
+      const r = gpunex(home, args);
+      assert.equal(r.code, 0, r.err);
+      assert.ok(r.out.includes(`\n${HELD}\n`), `gpunex ${args[0]}: ${r.out}`);
+    }
 
     const wallet = await approvedProvider(server, 'monthly-wallet@example.com');
     await settle(wallet.client, { method: 'solana_usdc', wallet_address: WALLET, schedule: 'monthly' });
