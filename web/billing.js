@@ -1,7 +1,7 @@
 // Money pages of the dashboard; they register into app.js's `pages`.
 // #/balance: the signed-in account's prepaid USDC, how long it lasts at the current spend, and the
 // ledger lines behind it. #/credits (admins): add credit to a customer, one ledger transaction per
-// payment reference.
+// payment reference, and the credits made so far.
 'use strict';
 
 (() => {
@@ -42,7 +42,9 @@
     if (!b.ok || !h.ok) return [el('h1', {}, 'Balance'), el('p', { class: 'error' }, 'The balance could not be loaded; try again.')];
     const lasts = b.data.hours_left === null
       ? 'Nothing is being spent now.'
-      : `About ${b.data.hours_left} hours at ${usdc(b.data.spend_per_hour)} per hour.`;
+      : b.data.hours_left < 1
+        ? `Less than an hour at ${usdc(b.data.spend_per_hour)} per hour: your running rentals stop when it is used up.`
+        : `About ${b.data.hours_left} ${b.data.hours_left === 1 ? 'hour' : 'hours'} at ${usdc(b.data.spend_per_hour)} per hour.`;
     const rows = h.data.items.map((i) => el('tr', {},
       el('td', {}, fmtTime(i.at)), el('td', {}, i.kind), el('td', {}, i.reason), el('td', {}, i.reference),
       el('td', { class: 'num' }, i.amount)));
@@ -101,9 +103,23 @@
       form.reset();
       key = crypto.randomUUID();
       justCredited = true;
+      await showCredits();
     });
+    // The credits made so far, newest first (GET /v1/admin/credits: its first page), again after each credit.
+    const recent = el('div', { id: 'credits-recent' });
+    async function showCredits() {
+      const made = await api('GET', '/v1/admin/credits?limit=50');
+      recent.replaceChildren(!made.ok ? el('p', { class: 'error' }, 'The credits could not be loaded.')
+        : made.data.items.length === 0 ? el('p', { class: 'empty' }, 'No credits yet.')
+          : scrollBox(el('table', { class: 'table', id: 'credits-list', 'aria-label': 'Recent credits' },
+            el('thead', {}, el('tr', {}, ['When', 'Customer', 'USDC', 'Reference', 'By'].map((t) => el('th', { scope: 'col' }, t)))),
+            el('tbody', {}, made.data.items.map((c) => el('tr', { 'data-id': c.id },
+              el('td', {}, fmtTime(c.at)), el('td', {}, c.email), el('td', { class: 'num' }, c.amount),
+              el('td', {}, c.reference), el('td', {}, c.by)))))));
+    }
+    await showCredits();
     return [el('h1', {}, 'Credit'),
       el('p', { class: 'muted' }, 'Adds prepaid USDC to a customer\'s balance when their payment has arrived. The same reference is never credited twice.'),
-      form, result];
+      form, result, el('h2', {}, 'Recent credits'), recent];
   };
 })();

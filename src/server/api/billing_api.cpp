@@ -1,5 +1,5 @@
 // Customer money: GET /v1/billing/balance, GET /v1/billing/history, and the operators'
-// POST /v1/admin/credits; the provider's GET /v1/provider/earnings (JSON, or ?format=csv).
+// GET and POST /v1/admin/credits; the provider's GET /v1/provider/earnings (JSON, or ?format=csv).
 
 #include "core/json_reader.hpp"
 #include "core/ledger.hpp"
@@ -187,6 +187,23 @@ Response post_credit(Ctx& ctx) {
                                                        {"repeated", result->repeated}});
 }
 
+//! GET /v1/admin/credits: every credit, newest first, for the operators' books.
+Response get_credits(Ctx& ctx) {
+  return list_response(ctx, [&](store::Tx& tx) {
+    auto items = nlohmann::json::array();
+    for (const auto& c : billing::credits(tx)) {
+      items.push_back({{"id", c.transaction_id},
+                       {"at", util::rfc3339(c.at_ms)},
+                       {"user_id", c.user_id},
+                       {"email", c.email},
+                       {"amount", core::format_usdc(c.amount)},
+                       {"reference", c.reference},
+                       {"by", c.by}});
+    }
+    return items;
+  });
+}
+
 }  // namespace
 
 void register_billing_api(App& app) {
@@ -224,6 +241,20 @@ void register_billing_api(App& app) {
                                                           {"amount", signed_money}},
                                                          {"id", "at", "kind", "amount"}))}}}),
             get_history);
+  app.route(http::Method::get, "/v1/admin/credits",
+            RouteOptions::for_roles({"admin"}).doc(
+                {.summary = "Every credit, newest first",
+                 .query = {"limit", "cursor"},
+                 .responses = {{200, oa::page(oa::closed_record(
+                                         {{"id", oa::text(1)},
+                                          {"at", oa::timestamp()},
+                                          {"user_id", oa::text(1)},
+                                          {"email", oa::text(1)},
+                                          {"amount", oa::money()},
+                                          {"reference", oa::text(1)},
+                                          {"by", oa::text(1)}},
+                                         {"id", "at", "user_id", "email", "amount", "reference", "by"}))}}}),
+            get_credits);
   app.route(http::Method::post, "/v1/admin/credits",
             RouteOptions::for_roles({"admin"}).doc(
                 {.summary = "Credit a customer's balance (one ledger transaction per payment reference)",

@@ -80,6 +80,19 @@ std::optional<ledger::Transaction> find_transaction(store::Tx& tx, const std::st
   return t;
 }
 
+std::vector<CreditLine> credits(store::Tx& tx) {
+  std::vector<CreditLine> out;
+  // The customer's entry names who was credited; the actor is an admin's user id, or the shell's name.
+  for (const auto& r :
+       tx.query("SELECT t.id, u.id, u.email, e.amount, t.reference, COALESCE(a.email, t.actor), t.created_at "
+                "FROM ledger_transactions t JOIN ledger_entries e ON e.tx_id = t.id "
+                "JOIN users u ON e.account = 'customer:' || u.id LEFT JOIN users a ON a.id = t.actor "
+                "WHERE t.kind = 'credit' ORDER BY t.created_at DESC, t.id DESC")) {
+    out.push_back({r.str(0), r.str(1), r.str(2), r.i64(3), r.str(4), r.str(5), r.i64(6)});
+  }
+  return out;
+}
+
 std::vector<std::string> warned_customers(store::Tx& tx) {
   std::vector<std::string> out;
   for (const auto& r : tx.query("SELECT customer_id FROM balance_warnings ORDER BY customer_id"))

@@ -43,6 +43,19 @@ std::vector<HistoryLine> history_between(store::Tx& tx, const core::ledger::Acco
 //! A posted transaction, with every entry.
 std::optional<core::ledger::Transaction> find_transaction(store::Tx& tx, const std::string& id);
 
+//! A credit as the operators' list shows it.
+struct CreditLine {
+  std::string transaction_id;
+  std::string user_id;
+  std::string email;
+  core::MicroUsdc amount = 0;
+  std::string reference;
+  std::string by;  // who credited it: an admin's e-mail, or "operator:NAME" from the shell
+  std::int64_t at_ms = 0;
+};
+//! Every credit, newest first.
+std::vector<CreditLine> credits(store::Tx& tx);
+
 // ---- low-balance warnings (table balance_warnings; migration 29) ----
 
 //! The customers with a standing low-balance warning.

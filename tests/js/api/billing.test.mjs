@@ -106,6 +106,18 @@ test(`${BACKEND}: operators credit customers; customers see their balance and it
     const sum = history.json.items.reduce((s, i) => s + Math.round(Number(i.amount) * 1e6), 0);
     assert.equal(sum, 125_750_000, 'the history adds up to the balance');
 
+    // The operators' list of credits agrees with the customer's history, and says who credited each: the
+    // admin by e-mail, the shell as operator:NAME. Only admins read it.
+    const credits = await admin.request('GET', '/v1/admin/credits?limit=10');
+    assert.equal(credits.status, 200, credits.body);
+    const anns = credits.json.items.filter((c) => c.email === 'ann@example.com');
+    assert.deepEqual(anns.map((c) => [c.id, c.reference, c.amount]),
+      history.json.items.map((i) => [i.id, i.reference, i.amount]));
+    assert.match(anns[0].by, /^operator:/);
+    assert.equal(anns[2].by, 'root@example.com');
+    assert.ok(credits.json.items.every((c, i, all) => i === 0 || all[i - 1].at >= c.at), 'newest first');
+    assert.equal((await ann.request('GET', '/v1/admin/credits')).status, 403);
+
     // The CLI says the same: `gpunex balance`, `--history`, `--json`.
     const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
     const gpunex = (args, input) => spawnSync(path.join(BIN, 'gpunex'), ['--server', server.url, ...args],

@@ -31,7 +31,7 @@ test(`${BACKEND}: Credit page adds credit once; the Balance page agrees with the
     admin.on('pageerror', (e) => errors.push(e.message));
     await logIn(admin, server.url, 'root@example.com', 'operator-password-1');
     await admin.getByRole('link', { name: 'Credit', exact: true }).click();
-    await admin.getByRole('heading', { name: 'Credit' }).waitFor();
+    await admin.getByRole('heading', { name: 'Credit', exact: true }).waitFor();
     const form = admin.getByRole('form', { name: 'Add credit' });
     await form.getByLabel('Customer e-mail').fill('ann@example.com');
     await form.getByLabel('Amount (USDC)').fill('12,50');
@@ -60,6 +60,12 @@ test(`${BACKEND}: Credit page adds credit once; the Balance page agrees with the
     await form.getByLabel('Payment reference').fill('card 9');
     await form.getByRole('button', { name: 'Add credit' }).click();
     await admin.locator('#credit-result', { hasText: 'Balance 19.750000 USDC' }).waitFor();
+    // The recent credits, refreshed after each one, list what the API lists: newest first, who credited it.
+    await admin.locator('#credits-list tbody tr').nth(1).waitFor();
+    const listed = await admin.locator('#credits-list tbody tr').evaluateAll((rows) =>
+      rows.map((r) => [r.dataset.id, ...[...r.cells].slice(1).map((c) => c.textContent)]));
+    const credits = (await ann.request('GET', '/v1/billing/history')).json.items;
+    assert.deepEqual(listed, credits.map((c) => [c.id, 'ann@example.com', c.amount, c.reference, 'root@example.com']));
 
     const page = await browser.newPage();
     page.on('pageerror', (e) => errors.push(e.message));
