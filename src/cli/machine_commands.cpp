@@ -161,13 +161,18 @@ std::string percent_text(const nlohmann::json& share) {
   return share.is_number() ? format_fixed(nlohmann::json(share.get<double>() * 100), 1) + "%" : std::string("-");
 }
 
-//! The reliability events a provider can act on, most costly first as the server orders them: each with the
-//! points it takes off now and what to do; at most `most`.
+//! The reliability events a provider can act on (the server lists them newest first), the `most` that take
+//! the most points off now, each with those points and what to do.
 std::string reliability_events_text(const nlohmann::json& events, std::size_t most, bool with_machine) {
+  std::vector<nlohmann::json> costly(events.begin(), events.end());
+  std::stable_sort(costly.begin(), costly.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return member(a, "points").is_number() && member(b, "points").is_number() &&
+           member(a, "points").get<double>() > member(b, "points").get<double>();
+  });
   std::string out;
   std::size_t shown = 0;
   std::vector<std::string> advised;  // each piece of advice once, under the first event it is for
-  for (const auto& e : events) {
+  for (const auto& e : costly) {
     if (++shown > most) break;
     out += "  -" + format_fixed(member(e, "points"), 1) + "  " +
            (with_machine ? format_text(member(e, "hostname")) + ": " : std::string()) + format_text(member(e, "text")) +
@@ -257,7 +262,7 @@ class ReliabilityCommand : public Command {
       }
       out += format_table({"MACHINE", "HOST", "GPUS", "SCORE", "UPTIME", "JOBS DONE", "STABILITY"}, rows);
       if (member(r, "events").is_array() && !member(r, "events").empty()) {
-        out += "\nWhat lowered it, most recent first:\n" + reliability_events_text(member(r, "events"), 5, true);
+        out += "\nWhat lowered it most:\n" + reliability_events_text(member(r, "events"), 5, true);
       }
     }
     ctx.print(r, out);

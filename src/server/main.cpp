@@ -316,15 +316,6 @@ int serve(server::Config cfg) {
     }
     cfg.server_secret = std::move(*key);
   }
-  if (cfg.public_url.empty() && (cfg.host() == "0.0.0.0" || cfg.host() == "::")) {
-    // Serving every interface means others are meant to reach it; the links it hands out cannot say how.
-    util::log_event("warn", "public_url is not set",
-                    {{"listen", cfg.listen},
-                     {"links", cfg.base_url()},
-                     {"fix",
-                      "set public_url to the address providers and customers reach this server at: the "
-                      "agent install script, mail links and approval instructions use it"}});
-  }
   const sigset_t signals = block_stop_signals();
   // The hot wallet that signs USDC payouts: refused at start when others may read its file.
   std::optional<server::payouts::SolanaSettings> solana;
@@ -355,6 +346,15 @@ int serve(server::Config cfg) {
     return 1;
   }
   app->set_bound_port(port);
+  if (cfg.public_url.empty() && (cfg.host() == "0.0.0.0" || cfg.host() == "::")) {
+    // Serving every interface means others are meant to reach it; the links it hands out cannot say how.
+    util::log_event("warn", "public_url is not set",
+                    {{"listen", cfg.listen},
+                     {"links", app->config().base_url()},
+                     {"fix",
+                      "set public_url to the address providers and customers reach this server at: the "
+                      "agent install script, mail links and approval instructions use it"}});
+  }
   workers.start();
   announce_listening(cfg, port, so.tls.has_value());
 
@@ -462,9 +462,22 @@ int main(int argc, char** argv) {
       std::cerr << "error: admin: which store? give --db URL, GPUNEX_DB, or --config FILE (the server's)\n";
       return 2;
     }
-    if (db.empty() || bootstrap_data_dir.empty()) {
+    if (db.empty() || (*bootstrap && bootstrap_data_dir.empty())) {
       if (!load_config(cfg, config_file, cli, flags)) return 2;
-      if (db.empty()) db = cfg.db;
+      if (db.empty()) {
+        // A --config FILE that names no db (nor GPUNEX_DB, nor --db) would mean the default, relative to the
+        // current folder: not what the operator's server uses.
+        bool named = cli.count("--db") > 0;
+        if (!named && !config_file.empty()) {
+          const auto file = server::read_toml_file(config_file);
+          named = file && std::any_of(file->begin(), file->end(), [](const auto& kv) { return kv.first == "db"; });
+        }
+        if (!named) {
+          std::cerr << "error: admin: " << config_file << " names no db: give --db URL or GPUNEX_DB\n";
+          return 2;
+        }
+        db = cfg.db;
+      }
       if (bootstrap_data_dir.empty()) bootstrap_data_dir = cfg.data_dir;
     }
   }

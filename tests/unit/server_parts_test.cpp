@@ -15,6 +15,7 @@
 #include "core/text.hpp"
 #include "server/platform/config.hpp"
 #include "server/platform/metrics.hpp"
+#include "server/platform/paging.hpp"
 #include "server/platform/rate_limit.hpp"
 #include "server/platform/server_key.hpp"
 #include "server/rentals/agent_polls.hpp"
@@ -502,4 +503,34 @@ TEST(Crypto, BufferedRandomTokensLookLikeRandomTokensAndNeverRepeat) {
     }
   }
   EXPECT_EQ(util::buffered_random_token(5000).size(), util::random_token(5000).size()) << "larger than the buffer";
+}
+
+// A filtered list (the rentals' ?state=) pages by the cursor's place in the whole list: the item a page
+// ended on may no longer pass the filter (a rental ended since), and the next page still follows it.
+TEST(Paging, AFilteredPageFollowsACursorThatLeftTheFilter) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& [id, state] : std::vector<std::pair<std::string, std::string>>{
+           {"r5", "running"}, {"r4", "ended"}, {"r3", "running"}, {"r2", "running"}, {"r1", "ended"}}) {
+    all.push_back({{"id", id}, {"state", state}});
+  }
+  const auto running = [](const nlohmann::json& j) { return j["state"] == "running"; };
+  auto first = server::page_of(all, {2, std::nullopt}, running);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ((*first)["items"].size(), 2U);
+  EXPECT_EQ((*first)["items"][1]["id"], "r3");
+  EXPECT_EQ((*first)["next_cursor"], "r3");
+  all[2]["state"] = "ended";  // r3 ended before the next page was asked
+  auto second = server::page_of(all, {2, std::string("r3")}, running);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  ASSERT_EQ((*second)["items"].size(), 1U);
+  EXPECT_EQ((*second)["items"][0]["id"], "r2");
+  EXPECT_TRUE((*second)["next_cursor"].is_null());
+  auto unknown = server::page_of(all, {2, std::string("nope")}, running);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().field, "cursor");
+  // The last page is not promised a next one it does not have: exactly `limit` kept items, no cursor.
+  auto exact = server::page_of(all, {1, std::string("r5")}, running);
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ((*exact)["items"][0]["id"], "r2");
+  EXPECT_TRUE((*exact)["next_cursor"].is_null());
 }

@@ -262,29 +262,43 @@ void register_billing_api(App& app) {
                  // 201 for a new credit; 200 when the payment reference was credited before (nothing added).
                  .responses = {{201, credit}, {200, credit}}}),
             post_credit);
-  app.route(http::Method::get, "/v1/provider/earnings", RouteOptions::for_roles({"provider"}).api_key_allowed().doc(
-                {.summary = "My earnings, grouped (?format=csv: the groups as CSV)",
-                 .query = {"from", "to", "group_by", "format"},
-                 .responses = {{200, oa::record({{"from", oa::timestamp()},
-                                                 {"to", oa::timestamp()},
-                                                 {"group_by", oa::one_of({"day", "gpu", "model", "machine"})},
-                                                 {"currency", oa::one_of({"USDC"})},
-                                                 {"total", oa::money()},
-                                                 {"settled", oa::money()},
-                                                 {"unsettled", oa::money()},
-                                                 {"groups", oa::array(oa::closed_record({{"key", oa::text()},
-                                                                                         {"settled", oa::money()},
-                                                                                         {"unsettled", oa::money()},
-                                                                                         {"total", oa::money()}},
-                                                                                        {"key", "settled", "unsettled", "total"}))},
-                                                 {"today", oa::money()},
-                                                 {"last_7_days", oa::money()},
-                                                 {"last_30_days", oa::money()},
-                                                 {"balance", oa::money()},
-                                                 {"pending_payout", oa::any_object()}},
-                                                {"from", "to", "group_by", "currency", "total", "settled", "unsettled",
-                                                 "groups", "balance", "pending_payout"})}}}),
-            provider_earnings);
+  app.route(
+      http::Method::get, "/v1/provider/earnings",
+      RouteOptions::for_roles({"provider"})
+          .api_key_allowed()
+          .doc({.summary = "My earnings, grouped (?format=csv: the groups as CSV)",
+                .query = {"from", "to", "group_by", "format"},
+                .responses = {{200,
+                               oa::record(
+                                   {{"from", oa::timestamp()},
+                                    {"to", oa::timestamp()},
+                                    {"group_by", oa::one_of({"day", "gpu", "model", "machine"})},
+                                    {"currency", oa::one_of({"USDC"})},
+                                    {"total", oa::money()},
+                                    {"settled", oa::money()},
+                                    {"unsettled", oa::money()},
+                                    {"groups", oa::array(oa::closed_record({{"key", oa::text()},
+                                                                            {"settled", oa::money()},
+                                                                            {"unsettled", oa::money()},
+                                                                            {"total", oa::money()}},
+                                                                           {"key", "settled", "unsettled", "total"}))},
+                                    {"today", oa::money()},
+                                    {"last_7_days", oa::money()},
+                                    {"last_30_days", oa::money()},
+                                    {"balance", oa::money()},
+                                    {"pending_payout",
+                                     oa::closed_record({{"schedule", oa::one_of({"weekly", "monthly"})},
+                                                        {"method", oa::nullable(oa::one_of({"solana_usdc", "sepa"}))},
+                                                        {"next_date", oa::text(10, 10)},
+                                                        {"amount", oa::money()},
+                                                        {"minimum", oa::money()},
+                                                        {"above_minimum", oa::boolean()},
+                                                        {"held_reason", oa::nullable(oa::text(1))}},
+                                                       {"schedule", "method", "next_date", "amount", "minimum",
+                                                        "above_minimum", "held_reason"})}},
+                                   {"from", "to", "group_by", "currency", "total", "settled", "unsettled", "groups",
+                                    "balance", "pending_payout"})}}}),
+      provider_earnings);
 }
 
 }  // namespace gpunex::server

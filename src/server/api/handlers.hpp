@@ -29,22 +29,25 @@ http::Response respond(Ctx& ctx, F&& fn, store::TxMode mode = store::TxMode::wri
 }
 
 //! A list built whole in one read transaction (items_of(tx) -> an ordered JSON array of objects
-//! with an "id", or an error), answered a page at a time as ?limit=&cursor= ask.
+//! with an "id", or an error), answered a page at a time as ?limit=&cursor= ask; with `keep`, only the
+//! items it keeps (a filter), the cursor still found among them all (paging.hpp).
 template <class F>
-http::Response list_response(Ctx& ctx, F&& items_of, std::size_t default_limit = 50) {
+http::Response list_response(Ctx& ctx, F&& items_of, std::size_t default_limit = 50,
+                             const std::function<bool(const nlohmann::json&)>& keep = {}) {
   auto page = page_params(ctx.req, default_limit);
   if (!page) return http::Response::error(page.error());
   auto items = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> { return items_of(tx); },
                                     store::TxMode::read);
   if (!items) return http::Response::error(items.error());
-  auto j = page_of(*items, *page);
+  auto j = keep ? page_of(*items, *page, keep) : page_of(*items, *page);
   if (!j) return http::Response::error(j.error());
   return http::Response::json(200, *j);
 }
 
 //! list_response() for the caller's own provider data: items_of(tx, provider_id), or 403 not_a_provider.
 template <class F>
-http::Response provider_list_response(Ctx& ctx, F&& items_of, std::size_t default_limit = 50);
+http::Response provider_list_response(Ctx& ctx, F&& items_of, std::size_t default_limit = 50,
+                                      const std::function<bool(const nlohmann::json&)>& keep = {});
 
 //! The provider the caller acts for (a key's provider, or the signed-in provider's own); "" when none.
 inline std::string caller_provider(Ctx& ctx, store::Tx& tx) {
@@ -99,8 +102,9 @@ http::Response respond_as_provider(Ctx& ctx, F&& fn, store::TxMode mode = store:
 }
 
 template <class F>
-http::Response provider_list_response(Ctx& ctx, F&& items_of, std::size_t default_limit) {
-  return list_response(ctx, for_caller_provider(ctx, items_of), default_limit);
+http::Response provider_list_response(Ctx& ctx, F&& items_of, std::size_t default_limit,
+                                      const std::function<bool(const nlohmann::json&)>& keep) {
+  return list_response(ctx, for_caller_provider(ctx, items_of), default_limit, keep);
 }
 
 //! 429 with Retry-After: the login throttle holds this account and address back for `wait`.

@@ -3,8 +3,10 @@
 // a machine's rentals and the rental events, which settle a rental into the ledger as it ends.
 
 #include <chrono>
+#include <functional>
 
 #include "core/marketplace.hpp"
+#include "core/text.hpp"
 #include "protocol/rentals.hpp"
 #include "server/api/handlers.hpp"
 #include "server/api/openapi.hpp"
@@ -94,31 +96,35 @@ Response create_rental(Ctx& ctx, OfferCache& offers, ScheduleCache& schedules, r
   }
 }
 
-//! The caller's own rental, or 404 (another customer's rental is not told apart from none).
 //! The rental lists' `state` query: one state or several, comma-separated (`running`,
-//! `requested,starting,running`); absent or empty: every state.
-core::Result<std::vector<rental::State>> state_filter(const http::Request& req) {
-  std::vector<rental::State> states;
+//! `requested,starting,running`, spaces allowed); absent or empty: every state. Answers the names kept.
+core::Result<std::vector<std::string>> state_filter(const http::Request& req) {
+  std::vector<std::string> states;
   const auto text = req.query_param("state").value_or("");
   for (std::size_t at = 0; at < text.size();) {
     const auto comma = std::min(text.find(',', at), text.size());
-    auto state = rental::parse_state(std::string_view(text).substr(at, comma - at));
+    auto state = rental::parse_state(core::trim(text.substr(at, comma - at)));
     if (!state) {
       return core::Error::make(core::ErrorCode::invalid_field,
                                "state: " + state.error().message +
                                    "; give requested, starting, running, stopping or ended (several: comma-separated)",
                                "state");
     }
-    states.push_back(*state);
+    states.emplace_back(rental::to_string(*state));
     at = comma + 1;
   }
   return states;
 }
 
-bool state_wanted(const std::vector<rental::State>& states, rental::State s) {
-  return states.empty() || std::find(states.begin(), states.end(), s) != states.end();
+//! The list filter of `states` (state_filter): none when every state is wanted.
+std::function<bool(const nlohmann::json&)> state_kept(const std::vector<std::string>& states) {
+  if (states.empty()) return {};
+  return [states](const nlohmann::json& item) {
+    return std::find(states.begin(), states.end(), item.value("state", std::string{})) != states.end();
+  };
 }
 
+//! The caller's own rental, or 404 (another customer's rental is not told apart from none).
 core::Result<rentals::RentalRow> own_rental(Ctx& ctx, store::Tx& tx) {
   auto r = rentals::find(tx, ctx.req.param("id"));
   if (!r || r->customer_id != ctx.principal->user.id) return rental_not_found();
@@ -325,13 +331,16 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
         const auto now = ctx.now_ms();
         const auto states = state_filter(ctx.req);
         if (!states) return http::Response::error(states.error());
-        return list_response(ctx, [&](store::Tx& tx) {
-          auto items = nlohmann::json::array();
-          for (const auto& r : rentals::list_for_customer(tx, ctx.principal->user.id)) {
-            if (state_wanted(*states, r.state)) items.push_back(rentals::customer_json(r, now));
-          }
-          return items;
-        });
+        return list_response(
+            ctx,
+            [&](store::Tx& tx) {
+              auto items = nlohmann::json::array();
+              for (const auto& r : rentals::list_for_customer(tx, ctx.principal->user.id)) {
+                items.push_back(rentals::customer_json(r, now));
+              }
+              return items;
+            },
+            core::kDefaultPageLimit, state_kept(*states));
       });
   app.route(http::Method::get, "/v1/rentals/{id}", customer.doc({.summary = "One of my rentals", .responses = {{200, rental}}}), [](Ctx& ctx) {
     const auto now = ctx.now_ms();
@@ -362,13 +371,16 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
               const auto now = ctx.now_ms();
               const auto states = state_filter(ctx.req);
               if (!states) return http::Response::error(states.error());
-              return provider_list_response(ctx, [&](store::Tx& tx, const std::string& pid) {
-                auto items = nlohmann::json::array();
-                for (const auto& r : rentals::list_for_provider(tx, pid)) {
-                  if (state_wanted(*states, r.state)) items.push_back(rentals::provider_json(r, now));
-                }
-                return items;
-              });
+              return provider_list_response(
+                  ctx,
+                  [&](store::Tx& tx, const std::string& pid) {
+                    auto items = nlohmann::json::array();
+                    for (const auto& r : rentals::list_for_provider(tx, pid)) {
+                      items.push_back(rentals::provider_json(r, now));
+                    }
+                    return items;
+                  },
+                  core::kDefaultPageLimit, state_kept(*states));
             });
   app.route(http::Method::post, "/v1/provider/rentals/{id}/stop",
             provider.doc({.summary = "Stop a rental on my machine", .responses = {{200, provider_rental_schema}}}), [&](Ctx& ctx) {

@@ -85,8 +85,8 @@ std::vector<CreditLine> credits(store::Tx& tx) {
   // The customer's entry names who was credited; the actor is an admin's user id, or the shell's name.
   for (const auto& r :
        tx.query("SELECT t.id, u.id, u.email, e.amount, t.reference, COALESCE(a.email, t.actor), t.created_at "
-                "FROM ledger_transactions t JOIN ledger_entries e ON e.tx_id = t.id "
-                "JOIN users u ON e.account = 'customer:' || u.id LEFT JOIN users a ON a.id = t.actor "
+                "FROM ledger_transactions t JOIN ledger_entries e ON e.tx_id = t.id AND e.account LIKE 'customer:%' "
+                "JOIN users u ON u.id = substr(e.account, 10) LEFT JOIN users a ON a.id = t.actor "
                 "WHERE t.kind = 'credit' ORDER BY t.created_at DESC, t.id DESC")) {
     out.push_back({r.str(0), r.str(1), r.str(2), r.i64(3), r.str(4), r.str(5), r.i64(6)});
   }

@@ -78,14 +78,17 @@ ledger::LowBalance check_low_balance(store::Tx& tx, const std::string& customer_
                                      const RentalsRoundSettings& settings, std::int64_t now_ms) {
   const auto accrual = rentals::customer_accrual(tx, customer_id, now_ms);
   const auto available = balance(tx, ledger::Account::customer(customer_id)) - accrual.unsettled;
-  const auto due = ledger::low_balance(available, accrual.per_hour, warned);
+  // Only what goes on running spends on: rentals asked to stop (by the customer, or just now for the balance)
+  // neither need a warning nor shorten the time left.
+  const auto per_hour = accrual.running_per_hour;
+  const auto due = ledger::low_balance(available, per_hour, warned);
   if (due == ledger::LowBalance::rearm) lift_balance_warning(tx, customer_id);
   if (due != ledger::LowBalance::warn) return due;
   if (!record_balance_warning(tx, customer_id, now_ms)) return ledger::LowBalance::none;
   mail::BalanceLowFacts facts;
-  facts.minutes_left = ledger::minutes_left(available, accrual.per_hour);
+  facts.minutes_left = ledger::minutes_left(available, per_hour);
   facts.available_text = core::format_usdc(std::max<core::MicroUsdc>(available, 0));
-  facts.per_hour_text = core::format_usdc(accrual.per_hour);
+  facts.per_hour_text = core::format_usdc(per_hour);
   facts.payment_instructions = settings.payment_instructions;
   facts.link = settings.base_url + "/#/balance";
   announce(tx, customer_id, mail::balance_low(facts), std::nullopt, now_ms);

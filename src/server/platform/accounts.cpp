@@ -94,6 +94,10 @@ core::Result<User> create_user(store::Store& store, const NewUser& input, std::i
 
 namespace {
 
+std::string article_of(const std::string& role) {
+  return role == "admin" ? "an " : "a ";
+}
+
 core::Error no_account(const std::string& email) {
   return Error::make(ErrorCode::not_found, "no account has the e-mail " + email, "email");
 }
@@ -134,7 +138,11 @@ core::Result<User> set_staff_role(store::Store& store, const std::string& email_
     const bool has = std::find(had.begin(), had.end(), core::role_name(*role)) != had.end();
     if (held) {
       platform_repo::grant_role(tx, row->id, *role, now_ms);
-    } else if (has && *role == core::Role::admin && platform_repo::count_users_with_role(tx, core::Role::admin) <= 1) {
+    } else if (!has) {
+      return Error::make(ErrorCode::conflict,
+                         email + " is not " + article_of(role_text) + role_text + ": nothing to take back", "role")
+          .with_code("role_not_held");
+    } else if (*role == core::Role::admin && platform_repo::count_users_with_role_locked(tx, core::Role::admin) <= 1) {
       return Error::make(ErrorCode::conflict, email + " is the only admin: grant another account admin first", "email")
           .with_code("last_admin");
     } else {

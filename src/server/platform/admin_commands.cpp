@@ -133,7 +133,7 @@ int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, st
         [](store::Tx& tx) { return platform_repo::any_user_with_role(tx, core::Role::admin); }, store::TxMode::read);
     if (has_admin) {
       out << "An admin account exists already: nothing to do. A lost admin password is set again with "
-             "`gpunex-server admin set-password --email EMAIL --password-stdin`.\n";
+             "`gpunex-server admin set-password --db URL (or --config FILE) --email EMAIL --password-stdin`.\n";
       return 0;
     }
     const std::string email = "admin@localhost.localdomain";

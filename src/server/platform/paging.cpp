@@ -34,4 +34,27 @@ core::Result<nlohmann::json> page_of(const nlohmann::json& all, const PageParams
   return nlohmann::json{{"items", std::move(items)}, {"next_cursor", s->next_cursor}};
 }
 
+core::Result<nlohmann::json> page_of(const nlohmann::json& all, const PageParams& p,
+                                     const std::function<bool(const nlohmann::json&)>& keep, const char* id_key) {
+  std::size_t at = 0;
+  if (p.after) {
+    while (at < all.size() && all[at].value(id_key, std::string{}) != *p.after) ++at;
+    if (at == all.size()) {
+      return core::Error::make(core::ErrorCode::invalid_field, "cursor does not name an item of this list", "cursor");
+    }
+    ++at;
+  }
+  auto items = nlohmann::json::array();
+  nlohmann::json next = nullptr;
+  for (; at < all.size(); ++at) {
+    if (!keep(all[at])) continue;
+    if (items.size() == p.limit) {  // one more kept item: there is a next page, from the last one shown
+      next = items.back()[id_key];
+      break;
+    }
+    items.push_back(all[at]);
+  }
+  return nlohmann::json{{"items", std::move(items)}, {"next_cursor", std::move(next)}};
+}
+
 }  // namespace gpunex::server

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,5 +54,9 @@ core::Result<PageSlice> page_slice(const std::vector<T>& all, const PageParams& 
 
 //! {"items": the page of `all` (JSON objects, each named by its id_key field), "next_cursor"}.
 core::Result<nlohmann::json> page_of(const nlohmann::json& all, const PageParams& p, const char* id_key = "id");
+//! The same for the items of `all` that `keep` keeps (a filter): the cursor is found in the whole of `all`, so
+//! a page stays valid when the item it ended on no longer passes the filter (a rental that has ended since).
+core::Result<nlohmann::json> page_of(const nlohmann::json& all, const PageParams& p,
+                                     const std::function<bool(const nlohmann::json&)>& keep, const char* id_key = "id");
 
 }  // namespace gpunex::server

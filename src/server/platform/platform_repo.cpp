@@ -131,8 +131,11 @@ std::vector<std::string> users_with_roles(store::Tx& tx, const std::vector<core:
   return out;
 }
 
-std::int64_t count_users_with_role(store::Tx& tx, core::Role role) {
-  return tx.query_one("SELECT COUNT(*) FROM user_roles WHERE role = ?", {role_value(role)})->i64(0);
+std::int64_t count_users_with_role_locked(store::Tx& tx, core::Role role) {
+  // SQLite has no FOR UPDATE: its write transactions are one at a time already (BEGIN IMMEDIATE).
+  const char* lock = tx.dialect() == store::Dialect::postgres ? " FOR UPDATE" : "";
+  return static_cast<std::int64_t>(
+      tx.query(std::string("SELECT user_id FROM user_roles WHERE role = ?") + lock, {role_value(role)}).size());
 }
 
 void set_password_hash(store::Tx& tx, const std::string& user_id, const std::string& password_hash) {

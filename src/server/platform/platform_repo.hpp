@@ -41,8 +41,9 @@ void revoke_role(store::Tx& tx, const std::string& user_id, core::Role role);
 bool any_user_with_role(store::Tx& tx, core::Role role);
 //! The accounts holding any of `roles`, each once, by id.
 std::vector<std::string> users_with_roles(store::Tx& tx, const std::vector<core::Role>& roles);
-//! How many accounts hold `role`.
-std::int64_t count_users_with_role(store::Tx& tx, core::Role role);
+//! How many accounts hold `role`, their rows locked until the transaction ends (PostgreSQL: FOR UPDATE), so two
+//! transactions that each count before taking the role from one cannot both see another holder.
+std::int64_t count_users_with_role_locked(store::Tx& tx, core::Role role);
 //! Replaces the account's password hash.
 void set_password_hash(store::Tx& tx, const std::string& user_id, const std::string& password_hash);
 

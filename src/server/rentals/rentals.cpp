@@ -201,6 +201,7 @@ Accrual customer_accrual(store::Tx& tx, const std::string& customer_id, std::int
   for (const auto& r : live_for_customer(tx, customer_id)) {
     a.unsettled += unsettled(r, now_ms);
     if (r.running_since_ms) a.per_hour += rental::first_hour_cost(r.price, r.gpu_count);
+    if (r.state == rental::State::running) a.running_per_hour += rental::first_hour_cost(r.price, r.gpu_count);
     if (r.state != rental::State::stopping) {
       a.first_hour_held += rental::first_hour_left(r.price, r.gpu_count,
                                                    rental::metered_ms(r.running_since_ms, metered_until(r, now_ms)),

@@ -52,6 +52,7 @@ core::Result<RentalRow> create(store::Tx& tx, const std::string& customer_id, co
 struct Accrual {
   core::MicroUsdc unsettled = 0;
   core::MicroUsdc per_hour = 0;
+  core::MicroUsdc running_per_hour = 0;  // of those running and not asked to stop: what goes on being spent
   core::MicroUsdc first_hour_held = 0;  // what is left of the first hour of those not asked to stop
 };
 Accrual customer_accrual(store::Tx& tx, const std::string& customer_id, std::int64_t now_ms);

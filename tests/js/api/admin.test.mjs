@@ -57,7 +57,7 @@ test(`${BACKEND}: admin bootstrap, output not a terminal: the login goes to a 06
   const second = admin(['bootstrap', '--db', s.db, '--data-dir', s.dir]);
   assert.equal(second.status, 0, second.stderr);
   assert.equal(second.stdout, 'An admin account exists already: nothing to do. A lost admin password is set again '
-    + 'with `gpunex-server admin set-password --email EMAIL --password-stdin`.\n');
+    + 'with `gpunex-server admin set-password --db URL (or --config FILE) --email EMAIL --password-stdin`.\n');
   assert.equal(second.stderr, '');
   await s.start();
   try {
@@ -105,6 +105,13 @@ test(`${BACKEND}: admin commands read the store and data_dir from the server's -
   const none = run(['admin', 'create-user', '--email', 'x@example.com', '--password-stdin'], 'x-password-12\n');
   assert.equal(none.status, 2);
   assert.match(none.stderr, /which store\? give --db URL, GPUNEX_DB, or --config FILE/);
+  // A --config file that names no db is not taken to mean the default store in the current folder.
+  const noDb = path.join(s.dir, 'no-db.toml');
+  writeFileSync(noDb, 'heartbeat_interval = 20\n');
+  const unnamed = run(['admin', 'credit', '--config', noDb, '--email', 'cfg@example.com', '--amount', '1',
+    '--reference', 'r1']);
+  assert.equal(unnamed.status, 2);
+  assert.equal(unnamed.stderr, `error: admin: ${noDb} names no db: give --db URL or GPUNEX_DB\n`);
   assert.ok(!existsSync(path.join(s.dir, 'var')));
 
   await s.start();
@@ -147,6 +154,9 @@ test(`${BACKEND}: admin set-password sets a lost password and ends the account's
     assert.deepEqual(await rolesAfterLogin(s.url, 'rita@example.com', 'rita-password-1'), ['customer', 'reviewer']);
     assert.equal(admin(['revoke-role', '--db', s.db, '--email', 'rita@example.com', '--role', 'reviewer']).status, 0);
     assert.deepEqual(await rolesAfterLogin(s.url, 'rita@example.com', 'rita-password-1'), ['customer']);
+    const again = admin(['revoke-role', '--db', s.db, '--email', 'rita@example.com', '--role', 'reviewer']);
+    assert.equal(again.status, 1);
+    assert.equal(again.stderr, 'error: rita@example.com is not a reviewer: nothing to take back\n');
     // The provider role comes from an approved application, not from the shell.
     const provider = admin(['grant-role', '--db', s.db, '--email', 'rita@example.com', '--role', 'provider']);
     assert.notEqual(provider.status, 0);

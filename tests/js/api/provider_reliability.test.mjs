@@ -138,7 +138,11 @@ test(`${BACKEND}: the provider's reliability is the GPU-weighted mean of their m
     assert.deepEqual(rows.map((r) => [r.MACHINE, r.GPUS, r.SCORE]).sort(byId),
       machines.map((m) => [m.id, String(m.count), one(mine[m.name].score)]).sort(byId));
     assert.equal(rows.find((r) => r.MACHINE === small).UPTIME, `${(mine.small.parts.uptime.value * 100).toFixed(1)}%`);
-    assert.match(rel.out, /\nWhat lowered it, most recent first:\n {2}-\d+\.\d /);
+    assert.match(rel.out, /\nWhat lowered it most:\n {2}-\d+\.\d /);
+    // The costliest first, whatever their age.
+    const shown = [...rel.out.matchAll(/^ {2}-(\d+\.\d) /gm)].map((m) => Number(m[1]));
+    assert.deepEqual(shown, [...shown].sort((a, b) => b - a));
+    assert.equal(shown[0], Number(Math.max(...all.events.map((e) => e.points)).toFixed(1)));
     const show = gpunex(home, ['machines', 'show', small]);
     assert.equal(show.code, 0, show.err);
     assert.match(show.out, new RegExp(`\\nReliability: ${one(mine.small.score)} \\(alert below 80\\.0\\)\\n  uptime ${(mine.small.parts.uptime.value * 100).toFixed(1)}%, `));

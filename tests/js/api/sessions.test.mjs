@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { BACKEND, TestServer, Client } from '../lib/server.mjs';
+import { approvedProvider } from '../lib/provider.mjs';
 
 function sql(server, statement) {
   if (server.db.startsWith('sqlite:')) execFileSync('sqlite3', [server.db.slice(7), statement]);
@@ -142,10 +143,16 @@ test(`${BACKEND}: an account changes its own password with the current one: its 
     const told = (await here.request('GET', '/v1/notifications')).json.items.filter((n) => n.kind === 'password_changed');
     assert.equal(told.length, 1);
     assert.equal(told[0].link, `${server.url}/#/account`);
-    // A provider API key cannot change a password (a session only).
-    const anon = await new Client(server.url).request('POST', '/v1/me/password',
-      { body: { current_password: 'second-password-2', new_password: 'third-password-3' } });
+    // Nobody signed out, and no provider API key (a session only), changes a password.
+    const body = { current_password: 'correct-horse-battery', new_password: 'third-password-3' };
+    const anon = await new Client(server.url).request('POST', '/v1/me/password', { body });
     assert.equal(anon.status, 401);
+    const { key } = await approvedProvider(server, 'keyed@example.com');
+    const keyed = new Client(server.url);
+    keyed.token = key;
+    const byKey = await keyed.request('POST', '/v1/me/password', { body });
+    assert.equal(byKey.status, 403, byKey.body);
+    assert.equal(byKey.json.error.code, 'api_key_not_allowed');
   } finally {
     await server.stop();
   }

@@ -203,6 +203,8 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.deepEqual(await ids(provider.client, '/v1/provider/rentals?state=ended'), [bobs.json.id]);
     assert.deepEqual(await ids(provider.client, '/v1/provider/rentals?state=requested,running,ended'),
       [rental.id, bobs.json.id].sort());
+    assert.deepEqual(await ids(provider.client, '/v1/provider/rentals?state=running,%20ended'),
+      [rental.id, bobs.json.id].sort(), 'spaces after the commas');
     const paused = await ann.request('GET', '/v1/rentals?state=running,paused');
     assert.equal(paused.status, 400, paused.body);
     assert.equal(paused.json.error.field, 'state');
