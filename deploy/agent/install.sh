@@ -22,7 +22,7 @@ set -euo pipefail
 
 main() {
   GPUNEX_SERVER="${GPUNEX_SERVER:-__GPUNEX_SERVER_URL__}"
-  # Pinned to the agent release that goes with this server (src/agent/agent.hpp kAgentVersion), never :latest.
+  # Pinned to the agent release that goes with this server (src/core/protocol_version.hpp kReleaseVersion), never :latest.
   IMAGE="${GPUNEX_AGENT_IMAGE:-gpunex/agent:0.1.0}"
   KEY_FILE="${GPUNEX_KEY_FILE:-}"
   CUDA_TEST_IMAGE="${GPUNEX_CUDA_TEST_IMAGE:-nvidia/cuda:12.4.1-base-ubuntu22.04}"

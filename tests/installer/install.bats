@@ -124,7 +124,7 @@ installer() { /usr/bin/env PATH="$INSTALL_PATH" bash "$WORK/install.sh"; }
 }
 
 @test "the agent image is pinned to the agent's version, never :latest" {
-  version="$(sed -n 's/.*kAgentVersion = "\([^"]*\)".*/\1/p' "$ROOT/src/agent/agent.hpp")"
+  version="$(sed -n 's/.*kReleaseVersion = "\([^"]*\)".*/\1/p' "$ROOT/src/core/protocol_version.hpp")"
   [ -n "$version" ]
   grep -q "GPUNEX_AGENT_IMAGE:-gpunex/agent:${version}}" "$ROOT/deploy/agent/install.sh"
   ! grep -q "agent:latest" "$ROOT/deploy/agent/install.sh"
