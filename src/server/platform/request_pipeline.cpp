@@ -319,7 +319,7 @@ core::Result<std::optional<Principal>> App::authenticate_api_key(const std::stri
 namespace {
 
 //! A query parameter the route does not read (its RouteDoc::query, what the API document lists) is refused, so
-//! that `GET /v1/rentals?state=running` is not answered with every rental as if the filter had been applied.
+//! that `GET /v1/rentals?status=running` is not answered with every rental as if a filter had been applied.
 //! The dashboard's files (internal) take any, as browsers add their own.
 std::optional<http::Response> unknown_query_parameter(const http::Request& req, const RouteDoc& doc) {
   if (doc.internal) return std::nullopt;
