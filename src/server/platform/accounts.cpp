@@ -35,16 +35,28 @@ nlohmann::json User::to_json() const {
           {"created_at", util::rfc3339(created_at_ms)}};
 }
 
+namespace {
+
+//! The password rules (signup, and a password set later), each broken one added to `errors` naming `field`.
+void check_password(const std::string& password, const std::string& field, core::ErrorList& errors) {
+  const auto bad = [&](std::string message) {
+    errors.add(Error::make(ErrorCode::invalid_field, std::move(message), field));
+  };
+  if (password.size() < 10) bad("Password must be at least 10 characters");
+  if (password.size() > 1024) bad("Password must be at most 1,024 characters");
+  // A NUL or escape in a password cannot be typed back in every client (some cut at the NUL).
+  if (!core::is_single_line_text(password)) bad("Password must not contain control characters");
+}
+
+}  // namespace
+
 core::Status validate_new_user(const NewUser& u) {
   core::ErrorList errors;
   const auto bad = [&](const char* field, std::string message) {
     errors.add(Error::make(ErrorCode::invalid_field, std::move(message), field));
   };
   if (!core::is_valid_email(u.email)) bad("email", "E-mail is not a valid e-mail address (like name@example.com)");
-  if (u.password.size() < 10) bad("password", "Password must be at least 10 characters");
-  if (u.password.size() > 1024) bad("password", "Password must be at most 1,024 characters");
-  // A NUL or escape in a password cannot be typed back in every client (some cut at the NUL).
-  if (!core::is_single_line_text(u.password)) bad("password", "Password must not contain control characters");
+  check_password(u.password, "password", errors);
   if (core::trim(u.full_name).empty()) {
     bad("full_name", "Full name is required");
   } else if (u.full_name.size() > 200 || !core::is_single_line_text(u.full_name)) {
@@ -108,11 +120,9 @@ core::Result<std::int64_t> set_password(store::Store& store, const std::string& 
                                         const std::string& keep_session_hash, const std::string& password_field,
                                         const std::function<void(store::Tx&, const std::string&)>& tell) {
   const auto email = core::to_lower_ascii(core::trim(email_text));
-  // The signup checks, with a name and role that pass: only the password's can fail here.
-  if (auto s = validate_new_user(NewUser{email, password, "x", "customer"}); !s) {
-    auto e = std::move(s).error();
-    return Error::make(e.code, e.message, password_field);
-  }
+  core::ErrorList errors;
+  check_password(password, password_field, errors);
+  if (auto s = errors.status(); !s) return std::move(s).error();
   const std::string hash = util::hash_password(password);
   return store.transact([&](store::Tx& tx) -> core::Result<std::int64_t> {
     const auto user = platform_repo::find_user_by_email(tx, email);
