@@ -150,6 +150,7 @@ const pages = {
       field('password', 'Password', 'password', { autocomplete: 'current-password', required: true }),
       el('div', { class: 'form-error', role: 'alert' }),
       el('button', { type: 'submit' }, 'Log in'),
+      el('p', { class: 'muted' }, el('a', { href: '#/forgot-password' }, 'Forgot your password?')),
       el('p', { class: 'muted' }, 'No account yet? ', el('a', { href: '#/signup' }, 'Sign up')));
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
@@ -197,6 +198,60 @@ const pages = {
     return [el('section', { class: 'card narrow' }, el('h1', {}, 'E-mail address confirmed'),
       el('p', { role: 'status' }, 'GPUnex now sends your account\'s mail to ', el('strong', {}, r.data.email), '.'),
       el('p', {}, el('a', { href: state.user ? '#/roles' : '#/login', class: 'button' }, state.user ? 'Continue' : 'Log in')))];
+  },
+
+  // #/forgot-password: asks for a link that sets a new password. The server answers alike whether or
+  // not an account has the address, and so does the page.
+  'forgot-password'() {
+    document.title = 'Forgot your password — GPUnex';
+    const form = el('form', { class: 'card narrow', novalidate: true, 'aria-labelledby': 'forgot-h' },
+      el('h1', { id: 'forgot-h' }, 'Forgot your password?'),
+      el('p', { class: 'muted' }, 'We mail a link that sets a new one to your account\'s address.'),
+      field('email', 'E-mail', 'email', { autocomplete: 'username', required: true }),
+      el('div', { class: 'form-error', role: 'alert' }),
+      el('button', { type: 'submit' }, 'Mail me a link'),
+      el('p', { class: 'muted' }, el('a', { href: '#/login' }, 'Back to log in')));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const r = await api('POST', '/v1/auth/password-reset', { email: form.email.value });
+      if (!r.ok) return showError(form, r.data && r.data.error);
+      form.replaceChildren(el('h1', { id: 'forgot-h' }, 'Check your mail'),
+        el('p', { role: 'status' }, `If an account has the address ${r.data.email}, we mailed it a link that sets ` +
+          `a new password. The link works once, for ${r.data.link_valid_minutes} minutes.`),
+        el('p', { class: 'muted' }, 'No mail? Look in the spam folder, or check the address and ask again.'),
+        el('p', {}, el('a', { href: '#/login' }, 'Back to log in')));
+    });
+    return [form];
+  },
+
+  // #/reset-password/TOKEN: the link from the reset mail; the new password is set with it.
+  'reset-password'(token) {
+    document.title = 'Set a new password — GPUnex';
+    const form = el('form', { class: 'card narrow', novalidate: true, 'aria-labelledby': 'reset-h' },
+      el('h1', { id: 'reset-h' }, 'Set a new password'),
+      el('p', { class: 'muted' }, 'Every place your account is signed in is signed out.'),
+      field('new_password', 'New password (at least 10 characters)', 'password',
+        { autocomplete: 'new-password', required: true, minlength: 10 }),
+      el('div', { class: 'form-error', role: 'alert' }),
+      el('button', { type: 'submit' }, 'Set the password'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const r = await api('POST', '/v1/auth/password-reset/confirm',
+        { token: token || '', new_password: form.new_password.value });
+      if (!r.ok) {
+        const err = r.data && r.data.error;
+        if (err && err.field === 'token') {
+          return form.replaceChildren(el('h1', { id: 'reset-h' }, 'This link did not work'),
+            el('p', { role: 'alert' }, err.message),
+            el('p', {}, el('a', { href: '#/forgot-password', class: 'button' }, 'Ask for a new link')));
+        }
+        return showError(form, err);
+      }
+      state.user = null;  // every session of the account ended, this browser's too
+      state.flash = `Your password is set. Log in as ${r.data.email} with it.`;
+      location.hash = '#/login';
+    });
+    return [form];
   },
 
   // #/account: the account's e-mail address, whether it is confirmed, a change of address, and of password.

@@ -979,6 +979,19 @@ CREATE TABLE balance_warnings (
   warned_at BIGINT NOT NULL
 );
 )sql"},
+      // Migration 30: links that set a forgotten password, with the address each was mailed to. As with
+      // e-mail confirmations, the store keeps the SHA-256 of a link's token, never the token.
+      {30, "accounts: password reset links", R"sql(
+CREATE TABLE password_resets (
+  token_hash TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL REFERENCES users(id),
+  email TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  used_at BIGINT
+);
+CREATE INDEX password_resets_user ON password_resets (user_id, created_at);
+)sql"},
   };
   return list;
 }

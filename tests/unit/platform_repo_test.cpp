@@ -68,6 +68,22 @@ TEST_F(PlatformRepo, EmailConfirmationsAndVerifiedAddresses) {
   EXPECT_EQ(tx([](store::Tx& t) { return repo::find_user(t, "u2"); })->email_verified_at_ms, kNow + 6);
 }
 
+TEST_F(PlatformRepo, PasswordResetsAreUsedTogetherOnce) {
+  tx([](store::Tx& t) {
+    repo::insert_password_reset(t, {"r1", "u1", "a@x", kNow, kNow + 100, {}});
+    repo::insert_password_reset(t, {"r2", "u1", "a@x", kNow + 1, kNow + 100, {}});
+    return 0;
+  });
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::count_password_resets_since(t, "u1", kNow); }), 2);
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::count_password_resets_since(t, "u1", kNow + 1); }), 1);
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_password_reset(t, "r2"); })->email, "a@x");
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_password_reset(t, "r3"); }));
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::use_password_resets(t, "u1", kNow + 2); }), 2) << "both at once";
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::use_password_resets(t, "u1", kNow + 3); }), 0) << "once";
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_password_reset(t, "r1"); })->used_at_ms, kNow + 2);
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::count_password_resets_since(t, "u1", kNow); }), 2) << "used still count";
+}
+
 TEST_F(PlatformRepo, SessionsExpire) {
   tx([](store::Tx& t) {
     repo::insert_session(t, {"h1", "u1", "csrf", kNow, kNow + 10});

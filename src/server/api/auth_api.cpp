@@ -10,6 +10,7 @@
 #include "server/mail/templates.hpp"
 #include "server/platform/email_addresses.hpp"
 #include "server/platform/notifications.hpp"
+#include "server/platform/password_resets.hpp"
 #include "server/platform/platform_repo.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "util/crypto.hpp"
@@ -205,7 +206,7 @@ Response change_password(Ctx& ctx) {
   const User& me = ctx.principal->user;
   const auto link = ctx.config().base_url() + "/#/account";
   const auto now = ctx.now_ms();
-  auto ended = set_password(ctx.store(), me.email, next, ctx.principal->session_token_hash, "new_password",
+  auto ended = set_password(ctx.store(), me.email, next, now, ctx.principal->session_token_hash, "new_password",
                             [&](store::Tx& tx, const std::string& user_id) {
                               announce(tx, user_id, mail::password_changed(me.email, link), std::nullopt, now);
                             });
@@ -229,6 +230,57 @@ Response resend_confirmation(Ctx& ctx) {
   });
   if (!sent) return Response::error(sent.error());
   return Response::json(202, {{"status", "confirmation_sent"}, {"pending_email", to}});
+}
+
+//! POST /v1/auth/password-reset {email}.
+core::Result<std::string> read_reset_request(const nlohmann::json& body) {
+  core::ObjectReader r(body, "", "", {{"email", {"e-mail", ""}}});
+  std::string email = r.required_string("email", 1, 254);
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  email = core::to_lower_ascii(core::trim(email));
+  if (!core::is_valid_email(email)) {
+    return Error::make(ErrorCode::invalid_field, "E-mail is not a valid e-mail address (like name@example.com)",
+                       "email");
+  }
+  return email;
+}
+
+//! POST /v1/auth/password-reset: mails a link that sets a new password, if an account has the address.
+//! The answer is the same either way (and when the account's links for the hour are spent).
+Response request_reset(Ctx& ctx) {
+  auto email = ctx.read_body(read_reset_request);
+  if (!email) return Response::error(email.error());
+  const auto& c = ctx.config();
+  const PasswordResetSettings settings{c.base_url(), std::int64_t{c.password_reset_ttl_minutes} * 60'000,
+                                       c.password_resets_per_hour};
+  auto sent =
+      ctx.store().transact([&](store::Tx& tx) { return request_password_reset(tx, *email, settings, ctx.now_ms()); });
+  (void)sent;  // not told: the answer must not say whether the address has an account
+  return Response::json(
+      202, {{"status", "reset_requested"}, {"email", *email}, {"link_valid_minutes", c.password_reset_ttl_minutes}});
+}
+
+//! POST /v1/auth/password-reset/confirm {token, new_password}.
+core::Result<std::pair<std::string, std::string>> read_reset(const nlohmann::json& body) {
+  core::ObjectReader r(body, "", "", {{"new_password", {"new password", ""}}});
+  std::string token = r.required_string("token", 1, 200);
+  std::string password = r.required_string("new_password", 1, 1024);
+  if (auto s = r.finish(); !s) return std::move(s).error();
+  return std::pair{std::move(token), std::move(password)};
+}
+
+//! POST /v1/auth/password-reset/confirm: the link from the mail, opened by the dashboard with the new
+//! password. Every session of the account ends; the caller signs in with the new password.
+Response confirm_reset(Ctx& ctx) {
+  auto read = ctx.read_body(read_reset);
+  if (!read) return Response::error(read.error());
+  const auto& [token, password] = *read;
+  auto done = reset_password(ctx.store(), token, password, ctx.config().base_url(), ctx.now_ms());
+  if (!done) return Response::error(done.error());
+  // Whoever opened the link reads the account's mail: earlier failed logins no longer make it wait here.
+  ctx.app.login_throttle().succeeded(done->email, ctx.req.remote_ip);
+  return Response::json(
+      200, {{"status", "password_changed"}, {"email", done->email}, {"sessions_ended", done->sessions_ended}});
 }
 
 }  // namespace
@@ -289,6 +341,25 @@ void register_auth_api(App& app) {
                                                         {"other_sessions_ended", oa::integer(0, 1'000'000'000)}},
                                                        {"status", "other_sessions_ended"})}}}),
             change_password);  // the body holds passwords
+  app.route(Method::post, "/v1/auth/password-reset",
+            RouteOptions::public_route().no_idempotency().rate_limited().doc(
+                {.summary = "Forgotten password: mail a link that sets a new one, if an account has the address "
+                            "(the answer is the same either way)",
+                 .body = oa::body_of(read_reset_request),
+                 .responses = {{202, oa::closed_record({{"status", oa::one_of({"reset_requested"})},
+                                                        {"email", oa::text(1)},
+                                                        {"link_valid_minutes", oa::integer(1, 24 * 60)}},
+                                                       {"status", "email", "link_valid_minutes"})}}}),
+            request_reset);
+  app.route(Method::post, "/v1/auth/password-reset/confirm",
+            RouteOptions::public_route().no_idempotency().rate_limited().slow_work().doc(
+                {.summary = "Open a password reset link with the new password: every session of the account ends",
+                 .body = oa::body_of(read_reset),
+                 .responses = {{200, oa::closed_record({{"status", oa::one_of({"password_changed"})},
+                                                        {"email", oa::text(1)},
+                                                        {"sessions_ended", oa::integer(0, 1'000'000'000)}},
+                                                       {"status", "email", "sessions_ended"})}}}),
+            confirm_reset);  // the body holds the link's token and a password
   app.route(Method::post, "/v1/me/email/confirmation",
             RouteOptions::signed_in().no_idempotency().doc(
                 {.summary = "Mail the e-mail confirmation link again", .responses = {{202, confirmation_sent}}}),

@@ -65,8 +65,9 @@ Announcement password_changed(const std::string& email, const std::string& link)
                            " was changed, and every other session of the account was signed out.";
   MailText mail{kind, "GPUnex: your password was changed",
                 body +
-                    "\n\nIf you did not change it, someone else knows your password: ask the operator to set "
-                    "a new one at once, and check your API keys and payout settings.\n\nYour account: " +
+                    "\n\nIf you did not change it, someone else knows your password or reads your mail: set a "
+                    "new one at once (\"Forgot your password?\" on the sign-in page mails a link to this address), "
+                    "and check your API keys and payout settings.\n\nYour account: " +
                     link + kSignature};
   NoticeText notice{kind, "Password changed", body, link};
   return {std::move(mail), std::move(notice)};
@@ -236,6 +237,22 @@ MailText email_confirmation(const std::string& full_name, const std::string& ema
            ". Until you confirm, GPUnex sends no other mail to this address" +
            (changing ? " and your account keeps its old one" : "") +
            ".\n\nIf you did not ask for this, ignore this mail: nothing changes.\n";
+  return m;
+}
+
+MailText password_reset(const std::string& full_name, const std::string& email, const std::string& link,
+                        std::int64_t expires_at_ms) {
+  const std::string until =
+      day_text(expires_at_ms) + " at " + core::format_rfc3339_ms(expires_at_ms).substr(11, 5) + " UTC";
+  MailText m;
+  m.kind = "password_reset";
+  m.subject = "Set a new password for GPUnex";
+  m.body = "Hello " + full_name +
+           ",\n\nYou (or someone who typed your address) asked to set a new password for "
+           "the GPUnex account " +
+           email + ". Set it by opening this link:\n\n" + link + "\n\nThe link works once, until " + until +
+           ". Setting a password signs the account out everywhere; its provider API keys keep working.\n\n"
+           "If you did not ask for this, ignore this mail: your password stays as it is.\n";
   return m;
 }
 

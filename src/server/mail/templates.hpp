@@ -117,6 +117,10 @@ Announcement reliability_low(const ReliabilityFacts& facts);
 //! expires at `expires_at_ms`. `changing` says the account asked to move to this address.
 MailText email_confirmation(const std::string& full_name, const std::string& email, const std::string& link,
                             std::int64_t expires_at_ms, bool changing);
+//! A link that sets a new password (the token in kSecretPlaceholder), asked for with `email`; it expires
+//! at `expires_at_ms`.
+MailText password_reset(const std::string& full_name, const std::string& email, const std::string& link,
+                        std::int64_t expires_at_ms);
 //! Sent to the old address when the account's address moved to `new_email`.
 Announcement email_changed(const std::string& old_email, const std::string& new_email, const std::string& link);
 

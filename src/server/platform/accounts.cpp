@@ -117,19 +117,34 @@ core::Error no_account(const std::string& email) {
 }  // namespace
 
 core::Result<std::int64_t> set_password(store::Store& store, const std::string& email_text, const std::string& password,
-                                        const std::string& keep_session_hash, const std::string& password_field,
+                                        std::int64_t now_ms, const std::string& keep_session_hash,
+                                        const std::string& password_field,
                                         const std::function<void(store::Tx&, const std::string&)>& tell) {
   const auto email = core::to_lower_ascii(core::trim(email_text));
+  const auto find = [&](store::Tx& tx) -> core::Result<std::string> {
+    const auto user = platform_repo::find_user_by_email(tx, email);
+    if (!user) return no_account(email);
+    return user->id;
+  };
+  return set_password(store, find, password, now_ms, keep_session_hash, password_field, tell);
+}
+
+core::Result<std::int64_t> set_password(store::Store& store,
+                                        const std::function<core::Result<std::string>(store::Tx&)>& find,
+                                        const std::string& password, std::int64_t now_ms,
+                                        const std::string& keep_session_hash, const std::string& password_field,
+                                        const std::function<void(store::Tx&, const std::string&)>& tell) {
   core::ErrorList errors;
   check_password(password, password_field, errors);
   if (auto s = errors.status(); !s) return std::move(s).error();
   const std::string hash = util::hash_password(password);
   return store.transact([&](store::Tx& tx) -> core::Result<std::int64_t> {
-    const auto user = platform_repo::find_user_by_email(tx, email);
-    if (!user) return no_account(email);
-    platform_repo::set_password_hash(tx, user->id, hash);
-    if (tell) tell(tx, user->id);
-    return platform_repo::delete_user_sessions(tx, user->id, keep_session_hash);
+    auto user_id = find(tx);
+    if (!user_id) return std::move(user_id).error();
+    platform_repo::set_password_hash(tx, *user_id, hash);
+    platform_repo::use_password_resets(tx, *user_id, now_ms);
+    if (tell) tell(tx, *user_id);
+    return platform_repo::delete_user_sessions(tx, *user_id, keep_session_hash);
   });
 }
 

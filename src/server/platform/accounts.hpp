@@ -55,10 +55,17 @@ std::optional<User> find_user(store::Tx& tx, const std::string& user_id);
 //! own): a password changed because it leaked leaves nobody else signed in with it. `tell` runs in the same
 //! transaction (to tell the account). Answers how many sessions ended; 400 naming `password_field`, 404
 //! naming email.
+//! Every unused password reset link of the account stops working too (at `now_ms`).
 core::Result<std::int64_t> set_password(store::Store& store, const std::string& email, const std::string& password,
-                                        const std::string& keep_session_hash = "",
+                                        std::int64_t now_ms, const std::string& keep_session_hash = "",
                                         const std::string& password_field = "password",
                                         const std::function<void(store::Tx&, const std::string& user_id)>& tell = {});
+//! The same, for the account `find` answers (its id, or why there is none) in the transaction.
+core::Result<std::int64_t> set_password(store::Store& store,
+                                        const std::function<core::Result<std::string>(store::Tx&)>& find,
+                                        const std::string& password, std::int64_t now_ms,
+                                        const std::string& keep_session_hash, const std::string& password_field,
+                                        const std::function<void(store::Tx&, const std::string& user_id)>& tell);
 
 //! Grants (`held`) or takes back a staff role, reviewer or admin, of the account with `email`, and answers
 //! the account. The customer and provider roles are not the operator's to hand out (a provider is approved

@@ -50,7 +50,7 @@ int admin_set_password(const std::string& db_url, const std::string& email, std:
                        std::ostream& err) {
   const std::string password = password_line(in);
   try {
-    auto ended = set_password(*existing_store(db_url), email, password);
+    auto ended = set_password(*existing_store(db_url), email, password, util::SystemClock{}.now_ms());
     if (!ended) {
       err << "error: " << ended.error().message << "\n";
       return 1;

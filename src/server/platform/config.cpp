@@ -286,6 +286,11 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(int_key("email_confirmations_per_hour",
                         "confirmation mails one account may ask for in an hour (signup, change, resend)",
                         &Config::email_confirmations_per_hour, 1, 1000));
+    k.push_back(int_key("password_reset_ttl_minutes", "minutes a link that sets a forgotten password works",
+                        &Config::password_reset_ttl_minutes, 5, 24 * 60));
+    k.push_back(int_key("password_resets_per_hour",
+                        "password reset links mailed to one account in an hour (more requests mail nothing)",
+                        &Config::password_resets_per_hour, 1, 100));
     k.push_back(int_key("idempotency_retention_hours",
                         "how long a mutating request's answer is kept for Idempotency-Key replay",
                         &Config::idempotency_retention_hours, 1, 24 * 365));

@@ -44,6 +44,8 @@ struct Config {
   int session_ttl_hours = 168;
   int email_confirmation_ttl_hours = 48;   // how long a link confirming an e-mail address works
   int email_confirmations_per_hour = 5;    // confirmation mails one account may ask for in an hour
+  int password_reset_ttl_minutes = 60;     // how long a link that sets a forgotten password works
+  int password_resets_per_hour = 3;        // password reset links mailed to one account in an hour
   int idempotency_retention_hours = 24;  // an Idempotency-Key's answer is replayed this long
   int idempotency_takeover_s = 10;       // a retry takes over a key whose first attempt committed nothing this long
   int auth_rate_limit_per_minute = 60;

@@ -99,6 +99,32 @@ std::int64_t count_email_confirmations_since(store::Tx& tx, const std::string& u
   return r ? r->i64(0) : 0;
 }
 
+void insert_password_reset(store::Tx& tx, const PasswordResetRow& r) {
+  tx.exec("INSERT INTO password_resets (token_hash, user_id, email, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+          {r.token_hash, r.user_id, r.email, r.created_at_ms, r.expires_at_ms});
+}
+
+std::optional<PasswordResetRow> find_password_reset(store::Tx& tx, const std::string& token_hash) {
+  auto r = tx.query_one(
+      "SELECT token_hash, user_id, email, created_at, expires_at, used_at FROM password_resets WHERE token_hash = ?",
+      {token_hash});
+  if (!r) return std::nullopt;
+  return PasswordResetRow{r->str(0), r->str(1), r->str(2), r->i64(3), r->i64(4), r->opt_i64(5)};
+}
+
+std::int64_t use_password_resets(store::Tx& tx, const std::string& user_id, std::int64_t now_ms) {
+  return static_cast<std::int64_t>(
+      tx.query("UPDATE password_resets SET used_at = ? WHERE user_id = ? AND used_at IS NULL RETURNING token_hash",
+               {now_ms, user_id})
+          .size());
+}
+
+std::int64_t count_password_resets_since(store::Tx& tx, const std::string& user_id, std::int64_t since_ms) {
+  auto r =
+      tx.query_one("SELECT COUNT(*) FROM password_resets WHERE user_id = ? AND created_at >= ?", {user_id, since_ms});
+  return r ? r->i64(0) : 0;
+}
+
 void grant_role(store::Tx& tx, const std::string& user_id, core::Role role, std::int64_t granted_at_ms) {
   tx.exec("INSERT INTO user_roles (user_id, role, granted_at) VALUES (?, ?, ?) ON CONFLICT (user_id, role) DO NOTHING",
           {user_id, role_value(role), granted_at_ms});

@@ -80,6 +80,23 @@ std::optional<std::string> pending_email(store::Tx& tx, const std::string& user_
 //! How many confirmations the account was sent since `since_ms` (a resend limit).
 std::int64_t count_email_confirmations_since(store::Tx& tx, const std::string& user_id, std::int64_t since_ms);
 
+//! A link that sets a forgotten password; the store keeps only the token's SHA-256.
+struct PasswordResetRow {
+  std::string token_hash;
+  std::string user_id;
+  std::string email;  // where it was mailed
+  std::int64_t created_at_ms = 0;
+  std::int64_t expires_at_ms = 0;
+  std::optional<std::int64_t> used_at_ms;
+};
+void insert_password_reset(store::Tx& tx, const PasswordResetRow& r);
+std::optional<PasswordResetRow> find_password_reset(store::Tx& tx, const std::string& token_hash);
+//! Marks every unused reset link of the account used (one was opened, or the password changed):
+//! answers how many, so the one who marks a link first wins.
+std::int64_t use_password_resets(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
+//! How many reset links the account was sent since `since_ms` (a limit per hour).
+std::int64_t count_password_resets_since(store::Tx& tx, const std::string& user_id, std::int64_t since_ms);
+
 struct SessionRow {
   std::string token_hash;
   std::string user_id;

@@ -147,3 +147,67 @@ test(`${BACKEND}: account page: confirm the address, resend, change it through t
     await server.stop();
   }
 });
+
+// A forgotten password, from the log-in page: the address asked for, the link opened from the mail, a
+// weak password named beside its field, the new one set, and the log-in page taking it (not the old one).
+test(`${BACKEND}: forgot the password: a link from the log-in page sets a new one`, async () => {
+  const server = await new TestServer(['--mail-poll-interval-ms', '50']).start();
+  const shot = screenshotter(`password-reset-${BACKEND}`);
+  const browser = await launchBrowser(shot);
+  try {
+    const c = new Client(server.url);
+    await c.signupAndLogin('lee@example.com', 'correct-horse-battery', 'Lee Example');
+    await server.confirmEmail(c, 'lee@example.com');
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${server.url}/#/login`);
+    await page.getByRole('link', { name: 'Forgot your password?' }).click();
+    await page.getByRole('heading', { name: 'Forgot your password?' }).waitFor();
+    await page.getByLabel('E-mail').fill('not an address');
+    await page.getByRole('button', { name: 'Mail me a link' }).click();
+    await page.locator('#f-email-error', { hasText: 'not a valid e-mail address' }).waitFor();
+    await page.getByLabel('E-mail').fill('Lee@Example.com');
+    await page.getByRole('button', { name: 'Mail me a link' }).click();
+    await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
+    assert.match(await page.getByRole('status').textContent(),
+      /If an account has the address lee@example\.com, we mailed it a link .* for 60 minutes\./);
+    await shot(page, 'reset-asked');
+
+    const mail = await until('the reset mail', () => server.mailDrop()
+      .find((t) => /^To: lee@example\.com\r?$/m.test(t) && /^Subject: Set a new password/m.test(t)), 20000, 50);
+    const link = /(http:\/\/\S+\/#\/reset-password\/[A-Za-z0-9_-]+)/.exec(mail)[1];
+    await page.goto(link);
+    await page.getByRole('heading', { name: 'Set a new password' }).waitFor();
+    await page.getByLabel(/^New password/).fill('short');
+    await page.getByRole('button', { name: 'Set the password' }).click();
+    await page.locator('#f-new_password-error', { hasText: 'at least 10 characters' }).waitFor();
+    await page.getByLabel(/^New password/).fill('lees-new-password-2');
+    await page.getByRole('button', { name: 'Set the password' }).click();
+    await page.locator('.flash', { hasText: 'Your password is set. Log in as lee@example.com with it.' }).waitFor();
+    await page.getByRole('heading', { name: 'Log in' }).waitFor();
+    assert.equal((await c.request('GET', '/v1/me')).status, 401, 'the other session ended');
+    await shot(page, 'reset-done');
+
+    await page.getByLabel('E-mail').fill('lee@example.com');
+    await page.getByLabel('Password').fill('correct-horse-battery');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.locator('.form-error', { hasText: 'e-mail or password is wrong' }).waitFor();
+    await page.getByLabel('Password').fill('lees-new-password-2');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'Roles' }).waitFor();
+    assert.equal(await page.locator('#who').textContent(), 'lee@example.com');
+
+    // The link, opened again, says it is used and offers a new one.
+    await page.goto(link);
+    await page.getByLabel(/^New password/).fill('lees-third-password-3');
+    await page.getByRole('button', { name: 'Set the password' }).click();
+    await page.getByRole('heading', { name: 'This link did not work' }).waitFor();
+    assert.match(await page.getByRole('alert').first().textContent(), /used already/);
+    await page.getByRole('link', { name: 'Ask for a new link' }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+    await server.stop();
+  }
+});
