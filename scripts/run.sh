@@ -2,7 +2,8 @@
 # `make run`: serves GPUnex on SQLite under ./var at http://127.0.0.1:8080 and
 # starts a local agent registered to a demo provider, so the dashboard shows an
 # Online machine: real GPUs when NVML finds them, otherwise simulated ones that this host can
-# carry (2x L40S on a large host); once benchmarked, it prints whether each GPU is listed.
+# carry (2x L40S on a large host); the demo provider rates each of its models at the platform's
+# recommendation (a GPU with no rate is not offered); once benchmarked, it prints whether each GPU is listed.
 # Creates a first admin account if there is none: its login is printed once
 # when standard output is a terminal, else written to $GPUNEX_VAR_DIR/first-admin.txt
 # (mode 0600) and only that path printed, so the password stays out of logs.
@@ -164,11 +165,36 @@ for m, g in gpus:
     sim = ", simulated" if m["simulated"] else ""
     print("Demo GPU %d (%s%s): %s" % (g["index"], g.get("model") or g["name"], sim, what))
 PY
+# The catalog models of the provider's machines (one per line), once a machine has registered.
+read -r -d '' MODELS_PY <<'PY' || true
+import json, sys
+models = sorted({g["model"] for m in json.load(sys.stdin)["items"] for g in m["gpus"] if g.get("model")})
+if not models:
+    sys.exit(1)
+print("\n".join(models))
+PY
+# A GPU with no rate is not offered, so the demo provider gets one for each model of its machine that it
+# has not priced: the platform's recommendation (a provider changes it on the Pricing page). Fails until
+# the machine has registered; prints each rate set.
+price_demo_models() {
+  local key=$1 models priced model rate
+  models=$(call GET /v1/provider/machines "$key" | python3 -c "$MODELS_PY" 2>/dev/null) || return 1
+  priced=$(call GET /v1/provider/prices "$key" | python3 -c 'import json,sys; print(" ".join(p["model"] for p in json.load(sys.stdin)["items"]))') \
+    || return 1
+  for model in $models; do
+    case " $priced " in *" $model "*) continue ;; esac
+    rate=$(call GET "/v1/provider/price-recommendations?model=$model&region=eu-central" "$key" | json recommended) || return 1
+    call PUT "/v1/provider/prices/$model" "$key" "{\"usdc_per_gpu_hour\":$(jstr "$rate")}" >/dev/null
+    [ "$(status)" = 200 ] || { echo "Demo rate for $model not set (HTTP $(status)): $(cat "$DEMO/.body")"; return 0; }
+    echo "Demo rate: $model at $rate USDC/GPU-hour (the platform's recommendation; change it at $URL/#/pricing)"
+  done
+}
 demo_summary() {
-  local key=$1 deadline=$((SECONDS + ${GPUNEX_DEMO_WAIT_S:-300}))
+  local key=$1 deadline=$((SECONDS + ${GPUNEX_DEMO_WAIT_S:-300})) priced=0
   while ((SECONDS < deadline)); do
     kill -0 "$agent_pid" 2>/dev/null || return 0
-    if call GET /v1/provider/machines "$key" | python3 -c "$SUMMARY_PY" 2>/dev/null; then
+    if [ "$priced" = 0 ] && price_demo_models "$key"; then priced=1; fi
+    if [ "$priced" = 1 ] && call GET /v1/provider/machines "$key" | python3 -c "$SUMMARY_PY" 2>/dev/null; then
       return 0
     fi
     sleep 2
@@ -206,7 +232,7 @@ if [ "${GPUNEX_NO_AGENT:-0}" != 1 ]; then
   mkdir -p "$VAR/agent"
   GPUNEX_API_KEY="$key" "$BIN/gpunex-agent" "${agent_args[@]}" &
   agent_pid=$!
-  echo "Demo provider login: $PROVIDER_EMAIL / $(load provider-password) (password in $DEMO/provider-password)"
+  echo "Demo provider login: $PROVIDER_EMAIL, its password in $DEMO/provider-password (mode 0600)"
   echo "Its machine: $URL/#/machines"
 fi
 echo "Ctrl-C stops the agent and the server."

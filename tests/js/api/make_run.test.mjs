@@ -74,10 +74,14 @@ test(`${BACKEND}: make run serves the dashboard with a local agent and stops cle
     if (!process.env.DOCKER_HOST && !existsSync('/var/run/docker.sock') && podman) {
       assert.match(out, /Containers: a throwaway Podman service at unix:\/\/\S+\/podman\/podman\.sock /, out);
     }
-    const demo = out.match(/Demo provider login: (\S+) \/ (\S+) /);
+    // The demo provider's password is in a 0600 file, not in the output.
+    const demo = out.match(/Demo provider login: (\S+), its password in (\S+) \(mode 0600\)/);
     assert.ok(demo, out);
+    assert.equal(statSync(demo[2]).mode & 0o777, 0o600);
+    const demoPassword = readFileSync(demo[2], 'utf8').trim();
+    assert.ok(!out.includes(demoPassword), out);
     const provider = new Client(url);
-    await provider.login(demo[1], demo[2]);
+    await provider.login(demo[1], demoPassword);
     const machine = await until('the demo machine Online', async () => {
       const r = await provider.request('GET', '/v1/provider/machines');
       return r.status === 200 && r.json.items.find((m) => m.status === 'online');
@@ -97,6 +101,25 @@ test(`${BACKEND}: make run serves the dashboard with a local agent and stops cle
       assert.equal(Boolean(v[4]), g.listed, `${v[0]} vs ${JSON.stringify(g)}`);
       if (g.listed) assert.equal(Number(v[4]), Number(g.perf_score.toFixed(1)));
       else assert.equal(v[5], g.delist_reason);
+    }
+    // Each model has the rate the output names, and a listed GPU of a machine that can run rentals is
+    // offered to customers at it (a GPU with no rate is not offered: the demo was an empty marketplace).
+    const prices = (await provider.request('GET', '/v1/provider/prices')).json.items;
+    for (const model of new Set(listed.map((g) => g.model))) {
+      const said = out.match(new RegExp(`Demo rate: ${model} at (\\d+\\.\\d+) USDC/GPU-hour`));
+      assert.ok(said, out);
+      assert.equal(prices.find((p) => p.model === model)?.usdc_per_gpu_hour, said[1]);
+    }
+    const demoMachine = (await provider.request('GET', '/v1/provider/machines')).json.items[0];
+    if (!demoMachine.rentals_blocked && listed.some((g) => g.listed)) {
+      const offers = await until('the demo GPU offered', async () => {
+        const r = await new Client(url).request('GET', '/v1/marketplace/offers');
+        return r.json.items.length > 0 && r.json.items;
+      }, 30000);
+      assert.ok(offers.every((o) => o.machine_id === demoMachine.id), JSON.stringify(offers));
+      for (const o of offers) {
+        assert.equal(o.usdc_per_gpu_hour, prices.find((p) => p.model === o.model)?.usdc_per_gpu_hour, JSON.stringify(o));
+      }
     }
 
     process.kill(-proc.pid, 'SIGINT');
