@@ -40,18 +40,26 @@
     if (!state.user) { location.hash = '#/login'; return []; }
     const [b, h] = await Promise.all([api('GET', '/v1/billing/balance'), apiList('/v1/billing/history')]);
     if (!b.ok || !h.ok) return [el('h1', {}, 'Balance'), el('p', { class: 'error' }, 'The balance could not be loaded; try again.')];
-    const lasts = b.data.hours_left === null
+    const m = b.data.minutes_left;
+    const lasts = m === null
       ? 'Nothing is being spent now.'
-      : b.data.hours_left < 1
-        ? `Less than an hour at ${usdc(b.data.spend_per_hour)} per hour: your running rentals stop when it is used up.`
-        : `About ${b.data.hours_left} ${b.data.hours_left === 1 ? 'hour' : 'hours'} at ${usdc(b.data.spend_per_hour)} per hour.`;
+      : m < 60
+        ? `${m < 1 ? 'Used up' : `About ${m} minute${m === 1 ? '' : 's'} left`} at ${usdc(b.data.spend_per_hour)} per hour: ` +
+          'your running rentals stop when it is used up.'
+        : `About ${b.data.hours_left} ${b.data.hours_left === 1 ? 'hour' : 'hours'} left at ${usdc(b.data.spend_per_hour)} per hour.`;
+    // What can be spent: the balance less what running rentals used since their last settlement (the
+    // balance itself moves only when they are settled, hourly or at their end).
+    const settled = b.data.unsettled === '0.000000' ? ''
+      : el('p', { class: 'muted', id: 'balance-settled' }, `Balance ${usdc(b.data.balance)}, less ${usdc(b.data.unsettled)} ` +
+        'your running rentals have used since their last settlement.');
     const rows = h.data.items.map((i) => el('tr', {},
       el('td', {}, fmtTime(i.at)), el('td', {}, i.kind), el('td', {}, i.reason), el('td', {}, i.reference),
       el('td', { class: 'num' }, i.amount)));
     return [
       el('h1', {}, 'Balance'),
       el('section', { class: 'card', 'aria-label': 'Balance' },
-        el('p', { class: 'big', id: 'balance-amount' }, usdc(b.data.balance)),
+        el('p', { class: 'big', id: 'balance-amount' }, usdc(b.data.available)),
+        settled,
         el('p', { class: 'muted', id: 'balance-lasts' }, lasts)),
       el('section', { id: 'add-credit', 'aria-labelledby': 'add-credit-h' },
         el('h2', { id: 'add-credit-h' }, 'Add credit'),

@@ -151,13 +151,18 @@
       estimate.replaceChildren('Estimated cost: ', el('strong', {}, usdc(fromMicro(perHour))), ' per hour',
         ` (${n} GPU${n === 1 ? '' : 's'} × ${usdc(offer.usdc_per_gpu_hour)})`, ...limit);
       if (!balance.ok) { balanceLine.textContent = 'Your balance could not be loaded.'; return; }
-      const have = micro(balance.data.balance);
-      if (have < perHour) {
+      // What the server asks to start: the first hour, or all of a shorter max_hours; from what is
+      // available (the balance less what running rentals used since their last settlement).
+      const have = micro(balance.data.available);
+      const short = hours !== null && Number.isFinite(hours) && hours > 0 && hours < 1;
+      const first = short ? Math.ceil(perHour * hours) : perHour;
+      if (have < first) {
         balanceLine.replaceChildren(el('span', { class: 'warning' },
-          `Your balance of ${usdc(balance.data.balance)} does not cover the first hour (${usdc(fromMicro(perHour))}). `),
+          `Your balance of ${usdc(balance.data.available)} does not cover ${short ? 'its' : 'the first'} ` +
+          `${short ? `${hours} hour${hours === 1 ? '' : 's'}` : 'hour'} (${usdc(fromMicro(first))}). `),
         el('a', { href: '#/balance' }, 'Your balance'));
       } else {
-        balanceLine.textContent = `Your balance: ${usdc(balance.data.balance)}, enough for about ${Math.floor(have / perHour)} hour${
+        balanceLine.textContent = `Your balance: ${usdc(balance.data.available)}, enough for about ${Math.floor(have / perHour)} hour${
           Math.floor(have / perHour) === 1 ? '' : 's'} at this rate.`;
       }
       const cmd = shellWords(value('command'));

@@ -9,15 +9,38 @@ namespace gpunex::cli {
 
 namespace {
 
+//! "about 3 hours", "about 1 hour", or under an hour "about 40 minutes" (0: "nothing").
+std::string time_left_text(std::int64_t minutes) {
+  if (minutes <= 0) return "nothing";
+  const auto [n, unit] =
+      minutes < 60 ? std::pair{minutes, std::string("minute")} : std::pair{minutes / 60, std::string("hour")};
+  return "about " + std::to_string(n) + " " + unit + (n == 1 ? "" : "s");
+}
+
 std::string balance_text(const nlohmann::json& b, const nlohmann::json* history) {
-  std::string out = "balance: " + format_text(member(b, "balance")) + " " + format_text(member(b, "currency"));
-  const auto& hours = member(b, "hours_left");
-  out += hours.is_number() ? "; about " + format_fixed(hours, 0) + " hours at " +
-                                 format_text(member(b, "spend_per_hour")) + " USDC/hour"
-                           : "; nothing is being spent now";
-  if (member(b, "payment_instructions").is_string()) {
-    out += "\nto add credit: " + member(b, "payment_instructions").get<std::string>();
+  // What the customer can spend: the balance less what running rentals have used since their last
+  // settlement (the balance itself moves only when they are settled, hourly or at their end).
+  const std::string currency = format_text(member(b, "currency"));
+  std::string out;
+  if (format_text(member(b, "unsettled")) == "0.000000" || !member(b, "unsettled").is_string()) {
+    out = "balance: " + format_text(member(b, "balance")) + " " + currency;
+  } else {
+    out = "available: " + format_text(member(b, "available")) + " " + currency + " (balance " +
+          format_text(member(b, "balance")) + ", less " + format_text(member(b, "unsettled")) +
+          " used by running rentals since their last settlement)";
   }
+  const auto& minutes = member(b, "minutes_left");
+  if (!minutes.is_number_integer()) {
+    out += "; nothing is being spent now";
+  } else {
+    const auto m = minutes.get<std::int64_t>();
+    out += "; " + time_left_text(m) + " left at " + format_text(member(b, "spend_per_hour")) + " USDC/hour" +
+           (m < 60 ? ": your running rentals stop when it is used up" : "");
+  }
+  out += "\nto add credit: " + (member(b, "payment_instructions").is_string()
+                                    ? member(b, "payment_instructions").get<std::string>()
+                                    : std::string("ask the operator of this GPUnex how to pay, quoting your account's "
+                                                  "e-mail; they add the credit when your payment arrives"));
   if (history == nullptr) return out;
   out += "\n";
   const auto& items = member(*history, "items");

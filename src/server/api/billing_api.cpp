@@ -31,17 +31,20 @@ Response get_balance(Ctx& ctx) {
         const auto now = ctx.now_ms();
         const auto balance = billing::balance(tx, ledger::Account::customer(user));
         // What running rentals have used since their last settlement is spent already: available is
-        // the balance less that, and it lasts hours_left at their current spend.
+        // the balance less that, and it lasts hours_left (whole hours; minutes_left, whole minutes) at
+        // their current spend.
         const auto accrual = rentals::customer_accrual(tx, user, now);
         const auto available = balance - accrual.unsettled;
         const core::MicroUsdc spend_per_hour = accrual.per_hour;
         const auto hours = ledger::hours_left(available, spend_per_hour);
+        const auto minutes = ledger::minutes_left(available, spend_per_hour);
         return nlohmann::json{{"balance", core::format_usdc(balance)},
                               {"available", core::format_usdc(available)},
                               {"unsettled", core::format_usdc(accrual.unsettled)},
                               {"currency", "USDC"},
                               {"spend_per_hour", core::format_usdc(spend_per_hour)},
                               {"hours_left", hours < 0 ? nlohmann::json(nullptr) : nlohmann::json(hours)},
+                              {"minutes_left", minutes < 0 ? nlohmann::json(nullptr) : nlohmann::json(minutes)},
                               // How to add credit, as the operator wrote it (null: not written).
                               {"payment_instructions", ctx.config().payment_instructions.empty()
                                                            ? nlohmann::json(nullptr)
@@ -225,9 +228,10 @@ void register_billing_api(App& app) {
                                                         {"currency", oa::one_of({"USDC"})},
                                                         {"spend_per_hour", oa::money()},
                                                         {"hours_left", oa::nullable(oa::number())},
+                                                        {"minutes_left", oa::nullable(oa::number())},
                                                         {"payment_instructions", oa::nullable(oa::text())}},
                                                        {"balance", "available", "unsettled", "currency",
-                                                        "spend_per_hour", "hours_left"})}}}),
+                                                        "spend_per_hour", "hours_left", "minutes_left"})}}}),
             get_balance);
   app.route(http::Method::get, "/v1/billing/history",
             RouteOptions::signed_in().doc(

@@ -34,7 +34,7 @@ test(`${BACKEND}: operators credit customers; customers see their balance and it
     const empty = await ann.request('GET', '/v1/billing/balance');
     assert.equal(empty.status, 200);
     assert.deepEqual(empty.json, { balance: '0.000000', available: '0.000000', unsettled: '0.000000', currency: 'USDC',
-      spend_per_hour: '0.000000', hours_left: null, payment_instructions: null });
+      spend_per_hour: '0.000000', hours_left: null, minutes_left: null, payment_instructions: null });
 
     // The admin API: one credit, then the same payment again (a retry) changes nothing.
     const credit = { email: 'Ann@Example.com', amount: '100.00', reference: 'wire 2026-12-04 #42' };
@@ -127,9 +127,11 @@ test(`${BACKEND}: operators credit customers; customers see their balance and it
     assert.equal(human.status, 0, human.stderr);
     assert.match(human.stdout, /^balance: 125\.750000 USDC; nothing is being spent now\n/);
     const lines = human.stdout.split('\n');
-    assert.match(lines[1], /^AT +KIND +USDC +REFERENCE +TRANSACTION/);
-    assert.match(lines[2], /credit +25\.250000 +cash 7 +ltx_/);
-    assert.match(lines[4], /credit +100\.000000 +wire 2026-12-04 #42 +ltx_/);
+    // With no payment_instructions written, the operator is the way to add credit (not a dead end).
+    assert.match(lines[1], /^to add credit: ask the operator of this GPUnex how to pay/);
+    assert.match(lines[2], /^AT +KIND +USDC +REFERENCE +TRANSACTION/);
+    assert.match(lines[3], /credit +25\.250000 +cash 7 +ltx_/);
+    assert.match(lines[5], /credit +100\.000000 +wire 2026-12-04 #42 +ltx_/);
     const json = gpunex(['--json', 'balance', '--history']);
     assert.equal(json.status, 0, json.stderr);
     const parsed = JSON.parse(json.stdout);

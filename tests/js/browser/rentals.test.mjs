@@ -157,6 +157,20 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     assert.equal(rows[0]['cost-per-hour'], '0.500000 USDC');
     await shot(page, 'my-rentals-running');
 
+    // The Balance page leads with what can be spent now: the balance less what the running rental has
+    // used since its last settlement (the balance itself moves at settlement), and how long that lasts.
+    await page.getByRole('link', { name: 'Balance', exact: true }).click();
+    await page.getByRole('heading', { name: 'Balance' }).waitFor();
+    const settledLine = await page.locator('#balance-settled').textContent();
+    const used = settledLine.match(/^Balance 10\.000000 USDC, less (0\.\d{6}) USDC your running rentals have used since their last settlement\.$/);
+    assert.ok(used, settledLine);
+    const shownAvailable = (await page.locator('#balance-amount').textContent()).match(/^(\d+\.\d{6}) USDC$/);
+    assert.ok(shownAvailable);
+    assert.equal(Math.round(Number(shownAvailable[1]) * 1e6), 10_000_000 - Math.round(Number(used[1]) * 1e6));
+    assert.equal(await page.locator('#balance-lasts').textContent(), 'About 19 hours left at 0.500000 USDC per hour.');
+    await page.getByRole('link', { name: 'My rentals', exact: true }).click();
+    await table.waitFor();
+
     // The provider sees the GPU rented, not who rents it, and stops it.
     const prov = await provBrowser.newPage();
     prov.on('pageerror', (e) => errors.push(e.message));

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
 import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
+import { gpunex, homeLoggedIn } from '../lib/cli.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -182,6 +183,17 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     const balance = (await ann.request('GET', '/v1/billing/balance')).json;
     assert.equal(balance.spend_per_hour, '0.500000');
     assert.equal(micro(balance.available), micro(balance.balance) - micro(balance.unsettled));
+    assert.ok(micro(balance.unsettled) > 0, 'the running rental has used some since it started');
+    assert.equal(balance.minutes_left, Math.floor(micro(balance.available) * 60 / 500000));
+    assert.equal(balance.hours_left, Math.floor(balance.minutes_left / 60));
+    // `gpunex balance` leads with what can be spent now, not the balance before this run is settled.
+    const cli = gpunex(homeLoggedIn(server.url, ann.token), ['balance']);
+    assert.equal(cli.code, 0, cli.err);
+    const said = cli.out.match(/^available: (\d+\.\d{6}) USDC \(balance (\d+\.\d{6}), less (\d+\.\d{6}) used by running rentals since their last settlement\); about (\d+) hours left at 0\.500000 USDC\/hour\n/);
+    assert.ok(said, cli.out);
+    assert.equal(micro(said[1]), micro(said[2]) - micro(said[3]));
+    assert.ok(micro(said[1]) <= micro(balance.available), 'time only lowers what is available');
+    assert.equal(Number(said[4]), Math.floor(micro(said[1]) / 500000));
 
     // The list agrees with the detail page.
     const listed = (await ann.request('GET', '/v1/rentals')).json.items.find((r) => r.id === rental.id);
