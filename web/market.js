@@ -53,7 +53,10 @@
     if (first && first.focus) first.focus();
   }
 
-  const money = (s) => (s === null || s === undefined ? '—' : `${Number(s).toFixed(2)} USDC`);
+  // A rate as the API writes it (six decimals), its trailing zeros cut down to cents: 2.50, 0.004. Never
+  // rounded: a rate of 0.004 shown as 0.00 would read as free.
+  const rate = (s) => String(s).replace(/^(-?\d+\.\d\d\d*?)0*$/, '$1');
+  const money = (s) => (s === null || s === undefined ? '—' : `${rate(s)} USDC`);
 
   // ---------------------------------------------------------------- pricing: rates
 
@@ -69,7 +72,7 @@
     const recNode = rec.ok
       ? el('p', { class: 'recommendation' }, 'Recommended ', el('strong', {}, money(rec.data.recommended)),
         ` (band ${money(rec.data.p25)} – ${money(rec.data.p75)}, ${rec.data.basis} basis, region ${rec.data.region})`,
-        ' ', el('button', { type: 'button', class: 'ghost', onclick: () => { form.querySelector('input').value = Number(rec.data.recommended).toFixed(2); } }, 'Use'))
+        ' ', el('button', { type: 'button', class: 'ghost', onclick: () => { form.querySelector('input').value = rate(rec.data.recommended); } }, 'Use'))
       : el('p', { class: 'muted recommendation' },
         rec.data && rec.data.error && rec.data.error.code === 'no_price_basis' ? rec.data.error.message : 'No recommendation available.');
     const form = el('form', { class: 'card price-form', 'aria-label': `Price for ${model}` },

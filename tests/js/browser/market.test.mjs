@@ -64,14 +64,15 @@ test(`${BACKEND}: price → offer on the marketplace → a schedule excluding no
     await priceForm.getByLabel('L40S: USDC per GPU-hour').fill('0');
     await priceForm.getByRole('button', { name: 'Save L40S rate' }).click();
     await priceForm.getByText('Price per GPU-hour must be above 0').waitFor();
-    await priceForm.getByLabel('L40S: USDC per GPU-hour').fill('0.95');
+    // A rate past the cent is shown as it is, never rounded (0.955 is not 0.96, and 0.004 is not free).
+    await priceForm.getByLabel('L40S: USDC per GPU-hour').fill('0.955');
     await priceForm.getByRole('button', { name: 'Save L40S rate' }).click();
-    await priceForm.getByText(/Saved: 0\.95 USDC/).waitFor();
+    await priceForm.getByText(/Saved: 0\.955 USDC/).waitFor();
     // What the provider keeps of each GPU-hour, as the API says: 80% of it at the default 20% commission.
     const [rate] = (await client.request('GET', '/v1/provider/prices')).json.items;
-    assert.equal(rate.provider_receives_per_gpu_hour, '0.760000');
+    assert.equal(rate.provider_receives_per_gpu_hour, '0.764000');
     assert.equal(rate.commission_pct, 20);
-    assert.match(await priceForm.locator('.price-status').textContent(), /; you receive 0\.760000 USDC of it \(commission 20%\)$/);
+    assert.match(await priceForm.locator('.price-status').textContent(), /; you receive 0\.764000 USDC of it \(commission 20%\)$/);
     await shot(p, 'pricing');
 
     await p.getByRole('link', { name: 'Marketplace' }).click();
@@ -79,7 +80,7 @@ test(`${BACKEND}: price → offer on the marketplace → a schedule excluding no
     const offer = p.locator(`li.offer[data-machine="${machine.id}"]`);
     await offer.waitFor();
     assert.match(await offer.textContent(), /1 × L40S/);
-    assert.match(await offer.textContent(), /0\.95 USDC/);
+    assert.match(await offer.textContent(), /0\.955 USDC\/GPU-h/);
     assert.match(await offer.textContent(), /prior/);
     assert.match(await offer.textContent(), /Enterprise/);
     assert.match(await offer.locator('.badge.sim').textContent(), /simulated/);  // demo mode says so (issue 21)
