@@ -135,7 +135,7 @@
         hint: 'Each is reachable on a public port of the provider\'s machine once it runs.' }),
       control('max_hours', 'Stop after (hours, optional)', { type: 'number', min: 0, step: 'any', placeholder: 'until you stop it' }),
       control('ssh_public_key', 'SSH public key (optional)', { type: 'textarea', rows: 2, spellcheck: 'false',
-        placeholder: 'ssh-ed25519 AAAA… you@laptop', hint: 'Passed to the container as $PUBLIC_KEY.' }),
+        placeholder: 'ssh-ed25519 AAAA… you@laptop', hint: 'Passed to the container as $PUBLIC_KEY, and its port 22 is opened: once it runs, the rental shows the ssh command (the image must run sshd).' }),
       el('section', { class: 'rent-cost', 'aria-label': 'Cost', role: 'status' }, estimate, balanceLine),
       el('div', { class: 'form-error', role: 'alert' }),
       el('button', { type: 'submit' }, 'Rent'));
@@ -290,8 +290,9 @@
 
   function factList(r) {
     const f = (name, label, ...value) => [el('dt', {}, label), el('dd', { 'data-fact': name }, ...value)];
-    const ports = (r.ports || []).map((p) => (p.address ? `${p.container_port} → ${p.address}`
-      : p.host_port ? `${p.container_port} → host port ${p.host_port}` : `${p.container_port} (bound when it runs)`));
+    const ports = (r.ports || []).map((p) => (r.state === 'ended' ? `${p.container_port} (closed)`
+      : p.address ? `${p.container_port} → ${p.address}`
+        : p.host_port ? `${p.container_port} → host port ${p.host_port}` : `${p.container_port} (bound when it runs)`));
     const offline = live(r.state) && r.state !== 'requested' && r.machine_online === false;
     return el('dl', { class: 'facts', id: 'rental-facts' },
       f('state', 'State', stateBadge(r.state)),

@@ -116,9 +116,10 @@ std::string rental_text(const nlohmann::json& r) {
   std::string ports;
   for (const auto& p : member(r, "ports")) {
     ports += (ports.empty() ? "" : ", ") + format_fixed(member(p, "container_port"), 0);
-    ports += member(p, "address").is_string()     ? " → " + member(p, "address").get<std::string>()
-             : member(p, "host_port").is_number() ? " → host port " + format_fixed(member(p, "host_port"), 0)
-                                                  : std::string(" (bound when it runs)");
+    ports += format_text(member(r, "state")) == "ended" ? std::string(" (closed)")
+             : member(p, "address").is_string()         ? " → " + member(p, "address").get<std::string>()
+             : member(p, "host_port").is_number()       ? " → host port " + format_fixed(member(p, "host_port"), 0)
+                                                        : std::string(" (bound when it runs)");
   }
   if (!ports.empty()) field("Ports:", ports);
   if (member(r, "ssh").is_string()) field("SSH:", member(r, "ssh").get<std::string>());
@@ -181,7 +182,9 @@ class RentCommand : public Command {
         ->allow_extra_args(false);
     max_hours_opt_ = c->add_option("--max-hours", max_hours_, "stop it after this many hours (default: until stopped)")
                          ->type_name("H");
-    c->add_option("--ssh-key", ssh_key_file_, "an SSH public key file, passed to the container as $PUBLIC_KEY")
+    c->add_option("--ssh-key", ssh_key_file_,
+                  "an SSH public key file, passed to the container as $PUBLIC_KEY; opens its port 22 (the image runs "
+                  "sshd), and `gpunex rentals show` gives the ssh command once it runs")
         ->type_name("FILE");
     c->add_option("--idempotency-key", idempotency_key_,
                   "send this key instead of a new one: rerunning with the same key never rents twice")

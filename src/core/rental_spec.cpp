@@ -162,6 +162,16 @@ Spec read_spec(ObjectReader& r) {
       s.ssh_public_key = std::move(*key);
     }
   }
+  // A key is for ssh: the container's port 22 (where the image's sshd listens) is opened with it, so the
+  // rental answers the ssh command without the customer also listing the port.
+  if (s.ssh_public_key && std::find(s.ports.begin(), s.ports.end(), kSshPort) == s.ports.end()) {
+    if (s.ports.size() >= kMaxPorts) {
+      r.invalid("ports", "with an SSH key, port 22 is opened too: list at most " + std::to_string(kMaxPorts - 1) +
+                             " other ports");
+    } else {
+      s.ports.push_back(kSshPort);
+    }
+  }
   return s;
 }
 

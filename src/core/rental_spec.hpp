@@ -21,6 +21,8 @@ namespace gpunex::core::rental {
 inline constexpr std::size_t kMaxCommandItems = 64;
 inline constexpr std::size_t kMaxEnv = 128;
 inline constexpr std::size_t kMaxPorts = 16;
+//! The container port an SSH key opens (ssh_public_key): sshd's.
+inline constexpr int kSshPort = 22;
 inline constexpr double kMaxHours = 24.0 * 90;  // a rental longer than 90 days is stopped and started again
 //! Where the container finds the customer's SSH public key (RunPod's name for it).
 inline constexpr const char* kSshKeyEnv = "PUBLIC_KEY";

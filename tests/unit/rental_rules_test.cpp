@@ -264,6 +264,11 @@ TEST(RentalSpec, BadFieldsAreNamed) {
   EXPECT_EQ(with("ssh_public_key", "hello"), "ssh_public_key");
   EXPECT_EQ(with("ssh_public_key", "ssh-ed25519 AAAA\nssh-rsa BBBB"), "ssh_public_key");
   EXPECT_EQ(with("volumes", {"/:/host"}), "volumes") << "fields the spec does not take are refused";
+  auto sixteen = good;
+  for (int p = 1; p <= 16; ++p) sixteen["ports"].push_back(8000 + p);
+  EXPECT_EQ(field_of(sixteen), "(accepted)");
+  sixteen["ssh_public_key"] = "ssh-ed25519 AAAAC3Nza user@host";
+  EXPECT_EQ(field_of(sixteen), "ports") << "the key's port 22 would be the seventeenth";
 }
 
 TEST(RentalSpec, TheSshKeyReachesTheContainerAsPublicKeyAndTheSpecRoundTrips) {
@@ -277,6 +282,7 @@ TEST(RentalSpec, TheSshKeyReachesTheContainerAsPublicKeyAndTheSpecRoundTrips) {
                    &s));
   EXPECT_EQ(container_env(s), (std::map<std::string, std::string>{{"HF_TOKEN", "secret"},
                                                                    {"PUBLIC_KEY", "ssh-ed25519 AAAAC3Nza user@host"}}));
+  EXPECT_EQ(s.ports, (std::vector<int>{8888, kSshPort})) << "a key opens sshd's port";
   auto back = spec_from_json(spec_to_json(s));
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, s);

@@ -48,8 +48,7 @@ core::Result<std::vector<rentals::Candidate>> candidates_for(Ctx& ctx, const ren
       if (core::model_filter_matches(*req.model_text, m)) filter.models->push_back(m.id);
     }
     if (filter.models->empty()) {
-      return Error::make(ErrorCode::invalid_field, "no GPU model matches \"" + *req.model_text + "\"",
-                         req.request.machine_id ? "model" : "filters.model")
+      return Error::make(ErrorCode::invalid_field, "no GPU model matches \"" + *req.model_text + "\"", req.model_field)
           .with_code("unknown_model");
     }
   }
@@ -62,6 +61,14 @@ core::Result<std::vector<rentals::Candidate>> candidates_for(Ctx& ctx, const ren
     out.push_back({offer.candidate.machine_id, offer.candidate.model});
   }
   if (out.empty() && req.request.machine_id) {
+    const bool known = ctx.store().transact(
+        [&](store::Tx& tx) { return MachinesRepo(tx).find(*req.request.machine_id).has_value(); }, store::TxMode::read);
+    if (!known) {
+      return Error::make(ErrorCode::not_found,
+                         "no machine " + *req.request.machine_id + " (its id is in the marketplace's offers)",
+                         "machine_id")
+          .with_code("unknown_machine");
+    }
     return Error::make(ErrorCode::conflict,
                        "machine " + *req.request.machine_id + " has no offer with " +
                            std::to_string(req.request.gpu_count) + " free GPU(s) matching the request now",

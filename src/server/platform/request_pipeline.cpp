@@ -335,6 +335,22 @@ std::optional<http::Response> unknown_query_parameter(const http::Request& req, 
   return std::nullopt;
 }
 
+//! A body sent to a route that takes none (no RouteDoc::body: `POST /v1/rentals/{id}/stop`) is refused
+//! unless it is empty or `{}`, so that `{"force": true}` is not taken as if it had been read.
+std::optional<http::Response> unexpected_body(const http::Request& req, const RouteOptions& options) {
+  const auto& doc = options.documentation;
+  if (doc.internal || !doc.body.is_null() || options.counted_body_limit || !is_mutation(req.method))
+    return std::nullopt;
+  const auto parsed = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() && req.body.find_first_not_of(" \t\r\n") == std::string::npos) return std::nullopt;
+  if (parsed.is_object() && parsed.empty()) return std::nullopt;
+  const std::string field = parsed.is_object() ? parsed.begin().key() : "";
+  return http::Response::error(Error::make(ErrorCode::unknown_field,
+                                           (field.empty() ? std::string("a body") : "unknown field \"" + field + "\"") +
+                                               ": " + req.route + " takes no request body (send none, or {})",
+                                           field));
+}
+
 }  // namespace
 
 std::optional<http::Response> App::admit(http::Request& req, const RouteOptions& options,
@@ -376,6 +392,7 @@ std::optional<http::Response> App::admit(http::Request& req, const RouteOptions&
     }
   }
   if (auto unknown = unknown_query_parameter(req, options.documentation)) return unknown;
+  if (auto unexpected = unexpected_body(req, options)) return unexpected;
   if (!options.roles.empty()) {
     bool allowed = principal && (principal->user.has_role(core::Role::admin) ||
                                  std::any_of(options.roles.begin(), options.roles.end(),

@@ -66,6 +66,7 @@ core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
           f.invalid("model", "is given twice: once here and once at the top");
         } else {
           out.model_text = m;
+          out.model_field = "filters.model";
         }
       }
       out.request.region = f.optional_line("region", 100);
@@ -333,7 +334,9 @@ Reach reach_of(const RentalRow& r, const rental::Spec& spec) {
     for (const int p : spec.ports) out.ports.push_back({{"container_port", p}, {"host_port", nullptr}});
   }
   for (auto& p : out.ports) {
-    const bool bound = r.machine_host && p["host_port"].is_number_integer();
+    // An ended rental's ports are closed, and the machine may have given them to another rental since:
+    // no address is shown for them (the host port stays, as a record).
+    const bool bound = r.machine_host && p["host_port"].is_number_integer() && r.state != rental::State::ended;
     p["address"] = bound ? nlohmann::json(core::host_port(*r.machine_host, p["host_port"].get<int>())) : nullptr;
     if (bound && spec.ssh_public_key && p.value("container_port", 0) == 22) {
       out.ssh = "ssh -p " + std::to_string(p["host_port"].get<int>()) + " root@" + *r.machine_host;

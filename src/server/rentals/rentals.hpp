@@ -27,6 +27,7 @@ namespace gpunex::server::rentals {
 struct CreateRequest {
   core::rental::Request request;  // machine_id or filters, gpu_count
   std::optional<std::string> model_text;  // as the customer typed it; resolved against the catalog
+  std::string model_field = "model";      // where it was typed: model, or filters.model
   core::rental::Spec spec;
 };
 core::Result<CreateRequest> read_create_request(const nlohmann::json& body);

@@ -68,6 +68,16 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     const ownByFilters = await provider.client.request('POST', '/v1/rentals', { body: { filters: { model: 'L40S' }, ...RENT } });
     assert.equal(ownByFilters.status, 409, ownByFilters.body);
     assert.equal(ownByFilters.json.error.code, 'no_gpus_available');
+    // A model that names nothing is named where it was written; a machine that does not exist is a 404,
+    // not "no free GPUs".
+    const noModel = await ann.request('POST', '/v1/rentals', { body: { model: 'NOPE', ...RENT } });
+    assert.equal(noModel.status, 400, noModel.body);
+    assert.deepEqual([noModel.json.error.code, noModel.json.error.field], ['unknown_model', 'model']);
+    const noModelInFilters = await ann.request('POST', '/v1/rentals', { body: { filters: { model: 'NOPE' }, ...RENT } });
+    assert.deepEqual([noModelInFilters.json.error.code, noModelInFilters.json.error.field], ['unknown_model', 'filters.model']);
+    const noMachine = await ann.request('POST', '/v1/rentals', { body: { machine_id: 'mch_nope', ...RENT } });
+    assert.equal(noMachine.status, 404, noMachine.body);
+    assert.deepEqual([noMachine.json.error.code, noMachine.json.error.field], ['unknown_machine', 'machine_id']);
     const nothing = await ann.request('POST', '/v1/rentals', { body: RENT });
     assert.equal(nothing.status, 400);
     assert.equal(nothing.json.error.field, 'machine_id');
@@ -227,7 +237,12 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal(unknown.json.error.message,
       'unknown query parameter "status": /v1/rentals takes state, limit, cursor');
 
-    const stopping = await ann.request('POST', `/v1/rentals/${rental.id}/stop`);
+    // The stop takes no body: a field it would not read is refused, not taken as if it had been (a force flag).
+    const forced = await ann.request('POST', `/v1/rentals/${rental.id}/stop`, { body: { force: true } });
+    assert.equal(forced.status, 400, forced.body);
+    assert.deepEqual([forced.json.error.code, forced.json.error.field], ['unknown_field', 'force']);
+    assert.equal((await ann.request('GET', `/v1/rentals/${rental.id}`)).json.state, 'running', 'not stopped');
+    const stopping = await ann.request('POST', `/v1/rentals/${rental.id}/stop`, { body: {} });
     assert.equal(stopping.status, 200, stopping.body);
     assert.equal(stopping.json.state, 'stopping');
     const told = await voice.poll();
@@ -238,6 +253,10 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal(ended.state, 'ended');
     assert.equal(ended.end_reason, 'customer_stopped');
     assert.equal(ended.end_text, 'Stopped by you');
+    // Its ports are closed, and the machine may give them to another rental: no address, no ssh command.
+    assert.deepEqual(ended.ports, [{ container_port: 8080, host_port: 40001, address: null },
+      { container_port: 22, host_port: 40002, address: null }]);
+    assert.equal(ended.ssh, null);
     assert.deepEqual((await ann.request('GET', '/v1/notifications')).json.items.filter((n) => n.kind === 'rental_ended'),
       [], 'she stopped it herself: nothing to tell');
 
