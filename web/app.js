@@ -501,6 +501,10 @@ function fmtTime(s) {
   if (!s) return '—';
   return new Date(s).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }) + ' UTC';
 }
+// The time of day now, in UTC as every other time on the dashboard: "14:05:09 UTC".
+function clockNow() {
+  return `${new Date().toLocaleTimeString('en-GB', { timeZone: 'UTC' })} UTC`;
+}
 function fmtDate(s) {
   return new Date(s).toLocaleDateString('en-GB', { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric', timeZone: 'UTC' });
 }
@@ -741,7 +745,7 @@ function applicationForm(app, catalog) {
   form.querySelector('#save-draft').addEventListener('click', async () => {
     status.textContent = '';
     if (!(await save())) return;
-    status.textContent = `Draft saved at ${new Date().toLocaleTimeString('en-GB')}.`;
+    status.textContent = `Draft saved at ${clockNow()}.`;
     if (!app) history.replaceState(null, '', `#/apply/${id}`);
   });
   form.addEventListener('submit', async (ev) => {

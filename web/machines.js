@@ -166,7 +166,7 @@ function machinesBody(res, id) {
   }
   const online = res.items.filter((m) => m.status === 'online').length;
   return [id ? '' : el('p', { class: 'muted', role: 'status', id: 'machines-summary' },
-    `${res.items.length} machine${res.items.length === 1 ? '' : 's'}, ${online} online. Updated ${new Date().toLocaleTimeString('en-GB')}.`),
+    `${res.items.length} machine${res.items.length === 1 ? '' : 's'}, ${online} online. Updated ${clockNow()}.`),
   res.items.map((m) => machineCard(m, { detail: !!id }))];
 }
 

@@ -281,7 +281,7 @@
     }
     const active = items.filter((x) => live(x.state)).length;
     return [el('p', { class: 'muted', role: 'status', id: 'rentals-summary' },
-      `${items.length} rental${items.length === 1 ? '' : 's'}, ${active} active. Updated ${new Date().toLocaleTimeString('en-GB')}.`),
+      `${items.length} rental${items.length === 1 ? '' : 's'}, ${active} active. Updated ${clockNow()}.`),
     scrollBox(el('table', { class: 'table rentals', 'aria-label': 'My rentals' },
       el('thead', {}, el('tr', {}, ['Rental', 'State', 'GPUs', 'Per hour', 'Cost so far', 'Run time', 'Requested', 'Ended']
         .map((h) => el('th', { scope: 'col' }, h)))),
@@ -417,7 +417,7 @@
       el('tbody', {}, rows.map((x) => rentedRow(x, refresh)))));
     return [el('p', { role: 'status', id: 'rented-summary' },
       now.length ? `${gpus} GPU${gpus === 1 ? '' : 's'} rented now, earning ${usdc(fromMicro(rate))} per hour.`
-        : 'None of your GPUs is rented now.', el('span', { class: 'muted' }, ` Updated ${new Date().toLocaleTimeString('en-GB')}.`)),
+        : 'None of your GPUs is rented now.', el('span', { class: 'muted' }, ` Updated ${clockNow()}.`)),
     now.length ? table(now, 'Rented now') : '',
     earlier.length ? [el('h2', {}, 'Earlier rentals'), table(earlier, 'Earlier rentals')] : ''];
   }

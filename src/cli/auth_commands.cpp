@@ -42,7 +42,15 @@ class LoginCommand : public Command {
     auto r = ctx.client()->request("POST", "/v1/auth/login",
                                    nlohmann::json{{"email", email_}, {"password", password}}.dump());
     if (!r) return ctx.fail(r.error().message);
-    if (r->status != 200) return report_http_error(ctx, *r);
+    if (r->status != 200) {
+      const int rc = report_http_error(ctx, *r);
+      // Accounts are made, and forgotten passwords set, in the dashboard: say where.
+      if (r->status == 401 && !ctx.json) {
+        *ctx.err << "no account yet? sign up at " << ctx.server << "/#/signup; forgot the password? " << ctx.server
+                 << "/#/forgot-password\n";
+      }
+      return rc;
+    }
     auto j = nlohmann::json::parse(r->body);
     save_credentials(Credentials{ctx.server, j["token"], j["user"]["email"]});
     ctx.print(nlohmann::json{{"server", ctx.server}, {"user", j["user"]}},

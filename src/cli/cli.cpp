@@ -27,8 +27,18 @@ std::optional<Credentials> load_credentials() {
   std::ifstream in(config_dir() + "/credentials.json");
   if (!in) return std::nullopt;
   auto j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_object() || !j.contains("token")) return std::nullopt;
+  if (!j.is_object() || !j.contains("token") || !j["token"].is_string() || j["token"].get<std::string>().empty())
+    return std::nullopt;
   return Credentials{j.value("server", ""), j.value("token", ""), j.value("email", "")};
+}
+
+std::optional<std::string> saved_server() {
+  std::ifstream in(config_dir() + "/credentials.json");
+  if (!in) return std::nullopt;
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("server") || !j["server"].is_string() || j["server"].get<std::string>().empty())
+    return std::nullopt;
+  return j["server"].get<std::string>();
 }
 
 void save_credentials(const Credentials& c) {
@@ -49,8 +59,11 @@ void save_credentials(const Credentials& c) {
 }
 
 void forget_credentials() {
+  const auto server = saved_server();
   std::error_code ec;
   fs::remove(config_dir() + "/credentials.json", ec);
+  // The token goes; the server stays, so the next `gpunex login` goes where the last one did.
+  if (server) save_credentials({*server, "", ""});
 }
 
 std::optional<std::string> Context::token() const {

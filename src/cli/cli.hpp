@@ -24,9 +24,13 @@ struct Credentials {
 
 //! Where the CLI keeps its files: $XDG_CONFIG_HOME/gpunex or ~/.config/gpunex.
 std::string config_dir();
+//! The stored login, when there is one with a token.
 std::optional<Credentials> load_credentials();
+//! The server of the last login, kept after a logout too.
+std::optional<std::string> saved_server();
 //! Writes the credentials file with mode 0600 (the folder 0700).
 void save_credentials(const Credentials& c);
+//! Forgets the token (and the e-mail), keeping the server.
 void forget_credentials();
 
 struct Context {

@@ -14,7 +14,8 @@ using namespace gpunex;  // NOLINT: main only
 
 namespace {
 
-// --server, then GPUNEX_SERVER, then `server = "..."` in the config file, then the stored login's server.
+// --server, then GPUNEX_SERVER, then `server = "..."` in the config file, then the last login's server
+// (kept after a logout).
 std::string resolve_server(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* e = std::getenv("GPUNEX_SERVER"); e && *e) return e;
@@ -24,7 +25,7 @@ std::string resolve_server(const std::string& flag) {
   } catch (const std::exception&) {
     // no config file, or unreadable: fall through
   }
-  if (auto c = cli::load_credentials(); c && !c->server.empty()) return c->server;
+  if (auto s = cli::saved_server()) return *s;
   return "http://127.0.0.1:8080";
 }
 
@@ -62,6 +63,9 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print JSON instead of text");
   app.set_version_flag("--version", std::string("gpunex ") + gpunex::core::kReleaseVersion);
   app.require_subcommand(1);
+  app.footer(
+      "Exit status: 0 done; 1 the server refused the request, could not be reached, or a file could not be "
+      "read; 2 the command line is wrong (an unknown command or option, a missing or bad value).");
 
   std::vector<std::pair<CLI::App*, std::unique_ptr<cli::Command>>> commands;
   for (auto make :
@@ -84,11 +88,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A command line that is wrong exits 2, whatever CLI11's own code for the kind of mistake (104-109);
+    // --help and --version exit 0.
     if (const auto text = unknown_command_text(app); !text.empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
       std::cerr << text << "\n";
-      return e.get_exit_code();
+      return 2;
     }
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;
   }
 
   cli::Context ctx;

@@ -7,7 +7,25 @@ namespace gpunex::cli {
 
 namespace {
 
-std::string offers_text(const nlohmann::json& j) {
+//! One offer's rank_explanation as a line: rank = reliability × value × tier × commitment, each factor
+//! with what it comes from (DESIGN §4's marketplace rank).
+std::string why_text(const nlohmann::json& o) {
+  const auto& e = member(o, "rank_explanation");
+  const auto& rel = member(e, "reliability");
+  const auto& value = member(e, "value");
+  const auto& tier = member(e, "tier");
+  const auto& commitment = member(e, "commitment");
+  return format_text(member(o, "machine_id")) + " " + format_text(member(o, "model")) + ": rank " +
+         format_fixed(member(e, "rank"), 4) + " = reliability " + format_fixed(member(rel, "factor"), 4) + " (" +
+         format_score(member(rel, "value")) + ", " + format_text(member(rel, "source")) + ") × value " +
+         format_fixed(member(value, "factor"), 4) + " (" + format_fixed(member(value, "perf_per_usdc"), 2) +
+         " perf/USDC vs the model's median " + format_fixed(member(value, "model_median_perf_per_usdc"), 2) +
+         ") × tier " + format_fixed(member(tier, "factor"), 4) + " (" + format_text(member(tier, "tier")) +
+         ") × commitment " + format_fixed(member(commitment, "factor"), 4) + " (" +
+         format_fixed(member(commitment, "months"), 0) + " months)";
+}
+
+std::string offers_text(const nlohmann::json& j, bool why) {
   if (member(j, "known_models").is_array()) {
     // The model filter named no catalog model: say which exist.
     std::string ids;
@@ -29,6 +47,9 @@ std::string offers_text(const nlohmann::json& j) {
   std::string out =
       format_table({"MACHINE", "MODEL", "GPUS", "USDC/GPU-H", "PERF", "RELIABILITY", "TIER", "REGION", "RANK",
                                 "SIMULATED"}, rows);
+  if (why) {
+    for (const auto& o : member(j, "items")) out += why_text(o) + "\n";
+  }
   const auto shown = member(j, "items").size();
   out += std::to_string(shown) + (shown == 1 ? " offer" : " offers");
   if (member(j, "total").is_number()) out += " of " + format_fixed(member(j, "total"), 0);
@@ -56,6 +77,7 @@ class OffersSearchCommand : public Command {
                       std::to_string(core::kDefaultPageLimit) + ")")
         ->type_name("N");
     c->add_option("--cursor", cursor_, "the next page, as the previous page said")->type_name("CURSOR");
+    c->add_flag("--why", why_, "also say why each offer ranks where it does (its rank's factors)");
     return c;
   }
   int run(Context& ctx) override {
@@ -78,12 +100,13 @@ class OffersSearchCommand : public Command {
     if (r->status != 200) return report_http_error(ctx, *r);
     const auto j = nlohmann::json::parse(r->body, nullptr, false);
     if (!j.is_object() || !member(j, "items").is_array()) return ctx.fail("the server's list of offers is not JSON");
-    ctx.print(j, offers_text(j));
+    ctx.print(j, offers_text(j, why_));
     return 0;
   }
 
  private:
   std::string model_, region_, min_vram_gb_, max_price_, min_reliability_, tier_, sort_, limit_, cursor_;
+  bool why_ = false;
 };
 
 }  // namespace

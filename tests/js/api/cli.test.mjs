@@ -14,13 +14,23 @@ import { Pty } from '../lib/pty.mjs';
 test('an unknown command is named with the commands there', () => {
   const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
   const top = gpunex(home, ['catalog']);
-  assert.notEqual(top.code, 0);
+  assert.equal(top.code, 2, 'a wrong command line exits 2');
   assert.match(top.err, /'catalog' is not a command of `gpunex`; the commands are: login, .*machines, .*rentals/);
   const inner = gpunex(home, ['machines', 'frob']);
-  assert.notEqual(inner.code, 0);
+  assert.equal(inner.code, 2);
   assert.match(inner.err, /'frob' is not a command of `gpunex machines`; the commands are: list, show/);
-  // Nothing at all still asks for a command.
-  assert.match(gpunex(home, ['machines']).err, /A subcommand is required/);
+  // Nothing at all still asks for a command; an unknown option, a missing one and a bad value exit 2 too
+  // (not CLI11's own 104-109), and --help and --version 0. The help says what the exit statuses mean.
+  const bare = gpunex(home, ['machines']);
+  assert.match(bare.err, /A subcommand is required/);
+  assert.equal(bare.code, 2);
+  assert.equal(gpunex(home, ['rent', '--model', 'L4']).code, 2, 'no --image');
+  assert.equal(gpunex(home, ['rent', '--model', 'L4', '--image', 'x', '--max-hours', 'abc']).code, 2);
+  assert.equal(gpunex(home, ['whoami', '--frobnicate']).code, 2);
+  const help = gpunex(home, ['--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.out, /Exit status: 0 done; 1 the server refused .*; 2 the command line is wrong/);
+  assert.equal(gpunex(home, ['--version']).code, 0);
 });
 
 test(`${BACKEND}: gpunex login, whoami, logout`, async () => {
@@ -33,7 +43,9 @@ test(`${BACKEND}: gpunex login, whoami, logout`, async () => {
     const bad = gpunex(home, ['--server', server.url, 'login', '--email', 'cli@example.com', '--password-stdin'],
       'wrong-password-1\n');
     assert.equal(bad.code, 1);
-    assert.equal(bad.err, 'error: e-mail or password is wrong\n', 'no "run gpunex login" after a failed login');
+    assert.equal(bad.err, 'error: e-mail or password is wrong\n' +
+      `no account yet? sign up at ${server.url}/#/signup; forgot the password? ${server.url}/#/forgot-password\n`,
+    'no "run gpunex login" after a failed login, and where accounts and lost passwords are dealt with');
 
     const login = gpunex(home, ['--server', server.url, 'login', '--email', 'cli@example.com', '--password-stdin',
       '--json'], 'correct-horse-battery\n');
@@ -51,10 +63,18 @@ test(`${BACKEND}: gpunex login, whoami, logout`, async () => {
 
     const out = gpunex(home, ['--server', server.url, 'logout']);
     assert.equal(out.code, 0, out.err);
-    assert.ok(!existsSync(cred));
-    const after = gpunex(home, ['--server', server.url, 'whoami']);
+    // The token is gone from the file; the server stays, so the next login (and its error) goes there.
+    assert.deepEqual(JSON.parse(readFileSync(cred, 'utf8')), { server: server.url, token: '', email: '' });
+    assert.equal(statSync(cred).mode & 0o777, 0o600);
+    const after = gpunex(home, ['whoami']);
     assert.equal(after.code, 1);
-    assert.match(after.err, /not logged in/);
+    assert.equal(after.err, `error: not logged in to ${server.url}; run \`gpunex login\`\n`);
+    const again = gpunex(home, ['logout']);
+    assert.equal(again.code, 0, again.err);
+    assert.equal(again.out, `Not logged in to ${server.url}; nothing to do.\n`);
+    const back = gpunex(home, ['login', '--email', 'cli@example.com', '--password-stdin'], 'correct-horse-battery\n');
+    assert.equal(back.code, 0, back.err);
+    assert.match(back.out, new RegExp(`^Logged in to ${server.url} as cli@example\\.com`));
   } finally {
     await server.stop();
   }
@@ -140,7 +160,7 @@ test(`${BACKEND}: server resolution order; logout of another server keeps the sa
     const out = gpunex(home, ['--server', `${server.url}/`, 'logout', '--json']);
     assert.equal(out.code, 0, out.err);
     assert.deepEqual(JSON.parse(out.out), { status: 'logged_out', server: server.url, email: 'order@example.com' });
-    assert.ok(!existsSync(cred));
+    assert.equal(JSON.parse(readFileSync(cred, 'utf8')).token, '', 'the token is forgotten');
     assert.equal((await c.request('GET', '/v1/me')).status, 401);
     const again = gpunex(home, ['--server', server.url, 'logout', '--json']);
     assert.equal(again.code, 0, again.err);

@@ -185,6 +185,16 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
     assert.equal(offers[0].PERF, row.PERF, 'offers search PERF and machines list PERF');
     assert.equal(offers[0].PERF, gpuRows[0].PERF, 'offers search PERF and the GPU row');
     assert.match(table.out, /\n1 offer of 1\n$/);
+    // --why: the rank's factors, as the API explains them (the dashboard's "Why this rank").
+    const apiOffer = (await client.request('GET', '/v1/marketplace/offers?model=L40S')).json.items[0];
+    const ex = apiOffer.rank_explanation;
+    const why = gpunex(home, ['offers', 'search', '--model', 'L40S', '--why']);
+    assert.equal(why.code, 0, why.err);
+    assert.ok(why.out.includes(`\n${machine.id} L40S: rank ${ex.rank.toFixed(4)} = reliability ` +
+      `${ex.reliability.factor.toFixed(4)} (${ex.reliability.value.toFixed(1)}, ${ex.reliability.source}) × value ` +
+      `${ex.value.factor.toFixed(4)} (${ex.value.perf_per_usdc.toFixed(2)} perf/USDC vs the model's median ` +
+      `${ex.value.model_median_perf_per_usdc.toFixed(2)}) × tier ${ex.tier.factor.toFixed(4)} (${ex.tier.tier}) × ` +
+      `commitment ${ex.commitment.factor.toFixed(4)} (${ex.commitment.months} months)\n`), why.out);
 
     // A model filter that names no catalog model says which models exist.
     const unknown = gpunex(home, ['offers', 'search', '--model', 'RTX 9999']);

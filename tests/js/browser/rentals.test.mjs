@@ -155,6 +155,8 @@ test(`${BACKEND}: rent an offer, follow it in My rentals, the provider stops it`
     assert.equal(rows[0].state, 'Running');
     assert.equal(rows[0].gpus, '1 × L40S');
     assert.equal(rows[0]['cost-per-hour'], '0.500000 USDC');
+    // Every time on the page is UTC, the refresh time too (it was the browser's local time beside UTC times).
+    assert.match(await page.locator('#rentals-summary').textContent(), /^1 rental, 1 active\. Updated \d\d:\d\d:\d\d UTC\.$/);
     await shot(page, 'my-rentals-running');
 
     // The Balance page leads with what can be spent now: the balance less what the running rental has
