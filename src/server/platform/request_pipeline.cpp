@@ -465,7 +465,11 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
       options.sealed_replay ? "sealed:" + util::secret_hash_hex(kSealContext, idem_key) : idem_key;
   // A sealed route's body may hold a secret (signup's password): its hash is keyed with the
   // Idempotency-Key, which the store never holds, so the stored hash cannot be guessed offline.
-  const std::string request_text = std::string(http::method_name(req.method)) + " " + req.path + "\n" + req.body;
+  // A JSON body is compared as JSON (keys in order, no white space): a retry that writes the same request
+  // with other spacing or key order is the same request, not a reused key.
+  const auto parsed = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  const std::string request_text = std::string(http::method_name(req.method)) + " " + req.path + "\n" +
+                                   (parsed.is_discarded() ? req.body : parsed.dump());
   const std::string req_hash = options.sealed_replay
                                    ? util::secret_hash_hex("gpunex idempotent request", idem_key + "\n" + request_text)
                                    : util::sha256_hex(request_text);

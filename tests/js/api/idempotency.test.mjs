@@ -76,3 +76,30 @@ test(`${BACKEND}: sealed Idempotency-Key replays keep API keys out of the store`
     await server.stop();
   }
 });
+
+// A retry is the same request when its JSON is: other spacing or key order (another client library, a
+// pretty-printer) replays the first answer; a changed value under the same key is refused.
+test(`${BACKEND}: an Idempotency-Key's request is compared as JSON, not as bytes`, async () => {
+  const server = await new TestServer().start();
+  try {
+    const bo = new Client(server.url);
+    await bo.signupAndLogin('bo@example.com');
+    const form = { full_name: 'Bo', email: 'bo@example.com', ups: false, commitment_months: 3,
+      gpus: [{ model: 'L4', count: 1, system_ram_gb: 64, download_gbps: 1, upload_gbps: 1, availability: '24/7',
+        location: { city: 'Lyon', country: 'FR', region: 'eu-west' } }] };
+    const headers = { 'Idempotency-Key': 'c0ffee00-spacing-4d1b-9a7e-0f3c2b1a9d8e' };
+    const first = await bo.request('POST', '/v1/applications', { headers, raw: JSON.stringify(form) });
+    assert.equal(first.status, 201, first.body);
+    const reordered = Object.fromEntries(Object.entries(form).reverse());
+    const spaced = await bo.request('POST', '/v1/applications', { headers, raw: `\n${JSON.stringify(reordered, null, 2)}\n` });
+    assert.equal(spaced.status, 201, spaced.body);
+    assert.equal(spaced.headers.get('idempotent-replayed'), 'true');
+    assert.equal(spaced.json.id, first.json.id);
+    const changed = await bo.request('POST', '/v1/applications', { headers, raw: JSON.stringify({ ...form, commitment_months: 6 }) });
+    assert.equal(changed.status, 422, changed.body);
+    assert.equal(changed.json.error.code, 'idempotency_key_reused');
+    assert.equal((await bo.request('GET', '/v1/applications')).json.items.length, 1);
+  } finally {
+    await server.stop();
+  }
+});
