@@ -223,3 +223,53 @@ pages.machines = async function machines(id, tab) {
     id && res.items && res.items[0] ? machineTabs(id, '') : '', body];
 };
 pages.machine = (id) => { location.hash = `#/machines/${encodeURIComponent(id || '')}`; return []; };
+
+// #/fleet (admins): every provider's machines with the fleet's counts, filtered by status; a page of the
+// list at a time (GET /v1/admin/machines), with "More" for the next.
+pages.fleet = async function fleet(status) {
+  document.title = 'Fleet — GPUnex';
+  if (!state.user) { location.hash = '#/login'; return []; }
+  if (!hasRole('admin')) return [el('h1', {}, 'Fleet'), el('p', {}, 'Only admins see every provider\'s machines.')];
+  const filter = status === 'online' || status === 'offline' ? status : '';
+  const query = (cursor) => `/v1/admin/machines?limit=100${filter ? `&status=${filter}` : ''}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+  const first = await api('GET', query(null));
+  if (!first.ok) {
+    return [el('h1', {}, 'Fleet'), el('p', { role: 'alert' }, first.data && first.data.error ? first.data.error.message : 'Could not load the fleet.')];
+  }
+  const s = first.data.summary;
+  const gpusText = (m) => m.gpus.map((g) => `${g.count} × ${g.model}`).join(', ') || 'none';
+  const row = (m) => el('tr', { 'data-machine': m.id },
+    el('td', { 'data-col': 'machine' }, m.hostname, el('div', { class: 'muted small' }, m.id)),
+    el('td', { 'data-col': 'provider' }, m.provider_email),
+    el('td', { 'data-col': 'status' }, el('span', { class: `badge ${m.status}` }, m.status === 'online' ? 'Online' : 'Offline'),
+      m.simulated ? el('span', { class: 'badge sim' }, 'simulated') : ''),
+    el('td', { 'data-col': 'gpus' }, gpusText(m)),
+    el('td', { 'data-col': 'listed', class: 'num' }, `${m.gpus_listed}/${m.gpu_count}`),
+    el('td', { 'data-col': 'rented', class: 'num' }, String(m.gpus_rented)),
+    el('td', { 'data-col': 'last-seen' }, fmtTime(m.last_seen)),
+    el('td', { 'data-col': 'note' }, m.rentals_blocked ? `Cannot run rentals: ${m.rentals_blocked}` : ''));
+  const tbody = el('tbody', {}, first.data.items.map(row));
+  let cursor = first.data.next_cursor;
+  const more = el('button', { type: 'button', class: 'ghost', hidden: !cursor, onclick: async () => {
+    more.disabled = true;
+    const next = await api('GET', query(cursor));
+    more.disabled = false;
+    if (!next.ok) return;
+    tbody.append(...next.data.items.map(row));
+    cursor = next.data.next_cursor;
+    more.hidden = !cursor;
+  } }, 'More');
+  const tabs = el('nav', { class: 'tabs', 'aria-label': 'Machines by status' }, [['', 'All'], ['online', 'Online'], ['offline', 'Offline']]
+    .map(([v, name]) => el('a', { href: v ? `#/fleet/${v}` : '#/fleet', 'aria-current': v === filter ? 'page' : false }, name)));
+  return [el('h1', {}, 'Fleet'),
+    el('p', { class: 'muted', role: 'status', id: 'fleet-summary' },
+      `${s.machines} machine${s.machines === 1 ? '' : 's'}: ${s.online} online, ${s.offline} offline. ` +
+      `${s.gpus} GPU${s.gpus === 1 ? '' : 's'}: ${s.gpus_listed} listed, ${s.gpus_rented} rented. Updated ${clockNow()}.`),
+    tabs,
+    first.data.items.length
+      ? scrollBox(el('table', { class: 'table fleet', 'aria-label': 'Fleet' },
+        el('thead', {}, el('tr', {}, ['Machine', 'Provider', 'Status', 'GPUs', 'Listed', 'Rented', 'Last seen', 'Note']
+          .map((t) => el('th', { scope: 'col' }, t)))), tbody))
+      : el('p', { class: 'empty' }, filter ? `No ${filter} machines.` : 'No machines yet: providers install the agent once approved.'),
+    more];
+};

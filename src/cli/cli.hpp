@@ -80,6 +80,7 @@ std::unique_ptr<Command> make_schedule_show_command();
 std::unique_ptr<Command> make_machines_list_command();
 std::unique_ptr<Command> make_machines_show_command();
 std::unique_ptr<Command> make_reliability_command();
+std::unique_ptr<Command> make_fleet_command();
 std::unique_ptr<Command> make_offers_search_command();
 std::unique_ptr<Command> make_balance_command();
 std::unique_ptr<Command> make_payouts_command();

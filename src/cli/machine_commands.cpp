@@ -270,6 +270,60 @@ class ReliabilityCommand : public Command {
   }
 };
 
+//! gpunex fleet: every provider's machines (admins; GET /v1/admin/machines, every page) and the fleet's counts.
+class FleetCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = parent.add_subcommand("fleet", "every provider's machines and the fleet's counts (admins)");
+    c->add_option("--status", status_, "online or offline")->type_name("STATUS");
+    return c;
+  }
+  int run(Context& ctx) override {
+    nlohmann::json items = nlohmann::json::array();
+    nlohmann::json summary;
+    std::string cursor;
+    do {
+      nlohmann::json page;
+      const std::string path = "/v1/admin/machines?limit=200" +
+                               (status_.empty() ? "" : "&status=" + url_encode(status_)) +
+                               (cursor.empty() ? "" : "&cursor=" + url_encode(cursor));
+      if (int rc = get_json(ctx, path, page); rc != 0) return rc;
+      for (auto& m : page["items"]) items.push_back(std::move(m));
+      summary = member(page, "summary");
+      cursor = page["next_cursor"].is_string() ? page["next_cursor"].get<std::string>() : "";
+    } while (!cursor.empty());
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& m : items) {
+      std::string gpus;
+      for (const auto& g : member(m, "gpus")) {
+        gpus +=
+            (gpus.empty() ? "" : ", ") + format_fixed(member(g, "count"), 0) + " × " + format_text(member(g, "model"));
+      }
+      rows.push_back({format_text(member(m, "id")), format_text(member(m, "hostname")),
+                      format_text(member(m, "provider_email")),
+                      format_text(member(m, "status")) + (m.value("simulated", false) ? " (simulated)" : ""),
+                      gpus.empty() ? "-" : gpus,
+                      format_fixed(member(m, "gpus_listed"), 0) + "/" + format_fixed(member(m, "gpu_count"), 0),
+                      format_fixed(member(m, "gpus_rented"), 0), format_text(member(m, "last_seen"))});
+    }
+    const auto n = [&](const char* k) { return format_fixed(member(summary, k), 0); };
+    std::string out = n("machines") + " machines: " + n("online") + " online, " + n("offline") + " offline; " +
+                      n("gpus") + " GPUs: " + n("gpus_listed") + " listed, " + n("gpus_rented") + " rented\n";
+    out += rows.empty()
+               ? std::string("no machines") + (status_.empty() ? "" : " " + status_)
+               : format_table({"MACHINE", "HOST", "PROVIDER", "STATUS", "GPUS", "LISTED", "RENTED", "LAST SEEN"}, rows);
+    nlohmann::json all{{"items", std::move(items)}, {"summary", summary}};
+    ctx.print(all, out);
+    return 0;
+  }
+
+ private:
+  std::string status_;
+};
+
+std::unique_ptr<Command> make_fleet_command() {
+  return std::make_unique<FleetCommand>();
+}
 std::unique_ptr<Command> make_machines_list_command() {
   return std::make_unique<MachinesListCommand>();
 }

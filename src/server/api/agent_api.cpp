@@ -10,6 +10,7 @@
 #include "server/fleet/machines.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/rentals/rentals.hpp"
+#include "util/time.hpp"
 
 namespace gpunex::server {
 
@@ -135,6 +136,66 @@ http::Response provider_machines(Ctx& ctx, const PendingTelemetry& latest) {
   return http::Response::json(200, *out);
 }
 
+//! GET /v1/admin/machines[?status=online|offline]: every provider's machines, a page by id (read by its key,
+//! not built whole), each with its owner, whether it is heard from, its GPUs listed and rented; and the
+//! whole fleet's counts, whatever the page and the filter.
+http::Response fleet_machines(Ctx& ctx) {
+  auto page = page_params(ctx.req);
+  if (!page) return http::Response::error(page.error());
+  std::optional<core::MachineStatus> status;
+  if (const auto text = ctx.req.query_param("status")) {
+    status = core::parse_machine_status(*text);
+    if (!status) {
+      return http::Response::error(
+          core::Error::make(core::ErrorCode::invalid_field, "status must be online or offline", "status"));
+    }
+  }
+  auto out = ctx.store().transact(
+      [&](store::Tx& tx) -> core::Result<nlohmann::json> {
+        MachinesRepo repo(tx);
+        const auto rows = repo.fleet_page(status, page->after, static_cast<std::int64_t>(page->limit) + 1);
+        const bool more = rows.size() > page->limit;
+        const std::size_t shown = std::min(rows.size(), page->limit);
+        std::vector<std::string> ids;
+        for (std::size_t i = 0; i < shown; ++i) ids.push_back(rows[i].id);
+        const auto rented = rentals::rented_gpus(tx, ids);
+        auto items = nlohmann::json::array();
+        for (std::size_t i = 0; i < shown; ++i) {
+          const auto& m = rows[i];
+          auto models = nlohmann::json::array();
+          for (const auto& [model, count] : m.models) models.push_back({{"model", model}, {"count", count}});
+          const auto r = rented.find(m.id);
+          items.push_back({{"id", m.id},
+                           {"hostname", m.hostname},
+                           {"provider_id", m.provider_id},
+                           {"provider_email", m.provider_email},
+                           {"status", core::machine_status_name(m.status)},
+                           {"simulated", m.simulated},
+                           {"agent_version", m.agent_version},
+                           {"driver_version", m.driver_version},
+                           {"last_seen", util::rfc3339_or_null(m.last_seen_ms)},
+                           {"rentals_blocked", m.rentals_blocked ? nlohmann::json(*m.rentals_blocked) : nullptr},
+                           {"gpus", std::move(models)},
+                           {"gpu_count", m.gpus},
+                           {"gpus_listed", m.listed},
+                           {"gpus_rented", r == rented.end() ? 0 : r->second}});
+        }
+        const auto c = repo.fleet_counts();
+        return nlohmann::json{{"items", std::move(items)},
+                              {"next_cursor", more ? nlohmann::json(rows[shown - 1].id) : nlohmann::json(nullptr)},
+                              {"summary",
+                               {{"machines", c.machines},
+                                {"online", c.online},
+                                {"offline", c.machines - c.online},
+                                {"gpus", c.gpus},
+                                {"gpus_listed", c.listed},
+                                {"gpus_rented", rentals::rented_gpus_total(tx)}}}};
+      },
+      store::TxMode::read);
+  if (!out) return http::Response::error(out.error());
+  return http::Response::json(200, *out);
+}
+
 http::Response provider_machine(Ctx& ctx, const PendingTelemetry& latest) {
   const std::string id = ctx.req.param("id");
   const auto now = ctx.now_ms();
@@ -216,6 +277,42 @@ void register_agent_api(App& app) {
                                                 {"commands"})}}}),
       [&latest, &known](Ctx& ctx, const http::Reply& reply) { agent_heartbeat(ctx, reply, latest, known); });
   auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
+  const auto count = oa::integer(0, 1LL << 40);
+  app.route(
+      http::Method::get, "/v1/admin/machines",
+      RouteOptions::for_roles({"admin"}).doc(
+          {.summary = "Every provider's machines (the operator's fleet view), with the fleet's counts",
+           .query = {"status", "limit", "cursor"},
+           .responses = {{200, oa::all_of(
+                                   {oa::page(oa::closed_record(
+                                        {{"id", oa::text(1)},
+                                         {"hostname", oa::text()},
+                                         {"provider_id", oa::text(1)},
+                                         {"provider_email", oa::text(1)},
+                                         {"status", oa::one_of({"online", "offline"})},
+                                         {"simulated", oa::boolean()},
+                                         {"agent_version", oa::text()},
+                                         {"driver_version", oa::text()},
+                                         {"last_seen", oa::nullable(oa::timestamp())},
+                                         {"rentals_blocked", oa::nullable(oa::text())},
+                                         {"gpus", oa::array(oa::closed_record(
+                                                      {{"model", oa::text(1)}, {"count", count}}, {"model", "count"}))},
+                                         {"gpu_count", count},
+                                         {"gpus_listed", count},
+                                         {"gpus_rented", count}},
+                                        {"id", "hostname", "provider_id", "provider_email", "status", "simulated",
+                                         "agent_version", "driver_version", "last_seen", "rentals_blocked", "gpus",
+                                         "gpu_count", "gpus_listed", "gpus_rented"})),
+                                    oa::record({{"summary", oa::closed_record({{"machines", count},
+                                                                               {"online", count},
+                                                                               {"offline", count},
+                                                                               {"gpus", count},
+                                                                               {"gpus_listed", count},
+                                                                               {"gpus_rented", count}},
+                                                                              {"machines", "online", "offline", "gpus",
+                                                                               "gpus_listed", "gpus_rented"})}},
+                                               {"summary"})})}}}),
+      fleet_machines);
   app.route(http::Method::get, "/agent/install.sh",
             RouteOptions::public_route().doc(
                 {.summary = "The agent installer, with this server's URL filled in", .responses = {{200, nullptr}}}),

@@ -1,5 +1,7 @@
 #include "server/fleet/machines_repo.hpp"
 
+#include <map>
+
 #include "server/onboarding/onboarding_repo.hpp"
 #include "util/crypto.hpp"
 
@@ -42,6 +44,76 @@ MachineCard card_of(const Row& m) {
 
 std::optional<MachineRecord> MachinesRepo::find(const std::string& id) {
   return record_of(tx_.query_one(std::string(kRecordColumns) + "id = ?", {id}));
+}
+
+std::vector<FleetMachine> MachinesRepo::fleet_page(std::optional<core::MachineStatus> status,
+                                                   const std::optional<std::string>& after_id, std::int64_t limit) {
+  std::string q =
+      "SELECT m.id, m.hostname, m.provider_id, u.email, m.status, m.simulated, m.agent_version, m.driver_version, "
+      "m.last_seen_at, m.rentals_blocked, "
+      "(SELECT COUNT(*) FROM machine_gpus g WHERE g.machine_id = m.id AND g.present = 1), "
+      "(SELECT COUNT(*) FROM gpu_listing l JOIN machine_gpus g ON g.machine_id = l.machine_id AND g.uuid = l.uuid "
+      "WHERE l.machine_id = m.id AND l.listed = 1 AND g.present = 1) "
+      "FROM machines m JOIN providers p ON p.id = m.provider_id JOIN users u ON u.id = p.user_id WHERE 1 = 1";
+  std::vector<store::Value> params;
+  if (status) {
+    q += " AND m.status = ?";
+    params.emplace_back(std::string(core::machine_status_name(*status)));
+  }
+  if (after_id) {
+    q += " AND m.id > ?";
+    params.emplace_back(*after_id);
+  }
+  q += " ORDER BY m.id LIMIT ?";
+  params.emplace_back(limit);
+  std::vector<FleetMachine> out;
+  std::map<std::string, std::size_t> at;
+  std::string ids;
+  std::vector<store::Value> id_params;
+  for (const auto& r : tx_.query(q, std::move(params))) {
+    FleetMachine m;
+    m.id = r.str(0);
+    m.hostname = r.str(1);
+    m.provider_id = r.str(2);
+    m.provider_email = r.str(3);
+    m.status = core::parse_machine_status(r.str(4)).value_or(core::MachineStatus::offline);
+    m.simulated = r.boolean(5);
+    m.agent_version = r.str(6);
+    m.driver_version = r.str(7);
+    m.last_seen_ms = r.opt_i64(8);
+    m.rentals_blocked = r.opt_str(9);
+    m.gpus = r.i64(10);
+    m.listed = r.i64(11);
+    at[m.id] = out.size();
+    ids += ids.empty() ? "?" : ", ?";
+    id_params.emplace_back(m.id);
+    out.push_back(std::move(m));
+  }
+  if (out.empty()) return out;
+  // The page's GPUs by model, in one statement (a page is at most a few hundred machines).
+  for (const auto& r :
+       tx_.query("SELECT machine_id, COALESCE(model, name), COUNT(*) FROM machine_gpus WHERE present = 1 AND "
+                 "machine_id IN (" +
+                     ids + ") GROUP BY machine_id, COALESCE(model, name) ORDER BY 1, 2",
+                 std::move(id_params))) {
+    out[at[r.str(0)]].models.emplace_back(r.str(1), r.i64(2));
+  }
+  return out;
+}
+
+FleetCounts MachinesRepo::fleet_counts() {
+  FleetCounts c;
+  for (const auto& r : tx_.query("SELECT status, COUNT(*) FROM machines GROUP BY status", {})) {
+    c.machines += r.i64(1);
+    if (core::parse_machine_status(r.str(0)) == core::MachineStatus::online) c.online += r.i64(1);
+  }
+  if (auto r = tx_.query_one("SELECT COUNT(*) FROM machine_gpus WHERE present = 1", {})) c.gpus = r->i64(0);
+  if (auto r = tx_.query_one("SELECT COUNT(*) FROM gpu_listing l JOIN machine_gpus g ON g.machine_id = l.machine_id "
+                             "AND g.uuid = l.uuid WHERE l.listed = 1 AND g.present = 1",
+                             {})) {
+    c.listed = r->i64(0);
+  }
+  return c;
 }
 
 std::optional<MachineRecord> MachinesRepo::find_by_fingerprint(const std::string& provider_id,

@@ -167,12 +167,34 @@ struct ScoredMachineRow {
   std::int64_t created_ms = 0;
 };
 
+//! A machine in the operator's fleet view: who owns it, whether it is heard from, its GPUs.
+struct FleetMachine {
+  std::string id, hostname, provider_id, provider_email;
+  core::MachineStatus status = core::MachineStatus::offline;
+  bool simulated = false;
+  std::string agent_version, driver_version;
+  std::optional<std::int64_t> last_seen_ms;
+  std::optional<std::string> rentals_blocked;
+  std::vector<std::pair<std::string, std::int64_t>> models;  // present GPUs by model (name when unknown)
+  std::int64_t gpus = 0, listed = 0;                         // present GPUs, and those listed
+};
+
+//! The whole fleet's counts: machines by status, present GPUs and listed ones.
+struct FleetCounts {
+  std::int64_t machines = 0, online = 0, gpus = 0, listed = 0;
+};
+
 //! The machine tables of one transaction.
 class MachinesRepo {
  public:
   explicit MachinesRepo(store::Tx& tx) : tx_(tx) {}
 
   std::optional<MachineRecord> find(const std::string& id);
+  //! Up to `limit` machines of every provider by id after `after_id` (none: from the first), of `status`
+  //! when given: the operator's fleet view, a page read by its key.
+  std::vector<FleetMachine> fleet_page(std::optional<core::MachineStatus> status,
+                                       const std::optional<std::string>& after_id, std::int64_t limit);
+  FleetCounts fleet_counts();
   std::optional<MachineRecord> find_by_fingerprint(const std::string& provider_id, const std::string& fingerprint);
   //! The provider that owns a machine, if the machine exists.
   std::optional<std::string> owner(const std::string& id);

@@ -180,6 +180,28 @@ std::map<std::string, std::vector<std::pair<std::string, rental::State>>> live_s
   return out;
 }
 
+std::map<std::string, std::int64_t> rented_gpus(store::Tx& tx, const std::vector<std::string>& machine_ids) {
+  std::map<std::string, std::int64_t> out;
+  constexpr std::size_t kChunk = 200;
+  for (std::size_t from = 0; from < machine_ids.size(); from += kChunk) {
+    const std::size_t n = std::min(kChunk, machine_ids.size() - from);
+    std::string q = "SELECT machine_id, SUM(gpu_count) FROM rentals WHERE state <> ? AND machine_id IN (";
+    std::vector<store::Value> params{kEnded};
+    for (std::size_t i = 0; i < n; ++i) {
+      q += i == 0 ? "?" : ", ?";
+      params.emplace_back(machine_ids[from + i]);
+    }
+    q += ") GROUP BY machine_id";
+    for (const auto& r : tx.query(q, std::move(params))) out[r.str(0)] = r.i64(1);
+  }
+  return out;
+}
+
+std::int64_t rented_gpus_total(store::Tx& tx) {
+  const auto r = tx.query_one("SELECT COALESCE(SUM(gpu_count), 0) FROM rentals WHERE state <> ?", {kEnded});
+  return r ? r->i64(0) : 0;
+}
+
 namespace {
 
 const std::string& free_gpus_query() {

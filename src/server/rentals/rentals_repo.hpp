@@ -82,6 +82,10 @@ std::vector<RentalRow> all_live(store::Tx& tx);
 //! made of, read for many waiting agents at once.
 std::map<std::string, std::vector<std::pair<std::string, core::rental::State>>> live_states(
     store::Tx& tx, const std::vector<std::string>& machine_ids);
+//! For each of `machine_ids` with live rentals, how many GPUs they hold.
+std::map<std::string, std::int64_t> rented_gpus(store::Tx& tx, const std::vector<std::string>& machine_ids);
+//! How many GPUs every live rental holds together.
+std::int64_t rented_gpus_total(store::Tx& tx);
 
 //! The GPUs the scheduler may give on each of `machine_ids`, by (machine, model), in uuid order:
 //! present, listed, scored, on an online machine, and held by no rental. Reads the fleet's tables
