@@ -1,5 +1,7 @@
 #include "server/payouts/payout_settings.hpp"
 
+#include <algorithm>
+
 #include "core/json_reader.hpp"
 #include "core/payout_destination.hpp"
 #include "core/sepa.hpp"
@@ -132,10 +134,15 @@ nlohmann::json settings_json(store::Tx& tx, const std::string& provider_id, std:
 Change record_change(store::Tx& tx, const std::string& provider_id, PayoutSettings wanted, const std::string& by,
                      std::int64_t cooldown_ms, std::int64_t now_ms) {
   const auto all = changes(tx, provider_id);
-  // The destination it compares with: the latest recorded (a pending one included).
+  const auto same = [&](const PayoutSettings& c) {
+    return c.method == wanted.method && c.destination == wanted.destination;
+  };
+  // The destination it compares with: the latest recorded (a pending one included), and the one in force.
   const bool first = all.empty();
-  const bool same_destination = !first && all.front().method == wanted.method &&
-                                all.front().destination == wanted.destination;
+  const bool same_destination = !first && same(all.front());
+  const auto in_force =
+      std::find_if(all.begin(), all.end(), [&](const auto& c) { return c.effective_at_ms <= now_ms; });
+  const bool back_to_current = !same_destination && in_force != all.end() && same(*in_force);
   wanted.changed_by = by;
   wanted.changed_at_ms = now_ms;
   if (first) {
@@ -143,6 +150,11 @@ Change record_change(store::Tx& tx, const std::string& provider_id, PayoutSettin
   } else if (same_destination) {
     // The schedule alone changed: at once, or with the pending destination's own time.
     wanted.effective_at_ms = std::max(now_ms, all.front().effective_at_ms);
+  } else if (back_to_current) {
+    // Back to the destination in force: at once, and the pending change is called off (this row is newer
+    // and in force, so current_settings never reaches the pending one). The cool-down exists so that the
+    // owner can do exactly this before a destination someone else set takes the money.
+    wanted.effective_at_ms = now_ms;
   } else {
     wanted.effective_at_ms = now_ms + cooldown_ms;
   }
@@ -150,7 +162,7 @@ Change record_change(store::Tx& tx, const std::string& provider_id, PayoutSettin
           "changed_at, effective_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
           {util::new_id("pset"), provider_id, std::string(payout::to_string(wanted.method)), wanted.destination.dump(),
            std::string(payout::to_string(wanted.schedule)), by, now_ms, wanted.effective_at_ms});
-  return {wanted, !same_destination};
+  return {wanted, !same_destination && !back_to_current};
 }
 
 std::string method_text(payout::Method m) {

@@ -104,3 +104,52 @@ test(`${BACKEND}: payout settings: password, cool-down, mail, audit history, bad
     await server.stop();
   }
 });
+
+// Someone with the provider's session sets their own wallet; the provider, told by mail, goes back to the
+// wallet in force before the cool-down ends: that is at once, and the pending change is called off, so
+// when its time comes the payouts still go to the provider's wallet (they went to the other one).
+test(`${BACKEND}: going back to the destination in force calls off a pending change`, async () => {
+  const START = '2031-03-01T00:00:00Z';  // a Saturday
+  const server = await new TestServer(['--test-clock', START, '--enable-test-clock', 'true',
+    '--session-ttl-hours', '240']).start();
+  try {
+    server.createUser('root@example.com', 'operator-password-1', 'admin');
+    const admin = new Client(server.url);
+    await admin.login('root@example.com', 'operator-password-1');
+    const at = async (hours) => {
+      const r = await admin.request('POST', '/v1/test/clock',
+        { body: { now: new Date(Date.parse(START) + hours * 3600_000).toISOString() } });
+      assert.equal(r.status, 200, r.body);
+    };
+    const { client } = await approvedProvider(server, 'owner@example.com', { confirmEmail: true });
+    const OTHER = '4S4ApGC9roHurnWD88MsLP3V61atbwTpCQVuAwUGrgXm';  // someone else's wallet
+    const put = (wallet, extra = {}) => client.request('PUT', '/v1/provider/payout-settings', { body:
+      { method: 'solana_usdc', wallet_address: wallet, schedule: 'weekly', password: 'correct-horse-battery', ...extra } });
+    assert.equal((await put(WALLET)).status, 200);
+    await at(0.5);
+    const taken = await put(OTHER);
+    assert.equal(taken.status, 200, taken.body);
+    assert.equal(taken.json.pending.destination.wallet_address, OTHER);
+
+    await at(1);
+    const back = await put(WALLET);
+    assert.equal(back.status, 200, back.body);
+    assert.equal(back.json.current.destination.wallet_address, WALLET);
+    assert.equal(back.json.pending, null, 'nothing is waiting any more');
+    assert.equal(Date.parse(back.json.current.effective_at), Date.parse(START) + 3600_000, 'in force at once');
+    // Going back needs the password too: it names a destination other than the newest recorded.
+    const noPassword = await client.request('PUT', '/v1/provider/payout-settings', { body:
+      { method: 'solana_usdc', wallet_address: OTHER, schedule: 'weekly' } });
+    assert.equal(noPassword.status, 400, noPassword.body);
+
+    // Past the called-off change's time, and past when a new change would have ended its cool-down.
+    for (const hours of [48.5, 100]) {
+      await at(hours);
+      const now = (await client.request('GET', '/v1/provider/payout-settings')).json;
+      assert.equal(now.current.destination.wallet_address, WALLET, `at +${hours} h`);
+      assert.equal(now.pending, null);
+    }
+  } finally {
+    await server.stop();
+  }
+});
