@@ -153,6 +153,10 @@ http::Response fleet_machines(Ctx& ctx) {
   auto out = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         MachinesRepo repo(tx);
+        if (page->after && !repo.find(*page->after)) {
+          return core::Error::make(core::ErrorCode::invalid_field, "cursor does not name an item of this list",
+                                   "cursor");
+        }
         const auto rows = repo.fleet_page(status, page->after, static_cast<std::int64_t>(page->limit) + 1);
         const bool more = rows.size() > page->limit;
         const std::size_t shown = std::min(rows.size(), page->limit);
