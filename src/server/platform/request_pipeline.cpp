@@ -341,10 +341,11 @@ std::optional<http::Response> unexpected_body(const http::Request& req, const Ro
   const auto& doc = options.documentation;
   if (doc.internal || !doc.body.is_null() || options.counted_body_limit || !is_mutation(req.method))
     return std::nullopt;
-  const auto parsed = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded() && req.body.find_first_not_of(" \t\r\n") == std::string::npos) return std::nullopt;
-  if (parsed.is_object() && parsed.empty()) return std::nullopt;
-  const std::string field = parsed.is_object() ? parsed.begin().key() : "";
+  if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) return std::nullopt;
+  // The checked parse every body takes (its nesting is limited): this runs before any handler.
+  const auto parsed = core::parse_json_object(req.body);
+  if (parsed && parsed->empty()) return std::nullopt;
+  const std::string field = parsed ? parsed->begin().key() : "";
   return http::Response::error(Error::make(ErrorCode::unknown_field,
                                            (field.empty() ? std::string("a body") : "unknown field \"" + field + "\"") +
                                                ": " + req.route + " takes no request body (send none, or {})",
@@ -467,9 +468,9 @@ http::Response App::run_with_idempotency(Ctx& ctx, const RouteOptions& options, 
   // Idempotency-Key, which the store never holds, so the stored hash cannot be guessed offline.
   // A JSON body is compared as JSON (keys in order, no white space): a retry that writes the same request
   // with other spacing or key order is the same request, not a reused key.
-  const auto parsed = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  const std::string request_text = std::string(http::method_name(req.method)) + " " + req.path + "\n" +
-                                   (parsed.is_discarded() ? req.body : parsed.dump());
+  const auto parsed = core::parse_json_object(req.body);
+  const std::string request_text =
+      std::string(http::method_name(req.method)) + " " + req.path + "\n" + (parsed ? parsed->dump() : req.body);
   const std::string req_hash = options.sealed_replay
                                    ? util::secret_hash_hex("gpunex idempotent request", idem_key + "\n" + request_text)
                                    : util::sha256_hex(request_text);
