@@ -258,7 +258,12 @@ http::ServerOptions server_options(const server::Config& cfg, server::App& app) 
 //! Says where the server listens: the log, port_file when set (tests bind port 0), and a line for people.
 void announce_listening(const server::Config& cfg, std::uint16_t port, bool tls) {
   std::string scheme = tls ? "https" : "http";
-  util::log_event("info", "listening", {{"address", cfg.host() + ":" + std::to_string(port)}, {"tls", tls}});
+  util::log_event("info", "listening",
+                  {{"address", cfg.host() + ":" + std::to_string(port)},
+                   {"tls", tls},
+                   {"version", core::kReleaseVersion},
+                   {"schema_version", store::migrations().back().version},
+                   {"protocol_version", core::kProtocolVersion}});
   if (!cfg.port_file.empty()) {
     std::ofstream(cfg.port_file) << port << "\n";
   }

@@ -2,6 +2,9 @@
 
 #include <cstdio>
 
+#include "core/protocol_version.hpp"
+#include "store/migrations.hpp"
+
 namespace gpunex::server {
 
 namespace {
@@ -85,6 +88,12 @@ void Metrics::observe_offer_reload(double seconds) {
 std::string Metrics::render() const {
   std::lock_guard lock(mu_);
   std::string out;
+  // Which build answers (the Prometheus "info" convention: a constant 1 with the facts as labels).
+  out += "# HELP gpunex_build_info The server's release, store schema and agent protocol versions.\n";
+  out += "# TYPE gpunex_build_info gauge\n";
+  out += std::string("gpunex_build_info{version=\"") + core::kReleaseVersion + "\",schema_version=\"" +
+         std::to_string(store::migrations().back().version) + "\",protocol_version=\"" +
+         std::to_string(core::kProtocolVersion) + "\"} 1\n";
   out += "# HELP gpunex_http_requests_total HTTP requests by method, route and status.\n";
   out += "# TYPE gpunex_http_requests_total counter\n";
   for (const auto& [key, n] : requests_) {

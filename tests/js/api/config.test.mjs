@@ -218,3 +218,21 @@ test(`${BACKEND}: every program prints one release version with --version, the s
   // The schema it names is the one /readyz expects (health.test.mjs reads it there).
   assert.ok(Number(server[2]) >= 29);
 });
+
+test(`${BACKEND}: the running server says its versions: in its "listening" log line and as gpunex_build_info`, async () => {
+  const r = spawnSync(path.join(BIN, 'gpunex-server'), ['--version'], { encoding: 'utf8', timeout: 10000 });
+  const [, release, schema, protocol] = r.stdout.match(/^gpunex-server (\S+) \(store schema version (\d+), agent protocol version (\d+)\)/);
+  const s = await new TestServer(['--log-level', 'info']).start();
+  try {
+    const listening = s.logs.join('').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'listening');
+    assert.ok(listening, s.logs.join(''));
+    assert.deepEqual([listening.version, listening.schema_version, listening.protocol_version],
+      [release, Number(schema), Number(protocol)]);
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    assert.ok(metrics.includes(`\ngpunex_build_info{version="${release}",schema_version="${schema}",` +
+      `protocol_version="${protocol}"} 1\n`), metrics.slice(0, 600));
+  } finally {
+    await s.stop();
+  }
+});
