@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TestServer, Client, until } from '../lib/server.mjs';
+import { TestServer, Client, canonicalJson, until } from '../lib/server.mjs';
 import { storeRows } from '../lib/rentals.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 
@@ -134,7 +134,7 @@ test('a signup with an Idempotency-Key does not store a plain hash of its body',
   const again = await c.request('POST', '/v1/auth/signup', { body, headers: { 'Idempotency-Key': key } });
   assert.equal(again.status, 201, again.body);
   assert.equal(again.headers.get('idempotent-replayed'), 'true');
-  const plain = createHash('sha256').update(`POST /v1/auth/signup\n${JSON.stringify(body)}`).digest('hex');
+  const plain = createHash('sha256').update(`POST /v1/auth/signup\n${canonicalJson(body)}`).digest('hex');
   const rows = storeRows(server, 'SELECT idem_key, request_hash, body FROM idempotency_keys');
   assert.ok(rows.length > 0);
   for (const [k, hash, stored] of rows) {

@@ -186,6 +186,15 @@ export class TestServer {
   }
 }
 
+// A JSON body as the server compares it under an Idempotency-Key: its keys in order, no white space.
+export function canonicalJson(v) {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
 // The token of the confirmation link in a mail's text.
 export function confirmationToken(mailText) {
   const m = /\/#\/confirm-email\/([A-Za-z0-9_-]+)/.exec(mailText);

@@ -6,11 +6,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { BACKEND, TestServer } from '../lib/server.mjs';
+import { BACKEND, TestServer, canonicalJson } from '../lib/server.mjs';
 import { AgentVoice, RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, storeRows } from '../lib/rentals.mjs';
 import { storeExec } from '../lib/payouts.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
 const TAKEOVER_S = 1;
 
 test(`${BACKEND}: a retry takes over the Idempotency-Key of an attempt that died before committing, once`, async () => {
@@ -23,7 +24,7 @@ test(`${BACKEND}: a retry takes over the Idempotency-Key of an attempt that died
     const body = { machine_id: provider.machine.id, image: 'docker.io/library/busybox:1.36' };
     // What a replica killed mid-request leaves: the key reserved (status 0: nothing committed; -1: committed).
     const dead = (key, status) => {
-      const hash = createHash('sha256').update(`POST /v1/rentals\n${JSON.stringify(body)}`).digest('hex');
+      const hash = createHash('sha256').update(`POST /v1/rentals\n${canonicalJson(body)}`).digest('hex');
       storeExec(server, 'INSERT INTO idempotency_keys (scope, idem_key, request_hash, status, body, created_at) ' +
         `VALUES ('${userId}', '${key}', '${hash}', ${status}, '', ${Date.now()})`);
     };
