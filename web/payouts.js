@@ -28,10 +28,11 @@
 
   function payoutsTable(items, label, extraHead = [], extraCells = () => []) {
     return el('table', { class: 'table', 'aria-label': label },
-      el('thead', {}, el('tr', {}, ['Day', 'USDC', 'Method', 'Status', 'Reference', 'Why', ...extraHead]
+      el('thead', {}, el('tr', {}, ['Day', 'USDC', 'Method', 'To', 'Status', 'Reference', 'Why', ...extraHead]
         .map((t) => el('th', { scope: 'col' }, t)))),
       el('tbody', {}, items.map((p) => el('tr', { 'data-payout': p.id },
         el('td', {}, p.payout_day), el('td', { class: 'num' }, p.amount), el('td', {}, p.method_text),
+        el('td', { class: 'mono', 'data-col': 'to' }, p.destination_text),
         el('td', {}, el('span', { class: `badge payout-${p.status}` }, STATUS[p.status] || p.status)),
         el('td', {}, reference(p)), el('td', {}, p.failure_reason || ''), ...extraCells(p)))));
   }

@@ -120,16 +120,26 @@ std::string payouts_text(const nlohmann::json& settings, const nlohmann::json& e
   if (items.empty()) return out + "no payouts yet";
   std::vector<std::vector<std::string>> rows;
   for (const auto& p : items) {
+    // Where it went (the destination when it was made), and how to find it: the bank's end-to-end id, or
+    // the Solana transaction's signature with its confirmation.
     const auto& sepa = member(p, "sepa");
-    const std::string reference = sepa.is_object() ? format_text(member(sepa, "end_to_end_id")) + " (" +
-                                                         format_text(member(sepa, "eur_amount")) + " EUR)"
-                                                   : "";
+    const auto& solana = member(p, "solana");
+    const std::string reference =
+        sepa.is_object()
+            ? format_text(member(sepa, "end_to_end_id")) + " (" + format_text(member(sepa, "eur_amount")) + " EUR)"
+        : solana.is_object() ? format_text(member(solana, "signature")) + " (" +
+                                   (member(solana, "confirmation_status").is_string()
+                                        ? member(solana, "confirmation_status").get<std::string>()
+                                        : std::string("not confirmed yet")) +
+                                   ")"
+                             : "";
     const auto& reason = member(p, "failure_reason");
     rows.push_back({format_text(member(p, "payout_day")), format_text(member(p, "amount")),
-                    format_text(member(p, "method")), format_text(member(p, "status")), reference,
-                    reason.is_string() ? reason.get<std::string>() : "", format_text(member(p, "id"))});
+                    format_text(member(p, "method")), format_text(member(p, "destination_text")),
+                    format_text(member(p, "status")), reference, reason.is_string() ? reason.get<std::string>() : "",
+                    format_text(member(p, "id"))});
   }
-  return out + format_table({"DAY", "USDC", "METHOD", "STATUS", "BANK REFERENCE", "WHY", "PAYOUT"}, rows);
+  return out + format_table({"DAY", "USDC", "METHOD", "TO", "STATUS", "REFERENCE", "WHY", "PAYOUT"}, rows);
 }
 
 CLI::App* payouts_group(CLI::App& parent) {

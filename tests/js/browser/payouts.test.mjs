@@ -109,10 +109,12 @@ test(`${BACKEND}: the admin's Payouts page runs a SEPA batch; the provider's Ear
     const rows = await history.locator('tbody tr').evaluateAll((trs) => trs.map((tr) =>
       [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     const api = (await usdc.client.request('GET', '/v1/provider/payouts')).json.items;
-    assert.deepEqual(rows.map((r) => [r[0], r[1], r[2], r[3]]),
-      api.map((p) => [p.payout_day, p.amount, p.method_text, 'paid']));
+    // Where each went: the wallet it was paid to, as the API says.
+    assert.deepEqual(rows.map((r) => [r[0], r[1], r[2], r[3], r[4]]),
+      api.map((p) => [p.payout_day, p.amount, p.method_text, p.destination_text, 'paid']));
+    assert.ok(api.every((p) => p.destination_text.length >= 32), JSON.stringify(api));
     assert.equal(await history.getByRole('link').getAttribute('href'), paid.solana.explorer_url);
-    assert.match(rows[0][4], /finalized/);
+    assert.match(rows[0][5], /finalized/);
     await shot(prov, 'earnings-history');
     assert.deepEqual(errors, []);
   } finally {

@@ -14,6 +14,7 @@ import { BACKEND, BIN, TestServer, until } from '../lib/server.mjs';
 import { RENTAL_SERVER_ARGS, agentlessMachine, customerWithCredit, earnOnTestClock, midweekStart, storeRows,
   toNextMonday } from '../lib/rentals.mjs';
 import { SolanaTestChain, associatedTokenAccount } from '../lib/solana_chain.mjs';
+import { gpunex, homeLoggedIn, parseTable } from '../lib/cli.mjs';
 
 const RENT = { image: 'docker.io/library/busybox:1.36', command: ['sleep', '86400'] };
 const START = midweekStart();
@@ -56,6 +57,13 @@ test(`${BACKEND}: a Monday run pays USDC on Solana; the provider's token account
     assert.equal(paid.solana.confirmation_status, 'finalized');
     assert.match(paid.solana.explorer_url, new RegExp(`/tx/${paid.solana.signature}$`));
     assert.deepEqual(chain.sent, [paid.solana.signature], 'one transaction reached the chain');
+    // `gpunex payouts` says where it went and the transaction to look it up by.
+    const cli = gpunex(homeLoggedIn(server.url, provider.client.token), ['payouts']);
+    assert.equal(cli.code, 0, cli.err);
+    const [row] = parseTable(cli.out.slice(cli.out.indexOf('DAY ')));  // WHY is empty: the id falls under it
+    assert.deepEqual([row.USDC, row.TO, row.STATUS, row.REFERENCE], ['4.800000', wallet, 'paid',
+      `${paid.solana.signature} (finalized)`]);
+    assert.ok(cli.out.trimEnd().endsWith(paid.id), cli.out);
     assert.equal(chain.tokenBalance(associatedTokenAccount(wallet, chain.mint)), 4_800_000n);
     assert.equal(chain.tokenBalance(chain.hotTokenAccount), 1_000_000_000n - 4_800_000n);
     const [[out]] = storeRows(server, `SELECT SUM(amount) FROM ledger_entries WHERE account = 'platform:money_out'`);
