@@ -135,6 +135,12 @@ Result<Transaction> payout_returned(std::string id, const std::string& provider_
                Account::in_flight(), Account::provider(provider_id), amount);
 }
 
+Result<Transaction> paid_payout_returned(std::string id, const std::string& provider_id, MicroUsdc amount,
+                                         const std::string& payout_id, std::string reason, std::int64_t at_ms) {
+  return moved(std::move(id), TxKind::payout_return, "payout " + payout_id + " returned after it was paid: " + reason,
+               payout_id, at_ms, Account::outgoing(), Account::provider(provider_id), amount);
+}
+
 MicroUsdc usage_total(MicroUsdc rate_per_gpu_hour, int gpus, std::int64_t elapsed_ms) {
   if (rate_per_gpu_hour <= 0 || gpus <= 0 || elapsed_ms <= 0) return 0;
   const __int128 micro_ms = static_cast<__int128>(rate_per_gpu_hour) * gpus * elapsed_ms;

@@ -149,6 +149,10 @@ Result<Transaction> payout_paid(std::string id, MicroUsdc amount, const std::str
 //! The payout failed for good or was returned: in flight → the provider's earnings, with why.
 Result<Transaction> payout_returned(std::string id, const std::string& provider_id, MicroUsdc amount,
                                     const std::string& payout_id, std::string reason, std::int64_t at_ms);
+//! A bank transfer returned after it was marked paid (a SEPA return comes days later): the money came back,
+//! money_out → the provider's earnings, with why.
+Result<Transaction> paid_payout_returned(std::string id, const std::string& provider_id, MicroUsdc amount,
+                                         const std::string& payout_id, std::string reason, std::int64_t at_ms);
 
 // ---- an in-memory ledger: the rules applied to a sequence of transactions ----
 

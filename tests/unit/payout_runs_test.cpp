@@ -47,6 +47,12 @@ TEST(PayoutLedger, StartedPaidAndReturnedBalanceAndMoveTheMoneyWhereTheySay) {
   ASSERT_TRUE(book.post(*ledger::payout_returned("t4", "p", 40, "pay_2", "account closed", 5)));
   EXPECT_EQ(book.balance(ledger::Account::provider("p")), 40);
   EXPECT_EQ(book.total(), 0);
+  // pay_1 was paid; its bank returns it days later: the money comes back from money_out.
+  ASSERT_TRUE(book.post(*ledger::paid_payout_returned("t7", "p", 60, "pay_1", "account closed", 7)));
+  EXPECT_EQ(book.balance(ledger::Account::outgoing()), 0);
+  EXPECT_EQ(book.balance(ledger::Account::provider("p")), 100);
+  EXPECT_EQ(book.total(), 0);
+  EXPECT_FALSE(ledger::paid_payout_returned("t8", "p", 0, "pay_1", "nothing", 8));
   EXPECT_FALSE(ledger::payout_started("t5", "p", 0, "pay_3", 6));
   EXPECT_FALSE(ledger::payout_paid("t6", 5, "", 6));
   EXPECT_EQ(ledger::account_name(ledger::Account::in_flight()), "platform:payouts_in_flight");

@@ -154,9 +154,11 @@ core::Status return_payout(store::Tx& tx, const store::Row& p, const std::string
                            std::int64_t now_ms, const char* status = kReturned) {
   const std::string id = p.str(0), provider_id = p.str(2);
   const core::MicroUsdc amount = p.i64(7);
-  if (auto st = post_once(tx, ledger::payout_returned(util::new_id("ltx"), provider_id, amount, id, reason, now_ms),
-                          "payout:" + id + ":returned");
-      !st) {
+  // Returned after it was paid (the bank's return came later): the money comes back from money_out.
+  const bool was_paid = p.str(8) == kPaid;
+  auto back = was_paid ? ledger::paid_payout_returned(util::new_id("ltx"), provider_id, amount, id, reason, now_ms)
+                       : ledger::payout_returned(util::new_id("ltx"), provider_id, amount, id, reason, now_ms);
+  if (auto st = post_once(tx, std::move(back), "payout:" + id + ":returned"); !st) {
     return st;
   }
   tx.exec("UPDATE payouts SET status = ?, failure_reason = ?, updated_at = ? WHERE id = ?",
@@ -428,8 +430,18 @@ core::Result<nlohmann::json> settle_payout(store::Tx& tx, const std::string& pay
   const std::string status = p->str(8);
   const std::string wanted = outcome == Outcome::paid ? kPaid : kReturned;
   if (status == wanted) return payout_json(*p);  // said twice: nothing more to do
+  // A bank transfer marked paid can still come back: SEPA returns arrive days after the money left.
+  const bool returned_after_paid = outcome == Outcome::returned && status == kPaid && p->str(5) == "sepa";
+  if (returned_after_paid) {
+    if (auto st = return_payout(tx, *p, reason, link, now_ms); !st) return std::move(st).error();
+    return payout_json(*find());
+  }
   if (status == kPaid || status == kReturned || status == kFailed) {
-    return Error::make(ErrorCode::conflict, "payout " + payout_id + " is already " + status);
+    return Error::make(ErrorCode::conflict,
+                       "payout " + payout_id + " is already " + status +
+                           (status == kPaid && outcome == Outcome::returned
+                                ? ": a USDC transfer on chain is final; only a bank transfer comes back"
+                                : ""));
   }
   if (status != kAwaitingBatch && status != kBatched && status != kSent) {
     return Error::make(ErrorCode::conflict, "payout " + payout_id + " is " + status +

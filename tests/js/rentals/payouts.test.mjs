@@ -115,6 +115,8 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
       const r = await admin.request('POST', batchPath, { body });
       assert.equal(r.status, 400, r.body);
       assert.equal(r.json.error.field, field, r.body);
+      // A number is not taken (a float), and the message says how to write it.
+      if (typeof body.eur_per_usdc === 'number') assert.match(r.json.error.message, /must be a decimal string such as "0\.92"/);
     }
     const batch = await admin.request('POST', batchPath, { body: { eur_per_usdc: '0.92' } });
     assert.equal(batch.status, 201, batch.body);
@@ -135,16 +137,25 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
     assert.ok(file.body.includes('<IBAN>NL91ABNA0417164300</IBAN>'));
     assert.equal((await provider.client.request('GET', `/v1/admin/sepa-batches/${batch.json.id}/file`)).status, 403);
 
-    // Not sent: not paid either. Sent, then returned by the bank: back in the provider's earnings.
+    // Not sent: not paid either. Sent and paid, then returned by the bank days later (SEPA returns come
+    // after the money left): the money is back from money_out in the provider's earnings.
     const payoutPath = `/v1/admin/payouts/${payout.id}`;
+    const moneyOut = () => Number(storeRows(server,
+      "SELECT COALESCE(SUM(amount), 0) FROM ledger_entries WHERE account = 'platform:money_out'")[0][0]);
     assert.equal((await admin.request('POST', `${payoutPath}/paid`)).status, 409);
     assert.equal((await admin.request('POST', `/v1/admin/sepa-batches/${batch.json.id}/sent`)).json.status, 'sent');
+    const paid = await admin.request('POST', `${payoutPath}/paid`);
+    assert.equal(paid.json.status, 'paid', paid.body);
+    assert.equal(moneyOut(), 4_800_000);
     const noReason = await admin.request('POST', `${payoutPath}/returned`, { body: {} });
     assert.equal(noReason.status, 400);
     assert.equal(noReason.json.error.field, 'reason');
     const returned = await admin.request('POST', `${payoutPath}/returned`, { body: { reason: 'account closed' } });
     assert.equal(returned.status, 200, returned.body);
     assert.equal(returned.json.status, 'returned');
+    assert.equal(moneyOut(), 0, 'the money came back');
+    const again = await admin.request('POST', `${payoutPath}/returned`, { body: { reason: 'account closed' } });
+    assert.equal(again.status, 200, 'said twice: nothing more');
     assert.equal((await admin.request('POST', `${payoutPath}/paid`)).status, 409, 'returned is final');
     const back = (await provider.client.request('GET', '/v1/provider/earnings')).json;
     assert.equal(back.balance, '4.800000');
@@ -161,7 +172,8 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
     assert.match(cli.out, /paid weekly to Jurgen Payee, NL91 … 4300 \(sepa\)/);
     const row = cli.out.split('\n').find((l) => l.startsWith(mondayText));
     assert.ok(row, cli.out);
-    for (const part of ['4.800000', 'returned', seen.sepa.end_to_end_id, '4.41 EUR', 'account closed', payout.id]) {
+    for (const part of ['4.800000', 'returned', 'Jurgen Payee, NL91 … 4300', seen.sepa.end_to_end_id, '4.41 EUR',
+      'account closed', payout.id]) {
       assert.ok(row.includes(part), `${part} in ${row}`);
     }
     const asJson = signedInGpunex(server.url, provider.client.token, ['payouts', '--json']);
