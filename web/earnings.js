@@ -37,7 +37,9 @@
       el('h2', {}, label), el('p', { class: 'big', 'data-amount': amount }, usdc(amount)),
       note ? el('p', { class: 'muted small' }, note) : '');
     return el('div', { class: 'earn-figures' },
-      card('earnings-period', 'This period', e.balance, 'Settled and not paid out yet: since your first earning, or your last payout.'),
+      card('earnings-period', e.pending_payout.schedule === 'monthly' ? 'This month' : 'This week', e.this_period.amount,
+        `Since ${fmtTime(e.this_period.from)}, with what running rentals have earned so far.`),
+      card('earnings-unpaid', 'Not paid out yet', e.balance, 'Settled since your first earning, or your last payout.'),
       card('earnings-today', 'Today', e.today, 'UTC day, with what running rentals have earned so far.'),
       card('earnings-7d', 'Last 7 days', e.last_7_days),
       card('earnings-30d', 'Last 30 days', e.last_30_days));

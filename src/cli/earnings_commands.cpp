@@ -24,6 +24,9 @@ std::string earnings_text(const nlohmann::json& e) {
   out += "today " + format_text(member(e, "today")) + ", last 7 days " + format_text(member(e, "last_7_days")) +
          ", last 30 days " + format_text(member(e, "last_30_days")) + " USDC\n";
   const auto& p = member(e, "pending_payout");
+  const auto& period = member(e, "this_period");
+  out += std::string(member(p, "schedule") == "monthly" ? "this month" : "this week") + " (since " +
+         format_text(member(period, "from")) + "): " + format_text(member(period, "amount")) + " USDC\n";
   out += "pending payout: " + format_text(member(p, "amount")) + " USDC on " + format_text(member(p, "next_date")) +
          " (" + format_text(member(p, "schedule")) + ", " + method_text(member(p, "method")) + "); " +
          (member(p, "above_minimum") == true ? "above the minimum of " : "below the minimum of ") +

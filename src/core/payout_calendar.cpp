@@ -83,6 +83,12 @@ sys_days next_payout_day(Schedule schedule, Method method, sys_days from) {
   return first_business_day(ym + months(1), method);
 }
 
+sys_days period_start(Schedule schedule, sys_days today) {
+  if (schedule == Schedule::weekly) return today - (weekday{today} - Monday);
+  const year_month_day ymd{today};
+  return sys_days{ymd.year() / ymd.month() / 1};
+}
+
 std::int64_t cutoff_ms(sys_days payout_day) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(payout_day.time_since_epoch()).count();
 }

@@ -35,6 +35,9 @@ bool business_day(date::sys_days day, Method method);
 //! monthly, the first business day of `from`'s month when that is not before `from`, else of the
 //! next month.
 date::sys_days next_payout_day(Schedule schedule, Method method, date::sys_days from);
+//! The first day of the payout period `today` is in: its week's Monday (weekly) or its month's first day
+//! (monthly), UTC. A provider's "this period" counts from there.
+date::sys_days period_start(Schedule schedule, date::sys_days today);
 //! A run pays the earnings settled before its payout day starts (00:00 UTC), in epoch ms.
 std::int64_t cutoff_ms(date::sys_days payout_day);
 

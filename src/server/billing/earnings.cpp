@@ -83,6 +83,12 @@ EarningsReport provider_earnings(store::Tx& tx, const std::string& provider_id, 
   report.today = core::earnings::sum_since(recent, today);
   report.last_7_days = core::earnings::sum_since(recent, today - 6 * kDayMs);
   report.last_30_days = core::earnings::sum_since(recent, today - 29 * kDayMs);
+  // The payout period so far (a week, or a month: up to 31 days, read apart from the 30 above).
+  const auto today_day =
+      date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now_ms)));
+  report.period_from_ms = core::payout::cutoff_ms(core::payout::period_start(plan.schedule, today_day));
+  report.this_period = core::earnings::sum_since(
+      earnings_between(tx, provider_id, report.period_from_ms, now_ms + 1, now_ms), report.period_from_ms);
   // What the provider has earned and not been paid: the earnings account's balance (payouts take from it).
   report.balance = billing::balance(tx, ledger::Account::provider(provider_id));
   report.pending = core::payout::pending_payout(
@@ -112,6 +118,7 @@ nlohmann::json to_json(const EarningsReport& r) {
           {"today", core::format_usdc(r.today)},
           {"last_7_days", core::format_usdc(r.last_7_days)},
           {"last_30_days", core::format_usdc(r.last_30_days)},
+          {"this_period", {{"from", util::rfc3339(r.period_from_ms)}, {"amount", core::format_usdc(r.this_period)}}},
           {"balance", core::format_usdc(r.balance)},
           {"pending_payout",
            {{"schedule", core::payout::to_string(schedule)},

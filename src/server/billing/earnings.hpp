@@ -51,6 +51,8 @@ struct EarningsReport {
   core::MicroUsdc settled = 0, unsettled = 0;
   std::vector<core::earnings::Group> groups;
   core::MicroUsdc today = 0, last_7_days = 0, last_30_days = 0;
+  std::int64_t period_from_ms = 0;  // the payout period's start: this week's Monday, or this month's first day
+  core::MicroUsdc this_period = 0;  // earned since then, running rentals included
   core::MicroUsdc balance = 0;  // earned and not paid out
   PayoutPlan plan;
   core::payout::Pending pending;  // the next payout: its day and amount (core::payout::pending_payout)
@@ -60,7 +62,7 @@ EarningsReport provider_earnings(store::Tx& tx, const std::string& provider_id, 
                                  const PayoutPlan& plan, std::int64_t now_ms);
 
 //! {from, to, group_by, currency, total, settled, unsettled, groups: [{key, settled, unsettled,
-//! total}], today, last_7_days, last_30_days, balance, pending_payout: {schedule, method,
+//! total}], today, last_7_days, last_30_days, this_period: {from, amount}, balance, pending_payout: {schedule, method,
 //! next_date, amount, minimum, above_minimum}}.
 nlohmann::json to_json(const EarningsReport& report);
 

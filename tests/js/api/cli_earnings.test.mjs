@@ -69,6 +69,8 @@ test(`${BACKEND}: gpunex earnings shows the API's figures, groups and CSV`, asyn
         `\\(settled ${expected.settled}, not settled yet ${expected.unsettled}\\)$`, 'm'));
       assert.match(text.out, new RegExp(`^today ${expected.today}, last 7 days ${expected.last_7_days}, ` +
         `last 30 days ${expected.last_30_days} USDC$`, 'm'));
+      assert.ok(text.out.includes(`\nthis week (since ${expected.this_period.from}): ${expected.this_period.amount} USDC\n`),
+        text.out);
       const p = expected.pending_payout;
       assert.match(text.out, new RegExp(`^pending payout: ${p.amount} USDC on ${p.next_date} \\(weekly, no payout method ` +
         `chosen yet\\); below the minimum of ${p.minimum} USDC$`, 'm'));

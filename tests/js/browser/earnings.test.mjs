@@ -118,7 +118,12 @@ test(`${BACKEND}: the Earnings tab shows the API's figures, chart, tables, pendi
 
     // The figures.
     const figure = (id) => page.locator(`#${id} .big`).textContent();
-    assert.equal(await figure('earnings-period'), `${byDay.balance} USDC`);
+    // The period is the payout schedule's (monthly here): since the first of this month, running rentals in.
+    assert.equal(await page.locator('#earnings-period h2').textContent(), 'This month');
+    assert.equal(await figure('earnings-period'), `${byDay.this_period.amount} USDC`);
+    const now = await clock(0);
+    assert.equal(Date.parse(byDay.this_period.from), Date.parse(`${now.slice(0, 8)}01T00:00:00Z`), byDay.this_period.from);
+    assert.equal(await figure('earnings-unpaid'), `${byDay.balance} USDC`);
     assert.equal(await figure('earnings-today'), `${byDay.today} USDC`);
     assert.equal(await figure('earnings-7d'), `${byDay.last_7_days} USDC`);
     assert.equal(await figure('earnings-30d'), `${byDay.last_30_days} USDC`);

@@ -53,6 +53,11 @@ test(`${BACKEND}: the earnings tracker adds settled and live earnings the same w
     assert.equal(byDay.groups.length, 1);
     assert.equal(byDay.groups[0].key, t0.slice(0, 10));
     assert.equal(byDay.balance, byDay.settled);
+    // This week so far (weekly payouts): since Monday 00:00 UTC, the running rental's share included.
+    const monday = new Date(`${t0.slice(0, 10)}T00:00:00Z`);
+    monday.setUTCDate(monday.getUTCDate() - ((monday.getUTCDay() + 6) % 7));
+    assert.equal(Date.parse(byDay.this_period.from), monday.getTime(), byDay.this_period.from);
+    assert.equal(micro(byDay.this_period.amount), micro(byDay.total), 'everything was earned this week');
     assert.equal(byDay.pending_payout.schedule, 'weekly');
     assert.equal(new Date(`${byDay.pending_payout.next_date}T00:00:00Z`).getUTCDay(), 1, 'a Monday');
     assert.equal(byDay.pending_payout.above_minimum, false);
