@@ -126,8 +126,12 @@ std::string earnings_link(Ctx& ctx) { return ctx.config().base_url() + "/#/earni
 
 //! POST /v1/admin/payout-runs/{id}/sepa-batch {eur_per_usdc}: the rate, in millionths of a euro per USDC.
 core::Result<std::int64_t> read_sepa_rate(const nlohmann::json& body) {
-  core::ObjectReader r(body);
-  const std::string rate_text = r.required_line("eur_per_usdc", 1, 20);
+  core::ObjectReader r(body, "", "", {{"eur_per_usdc", {"EUR per USDC", ""}}});
+  const auto* raw = r.optional_value("eur_per_usdc");
+  // A JSON number is a binary float: a rate travels as a decimal string, as money does.
+  const bool number = raw != nullptr && raw->is_number();
+  if (number) r.invalid("eur_per_usdc", "must be a decimal string such as \"0.92\"", "invalid_amount");
+  const std::string rate_text = number ? "" : r.required_line("eur_per_usdc", 1, 20);
   std::int64_t rate = 0;
   if (!r.failed("eur_per_usdc")) {
     if (auto parsed = core::sepa::parse_rate(rate_text); parsed) {

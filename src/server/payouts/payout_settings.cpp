@@ -91,7 +91,11 @@ core::Result<PayoutSettings> read_settings(const nlohmann::json& body) {
     r.describe_when("method is sepa");
     const std::string holder = r.required_string("account_holder", 1, 70);
     if (!r.failed("account_holder") && !core::sepa::sepa_text(holder)) {
-      r.invalid("account_holder", "may hold only letters a-z, digits, spaces and / - ? : ( ) . , ' + (SEPA's characters)");
+      // Banks write a name without accents in a SEPA transfer: say how this one would be written.
+      const std::string spelled = core::sepa::sepa_clean(holder, 70);
+      r.invalid("account_holder",
+                "may hold only letters a-z, digits, spaces and / - ? : ( ) . , ' + (SEPA's characters)" +
+                    (spelled.empty() ? std::string() : "; write it as \"" + spelled + "\", as your bank does"));
     }
     const std::string iban = payout::normalize_iban(r.required_string("iban", 15, 42));
     if (!r.failed("iban") && !payout::valid_iban(iban)) {

@@ -75,6 +75,9 @@ test(`${BACKEND}: payout settings: password, cool-down, mail, audit history, bad
     await bad({ ...sepa, iban: 'US89370400440532013000' }, 'iban');
     await bad({ ...sepa, bic: 'NOPE' }, 'bic');
     await bad({ ...sepa, account_holder: 'Payee <script>' }, 'account_holder');
+    const accented = await put({ ...sepa, account_holder: 'Zoë Müller-Straße' });
+    assert.equal(accented.status, 400, accented.body);
+    assert.match(accented.json.error.message, /; write it as "Zoe Muller-Strasse", as your bank does$/);
     await bad({ ...solana, schedule: 'daily' }, 'schedule');
     await bad({ ...solana, method: 'paypal' }, 'method');
     assert.equal((await client.request('GET', '/v1/provider/payout-settings')).json.history.length, 3);
