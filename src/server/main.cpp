@@ -379,7 +379,6 @@ int serve(server::Config cfg) {
 int main(int argc, char** argv) {
   util::init_crypto();
   CLI::App cli{"gpunex-server: the GPUnex control plane (REST API, dashboard, background workers)"};
-  cli.footer(server::config_help());
   cli.set_version_flag("--version", std::string("gpunex-server ") + core::kReleaseVersion + " (store schema version " +
                                         std::to_string(store::migrations().back().version) +
                                         ", agent protocol version " + std::to_string(core::kProtocolVersion) + ")");
@@ -453,6 +452,14 @@ int main(int argc, char** argv) {
   restore->add_flag("--replace", restore_replace,
                     "replace an existing database (refused while a process has it open; the old one is kept beside it)");
   admin->require_subcommand(1);
+  // The server's configuration keys under `gpunex-server --help` only (set after the subcommands, which
+  // would copy it): an admin command's help is its options and where the store comes from.
+  cli.footer(server::config_help());
+  const std::string admin_footer =
+      "The store: --db URL, else GPUNEX_DB, else the db of --config FILE (the server's); `gpunex-server --help` "
+      "lists the server's configuration keys.";
+  admin->footer(admin_footer);
+  for (auto* sub : admin->get_subcommands({})) sub->footer(admin_footer);
 
   try {
     cli.parse(argc, argv);

@@ -184,6 +184,10 @@ CopyReport backup_sqlite(const std::string& db_path, const std::string& to) {
   std::error_code ec;
   if (!fs::is_regular_file(db_path, ec)) fail("no SQLite database at " + db_path);
   if (fs::exists(to, ec) || fs::is_symlink(to, ec)) fail(to + " exists; a backup never overwrites a file");
+  // Said of the folder asked for, not of the temporary file the copy is first written to.
+  if (const auto folder = parent_of(to); !fs::is_directory(folder, ec)) {
+    fail("no folder " + folder + " for the backup " + to + " (make it first)");
+  }
   // No CREATE: a mistyped path is an error, not a new empty database. Read-write so that a WAL left by a
   // crash can be recovered before reading.
   auto src = open_db(db_path, SQLITE_OPEN_READWRITE);

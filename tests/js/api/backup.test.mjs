@@ -98,6 +98,13 @@ test(`${BACKEND}: a backup taken under writes restores into a server with the sa
       const again = await run(SERVER, ['admin', 'backup', '--db', server.db, '--to', backupFile]);
       assert.equal(again.status, 1);
       assert.match(again.stderr, BACKEND === 'sqlite' ? /exists; a backup never overwrites a file/ : /use pg_dump|with pg_dump/);
+      if (BACKEND === 'sqlite') {
+        // A folder that is not there is named, not the temporary file the copy would have been written to.
+        const nowhere = await run(SERVER, ['admin', 'backup', '--db', server.db, '--to', path.join(dir, 'missing', 'b.db')]);
+        assert.equal(nowhere.status, 1);
+        assert.equal(nowhere.stderr, `error: store: no folder ${path.join(dir, 'missing')} for the backup ` +
+          `${path.join(dir, 'missing', 'b.db')} (make it first)\n`);
+      }
 
       const db = await restore(backupFile, dir);
       if (db.startsWith('sqlite:')) {

@@ -26,6 +26,13 @@ function helpDefaults() {
 test('--help documents every configuration key with its default', () => {
   const { text, keys } = helpDefaults();
   assert.ok(text.includes('--config'));
+  // An admin command's help is its own options and where its store comes from, not the server's keys.
+  for (const args of [['admin', '--help'], ['admin', 'bootstrap', '--help'], ['admin', 'credit', '--help']]) {
+    const sub = server(args);
+    assert.equal(sub.status, 0, sub.stderr);
+    assert.doesNotMatch(sub.stdout, /GPUNEX_LISTEN/, args.join(' '));
+    assert.match(sub.stdout, /The store: --db URL, else GPUNEX_DB, else the db of --config FILE/, args.join(' '));
+  }
   for (const [name, { env, flag }] of keys) {
     assert.equal(env, `GPUNEX_${name.toUpperCase()}`);
     assert.equal(flag, `--${name.replaceAll('_', '-')}`);
