@@ -426,6 +426,11 @@ int main(int argc, char** argv) {
       "else written to <data-dir>/first-admin.txt (mode 0600)");
   bootstrap->add_option("--db", db, "store URL")->envname("GPUNEX_DB");
   std::string bootstrap_data_dir;
+  std::string bootstrap_email = server::BootstrapOutput{}.email;
+  bootstrap
+      ->add_option("--email", bootstrap_email,
+                   "the first admin's e-mail address: yours, so that a forgotten password can be reset by mail")
+      ->capture_default_str();
   bootstrap
       ->add_option(
           "--data-dir", bootstrap_data_dir,
@@ -506,7 +511,8 @@ int main(int argc, char** argv) {
   }
   if (*bootstrap) {
     const server::BootstrapOutput output{::isatty(STDOUT_FILENO) == 1,
-                                         (std::filesystem::path(bootstrap_data_dir) / "first-admin.txt").string()};
+                                         (std::filesystem::path(bootstrap_data_dir) / "first-admin.txt").string(),
+                                         bootstrap_email};
     return server::admin_bootstrap(db, output, std::cout, std::cerr);
   }
 

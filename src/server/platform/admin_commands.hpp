@@ -21,10 +21,11 @@ int admin_set_role(const std::string& db_url, const std::string& email, const st
 struct BootstrapOutput {
   bool to_terminal = false;
   std::string login_file;  // e.g. var/first-admin.txt
+  std::string email = "admin@localhost.localdomain";  // the first admin's address (the operator's own, best)
 };
 
-//! Creates admin@localhost with a random password when no admin exists; see BootstrapOutput. When one exists it
-//! says so (and how to set a lost password) and changes nothing. Returns the exit code.
+//! Creates the first admin (`email`) with a random password when no admin exists; see BootstrapOutput. When one exists
+//! it says so (and how to set a lost password) and changes nothing. Returns the exit code.
 int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, std::ostream& out, std::ostream& err);
 
 //! Copies a running SQLite store to a new file `to` (mode 0600) as one consistent snapshot (online backup

@@ -69,6 +69,24 @@ test(`${BACKEND}: admin bootstrap, output not a terminal: the login goes to a 06
   }
 });
 
+test(`${BACKEND}: admin bootstrap --email makes the first admin with the operator's own address`, async () => {
+  const s = new TestServer().prepare();
+  const bad = admin(['bootstrap', '--db', s.db, '--data-dir', s.dir, '--email', 'not an address']);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /E-mail is not a valid e-mail address/);
+  assert.ok(!existsSync(path.join(s.dir, 'first-admin.txt')), 'no login file for an account not made');
+  const first = admin(['bootstrap', '--db', s.db, '--data-dir', s.dir, '--email', 'Ops@Example.com']);
+  assert.equal(first.status, 0, first.stderr);
+  assert.match(first.stdout, /^First admin account: ops@example\.com; its password is in /);
+  const [, password] = readFileSync(path.join(s.dir, 'first-admin.txt'), 'utf8').match(/\npassword: (\S+)\n$/);
+  await s.start();
+  try {
+    assert.deepEqual(await rolesAfterLogin(s.url, 'ops@example.com', password), ['admin', 'customer']);
+  } finally {
+    await s.stop();
+  }
+});
+
 test(`${BACKEND}: admin bootstrap on a terminal prints the login once and writes no file`, async () => {
   const s = new TestServer().prepare();
   const tty = new Pty([path.join(BIN, 'gpunex-server'), 'admin', 'bootstrap', '--db', s.db, '--data-dir', s.dir]);
