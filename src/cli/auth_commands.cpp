@@ -1,4 +1,4 @@
-// gpunex login | logout | whoami
+// gpunex login | logout | whoami | password change | password forgot
 
 #include <termios.h>
 #include <unistd.h>
@@ -108,6 +108,71 @@ class WhoamiCommand : public Command {
   }
 };
 
+CLI::App* password_group(CLI::App& parent) {
+  return command_group(parent, "password", "change your password, or have a link that sets a forgotten one mailed");
+}
+
+//! gpunex password change: POST /v1/me/password. Every other session of the account ends; this login stays.
+class PasswordChangeCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = password_group(parent)->add_subcommand(
+        "change",
+        "change your password (asked for on the terminal, or two lines on standard input: the current "
+        "one, then the new one); every other place you are signed in is signed out");
+    c->add_flag("--password-stdin", stdin_, "read the current password, then the new one, from standard input");
+    return c;
+  }
+  int run(Context& ctx) override {
+    if (!ctx.token()) return ctx.fail("not logged in to " + ctx.server + "; run `gpunex login`");
+    const bool typed = !stdin_ && stdin_is_terminal();
+    const std::string current = read_secret("Current password: ", stdin_);
+    const std::string next = read_secret("New password (at least 10 characters): ", stdin_);
+    if (typed && read_secret("The new password again: ", false) != next) {
+      return ctx.fail("the new passwords typed differ; nothing was changed");
+    }
+    auto r =
+        call(ctx, "POST", "/v1/me/password", nlohmann::json{{"current_password", current}, {"new_password", next}});
+    if (!r) return ctx.fail(r.error().message);
+    if (r->status != 200) return report_http_error(ctx, *r);
+    const auto j = nlohmann::json::parse(r->body, nullptr, false);
+    const auto ended = j.is_object() ? j.value("other_sessions_ended", 0) : 0;
+    ctx.print(j, "Password changed" +
+                     (ended > 0 ? "; " + std::to_string(ended) +
+                                      (ended == 1 ? " other session was" : " other sessions were") + " signed out."
+                                : "."));
+    return 0;
+  }
+
+ private:
+  bool stdin_ = false;
+};
+
+//! gpunex password forgot --email E: POST /v1/auth/password-reset (no login needed).
+class PasswordForgotCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = password_group(parent)->add_subcommand(
+        "forgot", "mail a link that sets a new password to your account's address (open it in a browser)");
+    c->add_option("--email", email_, "your account's e-mail address")->required();
+    return c;
+  }
+  int run(Context& ctx) override {
+    auto r = ctx.client()->request("POST", "/v1/auth/password-reset", nlohmann::json{{"email", email_}}.dump());
+    if (!r) return ctx.fail(r.error().message);
+    if (r->status != 202) return report_http_error(ctx, *r);
+    const auto j = nlohmann::json::parse(r->body, nullptr, false);
+    ctx.print(j, "If an account has the address " + format_text(member(j, "email")) +
+                     ", a link that sets a new password was mailed to it; it works once, for " +
+                     format_fixed(member(j, "link_valid_minutes"), 0) +
+                     " minutes. Open it in a browser, then `gpunex login` with the new password.");
+    return 0;
+  }
+
+ private:
+  std::string email_;
+};
+
 }  // namespace
 
 bool stdin_is_terminal() {
@@ -149,5 +214,11 @@ std::string read_secret(const std::string& prompt, bool from_stdin) {
 std::unique_ptr<Command> make_login_command() { return std::make_unique<LoginCommand>(); }
 std::unique_ptr<Command> make_logout_command() { return std::make_unique<LogoutCommand>(); }
 std::unique_ptr<Command> make_whoami_command() { return std::make_unique<WhoamiCommand>(); }
+std::unique_ptr<Command> make_password_change_command() {
+  return std::make_unique<PasswordChangeCommand>();
+}
+std::unique_ptr<Command> make_password_forgot_command() {
+  return std::make_unique<PasswordForgotCommand>();
+}
 
 }  // namespace gpunex::cli

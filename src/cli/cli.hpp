@@ -59,6 +59,8 @@ class Command {
 std::unique_ptr<Command> make_login_command();
 std::unique_ptr<Command> make_logout_command();
 std::unique_ptr<Command> make_whoami_command();
+std::unique_ptr<Command> make_password_change_command();
+std::unique_ptr<Command> make_password_forgot_command();
 // Provider onboarding (onboarding_commands.cpp).
 std::unique_ptr<Command> make_apply_command();
 std::unique_ptr<Command> make_application_status_command();

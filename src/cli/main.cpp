@@ -69,15 +69,16 @@ int main(int argc, char** argv) {
 
   std::vector<std::pair<CLI::App*, std::unique_ptr<cli::Command>>> commands;
   for (auto make :
-       {cli::make_login_command, cli::make_logout_command, cli::make_whoami_command, cli::make_apply_command,
-        cli::make_application_status_command, cli::make_review_list_command, cli::make_review_show_command,
-        cli::make_review_approve_command, cli::make_review_reject_command, cli::make_review_needs_info_command,
-        cli::make_keys_list_command, cli::make_keys_rotate_command, cli::make_keys_revoke_command,
-        cli::make_price_set_command, cli::make_price_list_command, cli::make_price_recommend_command,
-        cli::make_schedule_set_command, cli::make_schedule_show_command, cli::make_machines_list_command,
-        cli::make_machines_show_command, cli::make_reliability_command, cli::make_fleet_command,
-        cli::make_offers_search_command, cli::make_balance_command, cli::make_earnings_command, cli::make_rent_command,
-        cli::make_rentals_list_command, cli::make_rentals_show_command, cli::make_rentals_logs_command,
+       {cli::make_login_command, cli::make_logout_command, cli::make_whoami_command, cli::make_password_change_command,
+        cli::make_password_forgot_command, cli::make_apply_command, cli::make_application_status_command,
+        cli::make_review_list_command, cli::make_review_show_command, cli::make_review_approve_command,
+        cli::make_review_reject_command, cli::make_review_needs_info_command, cli::make_keys_list_command,
+        cli::make_keys_rotate_command, cli::make_keys_revoke_command, cli::make_price_set_command,
+        cli::make_price_list_command, cli::make_price_recommend_command, cli::make_schedule_set_command,
+        cli::make_schedule_show_command, cli::make_machines_list_command, cli::make_machines_show_command,
+        cli::make_reliability_command, cli::make_fleet_command, cli::make_offers_search_command,
+        cli::make_balance_command, cli::make_earnings_command, cli::make_rent_command, cli::make_rentals_list_command,
+        cli::make_rentals_show_command, cli::make_rentals_logs_command,
         // `payouts set` before `payouts`: the first parsed command runs, and `payouts` is parsed with it.
         cli::make_rentals_stop_command, cli::make_payouts_set_command, cli::make_payouts_command}) {
     auto cmd = make();

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, statSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
+import { BACKEND, BIN, TestServer, Client, until } from '../lib/server.mjs';
 import { gpunex } from '../lib/cli.mjs';
 import { Pty } from '../lib/pty.mjs';
 
@@ -165,6 +165,48 @@ test(`${BACKEND}: server resolution order; logout of another server keeps the sa
     const again = gpunex(home, ['--server', server.url, 'logout', '--json']);
     assert.equal(again.code, 0, again.err);
     assert.deepEqual(JSON.parse(again.out), { status: 'not_logged_in', server: server.url });
+  } finally {
+    await server.stop();
+  }
+});
+
+// gpunex password change: the current password, then the new one; every other session ends and this
+// login stays. gpunex password forgot: the reset link is mailed to the account (and the answer is the
+// same for an address with no account).
+test(`${BACKEND}: gpunex password change and password forgot`, async () => {
+  const server = await new TestServer(['--mail-poll-interval-ms', '50']).start();
+  const home = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
+  try {
+    const other = new Client(server.url);
+    await other.signupAndLogin('pw@example.com', 'correct-horse-battery', 'Pw User');
+    await server.confirmEmail(other, 'pw@example.com');
+    const login = gpunex(home, ['--server', server.url, 'login', '--email', 'pw@example.com', '--password-stdin'],
+      'correct-horse-battery\n');
+    assert.equal(login.code, 0, login.err);
+
+    const wrong = gpunex(home, ['password', 'change', '--password-stdin'], 'not-my-password\nbrand-new-password-1\n');
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.err, /Current password is wrong \(field: current_password\)/);
+    const weak = gpunex(home, ['password', 'change', '--password-stdin'], 'correct-horse-battery\nshort\n');
+    assert.equal(weak.code, 1);
+    assert.match(weak.err, /at least 10 characters \(field: new_password\)/);
+    const changed = gpunex(home, ['password', 'change', '--password-stdin'], 'correct-horse-battery\nbrand-new-password-1\n');
+    assert.equal(changed.code, 0, changed.err);
+    assert.equal(changed.out, 'Password changed; 1 other session was signed out.\n');
+    assert.equal((await other.request('GET', '/v1/me')).status, 401, 'the other session ended');
+    assert.equal(gpunex(home, ['whoami']).code, 0, 'this login stays');
+    await new Client(server.url).login('pw@example.com', 'brand-new-password-1');
+
+    for (const email of ['PW@example.com', 'nobody@example.com']) {
+      const forgot = gpunex(home, ['password', 'forgot', '--email', email]);
+      assert.equal(forgot.code, 0, forgot.err);
+      assert.equal(forgot.out, `If an account has the address ${email.toLowerCase()}, a link that sets a new password ` +
+        'was mailed to it; it works once, for 60 minutes. Open it in a browser, then `gpunex login` with the new password.\n');
+    }
+    await until('the reset mail', () => server.mailDrop().find((m) => /^To: pw@example\.com\r?$/m.test(m) &&
+      /^Subject: Set a new password/m.test(m)), 20000, 50);
+    assert.ok(!server.mailDrop().some((m) => /^To: nobody@example\.com/m.test(m)));
+    assert.equal(gpunex(home, ['password', 'forgot']).code, 2, '--email is required');
   } finally {
     await server.stop();
   }
