@@ -92,6 +92,37 @@ class BalanceCommand : public Command {
   std::string limit_, cursor_;
 };
 
+//! gpunex credit: an admin adds prepaid credit to a customer (POST /v1/admin/credits), as the dashboard's
+//! Credit page and `gpunex-server admin credit` do; a reference is never credited twice, so a retry is safe.
+class CreditCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = parent.add_subcommand("credit", "add prepaid USDC credit to a customer's balance (admins)");
+    c->add_option("--email", email_, "the customer's e-mail")->required();
+    c->add_option("--amount", amount_, "USDC, a decimal such as 100.00")->required()->type_name("USDC");
+    c->add_option("--reference", reference_,
+                  "the payment it is for (a bank transfer, an invoice); the same reference is never credited twice")
+        ->required();
+    return c;
+  }
+  int run(Context& ctx) override {
+    if (!ctx.token()) return ctx.fail("not logged in to " + ctx.server + "; run `gpunex login`");
+    auto r = call(ctx, "POST", "/v1/admin/credits",
+                  nlohmann::json{{"email", email_}, {"amount", amount_}, {"reference", reference_}});
+    if (!r) return ctx.fail(r.error().message);
+    if (r->status != 200 && r->status != 201) return report_http_error(ctx, *r);
+    const auto j = nlohmann::json::parse(r->body, nullptr, false);
+    ctx.print(j, std::string(j.value("repeated", false) ? "Already credited: " : "Credited ") +
+                     format_text(member(j, "amount")) + " USDC to " + format_text(member(j, "email")) +
+                     " (transaction " + format_text(member(j, "transaction_id")) + "); balance " +
+                     format_text(member(j, "balance")) + " USDC");
+    return 0;
+  }
+
+ private:
+  std::string email_, amount_, reference_;
+};
+
 std::string payouts_text(const nlohmann::json& settings, const nlohmann::json& earnings, const nlohmann::json& list) {
   std::string out;
   const auto& current = member(settings, "current");
@@ -255,5 +286,8 @@ std::unique_ptr<Command> make_payouts_set_command() {
 }
 
 std::unique_ptr<Command> make_balance_command() { return std::make_unique<BalanceCommand>(); }
+std::unique_ptr<Command> make_credit_command() {
+  return std::make_unique<CreditCommand>();
+}
 
 }  // namespace gpunex::cli

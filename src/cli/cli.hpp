@@ -85,6 +85,7 @@ std::unique_ptr<Command> make_reliability_command();
 std::unique_ptr<Command> make_fleet_command();
 std::unique_ptr<Command> make_offers_search_command();
 std::unique_ptr<Command> make_balance_command();
+std::unique_ptr<Command> make_credit_command();
 std::unique_ptr<Command> make_payouts_command();
 std::unique_ptr<Command> make_payouts_set_command();
 // A provider's earnings (earnings_commands.cpp).

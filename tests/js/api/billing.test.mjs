@@ -8,6 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
+import { homeLoggedIn } from '../lib/cli.mjs';
 
 function sql(server, statement) {
   if (server.db.startsWith('sqlite:')) {
@@ -138,6 +139,22 @@ test(`${BACKEND}: operators credit customers; customers see their balance and it
     assert.equal(parsed.balance, '125.750000');
     assert.deepEqual(parsed.history.items, history.json.items, 'the CLI lists what the API lists');
 
+    // An admin credits from the CLI too (`gpunex credit`); the same reference again credits nothing more.
+    const opsHome = homeLoggedIn(server.url, admin.token);
+    const ops = (args) => spawnSync(path.join(BIN, 'gpunex'), args,
+      { env: { PATH: process.env.PATH, HOME: opsHome }, encoding: 'utf8' });
+    const credited = ops(['credit', '--email', 'ann@example.com', '--amount', '4.25', '--reference', 'cli wire 9']);
+    assert.equal(credited.status, 0, credited.stderr);
+    assert.match(credited.stdout, /^Credited 4\.250000 USDC to ann@example\.com \(transaction ltx_\w+\); balance 130\.000000 USDC\n$/);
+    const repeated = ops(['credit', '--email', 'ann@example.com', '--amount', '4.25', '--reference', 'cli wire 9']);
+    assert.match(repeated.stdout, /^Already credited: 4\.250000 USDC to ann@example\.com .*; balance 130\.000000 USDC\n$/);
+    const badAmount = ops(['credit', '--email', 'ann@example.com', '--amount', '-1', '--reference', 'cli wire 10']);
+    assert.equal(badAmount.status, 1);
+    assert.match(badAmount.stderr, /\(field: amount\)/);
+    const selfCredit = gpunex(['credit', '--email', 'ann@example.com', '--amount', '1', '--reference', 'self-made']);
+    assert.equal(selfCredit.status, 1, 'a customer cannot credit itself');
+    assert.equal((await ann.request('GET', '/v1/billing/balance')).json.balance, '130.000000');
+
     // Another customer's money is not Bob's.
     assert.equal((await bob.request('GET', '/v1/billing/balance')).json.balance, '0.000000');
     assert.deepEqual((await bob.request('GET', '/v1/billing/history')).json.items, []);
@@ -148,7 +165,7 @@ test(`${BACKEND}: operators credit customers; customers see their balance and it
     assert.match(edit.stderr, /append-only/);
     const del = sql(server, 'DELETE FROM ledger_transactions');
     assert.notEqual(del.status, 0);
-    assert.equal((await ann.request('GET', '/v1/billing/balance')).json.balance, '125.750000');
+    assert.equal((await ann.request('GET', '/v1/billing/balance')).json.balance, '130.000000');
     // Every transaction sums to zero: the money came from money_in.
     const totals = server.db.startsWith('sqlite:')
       ? execFileSync('sqlite3', [server.db.slice(7), 'SELECT SUM(amount) FROM ledger_entries']).toString().trim()
