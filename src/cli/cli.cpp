@@ -104,20 +104,49 @@ core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, c
   return client->request(method, path, text, headers);
 }
 
+namespace {
+
+//! " (field: max_hours, --max-hours)": the API's field, and the option of the verb that gave it when there
+//! is one (the field's last part, dashed, or the verb's own name for it).
+std::string field_note(const Context& ctx, const std::string& field) {
+  std::string flag;
+  if (auto it = ctx.flag_of_field.find(field); it != ctx.flag_of_field.end()) {
+    flag = it->second;
+  } else if (ctx.command != nullptr) {
+    // The whole path (add_model.fp8_tensor_tflops: --add-model-fp8-tensor-tflops), else its last part
+    // (filters.max_price: --max-price).
+    const auto dashed = [](std::string s) {
+      s = s.substr(0, s.find('['));
+      std::replace_if(
+          s.begin(), s.end(), [](char c) { return c == '_' || c == '.'; }, '-');
+      return "--" + s;
+    };
+    for (const auto& name : {dashed(field), dashed(field.substr(field.rfind('.') + 1))}) {
+      if (name.size() > 2 && ctx.command->get_option_no_throw(name) != nullptr) {
+        flag = name;
+        break;
+      }
+    }
+  }
+  return " (field: " + field + (flag.empty() ? "" : ", " + flag) + ")";
+}
+
+}  // namespace
+
 int report_http_error(const Context& ctx, const util::HttpResponse& r) {
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   std::string msg = "server answered " + std::to_string(r.status);
   if (j.is_object() && j.contains("error") && j["error"].is_object()) {
     const auto& e = j["error"];
     msg = e.value("message", msg);
-    if (e.contains("field") && e["field"].is_string()) msg += " (field: " + e["field"].get<std::string>() + ")";
+    if (e.contains("field") && e["field"].is_string()) msg += field_note(ctx, e["field"].get<std::string>());
     // Every other invalid field, one line each, so a file with several mistakes is fixed in one go.
     if (e.contains("fields") && e["fields"].is_array()) {
       for (std::size_t i = 1; i < e["fields"].size(); ++i) {
         const auto& f = e["fields"][i];
         if (!f.is_object() || !f.contains("message") || !f["message"].is_string()) continue;
         msg += "\nerror: " + f["message"].get<std::string>();
-        if (f.contains("field") && f["field"].is_string()) msg += " (field: " + f["field"].get<std::string>() + ")";
+        if (f.contains("field") && f["field"].is_string()) msg += field_note(ctx, f["field"].get<std::string>());
       }
     }
   }

@@ -3,6 +3,7 @@
 // command type each verb implements, in the manner of DCGM's dcgmi Command.
 
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,10 @@ struct Context {
   bool json = false;
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
+  //! The verb that runs, so that an API error naming a field also names the option it came from
+  //! (`max_hours` is --max-hours); `flag_of_field` for those whose option is named otherwise (gpu_count: --gpus).
+  const CLI::App* command = nullptr;
+  std::map<std::string, std::string> flag_of_field;
 
   //! A client for the server, with the stored token when it is for this server.
   std::unique_ptr<util::HttpClient> client() const;

@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
   ctx.out = &std::cout;
   ctx.err = &std::cerr;
   for (auto& [sub, cmd] : commands) {
-    if (sub->parsed()) return cmd->run(ctx);
+    if (!sub->parsed()) continue;
+    ctx.command = sub;
+    return cmd->run(ctx);
   }
   return 2;
 }

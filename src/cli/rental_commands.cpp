@@ -194,6 +194,11 @@ class RentCommand : public Command {
   }
 
   int run(Context& ctx) override {
+    ctx.flag_of_field = {{"gpu_count", "--gpus"},
+                         {"machine_id", "--machine"},
+                         {"ports", "--port"},
+                         {"ssh_public_key", "--ssh-key"},
+                         {"command", "COMMAND after --"}};
     if (machine_.empty() && model_.empty())
       return ctx.fail("say what to rent: --machine ID (one offer) or --model MODEL (with optional filters)");
     nlohmann::json body = {{"gpu_count", gpus_}, {"image", image_}};

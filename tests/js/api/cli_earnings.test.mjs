@@ -90,7 +90,7 @@ test(`${BACKEND}: gpunex earnings shows the API's figures, groups and CSV`, asyn
 
     const bad = gpunex(home, ['earnings', '--from', 'yesterday']);
     assert.equal(bad.code, 1);
-    assert.match(bad.err, /from must be a date \(2026-12-01\) or an RFC 3339 time \(field: from\)/);
+    assert.match(bad.err, /from must be a date \(2026-12-01\) or an RFC 3339 time \(field: from, --from\)/);
   } finally {
     if (provider) await provider.agent.stop();
     await server.stop();

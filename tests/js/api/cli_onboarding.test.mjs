@@ -126,7 +126,7 @@ windows = [{ days = ["mon", "tue", "wed", "thu", "fri"], start = "18:00", end = 
     // Enterprise is refused by a rule; the message names the rule and the field.
     const refused = gpunex(rita, ['review', 'approve', draft.id, '--tier', 'enterprise', '--note', 'hi']);
     assert.equal(refused.code, 1);
-    assert.match(refused.err, /Enterprise tier refused by rule 'availability'.*\(field: tier\)/);
+    assert.match(refused.err, /Enterprise tier refused by rule 'availability'.*\(field: tier, --tier\)/);
     const refusedJson = JSON.parse(gpunex(rita, ['review', 'approve', draft.id, '--tier', 'enterprise', '--json']).out);
     assert.equal(refusedJson.error.code, 'tier_rule_failed');
 
@@ -188,7 +188,7 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
     assert.equal(gone.status, 401);
     const missing = gpunex(alice, ['keys', 'rotate', '--revoke', 'key_nope']);
     assert.equal(missing.code, 1);
-    assert.match(missing.err, /no such API key to revoke \(field: revoke\)/);
+    assert.match(missing.err, /no such API key to revoke \(field: revoke, --revoke\)/);
 
     // Rejection needs a note, and a reject with one works (a second applicant).
     await new Client(server.url).signupAndLogin('mallory@example.com', 'correct-horse-battery', 'Mallory M');
@@ -235,7 +235,7 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
       ...Object.entries({ ...model, ...change }).map(([k, v]) => `--add-model-${k}=${v}`), ...extra]);
     const badFigure = approve({ 'fp8-tensor-tflops': '0' });
     assert.equal(badFigure.code, 1);
-    assert.match(badFigure.err, /add_model\.fp8_tensor_tflops must be a positive number \(field: add_model\.fp8_tensor_tflops\)/);
+    assert.match(badFigure.err, /add_model\.fp8_tensor_tflops must be a positive number \(field: add_model\.fp8_tensor_tflops, --add-model-fp8-tensor-tflops\)/);
     const badCc = approve({ 'compute-capability': 'twelve' }, '--json');
     assert.equal(JSON.parse(badCc.out).error.field, 'add_model.compute_capability');
     const badPrice = approve({ 'reference-price': 'cheap' }, '--json');

@@ -184,7 +184,7 @@ test(`${BACKEND}: gpunex rent, rentals list, show, logs, stop against the server
     // A bad field: the server's message, naming the field.
     const badPort = gpunex(home, ['rent', '--machine', machine.machineId, '--image', 'busybox', '--port', '70000']);
     assert.equal(badPort.code, 1, badPort.out);
-    assert.match(badPort.err, /port numbers from 1 to 65535 \(field: ports\)/);
+    assert.match(badPort.err, /port numbers from 1 to 65535 \(field: ports, --port\)/);
     // More GPUs than the offer has.
     const many = gpunex(home, ['rent', '--machine', machine.machineId, '--gpus', '3', '--image', 'busybox', '--json']);
     assert.equal(many.code, 1, many.out);

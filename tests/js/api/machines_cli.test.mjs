@@ -204,7 +204,7 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
     // A bad filter is the server's error, naming it; the earlier verb name still works.
     const bad = gpunex(home, ['offers', 'search', '--min-reliability', '101']);
     assert.equal(bad.code, 1);
-    assert.match(bad.err, /min_reliability must be a number from 0 to 100 \(field: min_reliability\)/);
+    assert.match(bad.err, /min_reliability must be a number from 0 to 100 \(field: min_reliability, --min-reliability\)/);
     const badJson = gpunex(home, ['offers', 'search', '--tier', 'gold', '--json']);
     assert.equal(badJson.code, 1);
     assert.equal(JSON.parse(badJson.out).error.field, 'tier');

@@ -59,7 +59,7 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
     const badIban = gpunex(home, ['payouts', 'set', '--iban', 'NL91 ABNA 0417 1643 01', '--account-holder',
       'Jurgen Payee', '--password-stdin'], 'correct-horse-battery\n');
     assert.equal(badIban.code, 1);
-    assert.match(badIban.err, /\(field: iban\)/);
+    assert.match(badIban.err, /\(field: iban, --iban\)/);
     const wrongPassword = gpunex(home, ['payouts', 'set', '--iban', 'NL91 ABNA 0417 1643 00', '--account-holder',
       'Jurgen Payee', '--password-stdin'], 'not-my-password\n');
     assert.equal(wrongPassword.code, 1);
