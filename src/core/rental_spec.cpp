@@ -162,17 +162,17 @@ Spec read_spec(ObjectReader& r) {
       s.ssh_public_key = std::move(*key);
     }
   }
-  // A key is for ssh: the container's port 22 (where the image's sshd listens) is opened with it, so the
-  // rental answers the ssh command without the customer also listing the port.
-  if (s.ssh_public_key && std::find(s.ports.begin(), s.ports.end(), kSshPort) == s.ports.end()) {
-    if (s.ports.size() >= kMaxPorts) {
-      r.invalid("ports", "with an SSH key, port 22 is opened too: list at most " + std::to_string(kMaxPorts - 1) +
-                             " other ports");
-    } else {
-      s.ports.push_back(kSshPort);
-    }
-  }
   return s;
+}
+
+void open_ssh_port(Spec& s, ObjectReader& r) {
+  if (!s.ssh_public_key || std::find(s.ports.begin(), s.ports.end(), kSshPort) != s.ports.end()) return;
+  if (s.ports.size() >= kMaxPorts) {
+    r.invalid("ports",
+              "with an SSH key, port 22 is opened too: list at most " + std::to_string(kMaxPorts - 1) + " other ports");
+    return;
+  }
+  s.ports.push_back(kSshPort);
 }
 
 std::map<std::string, std::string> container_env(const Spec& s) {

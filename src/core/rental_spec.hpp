@@ -52,6 +52,11 @@ std::optional<std::int64_t> max_duration_ms(const Spec& s);
 //! body; every bad field is recorded in `r` under its own name.
 Spec read_spec(ObjectReader& r);
 
+//! A new rental's key is for ssh: the container's port 22 (where the image's sshd listens) is opened with
+//! it, so the rental answers the ssh command without the customer also listing the port; with the ports
+//! full, an error on `ports`. For a customer's request only: a stored or sent spec is read as it is.
+void open_ssh_port(Spec& s, ObjectReader& r);
+
 //! The environment the container gets: the customer's, plus kSshKeyEnv when a key was given.
 std::map<std::string, std::string> container_env(const Spec& s);
 

@@ -214,6 +214,15 @@ core::Status read(const nlohmann::json& body, Spec* out = nullptr) {
   return r.finish();
 }
 
+//! As a new rental's request is read: the spec, and the port its SSH key opens.
+core::Status read_request(const nlohmann::json& body, Spec* out = nullptr) {
+  core::ObjectReader r(body);
+  Spec s = read_spec(r);
+  open_ssh_port(s, r);
+  if (out != nullptr) *out = s;
+  return r.finish();
+}
+
 std::string field_of(const nlohmann::json& body) {
   auto st = read(body);
   return st ? std::string("(accepted)") : st.error().field.value_or("(no field)");
@@ -266,9 +275,10 @@ TEST(RentalSpec, BadFieldsAreNamed) {
   EXPECT_EQ(with("volumes", {"/:/host"}), "volumes") << "fields the spec does not take are refused";
   auto sixteen = good;
   for (int p = 1; p <= 16; ++p) sixteen["ports"].push_back(8000 + p);
-  EXPECT_EQ(field_of(sixteen), "(accepted)");
+  EXPECT_TRUE(read_request(sixteen));
   sixteen["ssh_public_key"] = "ssh-ed25519 AAAAC3Nza user@host";
-  EXPECT_EQ(field_of(sixteen), "ports") << "the key's port 22 would be the seventeenth";
+  EXPECT_EQ(read_request(sixteen).error().field, "ports") << "the key's port 22 would be the seventeenth";
+  EXPECT_TRUE(read(sixteen)) << "a stored spec is read as it is";
 }
 
 TEST(RentalSpec, TheSshKeyReachesTheContainerAsPublicKeyAndTheSpecRoundTrips) {
@@ -282,7 +292,11 @@ TEST(RentalSpec, TheSshKeyReachesTheContainerAsPublicKeyAndTheSpecRoundTrips) {
                    &s));
   EXPECT_EQ(container_env(s), (std::map<std::string, std::string>{{"HF_TOKEN", "secret"},
                                                                    {"PUBLIC_KEY", "ssh-ed25519 AAAAC3Nza user@host"}}));
-  EXPECT_EQ(s.ports, (std::vector<int>{8888, kSshPort})) << "a key opens sshd's port";
+  EXPECT_EQ(s.ports, (std::vector<int>{8888})) << "a stored or sent spec is read as it is";
+  Spec asked;
+  ASSERT_TRUE(
+      read_request({{"image", "ubuntu:22.04"}, {"ports", {8888}}, {"ssh_public_key", "ssh-ed25519 AAAA u@h"}}, &asked));
+  EXPECT_EQ(asked.ports, (std::vector<int>{8888, kSshPort})) << "a new rental's key opens sshd's port";
   auto back = spec_from_json(spec_to_json(s));
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, s);

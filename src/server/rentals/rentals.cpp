@@ -94,6 +94,7 @@ core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
   }
   out.request.gpu_count = static_cast<int>(r.optional_int("gpu_count", 1, 64).value_or(1));
   out.spec = rental::read_spec(r);
+  rental::open_ssh_port(out.spec, r);
   if (auto st = r.finish(); !st) return std::move(st).error();
   if (out.request.machine_id && filters != nullptr) {
     return Error::make(ErrorCode::invalid_field, "give either machine_id (one offer) or filters, not both", "filters");
