@@ -66,6 +66,15 @@ TEST_F(PlatformRepo, EmailConfirmationsAndVerifiedAddresses) {
   EXPECT_TRUE(tx([](store::Tx& t) { return repo::set_verified_email(t, "u2", "new@x", kNow + 6); }));
   EXPECT_EQ(tx([](store::Tx& t) { return repo::verified_email(t, "u2"); }), "new@x");
   EXPECT_EQ(tx([](store::Tx& t) { return repo::find_user(t, "u2"); })->email_verified_at_ms, kNow + 6);
+  // A password set again stops a move to another address, not a link to the account's own.
+  tx([](store::Tx& t) {
+    repo::insert_email_confirmation(t, {"t3", "u2", "new@x", kNow + 7, kNow + 100, {}});
+    repo::insert_email_confirmation(t, {"t4", "u2", "elsewhere@x", kNow + 8, kNow + 100, {}});
+    repo::use_email_changes(t, "u2", "new@x", kNow + 9);
+    return 0;
+  });
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_email_confirmation(t, "t3"); })->used_at_ms);
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_email_confirmation(t, "t4"); })->used_at_ms, kNow + 9);
 }
 
 TEST_F(PlatformRepo, PasswordResetsAreUsedTogetherOnce) {
@@ -78,9 +87,15 @@ TEST_F(PlatformRepo, PasswordResetsAreUsedTogetherOnce) {
   EXPECT_EQ(tx([](store::Tx& t) { return repo::count_password_resets_since(t, "u1", kNow + 1); }), 1);
   EXPECT_EQ(tx([](store::Tx& t) { return repo::find_password_reset(t, "r2"); })->email, "a@x");
   EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_password_reset(t, "r3"); }));
-  EXPECT_EQ(tx([](store::Tx& t) { return repo::use_password_resets(t, "u1", kNow + 2); }), 2) << "both at once";
-  EXPECT_EQ(tx([](store::Tx& t) { return repo::use_password_resets(t, "u1", kNow + 3); }), 0) << "once";
-  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_password_reset(t, "r1"); })->used_at_ms, kNow + 2);
+  EXPECT_TRUE(tx([](store::Tx& t) { return repo::use_password_reset(t, "r2", kNow + 2); }));
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::use_password_reset(t, "r2", kNow + 3); })) << "once";
+  EXPECT_FALSE(tx([](store::Tx& t) { return repo::find_password_reset(t, "r1"); })->used_at_ms) << "only that one";
+  tx([](store::Tx& t) {
+    repo::use_password_resets(t, "u1", kNow + 4);
+    return 0;
+  });
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_password_reset(t, "r1"); })->used_at_ms, kNow + 4);
+  EXPECT_EQ(tx([](store::Tx& t) { return repo::find_password_reset(t, "r2"); })->used_at_ms, kNow + 2);
   EXPECT_EQ(tx([](store::Tx& t) { return repo::count_password_resets_since(t, "u1", kNow); }), 2) << "used still count";
 }
 

@@ -32,6 +32,16 @@ std::string cookie(std::string_view name, std::string_view value, std::int64_t m
   return c;
 }
 
+//! An address as typed, trimmed and lower-cased as accounts keep it; 400 naming `email` when it is none.
+core::Result<std::string> address_of(const std::string& typed) {
+  std::string email = core::to_lower_ascii(core::trim(typed));
+  if (!core::is_valid_email(email)) {
+    return Error::make(ErrorCode::invalid_field, "E-mail is not a valid e-mail address (like name@example.com)",
+                       "email");
+  }
+  return email;
+}
+
 EmailConfirmationSettings confirmation_settings(Ctx& ctx) {
   const auto& c = ctx.config();
   return {c.base_url(), std::int64_t{c.email_confirmation_ttl_hours} * 3'600'000, c.email_confirmations_per_hour};
@@ -158,11 +168,9 @@ Response change_email(Ctx& ctx) {
   });
   if (!read) return Response::error(read.error());
   const auto& [email_in, password] = *read;
-  const std::string email = core::to_lower_ascii(core::trim(email_in));
-  if (!core::is_valid_email(email)) {
-    return Response::error(Error::make(ErrorCode::invalid_field,
-                                       "E-mail is not a valid e-mail address (like name@example.com)", "email"));
-  }
+  const auto address = address_of(email_in);
+  if (!address) return Response::error(address.error());
+  const std::string& email = *address;
   const User& me = ctx.principal->user;
   if (auto refused =
           recheck_password(ctx, password, Error::make(ErrorCode::invalid_field, "Password is wrong", "password"))) {
@@ -237,12 +245,7 @@ core::Result<std::string> read_reset_request(const nlohmann::json& body) {
   core::ObjectReader r(body, "", "", {{"email", {"e-mail", ""}}});
   std::string email = r.required_string("email", 1, 254);
   if (auto s = r.finish(); !s) return std::move(s).error();
-  email = core::to_lower_ascii(core::trim(email));
-  if (!core::is_valid_email(email)) {
-    return Error::make(ErrorCode::invalid_field, "E-mail is not a valid e-mail address (like name@example.com)",
-                       "email");
-  }
-  return email;
+  return address_of(email);
 }
 
 //! POST /v1/auth/password-reset: mails a link that sets a new password, if an account has the address.

@@ -142,7 +142,11 @@ core::Result<std::int64_t> set_password(store::Store& store,
     auto user_id = find(tx);
     if (!user_id) return std::move(user_id).error();
     platform_repo::set_password_hash(tx, *user_id, hash);
+    // What someone who had the password may have set going: reset links, and a move to another address.
     platform_repo::use_password_resets(tx, *user_id, now_ms);
+    if (const auto row = platform_repo::find_user(tx, *user_id)) {
+      platform_repo::use_email_changes(tx, *user_id, row->email, now_ms);
+    }
     if (tell) tell(tx, *user_id);
     return platform_repo::delete_user_sessions(tx, *user_id, keep_session_hash);
   });

@@ -55,7 +55,8 @@ std::optional<User> find_user(store::Tx& tx, const std::string& user_id);
 //! own): a password changed because it leaked leaves nobody else signed in with it. `tell` runs in the same
 //! transaction (to tell the account). Answers how many sessions ended; 400 naming `password_field`, 404
 //! naming email.
-//! Every unused password reset link of the account stops working too (at `now_ms`).
+//! Every unused password reset link of the account stops working too (at `now_ms`), and so does every
+//! link that would move it to another address.
 core::Result<std::int64_t> set_password(store::Store& store, const std::string& email, const std::string& password,
                                         std::int64_t now_ms, const std::string& keep_session_hash = "",
                                         const std::string& password_field = "password",

@@ -67,11 +67,8 @@ core::Result<PasswordReset> reset_password(store::Store& store, const std::strin
                          "this password reset link was mailed to the account's old address; ask for a new one", "token")
           .with_code("token_expired");
     }
-    // The one who marks the account's links used first wins: a second opening of this link waits on the
-    // first (PostgreSQL locks the rows) and then finds nothing left to mark.
-    if (platform_repo::use_password_resets(tx, user->id, now_ms) == 0) {
-      return used_link();
-    }
+    // This link, marked used by the first opening only; set_password then voids the account's others.
+    if (!platform_repo::use_password_reset(tx, token_hash, now_ms)) return used_link();
     if (!user->email_verified_at_ms) platform_repo::set_verified_email(tx, user->id, user->email, now_ms);
     done.email = user->email;
     return user->id;

@@ -1,11 +1,11 @@
 #pragma once
 // Forgotten passwords. Anyone may ask for a link that sets a new password for an address; if an account
 // has it, the link is mailed there (the address the account signed up or moved to: whoever reads its mail
-// owns the account), and the answer is the same whether or not one does, so asking tells nobody which
-// addresses have accounts. A link works once, for a short while, and a limited number are mailed to an
-// account an hour. Opening one sets the password and ends every session of the account. The link's token
-// is in the mail only (kept apart in the outbox and erased once sent); the store keeps its SHA-256. The
-// SQL is in platform_repo.hpp.
+// owns the account), and the answer's body is the same whether or not one does (signup's email_taken
+// says as much already; the time to answer differs by the one insert). A link works once, for a short while, and a
+// limited number are mailed to an account an hour. Opening one sets the password and ends every session of the account.
+// The link's token is in the mail only (kept apart in the outbox and erased once sent); the store keeps its SHA-256.
+// The SQL is in platform_repo.hpp.
 
 #include <cstdint>
 #include <string>
@@ -26,7 +26,7 @@ std::string password_reset_link(const std::string& base_url, const std::string& 
 
 //! Mails the account with `email` (already trimmed and lower-cased) a reset link, unless there is no
 //! such account or it was sent `per_hour` links in the last hour: then nothing happens, and the caller
-//! answers as it would have. True when a link was mailed (for the log, never for the answer).
+//! answers as it would have. True when a link was mailed (never for the caller's answer).
 bool request_password_reset(store::Tx& tx, const std::string& email, const PasswordResetSettings& s,
                             std::int64_t now_ms);
 

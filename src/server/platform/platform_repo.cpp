@@ -84,6 +84,11 @@ void use_all_email_confirmations(store::Tx& tx, const std::string& user_id, std:
   tx.exec("UPDATE email_confirmations SET used_at = ? WHERE user_id = ? AND used_at IS NULL", {now_ms, user_id});
 }
 
+void use_email_changes(store::Tx& tx, const std::string& user_id, const std::string& email, std::int64_t now_ms) {
+  tx.exec("UPDATE email_confirmations SET used_at = ? WHERE user_id = ? AND used_at IS NULL AND email <> ?",
+          {now_ms, user_id, email});
+}
+
 std::optional<std::string> pending_email(store::Tx& tx, const std::string& user_id, std::int64_t now_ms) {
   auto r = tx.query_one(
       "SELECT email FROM email_confirmations WHERE user_id = ? AND used_at IS NULL AND expires_at > ? "
@@ -112,11 +117,15 @@ std::optional<PasswordResetRow> find_password_reset(store::Tx& tx, const std::st
   return PasswordResetRow{r->str(0), r->str(1), r->str(2), r->i64(3), r->i64(4), r->opt_i64(5)};
 }
 
-std::int64_t use_password_resets(store::Tx& tx, const std::string& user_id, std::int64_t now_ms) {
-  return static_cast<std::int64_t>(
-      tx.query("UPDATE password_resets SET used_at = ? WHERE user_id = ? AND used_at IS NULL RETURNING token_hash",
-               {now_ms, user_id})
-          .size());
+bool use_password_reset(store::Tx& tx, const std::string& token_hash, std::int64_t now_ms) {
+  return !tx.query(
+                "UPDATE password_resets SET used_at = ? WHERE token_hash = ? AND used_at IS NULL RETURNING token_hash",
+                {now_ms, token_hash})
+              .empty();
+}
+
+void use_password_resets(store::Tx& tx, const std::string& user_id, std::int64_t now_ms) {
+  tx.exec("UPDATE password_resets SET used_at = ? WHERE user_id = ? AND used_at IS NULL", {now_ms, user_id});
 }
 
 std::int64_t count_password_resets_since(store::Tx& tx, const std::string& user_id, std::int64_t since_ms) {

@@ -75,6 +75,9 @@ bool use_email_confirmation(store::Tx& tx, const std::string& token_hash, std::i
 //! Marks every unused confirmation of the account used: once one is opened, an older link (to this
 //! address or another) can no longer move the account.
 void use_all_email_confirmations(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
+//! Marks used every unused link that would move the account to another address than `email` (its own):
+//! a password set because it leaked also stops a move its intruder asked for.
+void use_email_changes(store::Tx& tx, const std::string& user_id, const std::string& email, std::int64_t now_ms);
 //! The address of the account's newest unused, unexpired confirmation, if any.
 std::optional<std::string> pending_email(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
 //! How many confirmations the account was sent since `since_ms` (a resend limit).
@@ -91,9 +94,11 @@ struct PasswordResetRow {
 };
 void insert_password_reset(store::Tx& tx, const PasswordResetRow& r);
 std::optional<PasswordResetRow> find_password_reset(store::Tx& tx, const std::string& token_hash);
-//! Marks every unused reset link of the account used (one was opened, or the password changed):
-//! answers how many, so the one who marks a link first wins.
-std::int64_t use_password_resets(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
+//! Marks this link used; false when it was used already (the one who marked it first wins: a second
+//! opening waits on the first's row lock on PostgreSQL, then finds nothing to mark).
+bool use_password_reset(store::Tx& tx, const std::string& token_hash, std::int64_t now_ms);
+//! Marks every unused reset link of the account used (one was opened, or the password changed).
+void use_password_resets(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
 //! How many reset links the account was sent since `since_ms` (a limit per hour).
 std::int64_t count_password_resets_since(store::Tx& tx, const std::string& user_id, std::int64_t since_ms);
 

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BACKEND, TestServer, Client, until } from '../lib/server.mjs';
+import { BACKEND, TestServer, Client, confirmationToken, until } from '../lib/server.mjs';
 import { storeRows } from '../lib/rentals.mjs';
 
 const START = '2026-03-02T09:00:00.000Z';
@@ -62,6 +62,11 @@ test(`${BACKEND}: a reset link is mailed to the account's address; it sets the p
       await sleep(300);  // six polls of the mail worker
       assert.deepEqual(server.mailDrop().filter(to('nobody@example.com')), [], 'no mail to an address with no account');
 
+      // Someone who has the password (and the phone's session) asks to move the account to their address.
+      const move = await phone.request('POST', '/v1/me/email', { body: { email: 'thief@example.net', password: 'correct-horse-battery' } });
+      assert.equal(move.status, 202, move.body);
+      const thiefLink = await until('the move\'s link', () => server.mailDrop().filter(to('thief@example.net'))[0]);
+
       // The password still works until the link is used; a weak new password is refused and the link kept.
       assert.equal((await laptop.request('GET', '/v1/me')).status, 200);
       const weak = await new Client(server.url).request('POST', '/v1/auth/password-reset/confirm',
@@ -82,6 +87,11 @@ test(`${BACKEND}: a reset link is mailed to the account's address; it sets the p
       assert.equal((await phone.request('GET', '/v1/me')).status, 401, 'the phone is signed out');
       assert.equal(await loginStatus(server, me, 'correct-horse-battery'), 401, 'the old password is gone');
       assert.equal(await loginStatus(server, me, 'dees-new-password-2'), 200);
+      // The move the intruder asked for is called off with the reset.
+      const moved = await new Client(server.url).request('POST', '/v1/auth/confirm-email',
+        { body: { token: confirmationToken(thiefLink) } });
+      assert.equal(moved.status, 400, moved.body);
+      assert.equal(moved.json.error.code, 'token_used');
 
       const again = await new Client(server.url).request('POST', '/v1/auth/password-reset/confirm',
         { body: { token, new_password: 'dees-third-password-3' } });
