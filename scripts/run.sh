@@ -165,27 +165,35 @@ for m, g in gpus:
     sim = ", simulated" if m["simulated"] else ""
     print("Demo GPU %d (%s%s): %s" % (g["index"], g.get("model") or g["name"], sim, what))
 PY
-# The catalog models of the provider's machines (one per line), once a machine has registered.
+# The catalog models of the provider's machines (one per line; none when its GPUs are no catalog model),
+# once a machine has registered (exit 1 before).
 read -r -d '' MODELS_PY <<'PY' || true
 import json, sys
-models = sorted({g["model"] for m in json.load(sys.stdin)["items"] for g in m["gpus"] if g.get("model")})
-if not models:
+machines = json.load(sys.stdin)["items"]
+if not any(m["gpus"] for m in machines):
     sys.exit(1)
-print("\n".join(models))
+print("\n".join(sorted({g["model"] for m in machines for g in m["gpus"] if g.get("model")})))
 PY
 # A GPU with no rate is not offered, so the demo provider gets one for each model of its machine that it
-# has not priced: the platform's recommendation (a provider changes it on the Pricing page). Fails until
-# the machine has registered; prints each rate set.
+# has not priced: the platform's recommendation for the provider's region (a provider changes it on the
+# Pricing page). Fails until the machine has registered; prints each rate set, or why there is none.
 price_demo_models() {
   local key=$1 models priced model rate
   models=$(call GET /v1/provider/machines "$key" | python3 -c "$MODELS_PY" 2>/dev/null) || return 1
+  [ -n "$models" ] || { echo "Demo rate: its GPUs are no catalog model, so none is set (see $URL/#/pricing)"; return 0; }
   priced=$(call GET /v1/provider/prices "$key" | python3 -c 'import json,sys; print(" ".join(p["model"] for p in json.load(sys.stdin)["items"]))') \
     || return 1
   for model in $models; do
     case " $priced " in *" $model "*) continue ;; esac
-    rate=$(call GET "/v1/provider/price-recommendations?model=$model&region=eu-central" "$key" | json recommended) || return 1
+    if ! rate=$(call GET "/v1/provider/price-recommendations?model=$model" "$key" | json recommended 2>/dev/null); then
+      echo "Demo rate for $model not set: no recommendation (HTTP $(status)): $(cat "$DEMO/.body"); set one at $URL/#/pricing"
+      continue
+    fi
     call PUT "/v1/provider/prices/$model" "$key" "{\"usdc_per_gpu_hour\":$(jstr "$rate")}" >/dev/null
-    [ "$(status)" = 200 ] || { echo "Demo rate for $model not set (HTTP $(status)): $(cat "$DEMO/.body")"; return 0; }
+    if [ "$(status)" != 200 ]; then
+      echo "Demo rate for $model not set (HTTP $(status)): $(cat "$DEMO/.body")"
+      continue
+    fi
     echo "Demo rate: $model at $rate USDC/GPU-hour (the platform's recommendation; change it at $URL/#/pricing)"
   done
 }
