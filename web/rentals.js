@@ -151,8 +151,9 @@
       estimate.replaceChildren('Estimated cost: ', el('strong', {}, usdc(fromMicro(perHour))), ' per hour',
         ` (${n} GPU${n === 1 ? '' : 's'} × ${usdc(offer.usdc_per_gpu_hour)})`, ...limit);
       if (!balance.ok) { balanceLine.textContent = 'Your balance could not be loaded.'; return; }
-      // What the server asks to start: the first hour, or all of a shorter max_hours; from what is
-      // available (the balance less what running rentals used since their last settlement).
+      // What the server asks to start: the first hour, or all of a shorter max_hours, from what is available
+      // (the balance less what running rentals used since their last settlement). The server also keeps
+      // back what the customer's other live rentals hold for their own first hour, which is not shown here.
       const have = micro(balance.data.available);
       const short = hours !== null && Number.isFinite(hours) && hours > 0 && hours < 1;
       const first = short ? Math.ceil(perHour * hours) : perHour;

@@ -429,7 +429,8 @@ int main(int argc, char** argv) {
   std::string bootstrap_email = server::BootstrapOutput{}.email;
   bootstrap
       ->add_option("--email", bootstrap_email,
-                   "the first admin's e-mail address: yours, so that a forgotten password can be reset by mail")
+                   "the first admin's e-mail address: yours, so that a forgotten password can be reset by mail "
+                   "(it counts as confirmed: whoever reads that mailbox can reset the admin's password)")
       ->capture_default_str();
   bootstrap
       ->add_option(

@@ -58,6 +58,17 @@ TEST(PayoutCalendar, WeeklyIsMondayAndForSepaTheNextBusinessDayWhenTarget2IsClos
   EXPECT_EQ(next_payout_day(Schedule::weekly, Method::sepa, ymd(2028, 12, 28)), ymd(2029, 1, 2));
 }
 
+TEST(PayoutCalendar, ThePeriodStartsOnItsWeeksMondayOrItsMonthsFirstDay) {
+  // Wednesday 9 December 2026; Monday 7 December; a Sunday counts with the week before it.
+  EXPECT_EQ(period_start(Schedule::weekly, ymd(2026, 12, 9)), ymd(2026, 12, 7));
+  EXPECT_EQ(period_start(Schedule::weekly, ymd(2026, 12, 7)), ymd(2026, 12, 7));
+  EXPECT_EQ(period_start(Schedule::weekly, ymd(2026, 12, 13)), ymd(2026, 12, 7));
+  EXPECT_EQ(period_start(Schedule::weekly, ymd(2027, 1, 1)), ymd(2026, 12, 28)) << "across the year";
+  EXPECT_EQ(period_start(Schedule::monthly, ymd(2026, 12, 9)), ymd(2026, 12, 1));
+  EXPECT_EQ(period_start(Schedule::monthly, ymd(2026, 12, 1)), ymd(2026, 12, 1));
+  EXPECT_EQ(period_start(Schedule::monthly, ymd(2028, 2, 29)), ymd(2028, 2, 1));
+}
+
 TEST(PayoutCalendar, MonthlyIsTheFirstBusinessDaySkippingTarget2ForSepa) {
   // 1 January 2026 is a Thursday and a TARGET2 holiday.
   EXPECT_EQ(next_payout_day(Schedule::monthly, Method::sepa, ymd(2025, 12, 15)), ymd(2026, 1, 2));

@@ -136,7 +136,8 @@ int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, st
              "`gpunex-server admin set-password --db URL (or --config FILE) --email EMAIL --password-stdin`.\n";
       return 0;
     }
-    const std::string& email = output.email;
+    // As the account keeps it (and as the login file must say it).
+    const std::string email = core::to_lower_ascii(core::trim(output.email));
     const std::string password = util::random_token(12);
     // The file first: an account whose password could not be kept anywhere would be locked for good.
     if (!output.to_terminal && !write_login_file(output.login_file, email, password, err)) return 1;

@@ -78,7 +78,9 @@ test(`${BACKEND}: admin bootstrap --email makes the first admin with the operato
   const first = admin(['bootstrap', '--db', s.db, '--data-dir', s.dir, '--email', 'Ops@Example.com']);
   assert.equal(first.status, 0, first.stderr);
   assert.match(first.stdout, /^First admin account: ops@example\.com; its password is in /);
-  const [, password] = readFileSync(path.join(s.dir, 'first-admin.txt'), 'utf8').match(/\npassword: (\S+)\n$/);
+  const [, fileEmail, password] = readFileSync(path.join(s.dir, 'first-admin.txt'), 'utf8')
+    .match(/^e-mail: +(\S+)\npassword: (\S+)\n$/);
+  assert.equal(fileEmail, 'ops@example.com', 'the file says the address as the account has it');
   await s.start();
   try {
     assert.deepEqual(await rolesAfterLogin(s.url, 'ops@example.com', password), ['admin', 'customer']);

@@ -133,6 +133,12 @@ test(`${BACKEND}: going back to the destination in force calls off a pending cha
     const taken = await put(OTHER);
     assert.equal(taken.status, 200, taken.body);
     assert.equal(taken.json.pending.destination.wallet_address, OTHER);
+    // Going back needs the password too: it names a destination other than the newest recorded.
+    const noPassword = await client.request('PUT', '/v1/provider/payout-settings', { body:
+      { method: 'solana_usdc', wallet_address: WALLET, schedule: 'weekly' } });
+    assert.equal(noPassword.status, 400, noPassword.body);
+    assert.equal(noPassword.json.error.field, 'password');
+    assert.equal((await client.request('GET', '/v1/provider/payout-settings')).json.pending.destination.wallet_address, OTHER);
 
     await at(1);
     const back = await put(WALLET);
@@ -140,10 +146,6 @@ test(`${BACKEND}: going back to the destination in force calls off a pending cha
     assert.equal(back.json.current.destination.wallet_address, WALLET);
     assert.equal(back.json.pending, null, 'nothing is waiting any more');
     assert.equal(Date.parse(back.json.current.effective_at), Date.parse(START) + 3600_000, 'in force at once');
-    // Going back needs the password too: it names a destination other than the newest recorded.
-    const noPassword = await client.request('PUT', '/v1/provider/payout-settings', { body:
-      { method: 'solana_usdc', wallet_address: OTHER, schedule: 'weekly' } });
-    assert.equal(noPassword.status, 400, noPassword.body);
 
     // Past the called-off change's time, and past when a new change would have ended its cool-down.
     for (const hours of [48.5, 100]) {

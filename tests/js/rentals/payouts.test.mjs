@@ -156,6 +156,7 @@ test(`${BACKEND}: a Monday run pays once; the SEPA file validates; a returned pa
     assert.equal(moneyOut(), 0, 'the money came back');
     const again = await admin.request('POST', `${payoutPath}/returned`, { body: { reason: 'account closed' } });
     assert.equal(again.status, 200, 'said twice: nothing more');
+    assert.equal(moneyOut(), 0, 'not taken back twice');
     assert.equal((await admin.request('POST', `${payoutPath}/paid`)).status, 409, 'returned is final');
     const back = (await provider.client.request('GET', '/v1/provider/earnings')).json;
     assert.equal(back.balance, '4.800000');
