@@ -159,41 +159,43 @@ std::vector<RentalRow> all_live(store::Tx& tx) {
   return rows_where(tx, "state <> ? ORDER BY created_at, id", {kEnded});
 }
 
-std::map<std::string, std::vector<std::pair<std::string, rental::State>>> live_states(
-    store::Tx& tx, const std::vector<std::string>& machine_ids) {
-  std::map<std::string, std::vector<std::pair<std::string, rental::State>>> out;
+namespace {
+
+//! Runs `select` + " WHERE state <> 'ended' AND machine_id IN (?, …)" + `rest` over `machine_ids`, 200 at
+//! a time (a statement's parameters are bounded), giving each row to `each`.
+template <class Each>
+void for_live_on(store::Tx& tx, const std::string& select, const std::string& rest,
+                 const std::vector<std::string>& machine_ids, Each each) {
   constexpr std::size_t kChunk = 200;
   for (std::size_t from = 0; from < machine_ids.size(); from += kChunk) {
     const std::size_t n = std::min(kChunk, machine_ids.size() - from);
-    std::string q = "SELECT machine_id, id, state FROM rentals WHERE state <> ? AND machine_id IN (";
+    std::string q = select + " WHERE state <> ? AND machine_id IN (";
     std::vector<store::Value> params{kEnded};
     for (std::size_t i = 0; i < n; ++i) {
       q += i == 0 ? "?" : ", ?";
       params.emplace_back(machine_ids[from + i]);
     }
-    q += ") ORDER BY created_at, id";
-    for (const auto& r : tx.query(q, std::move(params))) {
-      auto state = rental::parse_state(r.str(2));
-      out[r.str(0)].emplace_back(r.str(1), state ? *state : rental::State::ended);
-    }
+    for (const auto& r : tx.query(q + ") " + rest, std::move(params))) each(r);
   }
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<std::pair<std::string, rental::State>>> live_states(
+    store::Tx& tx, const std::vector<std::string>& machine_ids) {
+  std::map<std::string, std::vector<std::pair<std::string, rental::State>>> out;
+  for_live_on(tx, "SELECT machine_id, id, state FROM rentals", "ORDER BY created_at, id", machine_ids,
+              [&](const store::Row& r) {
+                auto state = rental::parse_state(r.str(2));
+                out[r.str(0)].emplace_back(r.str(1), state ? *state : rental::State::ended);
+              });
   return out;
 }
 
 std::map<std::string, std::int64_t> rented_gpus(store::Tx& tx, const std::vector<std::string>& machine_ids) {
   std::map<std::string, std::int64_t> out;
-  constexpr std::size_t kChunk = 200;
-  for (std::size_t from = 0; from < machine_ids.size(); from += kChunk) {
-    const std::size_t n = std::min(kChunk, machine_ids.size() - from);
-    std::string q = "SELECT machine_id, SUM(gpu_count) FROM rentals WHERE state <> ? AND machine_id IN (";
-    std::vector<store::Value> params{kEnded};
-    for (std::size_t i = 0; i < n; ++i) {
-      q += i == 0 ? "?" : ", ?";
-      params.emplace_back(machine_ids[from + i]);
-    }
-    q += ") GROUP BY machine_id";
-    for (const auto& r : tx.query(q, std::move(params))) out[r.str(0)] = r.i64(1);
-  }
+  for_live_on(tx, "SELECT machine_id, SUM(gpu_count) FROM rentals", "GROUP BY machine_id", machine_ids,
+              [&](const store::Row& r) { out[r.str(0)] = r.i64(1); });
   return out;
 }
 
