@@ -320,7 +320,8 @@
   function logsView(l) {
     if (!l.ok) return [el('p', { class: 'muted' }, 'The logs could not be loaded.')];
     return [el('p', { class: 'muted', id: 'rental-logs-updated' },
-      l.data.updated_at ? `The last lines of its output, as of ${fmtTime(l.data.updated_at)}.` : 'No output yet.'),
+      l.data.updated_at ? `The last lines of its output, as of ${fmtTime(l.data.updated_at)}.`
+        : l.data.state === 'ended' ? 'It ended without writing any output.' : 'No output yet.'),
     l.data.logs ? el('pre', { class: 'rental-logs', id: 'rental-logs', tabindex: '0', 'aria-label': 'Container output' }, l.data.logs) : ''];
   }
 

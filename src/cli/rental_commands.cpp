@@ -343,7 +343,8 @@ class RentalsLogsCommand : public Command {
     const auto& tail = member(logs, "logs");
     const std::string text = tail.is_string() ? tail.get<std::string>() : "";
     if (text.empty()) {
-      *ctx.err << "no output from " << id_ << " yet\n";
+      *ctx.err << "no output from " << id_
+               << (member(logs, "state") == "ended" ? ": it ended without writing any\n" : " yet\n");
       return 0;
     }
     *ctx.out << text;

@@ -222,6 +222,8 @@ core::Result<core::OfferFilter> offer_filter(const http::Request& req) {
       e.field = "max_price";
       return e;
     }
+    // No offer is free (a rate must be above 0): a max price of 0 would match none, as renting refuses it.
+    if (*p <= 0) return Error::make(ErrorCode::invalid_field, "Max price must be above 0", "max_price");
     f.max_price = *p;
   }
   if (auto tier = text("tier")) {

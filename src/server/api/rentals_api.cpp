@@ -173,10 +173,11 @@ Response rental_logs(Ctx& ctx) {
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         auto r = own_rental(ctx, tx);
         if (!r) return std::move(r).error();
-        return nlohmann::json{{"rental_id", r->id},
-                              {"logs", r->logs},
-                              {"updated_at", r->logs_at_ms ? nlohmann::json(util::rfc3339(*r->logs_at_ms))
-                                                           : nlohmann::json(nullptr)}};
+        return nlohmann::json{
+            {"rental_id", r->id},
+            {"state", rental::to_string(r->state)},  // an ended one writes no more
+            {"logs", r->logs},
+            {"updated_at", r->logs_at_ms ? nlohmann::json(util::rfc3339(*r->logs_at_ms)) : nlohmann::json(nullptr)}};
       },
       store::TxMode::read);
 }
@@ -363,11 +364,14 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
   app.route(http::Method::post, "/v1/rentals/{id}/stop", customer.doc({.summary = "Stop my rental", .responses = {{200, rental}}}), [&](Ctx& ctx) {
     return stop_rental(ctx, polls, own_rental, rental::EndReason::customer_stopped, rentals::customer_json);
   });
-  app.route(http::Method::get, "/v1/rentals/{id}/logs", customer.doc({.summary = "My rental's logs",
-                         .responses = {{200, oa::closed_record({{"rental_id", oa::text(1)},
-                                                                {"logs", oa::text()},
-                                                                {"updated_at", when}},
-                                                               {"rental_id", "logs", "updated_at"})}}}), rental_logs);
+  app.route(http::Method::get, "/v1/rentals/{id}/logs",
+            customer.doc({.summary = "My rental's logs",
+                          .responses = {{200, oa::closed_record({{"rental_id", oa::text(1)},
+                                                                 {"state", oa::text(1)},
+                                                                 {"logs", oa::text()},
+                                                                 {"updated_at", when}},
+                                                                {"rental_id", "state", "logs", "updated_at"})}}}),
+            rental_logs);
 
   const auto provider = RouteOptions::for_roles({"provider"}).api_key_allowed();
   app.route(http::Method::get, "/v1/provider/rentals",

@@ -205,6 +205,9 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
     const bad = gpunex(home, ['offers', 'search', '--min-reliability', '101']);
     assert.equal(bad.code, 1);
     assert.match(bad.err, /min_reliability must be a number from 0 to 100 \(field: min_reliability, --min-reliability\)/);
+    const free = gpunex(home, ['offers', 'search', '--max-price', '0']);
+    assert.equal(free.code, 1);
+    assert.match(free.err, /Max price must be above 0 \(field: max_price, --max-price\)/);
     const badJson = gpunex(home, ['offers', 'search', '--tier', 'gold', '--json']);
     assert.equal(badJson.code, 1);
     assert.equal(JSON.parse(badJson.out).error.field, 'tier');

@@ -161,6 +161,12 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal(failed.status, 200, failed.body);
     const bobEnded = (await bob.request('GET', `/v1/rentals/${bobs.json.id}`)).json;
     assert.equal(bobEnded.state, 'ended');
+    // Its logs say it ended (it will write nothing more), and so does the CLI: not "no output yet".
+    const bobLogs = (await bob.request('GET', `/v1/rentals/${bobs.json.id}/logs`)).json;
+    assert.deepEqual([bobLogs.state, bobLogs.logs], ['ended', '']);
+    const bobCli = gpunex(homeLoggedIn(server.url, bob.token), ['rentals', 'logs', bobs.json.id]);
+    assert.equal(bobCli.code, 0, bobCli.err);
+    assert.equal(bobCli.err, `no output from ${bobs.json.id}: it ended without writing any\n`);
     assert.equal(bobEnded.end_reason, 'start_failed');
     assert.equal(bobEnded.error, 'pull access denied');
     assert.equal(bobEnded.cost_so_far, '0.000000');
