@@ -1,5 +1,6 @@
 #include "server/billing/earnings.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -77,18 +78,18 @@ EarningsReport provider_earnings(store::Tx& tx, const std::string& provider_id, 
   const auto in_range = earnings_between(tx, provider_id, query.from_ms, query.to_ms, now_ms);
   for (const auto& e : in_range) (e.settled ? report.settled : report.unsettled) += e.amount;
   report.groups = core::earnings::group(in_range, query.by);
-  // Today and the last 7 and 30 days, whatever the range asked.
-  const std::int64_t today = now_ms - now_ms % kDayMs;
-  const auto recent = earnings_between(tx, provider_id, today - 29 * kDayMs, now_ms + 1, now_ms);
+  // Today, the last 7 and 30 days and the payout period so far (a week, or a month: up to 31 days), whatever
+  // the range asked, from one read back to the earliest of them.
+  const auto today_day =
+      date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now_ms)));
+  const std::int64_t today = core::payout::cutoff_ms(today_day);
+  report.period_from_ms = core::payout::cutoff_ms(core::payout::period_start(plan.schedule, today_day));
+  const auto recent =
+      earnings_between(tx, provider_id, std::min(today - 29 * kDayMs, report.period_from_ms), now_ms + 1, now_ms);
   report.today = core::earnings::sum_since(recent, today);
   report.last_7_days = core::earnings::sum_since(recent, today - 6 * kDayMs);
   report.last_30_days = core::earnings::sum_since(recent, today - 29 * kDayMs);
-  // The payout period so far (a week, or a month: up to 31 days, read apart from the 30 above).
-  const auto today_day =
-      date::floor<date::days>(date::sys_time<std::chrono::milliseconds>(std::chrono::milliseconds(now_ms)));
-  report.period_from_ms = core::payout::cutoff_ms(core::payout::period_start(plan.schedule, today_day));
-  report.this_period = core::earnings::sum_since(
-      earnings_between(tx, provider_id, report.period_from_ms, now_ms + 1, now_ms), report.period_from_ms);
+  report.this_period = core::earnings::sum_since(recent, report.period_from_ms);
   // What the provider has earned and not been paid: the earnings account's balance (payouts take from it).
   report.balance = billing::balance(tx, ledger::Account::provider(provider_id));
   report.pending = core::payout::pending_payout(
