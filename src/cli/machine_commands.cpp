@@ -49,6 +49,20 @@ GpuFigures gpu_figures(const nlohmann::json& machine) {
   return f;
 }
 
+//! Every page of the list at `path` (which has its own query: the cursor follows with &), in order, into
+//! `items`; `last` is the last page (for what it says beside its items). 0, or the exit code after printing.
+int get_every_page(Context& ctx, const std::string& path, nlohmann::json& items, nlohmann::json& last) {
+  items = nlohmann::json::array();
+  std::string cursor;
+  do {
+    if (int rc = get_json(ctx, path + (cursor.empty() ? "" : "&cursor=" + url_encode(cursor)), last); rc != 0)
+      return rc;
+    for (auto& m : last["items"]) items.push_back(std::move(m));
+    cursor = last["next_cursor"].is_string() ? last["next_cursor"].get<std::string>() : "";
+  } while (!cursor.empty());
+  return 0;
+}
+
 std::string status_text(const nlohmann::json& m) {
   return m.value("status", std::string("?")) + (m.value("simulated", false) ? " (simulated)" : "");
 }
@@ -60,16 +74,8 @@ class MachinesListCommand : public Command {
   }
   int run(Context& ctx) override {
     // Every page, so a script gets the whole list in one answer.
-    nlohmann::json items = nlohmann::json::array();
-    std::string cursor;
-    do {
-      nlohmann::json page;
-      const std::string path =
-          "/v1/provider/machines?limit=200" + (cursor.empty() ? "" : "&cursor=" + url_encode(cursor));
-      if (int rc = get_json(ctx, path, page); rc != 0) return rc;
-      for (auto& m : page["items"]) items.push_back(std::move(m));
-      cursor = page["next_cursor"].is_string() ? page["next_cursor"].get<std::string>() : "";
-    } while (!cursor.empty());
+    nlohmann::json items, page;
+    if (int rc = get_every_page(ctx, "/v1/provider/machines?limit=200", items, page); rc != 0) return rc;
 
     std::vector<std::vector<std::string>> rows;
     for (const auto& m : items) {
@@ -279,19 +285,10 @@ class FleetCommand : public Command {
     return c;
   }
   int run(Context& ctx) override {
-    nlohmann::json items = nlohmann::json::array();
-    nlohmann::json summary;
-    std::string cursor;
-    do {
-      nlohmann::json page;
-      const std::string path = "/v1/admin/machines?limit=200" +
-                               (status_.empty() ? "" : "&status=" + url_encode(status_)) +
-                               (cursor.empty() ? "" : "&cursor=" + url_encode(cursor));
-      if (int rc = get_json(ctx, path, page); rc != 0) return rc;
-      for (auto& m : page["items"]) items.push_back(std::move(m));
-      summary = member(page, "summary");
-      cursor = page["next_cursor"].is_string() ? page["next_cursor"].get<std::string>() : "";
-    } while (!cursor.empty());
+    nlohmann::json items, page;
+    const std::string path = "/v1/admin/machines?limit=200" + (status_.empty() ? "" : "&status=" + url_encode(status_));
+    if (int rc = get_every_page(ctx, path, items, page); rc != 0) return rc;
+    const nlohmann::json summary = member(page, "summary");  // the whole fleet's, on every page
     std::vector<std::vector<std::string>> rows;
     for (const auto& m : items) {
       std::string gpus;

@@ -46,14 +46,24 @@ std::optional<MachineRecord> MachinesRepo::find(const std::string& id) {
   return record_of(tx_.query_one(std::string(kRecordColumns) + "id = ?", {id}));
 }
 
+namespace {
+
+// Listed GPUs that are still present (a GPU gone from its machine keeps its listing row).
+constexpr const char* kListedPresent =
+    "gpu_listing l JOIN machine_gpus g ON g.machine_id = l.machine_id AND g.uuid = l.uuid "
+    "WHERE l.listed = 1 AND g.present = 1";
+
+}  // namespace
+
 std::vector<FleetMachine> MachinesRepo::fleet_page(std::optional<core::MachineStatus> status,
                                                    const std::optional<std::string>& after_id, std::int64_t limit) {
   std::string q =
       "SELECT m.id, m.hostname, m.provider_id, u.email, m.status, m.simulated, m.agent_version, m.driver_version, "
       "m.last_seen_at, m.rentals_blocked, "
       "(SELECT COUNT(*) FROM machine_gpus g WHERE g.machine_id = m.id AND g.present = 1), "
-      "(SELECT COUNT(*) FROM gpu_listing l JOIN machine_gpus g ON g.machine_id = l.machine_id AND g.uuid = l.uuid "
-      "WHERE l.machine_id = m.id AND l.listed = 1 AND g.present = 1) "
+      "(SELECT COUNT(*) FROM " +
+      std::string(kListedPresent) +
+      " AND l.machine_id = m.id) "
       "FROM machines m JOIN providers p ON p.id = m.provider_id JOIN users u ON u.id = p.user_id WHERE 1 = 1";
   std::vector<store::Value> params;
   if (status) {
@@ -108,9 +118,7 @@ FleetCounts MachinesRepo::fleet_counts() {
     if (core::parse_machine_status(r.str(0)) == core::MachineStatus::online) c.online += r.i64(1);
   }
   if (auto r = tx_.query_one("SELECT COUNT(*) FROM machine_gpus WHERE present = 1", {})) c.gpus = r->i64(0);
-  if (auto r = tx_.query_one("SELECT COUNT(*) FROM gpu_listing l JOIN machine_gpus g ON g.machine_id = l.machine_id "
-                             "AND g.uuid = l.uuid WHERE l.listed = 1 AND g.present = 1",
-                             {})) {
+  if (auto r = tx_.query_one(std::string("SELECT COUNT(*) FROM ") + kListedPresent, {})) {
     c.listed = r->i64(0);
   }
   return c;
