@@ -8,6 +8,8 @@
 #   scripts/cluster.sh up [N]        start N replicas (default 2) and the rest; prints the
 #                                    balancer's URL, the only line on stdout
 #   scripts/cluster.sh start-replica I   start replica I again (after a crash), on its port
+#   scripts/cluster.sh restart       restart the replicas one at a time (SIGTERM, start, ready),
+#                                    waiting out nginx's fail_timeout after each: no request fails
 #   scripts/cluster.sh restart-db    restart PostgreSQL on its port (a chaos test: replicas report
 #                                    not ready meanwhile, then reconnect)
 #   scripts/cluster.sh status        each process, and each replica's /readyz
@@ -26,9 +28,11 @@ DIR=${GPUNEX_CLUSTER_DIR:-var/cluster}
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 NGX=$DIR/nginx
+# nginx leaves a replica that refused a connection out this long (deploy/nginx/gpunex.conf).
+FAIL_TIMEOUT_S=2
 
 usage() {
-  echo "usage: $0 up [N] | start-replica I | restart-db | status | down" >&2
+  echo "usage: $0 up [N] | start-replica I | restart | restart-db | status | down" >&2
   exit 2
 }
 
@@ -67,6 +71,7 @@ start_replica() {
   # shellcheck disable=SC2086
   GPUNEX_SERVER_SECRET=$(cat "$DIR/server-secret") nohup "$BIN/gpunex-server" \
     --listen "127.0.0.1:$port" --db "$db" --data-dir "$rdir" --trusted-proxies 127.0.0.1 \
+    --public-url "http://127.0.0.1:$(cat "$DIR/nginx-port")" \
     --log-level info ${GPUNEX_CLUSTER_SERVER_ARGS:-} </dev/null >>"$rdir/server.log" 2>&1 &
   echo $! >"$rdir/pid"
 }
@@ -120,6 +125,7 @@ up() {
     ports+=("$p")
   done
   printf '%s\n' "${ports[@]}" >"$DIR/replica-ports"
+  echo "$nport" >"$DIR/nginx-port"  # the replicas' public_url: their links name the balancer
 
   # The replicas start together: the first migrates the empty database, the others wait on the
   # migration's advisory lock and find nothing left to do.
@@ -129,7 +135,7 @@ up() {
   # nginx: deploy/nginx/gpunex.conf rendered for these ports, inside a main file of our own.
   mkdir -p "$NGX/logs"
   local replicas=""
-  for p in "${ports[@]}"; do replicas+="server 127.0.0.1:$p max_fails=1 fail_timeout=5s;\n    "; done
+  for p in "${ports[@]}"; do replicas+="server 127.0.0.1:$p max_fails=1 fail_timeout=${FAIL_TIMEOUT_S}s;\n    "; done
   # Comment lines keep their placeholders: they document them.
   sed -e "/^[[:space:]]*#/!s|@LISTEN@|127.0.0.1:$nport|" -e "/^[[:space:]]*#/!s|@REPLICAS@|${replicas%\\n    }|" \
     -e "/^[[:space:]]*#/!s|@LOG_DIR@|$NGX/logs|" deploy/nginx/gpunex.conf >"$NGX/gpunex.conf"
@@ -227,6 +233,18 @@ case $1 in
     [[ $# -eq 2 ]] || usage
     start_replica "$2"
     wait_ready "$2"
+    ;;
+  restart)
+    # One at a time, as README.md's rolling restart: each drains on SIGTERM and is ready again before
+    # the next stops, and nginx, which left it out while it was down, has tried it again by then.
+    count=$(wc -l <"$DIR/replica-ports")
+    for i in $(seq 1 "$count"); do
+      stop_pidfile "$DIR/replica-$i/pid" gpunex-server
+      start_replica "$i"
+      wait_ready "$i"
+      log "replica $i restarted"
+      if [[ $i -lt $count ]]; then sleep $((FAIL_TIMEOUT_S + 1)); fi
+    done
     ;;
   restart-db) scripts/pg.sh restart "$DIR/pg" ;;
   status) status ;;

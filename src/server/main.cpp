@@ -43,6 +43,7 @@
 #include "store/migrations.hpp"
 #include "util/crypto.hpp"
 #include "util/log.hpp"
+#include "util/service_notify.hpp"
 #include "util/time.hpp"
 
 using namespace gpunex;  // NOLINT: main only
@@ -81,6 +82,15 @@ std::unique_ptr<server::App> open_app(const server::Config& cfg) {
     return nullptr;
   }
   const auto clock = server::clock_for(cfg);
+  try {
+    if (auto same = server::check_server_secret(*st, cfg.server_secret, clock->now_ms()); !same) {
+      std::cerr << "error: " << same.error().message << "\n";
+      return nullptr;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "error: db: checking the server secret: " << e.what() << "\n";
+    return nullptr;
+  }
   if (cfg.test_clock_start_ms) {
     util::log_event("warn", "TEST CLOCK: this server runs on a settable clock, for tests only",
                     {{"now", util::rfc3339(clock->now_ms())}});
@@ -362,10 +372,12 @@ int serve(server::Config cfg) {
   }
   workers.start();
   announce_listening(cfg, port, so.tls.has_value());
+  util::notify_service_manager("READY=1");  // a systemd unit with Type=notify is started now
 
   int sig = 0;
   sigwait(&signals, &sig);
   util::log_event("info", "shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  util::notify_service_manager("STOPPING=1");
   srv.stop();
   srv.wait();
   app->stop_background();  // heartbeats still queued are committed (their connections are gone)
@@ -457,6 +469,11 @@ int main(int argc, char** argv) {
   restore->add_option("--from", backup_file, "a file made by admin backup")->required();
   restore->add_flag("--replace", restore_replace,
                     "replace an existing database (refused while a process has it open; the old one is kept beside it)");
+  auto* adopt_secret = admin->add_subcommand(
+      "adopt-server-secret",
+      "make this server's secret (server_secret, else <data_dir>/server.key) the one the database's servers must "
+      "use, when the secret they used is lost for good: approval keys not yet shown can then no longer be shown");
+  adopt_secret->add_option("--db", db, "store URL")->envname("GPUNEX_DB");
   admin->require_subcommand(1);
   // The server's configuration keys under `gpunex-server --help` only (set after the subcommands, which
   // would copy it): an admin command's help is its options and where the store comes from.
@@ -480,7 +497,7 @@ int main(int argc, char** argv) {
       std::cerr << "error: admin: which store? give --db URL, GPUNEX_DB, or --config FILE (the server's)\n";
       return 2;
     }
-    if (db.empty() || (*bootstrap && bootstrap_data_dir.empty())) {
+    if (db.empty() || (*bootstrap && bootstrap_data_dir.empty()) || *adopt_secret) {
       if (!load_config(cfg, config_file, cli, flags)) return 2;
       if (db.empty()) {
         // A --config FILE that names no db (nor GPUNEX_DB, nor --db) would mean the default, relative to the
@@ -499,6 +516,7 @@ int main(int argc, char** argv) {
       if (bootstrap_data_dir.empty()) bootstrap_data_dir = cfg.data_dir;
     }
   }
+  if (*adopt_secret) return server::admin_adopt_server_secret(db, cfg, std::cout, std::cerr);
   if (*backup) return server::admin_backup(db, backup_file, std::cout, std::cerr);
   if (*restore) return server::admin_restore(db, backup_file, restore_replace, std::cout, std::cerr);
   if (*set_password) return server::admin_set_password(db, email, std::cin, std::cout, std::cerr);

@@ -992,6 +992,16 @@ CREATE TABLE password_resets (
 );
 CREATE INDEX password_resets_user ON password_resets (user_id, created_at);
 )sql"},
+      // Migration 31: facts about the servers of this database. One so far: a one-way fingerprint of the
+      // server_secret the first server used (util::secret_hash_hex), so a replica started with another
+      // secret is refused instead of failing the reveals and benchmark challenges sealed by the others.
+      {31, "platform: the server secret's fingerprint", R"sql(
+CREATE TABLE server_facts (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  recorded_at BIGINT NOT NULL
+);
+)sql"},
   };
   return list;
 }

@@ -1,17 +1,21 @@
 // Config precedence and validation, the rate limiter, metrics rendering, text rules, sealing.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "core/ip_range.hpp"
 #include "core/text.hpp"
 #include "server/platform/config.hpp"
 #include "server/platform/metrics.hpp"
@@ -19,6 +23,7 @@
 #include "server/platform/rate_limit.hpp"
 #include "server/platform/server_key.hpp"
 #include "server/rentals/agent_polls.hpp"
+#include "util/service_notify.hpp"
 
 using namespace gpunex;  // NOLINT
 
@@ -85,6 +90,78 @@ TEST(Config, InvalidValueNamesTheKey) {
   EXPECT_EQ(unknown.error().field, "no_such_key");
 }
 
+TEST(Config, TrustedProxiesAreAddressesOrRanges) {
+  server::Config cfg;
+  ASSERT_TRUE(server::apply_config_values(cfg, {{"trusted_proxies", "10.0.0.0/8, 192.168.1.7 ,fd00::/8"}}, "x").ok());
+  EXPECT_TRUE(cfg.is_trusted_proxy("10.1.2.3"));
+  EXPECT_TRUE(cfg.is_trusted_proxy("::ffff:10.200.0.1"));  // an IPv4 peer seen by a socket on [::]
+  EXPECT_TRUE(cfg.is_trusted_proxy("192.168.1.7"));
+  EXPECT_FALSE(cfg.is_trusted_proxy("192.168.1.8"));
+  EXPECT_FALSE(cfg.is_trusted_proxy("11.0.0.1"));
+  EXPECT_TRUE(cfg.is_trusted_proxy("fd12::1"));
+  EXPECT_FALSE(cfg.is_trusted_proxy("fe80::1"));
+  EXPECT_FALSE(cfg.is_trusted_proxy("not an address"));
+  for (const char* bad : {"not-an-ip", "10.0.0.0/33", "10.0.0.0/", "proxy.example.com", "10.0.0.1, x"}) {
+    server::Config c;
+    auto s = server::apply_config_values(c, {{"trusted_proxies", bad}}, server::kFromEnvironment);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.error().field, "trusted_proxies");
+    EXPECT_NE(s.error().message.find("GPUNEX_TRUSTED_PROXIES (trusted_proxies) '"), std::string::npos)
+        << s.error().message;
+    EXPECT_NE(s.error().message.find("is not an IP address or a CIDR range"), std::string::npos);
+  }
+  server::Config none;
+  EXPECT_FALSE(none.is_trusted_proxy("127.0.0.1"));
+}
+
+TEST(ServiceNotify, ReadyReachesTheSocketNamedByNotifySocket) {
+  ::unsetenv("NOTIFY_SOCKET");
+  EXPECT_FALSE(util::notify_service_manager("READY=1"));  // not run by systemd: nothing to tell
+  const auto dir = std::filesystem::temp_directory_path() / ("gpunex-notify-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "notify").string();
+  for (const std::string& name : {path, "@gpunex-notify-" + std::to_string(::getpid())}) {
+    const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, name.data(), name.size());
+    if (name[0] == '@') addr.sun_path[0] = '\0';
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr),
+                     static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + name.size())),
+              0)
+        << name;
+    ::setenv("NOTIFY_SOCKET", name.c_str(), 1);
+    EXPECT_TRUE(util::notify_service_manager("READY=1")) << name;
+    char buf[64] = {};
+    const auto n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    EXPECT_EQ(std::string(buf, n > 0 ? static_cast<std::size_t>(n) : 0), "READY=1") << name;
+    ::close(fd);
+  }
+  ::setenv("NOTIFY_SOCKET", (dir / "nobody-listens").c_str(), 1);
+  EXPECT_FALSE(util::notify_service_manager("READY=1"));
+  ::unsetenv("NOTIFY_SOCKET");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(IpRange, PrefixesCutInsideAByte) {
+  auto r = core::parse_ip_range("172.16.0.0/12");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->contains("172.31.255.255"));
+  EXPECT_FALSE(r->contains("172.32.0.0"));
+  EXPECT_FALSE(r->contains("::ffff:172.32.0.0"));
+  auto all = core::parse_ip_range("0.0.0.0/0");
+  ASSERT_TRUE(all);
+  EXPECT_TRUE(all->contains("8.8.8.8"));
+  EXPECT_FALSE(all->contains("2001:db8::1"));  // an IPv4 range holds no IPv6 address
+  auto one6 = core::parse_ip_range("2001:db8::1");
+  ASSERT_TRUE(one6);
+  EXPECT_TRUE(one6->contains("2001:db8:0::1"));
+  EXPECT_FALSE(one6->contains("2001:db8::2"));
+  EXPECT_FALSE(core::parse_ip_range("2001:db8::/129"));
+  EXPECT_FALSE(core::parse_ip_range("1.2.3.4/x"));
+}
+
 TEST(Config, TomlSyntaxErrorIsReported) {
   const TempPath tmp("gpunex-bad.toml");
   const auto file = tmp.path.string();
@@ -102,6 +179,18 @@ TEST(Config, ATomlTableSaysTheKeysGoAtTheTopLevel) {
   ASSERT_FALSE(values.ok());
   EXPECT_EQ(values.error().message,
             file + ": server must be a string, number or boolean (the keys go at the top level, in no [table])");
+}
+
+TEST(Config, BehindAProxyThePublicUrlIsRequired) {
+  server::Config cfg;
+  ASSERT_TRUE(server::apply_config_values(cfg, {{"trusted_proxies", "127.0.0.1"}}, "x").ok());
+  auto s = server::validate_config(cfg);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().field, "public_url");
+  EXPECT_NE(s.error().message.find("not this server's own (http://127.0.0.1:8080)"), std::string::npos)
+      << s.error().message;
+  ASSERT_TRUE(server::apply_config_values(cfg, {{"public_url", "https://gpunex.example.com"}}, "x").ok());
+  EXPECT_TRUE(server::validate_config(cfg).ok());
 }
 
 TEST(Config, TlsNeedsBothFiles) {

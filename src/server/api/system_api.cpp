@@ -17,9 +17,12 @@ namespace {
 // slow or unreachable database does not get a healthy process restarted.
 http::Response healthz(Ctx&) { return http::Response::json(200, {{"status", "ok"}}); }
 
-// Readiness: the store answers and its schema is the one this binary was built for. A load
-// balancer sends traffic only while this is 200; 503 says why not. A change feed that is
-// reconnecting does not make a replica unready: its caches fall back to polling meanwhile.
+// Readiness: the store answers and its schema is at least the one this binary was built for. A load
+// balancer sends traffic only while this is 200; 503 says why not. A newer schema is a rolling upgrade
+// under way (a newer replica migrated the shared database): migrations only add, so this replica still
+// serves, ready, and says to upgrade it; were it unready, an active-check balancer would leave the first
+// upgraded replica alone with all the traffic. A change feed that is reconnecting does not make a
+// replica unready: its caches fall back to polling meanwhile.
 http::Response readyz(Ctx& ctx) {
   const int expected = store::migrations().empty() ? 0 : store::migrations().back().version;
   std::int64_t applied = 0;
@@ -31,7 +34,7 @@ http::Response readyz(Ctx& ctx) {
     util::log_event("warn", "not ready: the store does not answer", {{"error", e.what()}});
     return http::Response::json(503, {{"status", "unavailable"}, {"reason", "store unavailable"}});
   }
-  if (applied != expected) {
+  if (applied < expected) {
     return http::Response::json(
         503, {{"status", "unavailable"},
               {"reason", "schema version " + std::to_string(applied) + ", this server needs " +
@@ -40,6 +43,11 @@ http::Response readyz(Ctx& ctx) {
               {"expected_schema_version", expected}});
   }
   nlohmann::json ready = {{"status", "ready"}, {"schema_version", applied}};
+  if (applied > expected) {
+    ready["expected_schema_version"] = expected;
+    ready["note"] = "the database schema (" + std::to_string(applied) + ") is newer than this build's (" +
+                    std::to_string(expected) + "): a newer replica migrated it; upgrade this one";
+  }
   // Replicas only: whether other replicas' changes are heard now, or caches are emptied on a poll meanwhile.
   if (const auto* feed = ctx.app.change_feed()) ready["change_feed"] = feed->listening() ? "listening" : "polling";
   return http::Response::json(200, ready);
@@ -97,14 +105,20 @@ void register_system_api(App& app) {
                 {.summary = "Liveness: 200 while the process serves",
                  .responses = {{200, oa::closed_record({{"status", oa::one_of({"ok"})}}, {"status"})}}}),
             healthz);
-  app.route(http::Method::get, "/readyz",
-            RouteOptions::public_route().doc(
-                {.summary = "Readiness: 200 when the store answers with the schema this server needs, else 503",
-                 .responses = {{200, oa::record({{"status", oa::one_of({"ready"})}, {"schema_version", oa::number()}},
-                                                {"status", "schema_version"})},
-                               {503, oa::record({{"status", oa::one_of({"unavailable"})}, {"reason", oa::text()}},
-                                                {"status", "reason"})}}}),
-            readyz);
+  app.route(
+      http::Method::get, "/readyz",
+      RouteOptions::public_route().doc(
+          {.summary =
+               "Readiness: 200 when the store answers with the schema this server needs (or a newer one), else 503",
+           .responses = {{200, oa::record({{"status", oa::one_of({"ready"})},
+                                           {"schema_version", oa::number()},
+                                           {"expected_schema_version", oa::number()},
+                                           {"note", oa::text()},
+                                           {"change_feed", oa::one_of({"listening", "polling"})}},
+                                          {"status", "schema_version"})},
+                         {503, oa::record({{"status", oa::one_of({"unavailable"})}, {"reason", oa::text()}},
+                                          {"status", "reason"})}}}),
+      readyz);
   app.route(http::Method::get, "/metrics",
             RouteOptions::public_route().doc({.summary = "Prometheus metrics (text format)", .responses = {{200, nullptr}}}),
             metrics);

@@ -14,6 +14,7 @@
 #include "core/text.hpp"
 #include "server/platform/accounts.hpp"
 #include "server/platform/platform_repo.hpp"
+#include "server/platform/server_key.hpp"
 #include "store/backup.hpp"
 #include "store/store.hpp"
 #include "util/clock.hpp"
@@ -179,6 +180,28 @@ std::optional<std::string> sqlite_path(const std::string& db_url, std::string_vi
 }
 
 }  // namespace
+
+int admin_adopt_server_secret(const std::string& db_url, const Config& cfg, std::ostream& out, std::ostream& err) {
+  std::string secret = cfg.server_secret;
+  std::string from = "server_secret";
+  if (secret.empty()) {
+    auto key = load_or_create_server_key(cfg.data_dir);
+    if (!key) {
+      err << "error: " << key.error().message << "\n";
+      return 1;
+    }
+    secret = std::move(*key);
+    from = (std::filesystem::path(cfg.data_dir) / "server.key").string();
+  }
+  try {
+    adopt_server_secret(*existing_store(db_url), secret, util::SystemClock{}.now_ms());
+    out << "the database's servers must now use the secret of " << from << ": give every other server the same one\n";
+    return 0;
+  } catch (const store::StoreError& e) {
+    err << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
 
 int admin_backup(const std::string& db_url, const std::string& to, std::ostream& out, std::ostream& err) {
   const auto path = sqlite_path(

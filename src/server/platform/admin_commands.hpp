@@ -4,6 +4,8 @@
 #include <iosfwd>
 #include <string>
 
+#include "server/platform/config.hpp"
+
 namespace gpunex::server {
 
 //! Creates an account with a role; the password comes from `in` (first line). Returns the exit code.
@@ -27,6 +29,10 @@ struct BootstrapOutput {
 //! Creates the first admin (`email`) with a random password when no admin exists; see BootstrapOutput. When one exists
 //! it says so (and how to set a lost password) and changes nothing. Returns the exit code.
 int admin_bootstrap(const std::string& db_url, const BootstrapOutput& output, std::ostream& out, std::ostream& err);
+
+//! Makes the secret of `cfg` (server_secret, else <data_dir>/server.key) the one the servers of the store
+//! must use (check_server_secret), for when the recorded one is lost for good. Returns the exit code.
+int admin_adopt_server_secret(const std::string& db_url, const Config& cfg, std::ostream& out, std::ostream& err);
 
 //! Copies a running SQLite store to a new file `to` (mode 0600) as one consistent snapshot (online backup
 //! API), safe while the server serves. On PostgreSQL it says to use pg_dump and fails. Returns the exit code.

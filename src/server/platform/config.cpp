@@ -213,17 +213,7 @@ bool Config::mail_carries_secrets() const {
 }
 
 bool Config::is_trusted_proxy(std::string_view ip) const {
-  std::string_view rest = trusted_proxies;
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    std::string_view one = rest.substr(0, comma);
-    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
-    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
-    if (!one.empty() && one == ip) return true;
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return false;
+  return core::in_any(trusted_proxy_ranges, ip);
 }
 
 std::string Config::base_url() const {
@@ -247,9 +237,17 @@ const std::vector<ConfigKey>& config_keys() {
     k.push_back(string_key("public_url", "URL clients reach this server at (mails, installer); default from listen",
                            &Config::public_url, check_url));
     k.push_back(string_key("trusted_proxies",
-                           "comma-separated proxy addresses whose X-Forwarded-For and X-Forwarded-Proto are believed "
-                           "(the client's address for rate limits and logs; HTTPS for Secure cookies and HSTS)",
+                           "comma-separated proxy addresses or CIDR ranges (10.0.0.5, 10.0.0.0/8, fd00::/8) whose "
+                           "X-Forwarded-For and X-Forwarded-Proto are believed (the client's address for rate "
+                           "limits and logs; HTTPS for Secure cookies and HSTS)",
                            &Config::trusted_proxies));
+    k.back().set = [](Config& cfg, const std::string& v) -> std::optional<std::string> {
+      auto parsed = core::parse_ip_ranges(v);
+      if (!parsed.error.empty()) return parsed.error;
+      cfg.trusted_proxies = v;
+      cfg.trusted_proxy_ranges = std::move(parsed.ranges);
+      return std::nullopt;
+    };
     k.push_back(string_key("metrics_token", "secret for GET /metrics (Authorization: Bearer TOKEN); without it only "
                                             "loopback callers not behind a proxy, and admins",
                            &Config::metrics_token));
@@ -640,6 +638,14 @@ core::Status validate_config(const Config& cfg) {
                              "reliability_weight_uptime, reliability_weight_jobs and reliability_weight_stability "
                              "cannot all be 0",
                              "reliability_weight_uptime");
+  }
+  if (!cfg.trusted_proxies.empty() && cfg.public_url.empty()) {
+    return core::Error::make(core::ErrorCode::invalid_field,
+                             "public_url must be set when trusted_proxies is: behind a load balancer the links "
+                             "this server hands out (mails, the agent install script) must name the balancer's "
+                             "address, not this server's own (" +
+                                 cfg.base_url() + ")",
+                             "public_url");
   }
   if (!cfg.solana_rpc_url.empty() && cfg.solana_keypair_file.empty()) {
     return core::Error::make(core::ErrorCode::invalid_field,

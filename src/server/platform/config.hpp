@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/benchmark.hpp"
+#include "core/ip_range.hpp"
 #include "core/price_recommendation.hpp"
 #include "core/rank.hpp"
 #include "core/reliability.hpp"
@@ -23,7 +24,8 @@ struct Config {
   std::string db = "sqlite:var/gpunex.db";
   std::string data_dir = "var";
   std::string public_url;  // empty: http(s)://<listen>
-  std::string trusted_proxies;  // comma-separated addresses whose X-Forwarded-For/-Proto are believed
+  std::string trusted_proxies;  // comma-separated addresses or CIDR ranges whose X-Forwarded-For/-Proto are believed
+  std::vector<core::IpRange> trusted_proxy_ranges;  // trusted_proxies, parsed when set
   std::string metrics_token;    // when set, GET /metrics with "Authorization: Bearer <token>" (or an admin)
   int heartbeat_interval_s = 15;
   int offline_after_missed = 3;       // heartbeats missed before a machine is Offline
@@ -115,7 +117,7 @@ struct Config {
   //! Whether mail travels encrypted to the SMTP server (smtps://, or smtp:// with smtp_require_tls), so a
   //! mail may carry an API key; otherwise mails carry links to the dashboard instead.
   bool mail_carries_secrets() const;
-  //! Whether `ip` is one of trusted_proxies.
+  //! Whether `ip` is one of trusted_proxies (or in one of its ranges).
   bool is_trusted_proxy(std::string_view ip) const;
 };
 

@@ -350,4 +350,21 @@ std::int64_t applied_schema_version(store::Tx& tx) {
   return r && !r->is_null(0) ? r->i64(0) : 0;
 }
 
+std::optional<ServerFact> find_server_fact(store::Tx& tx, const std::string& name) {
+  auto r = tx.query_one("SELECT value, recorded_at FROM server_facts WHERE name = ?", {name});
+  if (!r) return std::nullopt;
+  return ServerFact{r->str(0), r->i64(1)};
+}
+
+void record_server_fact_if_absent(store::Tx& tx, const std::string& name, const std::string& value,
+                                  std::int64_t now_ms) {
+  tx.exec("INSERT INTO server_facts (name, value, recorded_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+          {name, value, now_ms});
+}
+
+void replace_server_fact(store::Tx& tx, const std::string& name, const std::string& value, std::int64_t now_ms) {
+  tx.exec("DELETE FROM server_facts WHERE name = ?", {name});
+  tx.exec("INSERT INTO server_facts (name, value, recorded_at) VALUES (?, ?, ?)", {name, value, now_ms});
+}
+
 }  // namespace gpunex::server::platform_repo

@@ -208,4 +208,16 @@ void set_notification_read(store::Tx& tx, const std::string& id, std::int64_t no
 //! The highest migration applied to the store (0 when none).
 std::int64_t applied_schema_version(store::Tx& tx);
 
+//! A fact about this database's servers (table server_facts), e.g. the server secret's fingerprint.
+struct ServerFact {
+  std::string value;
+  std::int64_t recorded_at = 0;
+};
+std::optional<ServerFact> find_server_fact(store::Tx& tx, const std::string& name);
+//! Records the fact unless one is recorded under the name already (the first server to start wins).
+void record_server_fact_if_absent(store::Tx& tx, const std::string& name, const std::string& value,
+                                  std::int64_t now_ms);
+//! Records the fact, replacing any recorded before.
+void replace_server_fact(store::Tx& tx, const std::string& name, const std::string& value, std::int64_t now_ms);
+
 }  // namespace gpunex::server::platform_repo

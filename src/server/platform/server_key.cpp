@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <optional>
 
+#include "server/platform/platform_repo.hpp"
 #include "util/crypto.hpp"
+#include "util/time.hpp"
 
 namespace gpunex::server {
 
@@ -73,6 +75,40 @@ core::Result<std::string> load_or_create_server_key(const std::string& data_dir)
   if (!made) return std::move(made).error();
   if (!*made) return key_error(path, "vanished after it was made");
   return **made;
+}
+
+namespace {
+
+constexpr const char* kSecretFact = "server_secret_fingerprint";
+
+std::string fingerprint(const std::string& secret) {
+  return util::secret_hash_hex("gpunex server secret fingerprint v1", secret);
+}
+
+}  // namespace
+
+core::Status check_server_secret(store::Store& store, const std::string& secret, std::int64_t now_ms) {
+  const std::string mine = fingerprint(secret);
+  const auto recorded = store.transact([&](store::Tx& tx) {
+    platform_repo::record_server_fact_if_absent(tx, kSecretFact, mine, now_ms);
+    return *platform_repo::find_server_fact(tx, kSecretFact);
+  });
+  if (util::equal_constant_time(recorded.value, mine)) return core::ok_status();
+  return core::Error::make(
+      core::ErrorCode::invalid_field,
+      "server_secret: this database's servers use another server_secret (recorded " +
+          util::rfc3339(recorded.recorded_at) +
+          "). Every server on one database needs the same one: the approval key one server seals until its "
+          "provider shows it, another opens. Give this server the same secret "
+          "(GPUNEX_SERVER_SECRET, or the same <data_dir>/server.key); if that secret is lost for good, "
+          "`gpunex-server admin adopt-server-secret` makes this one the database's (approval keys not yet "
+          "shown can then no longer be shown: their providers rotate them)",
+      "server_secret");
+}
+
+void adopt_server_secret(store::Store& store, const std::string& secret, std::int64_t now_ms) {
+  store.transact(
+      [&](store::Tx& tx) { platform_repo::replace_server_fact(tx, kSecretFact, fingerprint(secret), now_ms); });
 }
 
 }  // namespace gpunex::server

@@ -4,7 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
 import { Pty } from '../lib/pty.mjs';
@@ -201,5 +202,40 @@ test(`${BACKEND}: admin set-password sets a lost password and ends the account's
     }
   } finally {
     await s.stop();
+  }
+});
+
+// Every server on one database needs the same server_secret (an approval key sealed by one is revealed
+// by another): a server started with another secret is refused, saying what to do; when the old secret
+// is lost for good, admin adopt-server-secret makes the new one the database's, and the old is refused.
+test(`${BACKEND}: a server with another server_secret than the database's is refused until adopt-server-secret`, async () => {
+  const s = await new TestServer().start();
+  await s.stop();
+  const other = mkdtempSync(path.join(tmpdir(), 'gpunex-other-secret-'));
+  const serve = (dir) => spawnSync(path.join(BIN, 'gpunex-server'), ['--db', s.db, '--data-dir', dir,
+    '--listen', '127.0.0.1:0', '--log-level', 'warn'], { encoding: 'utf8', timeout: 30000 });
+  try {
+    const refused = serve(other);
+    assert.equal(refused.status, 1, refused.stdout);
+    assert.match(refused.stderr, /^error: server_secret: this database's servers use another server_secret \(recorded \d{4}-\d\d-\d\dT/);
+    assert.match(refused.stderr, /Give this server the same secret \(GPUNEX_SERVER_SECRET, or the same <data_dir>\/server\.key\)/);
+    assert.match(refused.stderr, /gpunex-server admin adopt-server-secret/);
+    // The secret's value is nowhere in what the operator is told.
+    assert.ok(!refused.stderr.includes(readFileSync(path.join(s.dir, 'server.key'), 'utf8').trim()));
+
+    const adopt = admin(['adopt-server-secret', '--db', s.db, '--data-dir', other]);
+    assert.equal(adopt.status, 0, adopt.stderr);
+    assert.equal(adopt.stdout, `the database's servers must now use the secret of ${path.join(other, 'server.key')}: ` +
+      'give every other server the same one\n');
+    const moved = new TestServer();
+    moved.dir = other;
+    moved.db = s.db;
+    await moved.start();
+    await moved.stop();
+    const old = serve(s.dir);
+    assert.equal(old.status, 1);
+    assert.match(old.stderr, /this database's servers use another server_secret/);
+  } finally {
+    rmSync(other, { recursive: true, force: true });
   }
 });

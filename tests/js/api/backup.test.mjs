@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, statSync, existsSync, readdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, statSync, existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BIN, TestServer, Client } from '../lib/server.mjs';
@@ -120,9 +120,17 @@ test(`${BACKEND}: a backup taken under writes restores into a server with the sa
       assert.ok(refs.length >= before, `${refs.length} credits in the backup, ${before} acknowledged before it`);
       assert.deepEqual(refs, [...Array(refs.length).keys()].map((i) => i + 1), 'no credit is missing before the last');
 
+      // Without the server's secret, which the README says to keep beside the backups, a server on the
+      // restored database is refused (approval keys sealed under it could not be revealed); with it, it serves.
+      const keyless = spawnSync(SERVER, ['--db', db, '--data-dir', mkdtempSync(path.join(dir, 'keyless-')),
+        '--listen', '127.0.0.1:0'], { encoding: 'utf8', timeout: 30000 });
+      assert.equal(keyless.status, 1, keyless.stdout);
+      assert.match(keyless.stderr, /this database's servers use another server_secret/);
       restored = new TestServer();
       restored.dir = path.join(dir, 'server');
       restored.db = db;
+      mkdirSync(restored.dir);
+      copyFileSync(path.join(server.dir, 'server.key'), path.join(restored.dir, 'server.key'));
       await restored.start();
       // The accounts: the customer logs in with its password; the provider sees its machine.
       const again2 = new Client(restored.url);

@@ -148,6 +148,68 @@ test(`${BACKEND}: scripts/cluster.sh up 2: both replicas serve through nginx, on
   rmSync(dir, { recursive: true, force: true });
 });
 
+// A rolling restart (scripts/cluster.sh restart, as the README's loop of systemctl restart): each
+// replica drains on SIGTERM and is ready again, and nginx has tried it again, before the next stops, so
+// a stream of reads and writes through nginx sees no error at all. And the links the replicas hand out
+// name the balancer (their public_url), not a replica's own port.
+test(`${BACKEND}: scripts/cluster.sh restart: replicas one at a time, every request through nginx answered`, { skip }, async () => {
+  const dir = newClusterDir();
+  try {
+    const url = cluster(dir, 'up', '2');
+    const pidsBefore = [1, 2].map((i) => readFileSync(path.join(dir, `replica-${i}`, 'pid'), 'utf8').trim());
+    const user = new Client(url);
+    await user.signupAndLogin('rolling@example.com');
+    const answers = {};
+    let requests = 0;
+    let stop = false;
+    const count = (r, what) => { requests++; const k = `${what} ${r.status}`; answers[k] = (answers[k] || 0) + 1; };
+    const load = (async () => {
+      while (!stop) {
+        count(await user.request('GET', '/v1/me'), 'GET /v1/me');
+        count(await new Client(url).request('POST', '/v1/auth/login',
+          { body: { email: 'rolling@example.com', password: 'correct-horse-battery' } }), 'POST /v1/auth/login');
+        await sleep(20);
+      }
+    })();
+    let tookMs;
+    try {
+      await sleep(300);
+      const t0 = performance.now();
+      await clusterAsync(dir, 'restart');
+      tookMs = performance.now() - t0;
+      await sleep(300);
+    } finally {
+      stop = true;
+      await load;
+    }
+    const pidsAfter = [1, 2].map((i) => readFileSync(path.join(dir, `replica-${i}`, 'pid'), 'utf8').trim());
+    console.log(`rolling restart of 2 replicas took ${tookMs.toFixed(0)} ms; ${requests} requests through nginx: ` +
+      JSON.stringify(answers));
+    assert.ok(pidsBefore.every((p, i) => p !== pidsAfter[i]), `both replicas restarted: ${pidsBefore} -> ${pidsAfter}`);
+    assert.ok(requests >= 20, `${requests} requests during the restart`);
+    assert.deepEqual(Object.keys(answers).sort(), ['GET /v1/me 200', 'POST /v1/auth/login 200'], JSON.stringify(answers));
+
+    // A mail's link names the balancer: the replicas' public_url is nginx's address.
+    assert.equal((await new Client(url).request('POST', '/v1/auth/password-reset',
+      { body: { email: 'rolling@example.com' } })).status, 202);
+    const mail = await until('the reset mail in a replica\'s mail drop', () => {
+      for (const i of [1, 2]) {
+        const drop = path.join(dir, `replica-${i}`, 'mail');
+        if (!existsSync(drop)) continue;
+        for (const f of readdirSync(drop)) {
+          const text = readFileSync(path.join(drop, f), 'utf8');
+          if (text.includes('reset-password')) return text;
+        }
+      }
+      return null;
+    }, 30000, 100);
+    assert.ok(mail.includes(`${url}/#/reset-password/`), mail);
+  } finally {
+    cluster(dir, 'down');
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
 test(`${BACKEND}: PostgreSQL restarted under the cluster: not ready meanwhile, back by itself, nothing lost`, { skip }, async () => {
   const dir = newClusterDir();
   try {

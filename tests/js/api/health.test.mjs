@@ -1,5 +1,6 @@
 // Liveness and readiness: /healthz answers from memory while the process serves; /readyz checks
-// the store and its schema and says why it is not ready (503 with the reason).
+// the store and its schema and says why it is not ready (503 with the reason); a newer schema (a rolling
+// upgrade under way) leaves it ready.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -20,6 +21,16 @@ test(`${BACKEND}: /readyz follows the schema, /healthz only the process`, async 
     assert.equal(ready.json.status, 'ready');
     const expected = ready.json.schema_version;
     assert.ok(expected >= 7, ready.body);
+
+    // A newer schema (a newer replica migrated the shared database in a rolling upgrade): migrations only
+    // add, so this replica stays ready, and says to upgrade it.
+    sql(server, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (${expected + 1}, 'from a newer build', 0)`);
+    const newer = await c.request('GET', '/readyz');
+    assert.equal(newer.status, 200, newer.body);
+    assert.equal(newer.json.status, 'ready');
+    assert.equal(newer.json.schema_version, expected + 1);
+    assert.match(newer.json.note, new RegExp(`newer than this build's \\(${expected}\\): .*upgrade this one`));
+    sql(server, `DELETE FROM schema_migrations WHERE version = ${expected + 1}`);
 
     // A schema that is not this binary's (a migration missing): not ready, saying which.
     sql(server, `DELETE FROM schema_migrations WHERE version = ${expected}`);

@@ -206,7 +206,7 @@ test('connections are capped per client address, with a log line, and the server
 
 // Behind a TLS-terminating proxy on this host: the proxy's headers are believed only from it.
 test('trusted_proxies: forwarded client address and HTTPS believed only from the proxy; /metrics needs the token', async () => {
-  const s = await new TestServer(['--trusted-proxies', '127.0.0.1', '--metrics-token', 'metrics-secret-1',
+  const s = await new TestServer(['--trusted-proxies', '127.0.0.1', '--public-url', 'https://gpunex.example.com', '--metrics-token', 'metrics-secret-1',
     '--log-level', 'info']).start();
   const untrusted = await new TestServer(['--log-level', 'info']).start();
   try {
@@ -280,7 +280,7 @@ test('the approval key is sealed at rest and mailed only over TLS; the mail drop
 // Failed logins slow the guesser, not the owner: counted per account and per address with waits that
 // grow (1 s, doubling), never a lockout; a stranger's failures do not stop the owner on another client.
 test('failed logins wait per account and per address, growing, and never lock the owner out', async () => {
-  const s = await new TestServer(['--trusted-proxies', '127.0.0.1', '--auth-rate-limit-per-minute', '100000']).start();
+  const s = await new TestServer(['--trusted-proxies', '127.0.0.0/8', '--public-url', 'https://gpunex.example.com', '--auth-rate-limit-per-minute', '100000']).start();
   try {
     const c = new Client(s.url);
     const owner = email('owner');

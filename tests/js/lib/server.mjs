@@ -3,7 +3,8 @@
 // free loopback port, and stops it afterwards.
 import { after } from 'node:test';
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, existsSync, mkdirSync, rmSync, copyFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -103,11 +104,20 @@ export class TestServer {
   }
 
   // Serves the same database as `other` (replicas of one PostgreSQL store), from a data folder of its
-  // own. Call before start(); `other` need not be started.
+  // own, with the same server secret (a replica with another is refused). Call before start(); `other`
+  // need not be started.
   sharing(other) {
     other.prepare();
     this.dir = mkdtempSync(path.join(tmpdir(), 'gpunex-srv-'));
     this.db = other.db;
+    const key = path.join(other.dir, 'server.key');
+    if (existsSync(key)) copyFileSync(key, path.join(this.dir, 'server.key'));
+    else if (other.env.GPUNEX_SERVER_SECRET) this.env = { ...this.env, GPUNEX_SERVER_SECRET: other.env.GPUNEX_SERVER_SECRET };
+    else {
+      const secret = randomBytes(32).toString('hex');
+      other.env = { ...other.env, GPUNEX_SERVER_SECRET: secret };
+      this.env = { ...this.env, GPUNEX_SERVER_SECRET: secret };
+    }
     return this;
   }
 
