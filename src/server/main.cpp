@@ -50,13 +50,14 @@ using namespace gpunex;  // NOLINT: main only
 
 namespace {
 
-//! Blocks SIGINT and SIGTERM in every thread started after this, so that sigwait() takes them
+//! Blocks SIGINT, SIGTERM and SIGHUP in every thread started after this, so that sigwait() takes them
 //! rather than whichever thread they land on.
 sigset_t block_stop_signals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
 }
@@ -318,6 +319,30 @@ bool load_config(server::Config& cfg, const std::string& config_file, const CLI:
   return true;
 }
 
+//! SIGHUP: reads a renewed TLS certificate and key (certbot's deploy hook sends it); the rest of the
+//! configuration is read at start only. A certificate that cannot be used is logged and the one before kept.
+void reload_on_hangup(const server::Config& cfg, http::Server& srv) {
+  if (cfg.tls_cert.empty()) {
+    util::log_event("info", "SIGHUP: nothing to reload",
+                    {{"why",
+                      "the configuration is read at start (restart to change it); only a TLS certificate "
+                      "is read again on SIGHUP, and this server serves no TLS"}});
+    return;
+  }
+  if (auto ok = server::validate_config(cfg); !ok) {
+    util::log_event("error", "SIGHUP: the TLS certificate was not reloaded: the one before is kept",
+                    {{"error", ok.error().message}});
+    return;
+  }
+  try {
+    srv.reload_tls();
+    util::log_event("info", "SIGHUP: TLS certificate reloaded", {{"tls_cert", cfg.tls_cert}});
+  } catch (const std::exception& e) {
+    util::log_event("error", "SIGHUP: the TLS certificate was not reloaded: the one before is kept",
+                    {{"error", e.what()}});
+  }
+}
+
 int serve(server::Config cfg) {
   if (!util::init_logging(cfg.log_level)) {
     std::cerr << "error: log_level is not a level\n";
@@ -375,7 +400,7 @@ int serve(server::Config cfg) {
   util::notify_service_manager("READY=1");  // a systemd unit with Type=notify is started now
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) reload_on_hangup(cfg, srv);
   util::log_event("info", "shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   util::notify_service_manager("STOPPING=1");
   srv.stop();

@@ -196,6 +196,10 @@ class Server {
   void stop();
   //! Blocks until stop() has completed.
   void wait();
+  //! Reads the TLS certificate and key files again (a renewed certificate): connections accepted from
+  //! now on use them, those open keep theirs. False without TLS; throws, keeping the files read before,
+  //! when the new ones cannot be read or do not belong together.
+  bool reload_tls();
 
  private:
   struct Impl;

@@ -61,21 +61,45 @@ Server::Server(ServerOptions options, AsyncHandler handler)
 
 Server::~Server() { stop(); }
 
+namespace {
+
+// A server context for TLS 1.2 and later with the certificate chain and key of `files`. Throws when
+// either cannot be read or they do not belong together.
+std::shared_ptr<ssl::context> make_tls_context(const TlsOptions& files) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+  if (SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION) != 1) {
+    throw std::runtime_error("cannot require TLS 1.2");
+  }
+  ctx->use_certificate_chain_file(files.cert_file);
+  ctx->use_private_key_file(files.key_file, ssl::context::pem);
+  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    throw std::runtime_error("the key is not the certificate's");
+  }
+  return ctx;
+}
+
+}  // namespace
+
+bool Server::reload_tls() {
+  auto& s = *impl_;
+  if (!s.options_.tls) return false;
+  auto fresh = make_tls_context(*s.options_.tls);
+  std::lock_guard lock(s.tls_mutex_);
+  s.tls_made_.push_back(fresh);
+  s.tls_ = std::move(fresh);
+  return true;
+}
+
 std::uint16_t Server::start() {
   auto& s = *impl_;
   std::lock_guard lock(s.state_mutex_);
   if (s.started_ || s.stopped_) throw std::logic_error("http::Server::start called twice");
 
   if (s.options_.tls) {
-    s.tls_.emplace(ssl::context::tls_server);
-    s.tls_->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
-                        ssl::context::single_dh_use);
-    if (SSL_CTX_set_min_proto_version(s.tls_->native_handle(), TLS1_2_VERSION) != 1) {
-      throw std::runtime_error("cannot require TLS 1.2");
-    }
-    s.tls_->use_certificate_chain_file(s.options_.tls->cert_file);
-    s.tls_->use_private_key_file(s.options_.tls->key_file, ssl::context::pem);
+    s.tls_ = make_tls_context(*s.options_.tls);
+    s.tls_made_.push_back(s.tls_);
   }
 
   tcp::resolver resolver(*s.loops_.front());

@@ -104,7 +104,16 @@ struct ServerCore {
   std::mutex sessions_mutex_;
   std::condition_variable sessions_cv_;
   std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions_;
-  std::optional<boost::asio::ssl::context> tls_;
+  // The TLS context new connections take; reload_tls() swaps in a new one. Every context made stays
+  // alive until the server is destroyed (a few per certificate renewal): a session's stream was built
+  // from one, and nothing tracks which sessions still use it.
+  std::shared_ptr<boost::asio::ssl::context> current_tls() const {
+    std::lock_guard lock(tls_mutex_);
+    return tls_;
+  }
+  mutable std::mutex tls_mutex_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;
+  std::vector<std::shared_ptr<boost::asio::ssl::context>> tls_made_;
   std::mutex connections_mutex_;
   std::unordered_map<std::string, std::size_t> connections_per_ip_;
   std::size_t connections_total_ = 0;

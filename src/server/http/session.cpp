@@ -361,8 +361,8 @@ void start_session(ServerCore& server, ConnectionSocket socket) {
     return;
   }
   // From here the session owns the slot and gives it back when it ends.
-  if (server.tls_) {
-    std::make_shared<Session<TlsStream>>(server, std::move(ip), std::move(socket), *server.tls_)->run();
+  if (auto tls = server.current_tls()) {
+    std::make_shared<Session<TlsStream>>(server, std::move(ip), std::move(socket), *tls)->run();
   } else {
     std::make_shared<Session<PlainStream>>(server, std::move(ip), std::move(socket))->run();
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -589,6 +590,10 @@ core::Status apply_config_values(Config& cfg, const std::vector<std::pair<std::s
 }
 
 core::Result<std::vector<std::pair<std::string, std::string>>> read_toml_file(const std::string& path) {
+  if (std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "r")); !f) {
+    return core::Error::make(core::ErrorCode::invalid_field,
+                             "config file " + path + ": cannot read: " + std::strerror(errno));
+  }
   toml::table tbl;
   try {
     tbl = toml::parse_file(path);
@@ -651,6 +656,15 @@ core::Status validate_config(const Config& cfg) {
     return core::Error::make(core::ErrorCode::invalid_field,
                              "solana_rpc_url needs solana_keypair_file: the hot wallet that signs USDC payouts",
                              "solana_keypair_file");
+  }
+  if (!cfg.web_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(std::filesystem::path(cfg.web_dir) / "index.html", ec)) {
+      return core::Error::make(
+          core::ErrorCode::invalid_field,
+          "web_dir '" + cfg.web_dir + "': no index.html there (the dashboard's folder is web/ in the source tree)",
+          "web_dir");
+    }
   }
   if (cfg.tls_cert.empty() != cfg.tls_key.empty()) {
     return core::Error::make(core::ErrorCode::invalid_field, "tls_cert and tls_key must be given together",

@@ -50,14 +50,17 @@ core::Result<std::optional<std::string>> read_key(const std::string& path) {
 core::Result<std::string> load_or_create_server_key(const std::string& data_dir) {
   namespace fs = std::filesystem;
   const std::string path = (fs::path(data_dir) / "server.key").string();
+  std::error_code ec;
+  if (!fs::is_directory(data_dir, ec)) {
+    if (fs::create_directories(data_dir, ec); ec) {
+      return core::Error::make(core::ErrorCode::internal,
+                               "data_dir '" + data_dir + "': cannot make it: " + ec.message());
+    }
+    fs::permissions(data_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+  }
   auto existing = read_key(path);
   if (!existing) return std::move(existing).error();
   if (*existing) return **existing;
-  std::error_code ec;
-  if (!fs::exists(data_dir, ec)) {
-    fs::create_directories(data_dir, ec);
-    fs::permissions(data_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
-  }
   // Written whole under a temporary name, then linked into place: a second server starting on the same
   // folder either makes it first or reads the finished file, never a half-written one.
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());

@@ -3,11 +3,12 @@
 // from the shell.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BACKEND, BIN, ROOT, TestServer, Client } from '../lib/server.mjs';
+import tls from 'node:tls';
+import { BACKEND, BIN, ROOT, TestServer, Client, until } from '../lib/server.mjs';
 
 const server = (args, env = {}) => spawnSync(path.join(BIN, 'gpunex-server'), args,
   { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20000 });
@@ -138,6 +139,75 @@ test('bad TLS files stop the server with a message naming the key and the file',
   assert.match(r.stderr, /tls_key '.*cert\.pem': not a PEM private key/);
 });
 
+// SIGHUP reads a renewed TLS certificate (certbot's deploy hook): connections made after it get the new
+// one; a broken renewal is logged and the certificate before kept; the server never stops for it. Without
+// TLS, SIGHUP changes nothing and says so (it used to end the server without draining).
+test('SIGHUP reloads the TLS certificate, keeps the old one when the new files are bad, and never stops the server', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-hup-'));
+  const cert = path.join(dir, 'cert.pem');
+  const key = path.join(dir, 'key.pem');
+  const makeCert = (cn) => execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt',
+    'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-keyout', key, '-out', cert],
+  { stdio: 'pipe' });
+  makeCert('first.example');
+  const start = (args) => {
+    const portFile = path.join(dir, `port-${args.length}`);
+    const proc = spawn(path.join(BIN, 'gpunex-server'), ['--db', `sqlite:${dir}/x-${args.length}.db`, '--data-dir', dir,
+      '--listen', '127.0.0.1:0', '--port-file', portFile, '--log-level', 'info', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const logs = [];
+    proc.stdout.on('data', (d) => logs.push(String(d)));
+    proc.stderr.on('data', (d) => logs.push(String(d)));
+    const exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
+    return { proc, logs, exited, port: async () => Number(await until('the port file', () => {
+      try { return readFileSync(portFile, 'utf8').trim() || null; } catch { return null; }
+    }, 20000, 50)) };
+  };
+  const subject = (port) => new Promise((resolve, reject) => {
+    const s = tls.connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+      const cn = s.getPeerCertificate().subject.CN;
+      s.end();
+      resolve(cn);
+    });
+    s.once('error', reject);
+  });
+  const logged = (srv, msg, n = 1) => until(`"${msg}" logged ${n} time(s)`,
+    () => srv.logs.join('').split('\n').filter((l) => l.includes(`"msg":"${msg}"`)).length >= n || null, 10000, 50);
+
+  const secure = start(['--tls-cert', cert, '--tls-key', key]);
+  try {
+    const port = await secure.port();
+    assert.equal(await subject(port), 'first.example');
+    makeCert('renewed.example');
+    secure.proc.kill('SIGHUP');
+    await logged(secure, 'SIGHUP: TLS certificate reloaded');
+    assert.equal(await subject(port), 'renewed.example');
+    // A renewal that went wrong (the key of another certificate): logged, the renewed one kept.
+    const renewedKey = readFileSync(key);
+    execFileSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', key],
+      { stdio: 'pipe' });
+    secure.proc.kill('SIGHUP');
+    await logged(secure, 'SIGHUP: the TLS certificate was not reloaded: the one before is kept');
+    assert.match(secure.logs.join(''), /is not the private key of tls_cert/);
+    assert.equal(await subject(port), 'renewed.example');
+    assert.equal(secure.proc.exitCode, null, 'still serving');
+    writeFileSync(key, renewedKey);
+  } finally {
+    secure.proc.kill('SIGTERM');
+  }
+  assert.equal(await secure.exited, 0);
+
+  const plain = start([]);
+  try {
+    const port = await plain.port();
+    plain.proc.kill('SIGHUP');
+    await logged(plain, 'SIGHUP: nothing to reload');
+    assert.equal((await new Client(`http://127.0.0.1:${port}`).request('GET', '/healthz')).status, 200);
+  } finally {
+    plain.proc.kill('SIGTERM');
+  }
+  assert.equal(await plain.exited, 0, 'SIGTERM after SIGHUP: a clean stop');
+});
+
 test('an invalid value stops the server with a message naming the key', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'gpunex-cfg-'));
   let r = server(['--heartbeat-interval', 'soon', '--db', `sqlite:${dir}/x.db`]);
@@ -155,6 +225,17 @@ test('an invalid value stops the server with a message naming the key', () => {
   r = server(['--config', file]);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /unknown configuration key 'colour'/);
+  // Files and folders that are not there are named as such.
+  r = server(['--config', path.join(dir, 'missing.toml')]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `error: config file ${path.join(dir, 'missing.toml')}: cannot read: No such file or directory\n`);
+  r = server(['--db', `sqlite:${dir}/x.db`, '--web-dir', path.join(dir, 'no-web')]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `error: web_dir '${path.join(dir, 'no-web')}': no index.html there (the dashboard's folder is web/ in the source tree)\n`);
+  writeFileSync(path.join(dir, 'a-file'), '');
+  r = server(['--db', `sqlite:${dir}/x.db`, '--data-dir', path.join(dir, 'a-file', 'data')]);
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, new RegExp(`^error: data_dir '${path.join(dir, 'a-file', 'data')}': cannot make it: `));
 });
 
 test(`${BACKEND}: TOML < environment < flags`, async () => {
