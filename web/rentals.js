@@ -133,7 +133,7 @@
         hint: 'One NAME=value per line. Only the names are shown again.' }),
       control('ports', 'Container ports to expose (optional)', { inputmode: 'numeric', placeholder: '8888, 6006',
         hint: 'Each is reachable on a public port of the provider\'s machine once it runs.' }),
-      control('max_hours', 'Stop after (hours, optional)', { type: 'number', min: 0, step: 'any', placeholder: 'until you stop it' }),
+      control('max_hours', 'Stop after (hours, optional)', { type: 'number', min: 0.0167, step: 'any', placeholder: 'until you stop it' }),
       control('ssh_public_key', 'SSH public key (optional)', { type: 'textarea', rows: 2, spellcheck: 'false',
         placeholder: 'ssh-ed25519 AAAA… you@laptop', hint: 'Passed to the container as $PUBLIC_KEY, and its port 22 is opened: once it runs, the rental shows the ssh command (the image must run sshd).' }),
       el('section', { class: 'rent-cost', 'aria-label': 'Cost', role: 'status' }, estimate, balanceLine),

@@ -180,7 +180,8 @@ class RentCommand : public Command {
     c->add_option("--port", ports_, "a container port to expose; repeat for more")
         ->type_name("N")
         ->allow_extra_args(false);
-    max_hours_opt_ = c->add_option("--max-hours", max_hours_, "stop it after this many hours (default: until stopped)")
+    max_hours_opt_ = c->add_option("--max-hours", max_hours_,
+                                   "stop it after this many hours, at least 0.0167 (a minute) (default: until stopped)")
                          ->type_name("H");
     c->add_option("--ssh-key", ssh_key_file_,
                   "an SSH public key file, passed to the container as $PUBLIC_KEY; opens its port 22 (the image runs "

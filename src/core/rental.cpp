@@ -191,7 +191,8 @@ MicroUsdc first_hour_left(MicroUsdc price_per_gpu_hour, int gpus, std::int64_t m
 
 Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus, MicroUsdc held,
                        std::int64_t span_ms) {
-  const auto needed = first_hour_cost(price_per_gpu_hour, gpus, span_ms);
+  // At least a micro-USDC free: a rental is never started on an empty balance, whatever its price.
+  const auto needed = std::max<MicroUsdc>(1, first_hour_cost(price_per_gpu_hour, gpus, span_ms));
   const auto free = balance - held;
   if (free >= needed) return ok_status();
   const std::string of_it =

@@ -143,10 +143,12 @@ Spec read_spec(ObjectReader& r) {
       }
     }
   }
-  r.describe_field("max_hours", {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", kMaxHours}});
+  r.describe_field("max_hours", {{"type", "number"}, {"minimum", kMinHours}, {"maximum", kMaxHours}});
   if (const auto* h = r.optional_value("max_hours"); h != nullptr) {
-    if (!h->is_number() || !std::isfinite(h->get<double>()) || h->get<double>() <= 0 || h->get<double>() > kMaxHours) {
-      r.invalid("max_hours", "must be a number of hours above 0 and at most " +
+    // A hair under 1/60 still passes: "0.0167" and 1/60 written out to any number of digits are one minute.
+    if (!h->is_number() || !std::isfinite(h->get<double>()) || h->get<double>() < kMinHours - 1e-9 ||
+        h->get<double>() > kMaxHours) {
+      r.invalid("max_hours", "must be a number of hours from one minute (0.0167) to " +
                                  std::to_string(static_cast<int>(kMaxHours)) + " (90 days)");
     } else {
       s.max_hours = h->get<double>();

@@ -24,6 +24,9 @@ inline constexpr std::size_t kMaxPorts = 16;
 //! The container port an SSH key opens (ssh_public_key): sshd's.
 inline constexpr int kSshPort = 22;
 inline constexpr double kMaxHours = 24.0 * 90;  // a rental longer than 90 days is stopped and started again
+//! The shortest max_hours, one minute: a rental is stopped with a grace (SIGTERM, then the worker's next look),
+//! so a max_hours of a few milliseconds would buy seconds of GPU for nothing, again and again.
+inline constexpr double kMinHours = 1.0 / 60;
 //! Where the container finds the customer's SSH public key (RunPod's name for it).
 inline constexpr const char* kSshKeyEnv = "PUBLIC_KEY";
 

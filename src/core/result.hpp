@@ -4,6 +4,8 @@
 // (see http_status()); exceptions are only for what ends a request, and they are
 // caught once at the HTTP edge.
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,12 +60,19 @@ struct Error {
   std::optional<std::string> detail_code;
   //! Every invalid field when a request has several; the first of them is also `field` and `message`.
   std::vector<FieldError> fields;
+  //! For a refusal that passes with time (429): the seconds until the request would be taken (Retry-After).
+  std::optional<std::int64_t> retry_after_s;
 
   static Error make(ErrorCode c, std::string msg, std::optional<std::string> field = std::nullopt) {
-    return Error{c, std::move(msg), std::move(field), std::nullopt, {}};
+    return Error{c, std::move(msg), std::move(field), std::nullopt, {}, std::nullopt};
   }
   Error&& with_code(std::string c) && {
     detail_code = std::move(c);
+    return std::move(*this);
+  }
+  //! Retry-After: `ms` from now, in whole seconds rounded up (at least 1).
+  Error&& with_retry_after_ms(std::int64_t ms) && {
+    retry_after_s = std::max<std::int64_t>(1, (ms + 999) / 1000);
     return std::move(*this);
   }
   //! error.code as sent: the detail code when there is one.

@@ -131,6 +131,10 @@ TEST(RentalRules, AJobShorterThanAnHourNeedsOnlyItsOwnCost) {
       << short_by.error().message;
   EXPECT_EQ(first_hour_left(800'000, 1, 0, span), 200'000);
   EXPECT_EQ(first_hour_left(800'000, 1, 450'000, span), 100'000);
+  // A cost that rounds to nothing still needs something on the balance: an empty one starts nothing.
+  EXPECT_EQ(first_hour_cost(1'000, 1, 60'000), 16);
+  EXPECT_FALSE(check_can_start(0, 1, 1, 0, 60'000).ok());
+  EXPECT_TRUE(check_can_start(1, 1, 1, 0, 60'000).ok());
 }
 
 TEST(RentalRules, MeteringEndsAtTheConfirmedEndAndAtMostAMinuteAfterTheStopWasAsked) {
@@ -254,6 +258,11 @@ TEST(RentalSpec, BadFieldsAreNamed) {
   EXPECT_EQ(with("max_hours", -1), "max_hours");
   EXPECT_EQ(with("max_hours", 0), "max_hours");
   EXPECT_EQ(with("max_hours", 1e9), "max_hours");
+  // Under a minute (a few milliseconds would cost nothing and still run until the stop's grace ends).
+  EXPECT_EQ(with("max_hours", 1e-9), "max_hours");
+  EXPECT_EQ(with("max_hours", 0.016), "max_hours");
+  EXPECT_EQ(with("max_hours", 1.0 / 60), "(accepted)");
+  EXPECT_EQ(with("max_hours", 0.0167), "(accepted)");
   EXPECT_EQ(with("max_hours", "2"), "max_hours");
   EXPECT_EQ(with("env", {{"A=B", "x"}}), "env");
   EXPECT_EQ(with("env", {{std::string("A\0B", 3), "x"}}), "env");

@@ -2,6 +2,7 @@
 // of the rentals on their machines, and the agent's side (protocol/rentals.hpp): the long poll for
 // a machine's rentals and the rental events, which settle a rental into the ledger as it ends.
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 
@@ -69,6 +70,25 @@ core::Result<std::vector<rentals::Candidate>> candidates_for(Ctx& ctx, const ren
                          "machine_id")
           .with_code("unknown_machine");
     }
+    if (filter.models) {
+      // A model the machine does not offer at all is a wrong request, not a busy machine to wait for.
+      std::vector<std::string> offered;
+      for (const auto& offer : book->search(core::OfferFilter{}).items) {
+        if (offer.candidate.machine_id == *req.request.machine_id) offered.push_back(offer.candidate.model);
+      }
+      const bool wanted = std::any_of(offered.begin(), offered.end(), [&](const std::string& m) {
+        return std::find(filter.models->begin(), filter.models->end(), m) != filter.models->end();
+      });
+      if (!offered.empty() && !wanted) {
+        std::string list;
+        for (const auto& m : offered) list += (list.empty() ? "" : ", ") + m;
+        return Error::make(ErrorCode::invalid_field,
+                           "machine " + *req.request.machine_id + " offers " + list + ", not \"" + *req.model_text +
+                               "\" (leave the model out to rent what it offers)",
+                           req.model_field)
+            .with_code("model_not_offered");
+      }
+    }
     return Error::make(ErrorCode::conflict,
                        "machine " + *req.request.machine_id + " has no offer with " +
                            std::to_string(req.request.gpu_count) + " free GPU(s) matching the request now",
@@ -99,7 +119,10 @@ Response create_rental(Ctx& ctx, OfferCache& offers, ScheduleCache& schedules, r
     if (!row && row.error().detail_code == "gpus_taken" && attempt < 4) continue;
     if (!row) return Response::error(row.error());
     polls.ring(row->machine_id);
-    return Response::json(201, rentals::customer_json(*row, now));
+    // Read back as every other answer reads a rental: with its machine's host and whether it is online.
+    const auto made =
+        ctx.store().transact([&](store::Tx& tx) { return rentals::find(tx, row->id); }, store::TxMode::read);
+    return Response::json(201, rentals::customer_json(made ? *made : *row, now));
   }
 }
 

@@ -119,9 +119,13 @@ void register_system_api(App& app) {
                          {503, oa::record({{"status", oa::one_of({"unavailable"})}, {"reason", oa::text()}},
                                           {"status", "reason"})}}}),
       readyz);
-  app.route(http::Method::get, "/metrics",
-            RouteOptions::public_route().doc({.summary = "Prometheus metrics (text format)", .responses = {{200, nullptr}}}),
-            metrics);
+  app.route(
+      http::Method::get, "/metrics",
+      RouteOptions::public_route().doc(
+          {.summary = "Prometheus metrics (text format): with the metrics token (Authorization: Bearer), to admins, "
+                      "or, with no token set, to loopback callers not behind a proxy; 403 to anyone else",
+           .responses = {{200, nullptr}}}),
+      metrics);
   if (app.test_clock()) {
     app.route(
         http::Method::post, "/v1/test/clock",

@@ -460,7 +460,8 @@ core::Result<nlohmann::json> request_benchmark_rerun(Tx& tx, const std::string& 
   if (last && *last > now - s.rerun_min_interval_ms) {
     return Error::make(ErrorCode::rate_limited, "benchmarks can be re-run once every " +
                                                     std::to_string(s.rerun_min_interval_ms / 60000) + " minutes")
-        .with_code("rerun_too_soon");
+        .with_code("rerun_too_soon")
+        .with_retry_after_ms(*last + s.rerun_min_interval_ms - now);
   }
   const std::string id = repo.open_run(machine_id, BenchmarkReason::provider_request, now);
   return nlohmann::json{{"run_id", id}, {"status", core::run_status_name(core::BenchmarkRunStatus::requested)}};

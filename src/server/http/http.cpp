@@ -129,7 +129,11 @@ Response Response::error(const core::Error& e) {
     for (const auto& f : all) fields.push_back({{"field", f.field}, {"message", f.message}, {"code", f.code}});
     body["fields"] = std::move(fields);
   }
-  return json(core::http_status(e.code), {{"error", std::move(body)}});
+  auto r = json(core::http_status(e.code), {{"error", std::move(body)}});
+  if (e.retry_after_s) r.header("Retry-After", std::to_string(*e.retry_after_s));
+  // RFC 9110: a 401 names the scheme that would be taken (a session token or an API key, both Bearer).
+  if (e.code == core::ErrorCode::unauthenticated) r.header("WWW-Authenticate", "Bearer realm=\"gpunex\"");
+  return r;
 }
 
 Response Response::error(core::ErrorCode code, std::string message,

@@ -23,9 +23,12 @@ std::string email_confirmation_link(const std::string& base_url, const std::stri
 core::Status send_email_confirmation(store::Tx& tx, const User& user, const std::string& email, bool changing,
                                      const EmailConfirmationSettings& s, std::int64_t now_ms) {
   if (platform_repo::count_email_confirmations_since(tx, user.id, now_ms - kHourMs) >= s.per_hour) {
+    // Another goes out once the oldest of the hour's leaves it.
+    const auto oldest = platform_repo::first_email_confirmation_since(tx, user.id, now_ms - kHourMs);
     return Error::make(ErrorCode::rate_limited,
                        "too many confirmation mails for this account; try again within an hour")
-        .with_code("too_many_confirmations");
+        .with_code("too_many_confirmations")
+        .with_retry_after_ms(oldest ? *oldest + kHourMs - now_ms : kHourMs);
   }
   const std::string token = util::random_token(32);
   const std::int64_t expires = now_ms + s.ttl_ms;

@@ -104,6 +104,14 @@ std::int64_t count_email_confirmations_since(store::Tx& tx, const std::string& u
   return r ? r->i64(0) : 0;
 }
 
+std::optional<std::int64_t> first_email_confirmation_since(store::Tx& tx, const std::string& user_id,
+                                                           std::int64_t since_ms) {
+  auto r = tx.query_one("SELECT MIN(created_at) FROM email_confirmations WHERE user_id = ? AND created_at >= ?",
+                        {user_id, since_ms});
+  if (!r || r->is_null(0)) return std::nullopt;
+  return r->i64(0);
+}
+
 void insert_password_reset(store::Tx& tx, const PasswordResetRow& r) {
   tx.exec("INSERT INTO password_resets (token_hash, user_id, email, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
           {r.token_hash, r.user_id, r.email, r.created_at_ms, r.expires_at_ms});

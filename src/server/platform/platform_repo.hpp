@@ -82,6 +82,9 @@ void use_email_changes(store::Tx& tx, const std::string& user_id, const std::str
 std::optional<std::string> pending_email(store::Tx& tx, const std::string& user_id, std::int64_t now_ms);
 //! How many confirmations the account was sent since `since_ms` (a resend limit).
 std::int64_t count_email_confirmations_since(store::Tx& tx, const std::string& user_id, std::int64_t since_ms);
+//! When the oldest of those was sent (none: nullopt).
+std::optional<std::int64_t> first_email_confirmation_since(store::Tx& tx, const std::string& user_id,
+                                                           std::int64_t since_ms);
 
 //! A link that sets a forgotten password; the store keeps only the token's SHA-256.
 struct PasswordResetRow {

@@ -99,7 +99,13 @@ core::Result<CreateRequest> read_create_request(const nlohmann::json& body) {
   if (out.request.machine_id && filters != nullptr) {
     return Error::make(ErrorCode::invalid_field, "give either machine_id (one offer) or filters, not both", "filters");
   }
-  if (!out.request.machine_id && filters == nullptr && !out.model_text) {
+  if (!out.request.machine_id && !out.model_text) {
+    // Filters without a model would rent any GPU at any price: a script whose model came out empty.
+    if (filters != nullptr) {
+      return Error::make(ErrorCode::missing_field,
+                         "filters need a model (\"L4\", \"RTX 4090\"): without one any GPU would be rented",
+                         "filters.model");
+    }
     return Error::make(ErrorCode::missing_field, "give machine_id (one offer) or filters (at least a model)",
                        "machine_id");
   }

@@ -110,7 +110,9 @@ test(`${BACKEND}: perf factor 0.7 delists naming FP16 tensor throughput; 1.0 and
     const notes2 = await client.request('GET', '/v1/notifications');
     assert.ok(notes2.json.items.find((n) => n.kind === 'gpu_relisted'), JSON.stringify(notes2.json));
     const soon = await client.request('POST', `/v1/provider/machines/${id}/benchmarks/run`);
-    assert.equal(soon.status, 429, soon.body);  // rate-limited
+    assert.equal(soon.status, 429, soon.body);  // rate-limited, saying for how long
+    const wait = Number(soon.headers.get('retry-after'));
+    assert.ok(wait > 3000 && wait <= 3600, `Retry-After ${soon.headers.get('retry-after')}`);
   } finally {
     if (agent) await agent.stop();
     await server.stop();

@@ -41,6 +41,7 @@ test(`${BACKEND}: cookie session, CSRF, expiry`, async () => {
     const tamperedMe = await c.request('GET', '/v1/me', { headers: { Cookie: tampered, Authorization: '' } });
     assert.equal(tamperedMe.status, 401);
     assert.equal(tamperedMe.json.error.code, 'invalid_session');
+    assert.equal(tamperedMe.headers.get('www-authenticate'), 'Bearer realm="gpunex"', 'a 401 names its scheme');
     const tamperedPost = await c.request('POST', '/v1/auth/logout',
       { headers: { Cookie: tampered, Authorization: '', 'X-CSRF-Token': csrfValue } });
     assert.equal(tamperedPost.status, 401);

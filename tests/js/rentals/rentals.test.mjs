@@ -81,6 +81,17 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     const nothing = await ann.request('POST', '/v1/rentals', { body: RENT });
     assert.equal(nothing.status, 400);
     assert.equal(nothing.json.error.field, 'machine_id');
+    // Filters without a model would rent any GPU at any price (a script whose model came out empty).
+    for (const filters of [{}, { region: 'eu-west' }]) {
+      const anyGpu = await ann.request('POST', '/v1/rentals', { body: { filters, ...RENT } });
+      assert.equal(anyGpu.status, 400, anyGpu.body);
+      assert.deepEqual([anyGpu.json.error.code, anyGpu.json.error.field], ['missing_field', 'filters.model']);
+    }
+    // A model the machine does not offer is a wrong request (naming what it offers), not a busy machine.
+    const otherModel = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine.id, model: 'H100', ...RENT } });
+    assert.equal(otherModel.status, 400, otherModel.body);
+    assert.deepEqual([otherModel.json.error.code, otherModel.json.error.field], ['model_not_offered', 'model']);
+    assert.match(otherModel.json.error.message, new RegExp(`^machine ${machine.id} offers L40S, not "H100"`));
     assert.deepEqual((await ann.request('GET', '/v1/rentals')).json.items, []);
 
     // Too little credit for the first hour: 402 naming the amount needed.
@@ -111,6 +122,9 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.deepEqual(rental.ports, [{ container_port: 8080, host_port: null, address: null },
       { container_port: 22, host_port: null, address: null }]);
     assert.equal(rental.ssh, null);
+    // The answer reads its machine as every later read does: online, at its host.
+    assert.equal(rental.machine_online, true);
+    assert.equal(rental.host, '127.0.0.1');
     const heard = await waiting;
     assert.ok(heard.ms - (madeAt - t0) < 1000, `the agent heard after ${heard.ms - (madeAt - t0)} ms`);
     assert.equal(heard.r.json.rentals.length, 1, heard.r.body);
