@@ -58,7 +58,7 @@ struct PollSettings {
   std::string ca_file;
   unsigned wait_s = 25;
   milliseconds backoff_initial{1000};
-  milliseconds backoff_max{60000};
+  milliseconds backoff_max{protocol::kAgentRetryMaxMs};
 };
 
 //! The rentals long poll: GET kAgentRentalsPath, hand the answer to the Runner, ask again.

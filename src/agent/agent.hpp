@@ -43,7 +43,7 @@ struct AgentConfig {
   std::optional<unsigned> heartbeat_interval_s;  // overrides the server's value (tests)
   SpoolLimits spool;
   std::chrono::milliseconds backoff_initial{1000};
-  std::chrono::milliseconds backoff_max{60000};
+  std::chrono::milliseconds backoff_max{protocol::kAgentRetryMaxMs};
   std::chrono::milliseconds request_timeout{10000};
   std::uint64_t max_heartbeats = 0;  // stop after this many heartbeats are delivered (0: run until stopped)
   unsigned bench_storage_mib = 256;  // benchmark runs the server asks for: storage test file

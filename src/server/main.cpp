@@ -39,6 +39,7 @@
 #include "server/web/web_routes.hpp"
 #include "server/workers/machines_worker.hpp"
 #include "server/workers/mail_worker.hpp"
+#include "server/workers/watching.hpp"
 #include "server/workers/worker.hpp"
 #include "store/migrations.hpp"
 #include "util/crypto.hpp"
@@ -133,8 +134,16 @@ class BackgroundWorkers {
     machine_settings_.heartbeat_interval_s = cfg.heartbeat_interval_s;
     machine_settings_.offline_after_missed = cfg.offline_after_missed;
     machine_settings_.telemetry_retention_days = cfg.telemetry_retention_days;
-    add("machines", std::chrono::milliseconds(std::clamp(cfg.heartbeat_interval_s * 1000 / 3, 200, 5000)),
-        [this] { server::workers::sweep_machines(app_.store(), machine_settings_, clock_.now_ms()); });
+    // A break in the sweep longer than a lease takeover takes (its holder gone, another replica taking
+    // it) is the platform's own outage.
+    const auto sweep_every = std::chrono::milliseconds(std::clamp(cfg.heartbeat_interval_s * 1000 / 3, 200, 5000));
+    const std::int64_t outage_after_ms = std::int64_t{cfg.worker_lease_s} * 1000 + 3 * sweep_every.count();
+    add("machines", sweep_every, [this, outage_after_ms, watching = watching_for(sweep_every)]() mutable {
+      const auto now = clock_.now_ms();
+      watching.begin(now);
+      server::workers::sweep_machines(app_.store(), machine_settings_, now, {watching.fresh(), outage_after_ms});
+      watching.done();
+    });
 
     // Benchmark runs that are due (first registration, weekly, after a driver or GPU change).
     add("benchmarks", std::chrono::milliseconds(cfg.benchmark_schedule_interval_ms), [this] {
@@ -143,13 +152,16 @@ class BackgroundWorkers {
     });
 
     // Rentals: due stops (max duration, window, balance), lost agents, and settlement at least hourly.
-    add("rentals", std::chrono::milliseconds(cfg.rentals_tick_ms), [this] {
-      server::billing::RentalsRoundSettings settings;
-      settings.settle_interval_ms = std::int64_t{cfg_.rentals_settle_interval_s} * 1000;
-      settings.base_url = app_.config().base_url();
-      settings.payment_instructions = cfg_.payment_instructions;
-      server::billing::run_rentals_round(app_.store(), settings, clock_.now_ms());
-    });
+    add("rentals", std::chrono::milliseconds(cfg.rentals_tick_ms),
+        [this, watching = watching_for(std::chrono::milliseconds(cfg.rentals_tick_ms))]() mutable {
+          server::billing::RentalsRoundSettings settings;
+          settings.watching_since_ms = watching.begin(clock_.now_ms());
+          settings.settle_interval_ms = std::int64_t{cfg_.rentals_settle_interval_s} * 1000;
+          settings.base_url = app_.config().base_url();
+          settings.payment_instructions = cfg_.payment_instructions;
+          server::billing::run_rentals_round(app_.store(), settings, clock_.now_ms());
+          watching.done();
+        });
 
     // Reliability: every machine's days judged up to now, the scores the marketplace shows, alerts.
     // The rentals' outcomes come from rentals/, which the reliability area may not include.
@@ -224,6 +236,11 @@ class BackgroundWorkers {
   }
 
  private:
+  //! A worker's watch (workers::Watching) broken by rounds missed for three intervals, or ten seconds.
+  static server::workers::Watching watching_for(std::chrono::milliseconds interval) {
+    return server::workers::Watching(std::max<std::chrono::milliseconds>(3 * interval, std::chrono::seconds(10)));
+  }
+
   void add(std::string name, std::chrono::milliseconds interval, std::function<void()> work) {
     workers_.push_back(std::make_unique<server::workers::Worker>(app_.store(), clock_, std::move(name), interval,
                                                                  std::move(work),

@@ -1002,6 +1002,15 @@ CREATE TABLE server_facts (
   recorded_at BIGINT NOT NULL
 );
 )sql"},
+      // Migration 32: the platform's own outages, as the machines sweep found them on watching again (no
+      // replica running it for longer than a lease takeover takes, or the store unreachable): machines
+      // were not heard because nobody listened, so reliability excuses those minutes.
+      {32, "fleet: the platform's outages", R"sql(
+CREATE TABLE platform_outages (
+  started_at BIGINT PRIMARY KEY,
+  ended_at BIGINT NOT NULL
+);
+)sql"},
   };
   return list;
 }

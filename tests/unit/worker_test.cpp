@@ -2,6 +2,7 @@
 // lets one of them do the work, and the other takes over once the first stops and gives it back.
 
 #include "server/workers/worker.hpp"
+#include "server/workers/watching.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -76,3 +77,22 @@ TEST(Worker, RunsOnOneReplicaAtATimeAndFailsOver) {
 }
 
 }  // namespace
+
+TEST(Watching, AStretchBeginsAtTheFirstRoundAndAfterABreak) {
+  using namespace std::chrono_literals;
+  server::workers::Watching w(10s);
+  const auto t = server::workers::Watching::Steady::time_point{} + 1000s;
+  EXPECT_EQ(w.begin(5'000, t), 5'000);  // the first round begins watching
+  EXPECT_TRUE(w.fresh());
+  w.done(t);
+  EXPECT_EQ(w.begin(6'000, t + 1s), 5'000);  // rounds that follow keep the stretch
+  EXPECT_FALSE(w.fresh());
+  w.done(t + 1s);
+  // The clock may jump (a test clock moved an hour): real time says whether rounds were missed.
+  EXPECT_EQ(w.begin(3'606'000, t + 2s), 5'000);
+  w.done(t + 2s);
+  // Rounds that failed (the store down) are no watching: after the break, a new stretch.
+  EXPECT_EQ(w.begin(3'607'000, t + 3s), 5'000);  // failed: no done()
+  EXPECT_EQ(w.begin(3'620'000, t + 13s), 3'620'000);
+  EXPECT_TRUE(w.fresh());
+}

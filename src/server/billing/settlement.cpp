@@ -37,7 +37,9 @@ void round_for(store::Tx& tx, const std::string& id, const RentalsRoundSettings&
   if (!r || r->state == rental::State::ended) return;
   const auto last_seen = MachinesRepo(tx).last_seen_ms(r->machine_id);
   const std::int64_t seen = std::max(last_seen.value_or(r->created_at_ms), r->created_at_ms);
-  if (now_ms - seen > rental::kAgentLostAfterMs) {
+  // Silent for the platform only while it was watching: an agent that could not reach a platform that
+  // was down is not lost (it keeps the container running and comes back within kAgentRetryMaxMs).
+  if (now_ms - std::max(seen, settings.watching_since_ms) > rental::kAgentLostAfterMs) {
     // Metered up to the machine's last sign of life, not the moment the platform gave up on it.
     rentals::end_now(tx, *r, rental::EndReason::agent_lost, std::max(seen, r->running_since_ms.value_or(seen)));
     settle(tx, *rentals::find(tx, id), now_ms);

@@ -39,6 +39,9 @@ struct RentalsRoundSettings {
   std::int64_t settle_interval_ms = 3'600'000;
   std::string base_url;  // links in what customers are told (a rental ended: rentals::tell_customer_ended)
   std::string payment_instructions;  // how to add credit, as the operator wrote it (a low-balance warning)
+  //! Since when the rentals worker has been watching without a break (workers::Watching): a machine's
+  //! silence counts from then, so the platform's own outage never loses a rental's agent.
+  std::int64_t watching_since_ms = 0;
 };
 struct RentalsRound {
   std::size_t settled = 0;

@@ -11,6 +11,7 @@
 #include "server/mail/templates.hpp"
 #include "server/onboarding/providers.hpp"
 #include "server/platform/notifications.hpp"
+#include "server/platform/platform_repo.hpp"
 #include "server/reliability/reliability_repo.hpp"
 #include "util/log.hpp"
 #include "util/time.hpp"
@@ -32,6 +33,19 @@ constexpr std::int64_t kPresenceOverlapMs = 2 * cr::kMinuteMs;
 double round_to(double v, double unit) {
   const double per_one = std::round(1.0 / unit);
   return std::round(v * per_one) / per_one;
+}
+
+//! The minutes of the UTC day `day_ms` in the platform's outages (platform_repo::platform_outages_between).
+cr::MinuteBits outage_minutes(store::Tx& tx, std::int64_t day_ms) {
+  constexpr std::int64_t kMinuteMs = 60'000;
+  std::vector<std::int64_t> minutes;
+  for (const auto& o : platform_repo::platform_outages_between(tx, day_ms, day_ms + cr::kDayMs)) {
+    const std::int64_t end = std::min(o.ended_at_ms, day_ms + cr::kDayMs);
+    for (std::int64_t t = std::max(o.started_at_ms, day_ms) / kMinuteMs * kMinuteMs; t < end; t += kMinuteMs) {
+      minutes.push_back(t);
+    }
+  }
+  return cr::minutes_of_day(minutes, day_ms);
 }
 
 //! A machine's days as judged now: the stored ones of this window, and before it as far back as a day
@@ -118,6 +132,8 @@ Judged judge(Tx& tx, const MachineForScore& m, const JobSource& job_source, cons
         present = cr::from_hex(row.present_hex).value_or(cr::MinuteBits{});
         read_from = std::max(d, row.judged_until_ms - kPresenceOverlapMs);
       }
+      // The platform's own outages are nobody's absence: excused wherever they were scheduled.
+      plan.excused |= outage_minutes(tx, d) & plan.scheduled;
       present |= cr::minutes_of_day(presence_minutes_between(tx, m.id, read_from, d + cr::kDayMs), d);
       const std::int64_t until = std::min(now, d + cr::kDayMs);
       const cr::Day day = cr::judge_day(plan, present, m.registered_ms, until, jobs, runs, c);

@@ -1,17 +1,48 @@
 #include "server/workers/machines_worker.hpp"
 
+#include <cstdlib>
+
+#include "protocol/version.hpp"
 #include "util/log.hpp"
+#include "util/time.hpp"
 
 namespace gpunex::server::workers {
 
-MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& settings, std::int64_t now_ms) {
+namespace {
+
+constexpr const char* kWatchedUntil = "fleet_watched_until";
+
+}  // namespace
+
+MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& settings, std::int64_t now_ms,
+                                   const SweepWatch& watch) {
   // In bounded transactions: a fleet's worth of machines going quiet at once, or a minute of telemetry from
   // tens of thousands of GPUs reaching the retention, would otherwise hold the write lock that every
   // heartbeat commit waits for.
   constexpr std::size_t kOfflinePerTx = 500;
   constexpr std::int64_t kRowsPerTx = 5000;
   MachinesRoundResult r;
-  for (;;) {
+  store.transact([&](store::Tx& tx) {
+    const auto watched = platform_repo::find_server_fact(tx, kWatchedUntil);
+    if (watch.resumed && watched) {
+      const std::int64_t until = std::strtoll(watched->value.c_str(), nullptr, 10);
+      if (until > 0 && now_ms - until > watch.outage_after_ms) {
+        // Until every agent still running is back (they retry at most kAgentRetryMaxMs apart).
+        r.outage = platform_repo::PlatformOutage{until, now_ms + protocol::kAgentRetryMaxMs};
+        platform_repo::insert_platform_outage(tx, *r.outage);
+      }
+    }
+    platform_repo::replace_server_fact(tx, kWatchedUntil, std::to_string(now_ms), now_ms);
+  });
+  if (r.outage) {
+    util::log_event("warn", "the platform was not watching its fleet: an outage, excused in reliability",
+                    {{"from", util::rfc3339(r.outage->started_at_ms)}, {"to", util::rfc3339(r.outage->ended_at_ms)}});
+  }
+  const std::int64_t offline_ms = std::int64_t{settings.heartbeat_interval_s} * settings.offline_after_missed * 1000;
+  const auto last_outage_end =
+      store.transact([](store::Tx& tx) { return platform_repo::last_platform_outage_end(tx); }, store::TxMode::read);
+  const bool heard_since_outage = !last_outage_end || now_ms >= *last_outage_end + offline_ms;
+  for (; heard_since_outage;) {
     const auto n =
         store.transact([&](store::Tx& tx) { return mark_offline_machines(tx, settings, now_ms, kOfflinePerTx); });
     r.went_offline += n;
