@@ -191,8 +191,10 @@
     const msg = r.data && r.data.error ? r.data.error.message : '';
     if (r.status === 202) {
       status.classList.add('ok');
-      status.textContent = 'Re-run requested: the agent runs the benchmarks on its next heartbeat and the results ' +
-        'appear here when it reports them.';
+      status.textContent = r.data.waits_for_rentals
+        ? `Re-run requested: ${r.data.waits_for_rentals}. The results appear here when the agent reports them.`
+        : 'Re-run requested: the agent runs the benchmarks on its next heartbeat and the results ' +
+          'appear here when it reports them.';
     } else if (r.status === 409) {
       status.classList.add('info');
       status.textContent = 'A benchmark run is already in progress on this machine; please wait for it to finish ' +

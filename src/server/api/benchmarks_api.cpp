@@ -167,9 +167,11 @@ void register_benchmarks_api(App& app) {
                                    {"machine_id", "gpus", "runs"})}}}),
       provider_benchmarks);
   app.route(http::Method::post, "/v1/provider/machines/{id}/benchmarks/run",
-            provider.doc({.summary = "Ask for a new benchmark run",
-                          .responses = {{202, oa::record({{"run_id", oa::text(1)}, {"status", oa::one_of({"requested"})}},
-                                                         {"run_id", "status"})}}}),
+            provider.doc({.summary = "Ask for a new benchmark run (delivered once the machine's rentals end)",
+                          .responses = {{202, oa::record({{"run_id", oa::text(1)},
+                                                          {"status", oa::one_of({"requested"})},
+                                                          {"waits_for_rentals", oa::nullable(oa::text())}},
+                                                         {"run_id", "status", "waits_for_rentals"})}}}),
             rerun);
 }
 

@@ -81,7 +81,7 @@ std::optional<BenchmarkReason> due_reason(Tx& tx, const std::string& id, const B
 
 std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s, std::int64_t now, std::size_t chunk,
                                 std::chrono::milliseconds pause) {
-  // Rentals are not in the store yet; when they are, machines whose GPUs are rented are skipped here.
+  // A run opened on a rented machine is delivered once its rentals end (benchmark_commands).
   // Which machines are due, and why, is read without the write lock, whatever the fleet's size; runs are
   // opened in small write transactions, so heartbeats (which wait for that lock) never wait long.
   const auto due = store.transact(
@@ -139,6 +139,9 @@ nlohmann::json benchmark_commands(Tx& tx, const std::string& machine_id, const B
   repo.expire_delivered_before(machine_id, now - s.run_timeout_ms);
   expire_challenges(tx, machine_id, s.challenges, now);
   auto r = repo.oldest_requested(machine_id);
+  // A run loads every GPU of the machine for minutes: it waits until the customers' rentals there end
+  // (their jobs would be disturbed, and the figures with them).
+  if (r && repo.live_rentals(machine_id) > 0) return cmds;
   if (!r) {
     if (auto spot = spot_check_command(tx, machine_id, s.challenges, now)) cmds.push_back(std::move(*spot));
     return cmds;
@@ -464,7 +467,14 @@ core::Result<nlohmann::json> request_benchmark_rerun(Tx& tx, const std::string& 
         .with_retry_after_ms(*last + s.rerun_min_interval_ms - now);
   }
   const std::string id = repo.open_run(machine_id, BenchmarkReason::provider_request, now);
-  return nlohmann::json{{"run_id", id}, {"status", core::run_status_name(core::BenchmarkRunStatus::requested)}};
+  nlohmann::json out{{"run_id", id},
+                     {"status", core::run_status_name(core::BenchmarkRunStatus::requested)},
+                     {"waits_for_rentals", nullptr}};
+  if (const auto live = repo.live_rentals(machine_id); live > 0) {
+    out["waits_for_rentals"] = "it runs once the machine's " + std::to_string(live) + " rental" +
+                               (live == 1 ? "" : "s") + " end: a benchmark would disturb the customers' jobs";
+  }
+  return out;
 }
 
 std::vector<core::reliability::BenchRun> benchmark_runs_for_score(Tx& tx, const std::string& machine_id,

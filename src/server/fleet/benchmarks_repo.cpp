@@ -1,5 +1,7 @@
 #include "server/fleet/benchmarks_repo.hpp"
 
+#include "core/rental.hpp"
+
 #include "core/machine_status.hpp"
 #include "util/crypto.hpp"
 
@@ -139,6 +141,12 @@ std::string BenchmarksRepo::open_run(const std::string& machine_id, BenchmarkRea
   const std::string id = util::new_id("bench");
   tx_.exec(q, {id, machine_id, std::string(core::run_reason_name(reason)), now});
   return id;
+}
+
+std::int64_t BenchmarksRepo::live_rentals(const std::string& machine_id) {
+  static const std::string ended(core::rental::to_string(core::rental::State::ended));
+  const auto r = tx_.query_one("SELECT COUNT(*) FROM rentals WHERE machine_id = ? AND state <> ?", {machine_id, ended});
+  return r ? r->i64(0) : 0;
 }
 
 std::vector<std::string> BenchmarksRepo::schedulable_machines(std::int64_t requested_after) {

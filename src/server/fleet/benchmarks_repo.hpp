@@ -140,6 +140,8 @@ class BenchmarksRepo {
   void expire_delivered_before(const std::string& machine_id, std::int64_t cutoff_ms);
   //! The machine's oldest Requested run.
   std::optional<RequestedRun> oldest_requested(const std::string& machine_id);
+  //! How many rentals on the machine have not ended: a benchmark run waits for them.
+  std::int64_t live_rentals(const std::string& machine_id);
   void mark_delivered(const std::string& run_id, std::int64_t now_ms);
 
   std::optional<BenchmarkRunState> find_run(const std::string& run_id, const std::string& machine_id);
