@@ -102,6 +102,10 @@ std::string schedule_text(const nlohmann::json& j) {
                   "): " + (j["available_now"].get<bool>() ? "available" : "not available");
   if (j["available_until"].is_string()) s += " until " + j["available_until"].get<std::string>();
   if (j["next_window_start"].is_string()) s += "; next window " + j["next_window_start"].get<std::string>();
+  // Set (not shown): what the change means for the rentals running there.
+  if (const auto note = j.find("running_rentals_note"); note != j.end() && note->is_string()) {
+    s += "\n" + note->get<std::string>();
+  }
   return s;
 }
 

@@ -1,6 +1,7 @@
 #include "core/rental.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <tuple>
 
@@ -237,13 +238,31 @@ std::optional<EndReason> due_stop(const Running& r, std::int64_t now_ms) {
   const auto ran = metered_ms(r.running_since_ms, now_ms);
   if (r.max_duration_ms && ran >= *r.max_duration_ms) return EndReason::max_duration;
   if (r.window_ends_ms && now_ms >= *r.window_ends_ms) {
-    const bool cut_short =
-        r.promised_until_ms && (*r.promised_until_ms == 0 || *r.window_ends_ms < *r.promised_until_ms);
-    return cut_short ? EndReason::provider_stopped : EndReason::window_ended;
+    const bool promised_still = r.promised_until_ms && (*r.promised_until_ms == 0 || now_ms < *r.promised_until_ms);
+    if (!promised_still) return EndReason::window_ended;
+    if (r.in_maintenance) return EndReason::provider_stopped;
   }
   const auto owed = ledger::usage_total(r.price_per_gpu_hour, r.gpus, ran) - r.settled.charged;
   if (r.balance_at_last_settlement - owed <= 0) return EndReason::balance_exhausted;
   return std::nullopt;
+}
+
+std::optional<std::int64_t> maintenance_stop_at(const core::Schedule& s, std::int64_t promised_until_ms,
+                                                std::int64_t now_ms) {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const core::UtcTime now{std::chrono::seconds{now_ms / 1000}};
+  std::optional<std::int64_t> first;
+  for (const auto& o : core::occurrences(s, now, now + std::chrono::hours(24 * 90))) {
+    if (o.maintenance < 0) continue;
+    const std::int64_t start = duration_cast<milliseconds>(o.start.time_since_epoch()).count();
+    const std::int64_t end = duration_cast<milliseconds>(o.end.time_since_epoch()).count();
+    if (end <= now_ms) continue;
+    if (promised_until_ms != 0 && start >= promised_until_ms) continue;  // after the promised end
+    const std::int64_t at = std::max(start, now_ms);
+    if (!first || at < *first) first = at;
+  }
+  return first;
 }
 
 }  // namespace gpunex::core::rental

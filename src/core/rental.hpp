@@ -12,6 +12,7 @@
 #include "core/ledger.hpp"
 #include "core/money.hpp"
 #include "core/result.hpp"
+#include "core/schedule.hpp"
 
 namespace gpunex::core::rental {
 
@@ -117,17 +118,27 @@ struct Running {
   //! The end of availability its offer showed when the rental was made: 0 when none (24/7), nullopt
   //! when not known (a rental made before it was kept).
   std::optional<std::int64_t> promised_until_ms;
+  bool in_maintenance = false;  // the machine is in a maintenance window now
   MicroUsdc price_per_gpu_hour = 0;
   int gpus = 1;
   MicroUsdc balance_at_last_settlement = 0;  // the customer's balance
   ledger::Settled settled;                   // what this rental has settled so far
 };
 //! The reason it must stop at `now_ms`, if any: max_duration, then the window's end, then
-//! balance_exhausted (the balance less what has accrued since the last settlement is used up). The
-//! window's end is window_ended when it came no earlier than promised (the customer rented until then),
-//! and provider_stopped when it came before (the provider's schedule or maintenance change cut it short:
-//! the provider's side, as a stop by hand would be).
+//! balance_exhausted (the balance less what has accrued since the last settlement is used up). Outside
+//! the machine's availability, it stops (window_ended) once the end it was promised has come (the
+//! customer rented until then; also when no promise was kept); before that, a schedule narrowed since
+//! does not cut it short: it runs on until the promised end (no new rentals meanwhile: the provider's
+//! way to drain a machine), while maintenance does (provider_stopped: the provider's side, as a stop by
+//! hand would be).
 std::optional<EndReason> due_stop(const Running& r, std::int64_t now_ms);
+
+//! When maintenance in `s` will stop a running rental that was promised availability until
+//! `promised_until_ms` (0: no end, 24/7 when rented): the start of the first maintenance occurrence not
+//! yet over within 90 days that begins before the promised end (`now_ms` when it has begun already);
+//! nullopt when none will.
+std::optional<std::int64_t> maintenance_stop_at(const core::Schedule& s, std::int64_t promised_until_ms,
+                                                std::int64_t now_ms);
 
 //! Milliseconds of metered use between the running event and `until_ms` (0 before it started).
 std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64_t until_ms);

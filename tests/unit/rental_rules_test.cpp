@@ -185,11 +185,18 @@ TEST(RentalRules, ARunningRentalStopsAtItsLimitTheWindowsEndOrAnEmptyBalance) {
   EXPECT_EQ(due_stop(r, 2'000'000), EndReason::window_ended);
   r.promised_until_ms = 1'500'000;
   EXPECT_EQ(due_stop(r, 2'000'000), EndReason::window_ended);
-  // Earlier than promised, or with no end promised (24/7 when rented): the provider's change cut it short.
+  // Earlier than promised, or with no end promised (24/7 when rented): a schedule narrowed since does not
+  // cut it short (it runs on to the promised end: the provider's drain); maintenance does, on the
+  // provider's side.
   r.promised_until_ms = 2'000'001;
+  EXPECT_FALSE(due_stop(r, 2'000'000));
+  EXPECT_EQ(due_stop(r, 2'000'001), EndReason::window_ended) << "the promised end has come";
+  r.in_maintenance = true;
   EXPECT_EQ(due_stop(r, 2'000'000), EndReason::provider_stopped);
   r.promised_until_ms = 0;
   EXPECT_EQ(due_stop(r, 2'000'000), EndReason::provider_stopped);
+  r.in_maintenance = false;
+  EXPECT_FALSE(due_stop(r, 2'000'000)) << "24/7 when rented: it runs on until its customer stops it";
   EXPECT_TRUE(provider_side(EndReason::provider_stopped));
   r.promised_until_ms.reset();
   r.window_ends_ms.reset();

@@ -22,6 +22,7 @@
 #include "server/onboarding/providers.hpp"
 #include "server/platform/paging.hpp"
 #include "server/platform/request_pipeline.hpp"
+#include "server/rentals/rentals.hpp"
 
 namespace gpunex::server {
 
@@ -167,8 +168,27 @@ Response put_schedule(Ctx& ctx) {
     const auto owner = machine_owner(tx, machine_id);
     if (!owner || *owner != p->id) return Error::make(ErrorCode::not_found, "no such machine");
     const auto now = ctx.now_ms();
+    const auto before = load_schedule(tx, machine_id).value_or(core::always_available());
     save_schedule(tx, p->id, machine_id, *schedule, now);
-    return schedule_json(machine_id, *schedule, now);
+    auto j = schedule_json(machine_id, *schedule, now);
+    // What it means for the rentals running there, which the provider decides it with.
+    const auto effect = rentals::tell_schedule_change(tx, machine_id, before, *schedule, ctx.config().base_url(), now);
+    j["running_rentals"] = effect.running;
+    j["running_rentals_note"] = nullptr;
+    if (effect.running > 0) {
+      const auto n = [](std::size_t k) { return std::to_string(k) + (k == 1 ? " rental" : " rentals"); };
+      std::string note = n(effect.running) +
+                         " running on this machine: availability you narrow stops none of them "
+                         "(each runs on until the end of availability it was rented with; no new rentals outside "
+                         "your windows meanwhile)";
+      if (effect.stopped_by_maintenance > 0) {
+        note += "; maintenance stops " + n(effect.stopped_by_maintenance) + " from " +
+                util::rfc3339(*effect.first_stop_ms) +
+                " (the customers are told now), which counts against job completion as a stop by hand does";
+      }
+      j["running_rentals_note"] = note;
+    }
+    return j;
   });
 }
 
@@ -356,11 +376,15 @@ void register_market_api(App& app, OfferCache& offer_cache, ScheduleCache& sched
                                                                   {"model", "region", "recommended", "p25", "p75", "median",
                                                                    "basis", "listings", "window_days"})}}}),
             recommendation);
-  app.route(Method::put, "/v1/provider/machines/{id}/schedule",
-            provider().doc({.summary = "Set a machine's availability schedule",
-                            .body = openapi::body_of([](const nlohmann::json& b) { return core::parse_schedule(b); }),
-                            .responses = {{200, schedule}}}),
-            put_schedule);
+  app.route(
+      Method::put, "/v1/provider/machines/{id}/schedule",
+      provider().doc(
+          {.summary = "Set a machine's availability schedule",
+           .body = openapi::body_of([](const nlohmann::json& b) { return core::parse_schedule(b); }),
+           .responses = {{200, oa::all_of({schedule, oa::record({{"running_rentals", oa::integer(0, 1LL << 31)},
+                                                                 {"running_rentals_note", oa::nullable(oa::text())}},
+                                                                {"running_rentals", "running_rentals_note"})})}}}),
+      put_schedule);
   app.route(Method::get, "/v1/provider/machines/{id}/schedule",
             provider().doc({.summary = "A machine's availability schedule", .responses = {{200, schedule}}}), get_schedule);
   app.route(Method::get, "/v1/marketplace/offers",

@@ -23,11 +23,16 @@ namespace {
 namespace ledger = core::ledger;
 namespace rental = core::rental;
 
-//! The machine's availability window has ended at `now_ms` (it has a schedule and is outside it).
-bool outside_window(store::Tx& tx, const std::string& machine_id, std::int64_t now_ms) {
+//! Where the machine's schedule stands at `now_ms`: outside its availability, and in maintenance.
+struct WindowNow {
+  bool outside = false;
+  bool maintenance = false;
+};
+WindowNow window_now(store::Tx& tx, const std::string& machine_id, std::int64_t now_ms) {
   const auto schedule = load_schedule(tx, machine_id);
-  if (!schedule) return false;
-  return !core::is_available(*schedule, core::UtcTime{std::chrono::seconds{now_ms / 1000}});
+  if (!schedule) return {};
+  const core::UtcTime t{std::chrono::seconds{now_ms / 1000}};
+  return {!core::is_available(*schedule, t), core::in_maintenance(*schedule, t)};
 }
 
 //! One live rental's round: lost agent, due stops, hourly settlement. True for each thing done.
@@ -52,7 +57,10 @@ void round_for(store::Tx& tx, const std::string& id, const RentalsRoundSettings&
     rental::Running run;
     run.running_since_ms = *r->running_since_ms;
     run.max_duration_ms = rentals::max_duration_ms(*r);
-    if (outside_window(tx, r->machine_id, now_ms)) run.window_ends_ms = now_ms;
+    if (const auto w = window_now(tx, r->machine_id, now_ms); w.outside) {
+      run.window_ends_ms = now_ms;
+      run.in_maintenance = w.maintenance;
+    }
     run.promised_until_ms = r->promised_until_ms;
     run.price_per_gpu_hour = r->price;
     run.gpus = r->gpu_count;

@@ -188,6 +188,17 @@ Announcement rental_ended(const RentalEndFacts& f) {
   return a;
 }
 
+Announcement rental_maintenance(const RentalMaintenanceFacts& f) {
+  const std::string title = "Rental " + f.rental_id + " stops at " + f.stop_at_text + ": the provider's maintenance";
+  const std::string facts = "The provider of your rental " + f.rental_id + " (" + f.gpus_text +
+                            ") has scheduled maintenance from " + f.stop_at_text +
+                            ": the rental is stopped then, and billed up to that moment. Save your work before then.";
+  Announcement a;
+  a.mail = {"rental_maintenance", "GPUnex: " + title, facts + "\n\nYour rental: " + f.link + "\n"};
+  a.notice = {"rental_maintenance", title, facts, f.link};
+  return a;
+}
+
 Announcement balance_low(const BalanceLowFacts& f) {
   const std::string when = f.minutes_left <= 0   ? "now"
                            : f.minutes_left == 1 ? "in about a minute"

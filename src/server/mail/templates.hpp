@@ -135,6 +135,15 @@ struct RentalEndFacts {
 };
 Announcement rental_ended(const RentalEndFacts& facts);
 
+//! What a customer is told when the provider schedules maintenance that will stop their running rental.
+struct RentalMaintenanceFacts {
+  std::string rental_id;
+  std::string gpus_text;     // "1 × L40S"
+  std::string stop_at_text;  // "2026-12-08T10:00:00Z"
+  std::string link;          // the rental's page
+};
+Announcement rental_maintenance(const RentalMaintenanceFacts& facts);
+
 //! What a customer is told when their running rentals will use their balance up within the hour.
 struct BalanceLowFacts {
   std::int64_t minutes_left = 0;     // core::ledger::minutes_left

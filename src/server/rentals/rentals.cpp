@@ -392,6 +392,25 @@ nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms) {
       {"settled", core::format_usdc(r.settled.charged)}};
 }
 
+ScheduleEffect tell_schedule_change(store::Tx& tx, const std::string& machine_id, const core::Schedule& before,
+                                    const core::Schedule& after, const std::string& base_url, std::int64_t now_ms) {
+  ScheduleEffect out;
+  for (const auto& r : live_on_machine(tx, machine_id)) {
+    ++out.running;
+    const std::int64_t promised = r.promised_until_ms.value_or(0);
+    const auto stop = rental::maintenance_stop_at(after, promised, now_ms);
+    if (!stop) continue;
+    ++out.stopped_by_maintenance;
+    if (!out.first_stop_ms || *stop < *out.first_stop_ms) out.first_stop_ms = stop;
+    if (rental::maintenance_stop_at(before, promised, now_ms) == stop) continue;  // told already
+    announce(tx, r.customer_id,
+             mail::rental_maintenance({r.id, std::to_string(r.gpu_count) + " × " + r.model, util::rfc3339(*stop),
+                                       base_url + "/#/rentals/" + r.id}),
+             std::nullopt, now_ms);
+  }
+  return out;
+}
+
 void tell_customer_ended(store::Tx& tx, const RentalRow& r, const std::string& base_url, std::int64_t now_ms) {
   if (r.state != rental::State::ended || !r.end_reason || *r.end_reason == rental::EndReason::customer_stopped) return;
   mail::RentalEndFacts facts;

@@ -107,6 +107,17 @@ std::optional<std::int64_t> max_duration_ms(const RentalRow& r);
 //! themselves (the provider stopped it, its machine failed or went away, the balance or its time ran
 //! out, it could not start). Nothing for one still live or stopped by them. `base_url` makes the link.
 void tell_customer_ended(store::Tx& tx, const RentalRow& r, const std::string& base_url, std::int64_t now_ms);
+
+//! What a machine's new schedule means for its running rentals: how many there are, and when the first
+//! maintenance stops them (core::rental::maintenance_stop_at; each customer whose stop is new or moved
+//! by the change is told now, links under `base_url`). A narrowed availability stops none of them.
+struct ScheduleEffect {
+  std::size_t running = 0;
+  std::size_t stopped_by_maintenance = 0;
+  std::optional<std::int64_t> first_stop_ms;
+};
+ScheduleEffect tell_schedule_change(store::Tx& tx, const std::string& machine_id, const core::Schedule& before,
+                                    const core::Schedule& after, const std::string& base_url, std::int64_t now_ms);
 //! The provider's view: which GPUs and what they earn, never who rents them.
 nlohmann::json provider_json(const RentalRow& r, std::int64_t now_ms);
 

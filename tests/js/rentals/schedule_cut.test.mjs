@@ -1,7 +1,8 @@
-// A provider's schedule or maintenance change that ends a running rental before its offer said the
-// machine would be available until is the provider's side (provider_stopped: it counts against job
-// completion, as a stop by hand does), not window_ended; a rental is made with the end of availability
-// its offer showed (available_until), and ends window_ended only from then on.
+// A rental is made with the end of availability its offer showed (available_until), and ends
+// window_ended only from then on. A provider who narrows the schedule meanwhile stops no running rental
+// (each runs on to the end it was promised: the way to drain a machine), and is told so; maintenance
+// stops them, its customers told when it is saved, and that is the provider's side (provider_stopped: it
+// counts against job completion, as a stop by hand does).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKEND, TestServer, until } from '../lib/server.mjs';
@@ -11,7 +12,7 @@ const RENT = { image: 'docker.io/library/busybox:1.36' };
 const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
 const hh = (h) => `${String(((h % 24) + 24) % 24).padStart(2, '0')}:00`;
 
-test(`${BACKEND}: a schedule change that cuts a running rental short is the provider's side`, async () => {
+test(`${BACKEND}: a narrowed schedule drains a machine; maintenance stops its rentals, on the provider's side`, async () => {
   const server = await new TestServer(RENTAL_SERVER_ARGS).start();
   let provider;
   try {
@@ -43,8 +44,33 @@ test(`${BACKEND}: a schedule change that cuts a running rental short is the prov
       await voice.send([{ rental_id: id, type: 'starting' }]);
       await voice.send([{ rental_id: id, type: 'running', ports: [] }]);
     }
-    // The provider narrows the schedule so that the machine is unavailable now: both are cut short.
-    assert.equal((await schedule([{ days: DAYS, start: hh(h + 3), end: hh(h + 4) }])).status, 200);
+    // The provider narrows the schedule so that the machine is unavailable now: that stops neither (each
+    // runs on to the end it was rented with: the provider's way to drain a machine), the answer says so,
+    // and nobody can rent the machine meanwhile.
+    const narrowed = await schedule([{ days: DAYS, start: hh(h + 3), end: hh(h + 4) }]);
+    assert.equal(narrowed.status, 200, narrowed.body);
+    assert.equal(narrowed.json.running_rentals, 2);
+    assert.match(narrowed.json.running_rentals_note, /^2 rentals running on this machine: availability you narrow stops none of them/);
+    assert.doesNotMatch(narrowed.json.running_rentals_note, /maintenance/);
+    await new Promise((r) => setTimeout(r, 1500));  // rentals rounds every 200 ms
+    for (const id of [first.json.id, second.json.id]) {
+      assert.equal((await ann.request('GET', `/v1/rentals/${id}`)).json.state, 'running', id);
+    }
+    const third = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine, ...RENT } });
+    assert.equal(third.status, 409, third.body);
+
+    // Maintenance from now stops both: the customers are told as the provider saves it, and the stops are
+    // the provider's side, as a stop by hand would be.
+    const now = Date.now();
+    const maintenance = [{ category: 'power', note: 'new PSU', start: new Date(now - 60_000).toISOString(),
+      end: new Date(now + 3600_000).toISOString() }];
+    const down = await provider.client.request('PUT', `/v1/provider/machines/${machine}/schedule`,
+      { body: { timezone: 'UTC', always: false, windows: [{ days: DAYS, start: hh(h + 3), end: hh(h + 4) }], maintenance } });
+    assert.equal(down.status, 200, down.body);
+    assert.match(down.json.running_rentals_note, /; maintenance stops 2 rentals from \d{4}-\d\d-\d\dT[\d:.]+Z \(the customers are told now\)/);
+    const warned = (await ann.request('GET', '/v1/notifications')).json.items.filter((n) => n.kind === 'rental_maintenance');
+    assert.deepEqual(warned.map((n) => n.title.replace(/ stops at .*/, '')).sort(),
+      [first.json.id, second.json.id].sort().map((id) => `Rental ${id}`));
     for (const id of [first.json.id, second.json.id]) {
       const stopping = await until(`rental ${id} to be stopped`, async () => {
         const r = (await ann.request('GET', `/v1/rentals/${id}`)).json;
