@@ -10,10 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -141,6 +143,38 @@ TEST(NetworkGuardOnThisHost, FencingASubnetTakesItOverFromARentalThatLeftItsRule
   EXPECT_NE(after.find(fence_comment(next)), std::string::npos) << after;
   ASSERT_TRUE(guard->unfence(next).ok());
   EXPECT_EQ(guard_rules().find(net.subnets[0]), std::string::npos) << guard_rules();
+}
+
+// The engine (netavark) puts its own jump at the head of FORWARD when it makes a network or reloads, and its
+// chain accepts a bridge's traffic: a guard's jump below it fences nothing. The guard's check (at each fence,
+// and every minute) puts its jump first again, once.
+TEST(NetworkGuardOnThisHost, TheGuardsJumpIsFirstAgainAfterAnotherIsPutAheadOfIt) {
+  if (!can_use_iptables()) GTEST_SKIP() << "needs root (iptables)";
+  auto guard = make_iptables_guard();
+  ASSERT_TRUE(guard->check().ok());
+  const std::string parent =
+      run_process({"iptables", "-w", "10", "-S", "DOCKER-USER"}, 10s)->exit_code == 0 ? "DOCKER-USER" : "FORWARD";
+  const std::string mark = "gpunex-test-ahead-" + std::to_string(::getpid());
+  const auto rules = [&] {
+    std::vector<std::string> out;
+    std::istringstream lines(run_process({"iptables", "-w", "10", "-S", parent}, 10s)->out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("-A ", 0) == 0) out.push_back(line);
+    }
+    return out;
+  };
+  // Another's rule put first, as netavark's jump would be (RETURN: it decides nothing here).
+  ASSERT_EQ(run_process({"iptables", "-w", "10", "-I", parent, "1", "-m", "comment", "--comment", mark, "-j", "RETURN"},
+                        10s)
+                ->exit_code,
+            0);
+  ASSERT_NE(rules().front().find(mark), std::string::npos);
+  const auto ok = guard->check();
+  const auto after = rules();
+  (void)run_process({"iptables", "-w", "10", "-D", parent, "-m", "comment", "--comment", mark, "-j", "RETURN"}, 10s);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(after.front(), "-A " + parent + " -j GPUNEX-FORWARD");
+  EXPECT_EQ(std::count(after.begin(), after.end(), "-A " + parent + " -j GPUNEX-FORWARD"), 1);
 }
 
 // ---- on a real engine and this host's iptables ----

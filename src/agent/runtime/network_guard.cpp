@@ -124,7 +124,38 @@ class IptablesGuard final : public NetworkGuard {
     if (!holds(with({"-C", chain}, kEstablished))) {
       if (auto first = must(with({"-I", chain, "1"}, kEstablished)); !first) return first;
     }
-    if (!holds({"-C", parent, "-j", chain})) return must({"-I", parent, "1", "-j", chain});
+    return ensure_first_jump(chain, parent);
+  }
+
+  // The jump to `chain` as the first rule of `parent`, and the only one. Present is not enough: the engine
+  // (netavark, on every network it makes and on a reload) inserts its own jump at the head of FORWARD, whose
+  // chain accepts a bridge's traffic, and a guard below it fences nothing. Inserted first, then the older
+  // jumps deleted by their numbers, so the traffic is never unfenced in between.
+  core::Status ensure_first_jump(const std::string& chain, const std::string& parent) {
+    const auto jumps = [&]() -> std::optional<std::vector<int>> {
+      auto listed = run({"-S", parent});
+      if (!listed || listed->exit_code != 0) return std::nullopt;
+      std::vector<int> at;  // 1-based rule numbers of the jumps to `chain`
+      std::istringstream lines(listed->out);
+      int n = 0;
+      for (std::string line; std::getline(lines, line);) {
+        auto w = words(line);
+        if (w.empty() || w[0] != "-A") continue;
+        ++n;
+        if (w == std::vector<std::string>{"-A", parent, "-j", chain}) at.push_back(n);
+      }
+      return at;
+    };
+    auto at = jumps();
+    if (at && at->size() == 1 && at->front() == 1) return core::ok_status();
+    if (auto first = must({"-I", parent, "1", "-j", chain}); !first) return first;
+    at = jumps();
+    if (!at) return core::ok_status();
+    // From the last, so that the numbers of those before stay right; the first rule is the one just inserted.
+    for (auto it = at->rbegin(); it != at->rend(); ++it) {
+      if (*it == 1) continue;
+      if (auto removed = must({"-D", parent, std::to_string(*it)}); !removed) return removed;
+    }
     return core::ok_status();
   }
 
