@@ -1008,6 +1008,7 @@ CREATE TABLE server_facts (
       {32, "fleet: the platform's outages", R"sql(
 CREATE TABLE platform_outages (
   started_at BIGINT PRIMARY KEY,
+  resumed_at BIGINT NOT NULL,
   ended_at BIGINT NOT NULL
 );
 )sql"},

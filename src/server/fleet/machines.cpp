@@ -482,11 +482,13 @@ core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_
   return out;
 }
 
-std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::int64_t now, std::size_t limit) {
+std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::int64_t now, std::size_t limit,
+                                  std::int64_t heard_from) {
   MachinesRepo repo(tx);
   const core::OfflineRule rule{settings.heartbeat_interval_s, settings.offline_after_missed};
   std::size_t changed = 0;
-  for (const auto& m : repo.silent_online_machines(core::offline_cutoff_ms(rule, now), static_cast<std::int64_t>(limit))) {
+  for (const auto& m :
+       repo.silent_online_machines(core::offline_cutoff_ms(rule, now), static_cast<std::int64_t>(limit), heard_from)) {
     if (repo.move_from_online(m.id, core::MachineStatus::offline)) {
       repo.add_event(m.id, now, "offline",
                      {{"last_seen_at", util::rfc3339(m.last_seen_ms)}, {"missed_heartbeats", settings.offline_after_missed}});

@@ -111,9 +111,10 @@ core::Result<nlohmann::json> machine_detail(store::Tx& tx, const std::string& pr
                                             const PendingTelemetry* latest = nullptr);
 
 //! Marks machines whose last heartbeat is older than offline_after_missed intervals Offline, with an event:
-//! at most `limit` of them (the longest silent first). Returns how many changed.
+//! at most `limit` of them (the longest silent first), and none last heard before `heard_from_ms` (after the
+//! platform's outage, those whose agents may still be on their way back). Returns how many changed.
 std::size_t mark_offline_machines(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms,
-                                  std::size_t limit = 500);
+                                  std::size_t limit = 500, std::int64_t heard_from_ms = 0);
 //! Deletes aggregates, presence and dedupe rows older than the retention, at most `limit` rows per table.
 //! Returns rows deleted.
 std::int64_t prune_telemetry(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms,

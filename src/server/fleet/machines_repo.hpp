@@ -275,7 +275,9 @@ class MachinesRepo {
   bool hardware_changed_since(const std::string& machine_id, std::int64_t after_ms);
 
   //! Online machines last seen before `cutoff_ms`, the longest silent first.
-  std::vector<SilentMachine> silent_online_machines(std::int64_t cutoff_ms, std::int64_t limit);
+  //! Online machines last heard before `cutoff_ms` and no earlier than `heard_from_ms`, oldest first.
+  std::vector<SilentMachine> silent_online_machines(std::int64_t cutoff_ms, std::int64_t limit,
+                                                    std::int64_t heard_from_ms = 0);
   //! Moves an Online machine to `to`; false when it was no longer Online.
   bool move_from_online(const std::string& machine_id, core::MachineStatus to);
   //! Deletes minute aggregates and presence older than `oldest_ms`, at most `limit` per table.

@@ -376,23 +376,25 @@ void replace_server_fact(store::Tx& tx, const std::string& name, const std::stri
 }
 
 void insert_platform_outage(store::Tx& tx, const PlatformOutage& o) {
-  tx.exec("INSERT INTO platform_outages (started_at, ended_at) VALUES (?, ?) ON CONFLICT (started_at) DO NOTHING",
-          {o.started_at_ms, o.ended_at_ms});
+  tx.exec(
+      "INSERT INTO platform_outages (started_at, resumed_at, ended_at) VALUES (?, ?, ?) "
+      "ON CONFLICT (started_at) DO NOTHING",
+      {o.started_at_ms, o.resumed_at_ms, o.ended_at_ms});
 }
 
-std::optional<std::int64_t> last_platform_outage_end(store::Tx& tx) {
-  auto r = tx.query_one("SELECT MAX(ended_at) FROM platform_outages");
-  if (!r || r->is_null(0)) return std::nullopt;
-  return r->i64(0);
+std::optional<PlatformOutage> last_platform_outage(store::Tx& tx) {
+  auto r = tx.query_one("SELECT started_at, resumed_at, ended_at FROM platform_outages ORDER BY started_at DESC LIMIT 1");
+  if (!r) return std::nullopt;
+  return PlatformOutage{r->i64(0), r->i64(1), r->i64(2)};
 }
 
 std::vector<PlatformOutage> platform_outages_between(store::Tx& tx, std::int64_t from_ms, std::int64_t to_ms) {
   std::vector<PlatformOutage> out;
   for (const auto& r :
-       tx.query("SELECT started_at, ended_at FROM platform_outages WHERE started_at < ? AND ended_at > ? "
+       tx.query("SELECT started_at, resumed_at, ended_at FROM platform_outages WHERE started_at < ? AND ended_at > ? "
                 "ORDER BY started_at",
                 {to_ms, from_ms})) {
-    out.push_back({r.i64(0), r.i64(1)});
+    out.push_back({r.i64(0), r.i64(1), r.i64(2)});
   }
   return out;
 }

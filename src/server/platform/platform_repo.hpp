@@ -223,14 +223,16 @@ void record_server_fact_if_absent(store::Tx& tx, const std::string& name, const 
 //! Records the fact, replacing any recorded before.
 void replace_server_fact(store::Tx& tx, const std::string& name, const std::string& value, std::int64_t now_ms);
 
-//! A stretch of time the platform was not watching its fleet (migration 32).
+//! A stretch of time the platform was not watching its fleet (migration 32): from the last time it
+//! watched, through when it watched again, to when every agent still running was back.
 struct PlatformOutage {
   std::int64_t started_at_ms = 0;
+  std::int64_t resumed_at_ms = 0;
   std::int64_t ended_at_ms = 0;
 };
 void insert_platform_outage(store::Tx& tx, const PlatformOutage& o);
-//! When the latest outage ended (none: nullopt).
-std::optional<std::int64_t> last_platform_outage_end(store::Tx& tx);
+//! The latest outage (none: nullopt).
+std::optional<PlatformOutage> last_platform_outage(store::Tx& tx);
 //! The outages that overlap [from_ms, to_ms), oldest first.
 std::vector<PlatformOutage> platform_outages_between(store::Tx& tx, std::int64_t from_ms, std::int64_t to_ms);
 

@@ -28,7 +28,7 @@ MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& s
       const std::int64_t until = std::strtoll(watched->value.c_str(), nullptr, 10);
       if (until > 0 && now_ms - until > watch.outage_after_ms) {
         // Until every agent still running is back (they retry at most kAgentRetryMaxMs apart).
-        r.outage = platform_repo::PlatformOutage{until, now_ms + protocol::kAgentRetryMaxMs};
+        r.outage = platform_repo::PlatformOutage{until, now_ms, now_ms + protocol::kAgentRetryMaxMs};
         platform_repo::insert_platform_outage(tx, *r.outage);
       }
     }
@@ -39,12 +39,15 @@ MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& s
                     {{"from", util::rfc3339(r.outage->started_at_ms)}, {"to", util::rfc3339(r.outage->ended_at_ms)}});
   }
   const std::int64_t offline_ms = std::int64_t{settings.heartbeat_interval_s} * settings.offline_after_missed * 1000;
-  const auto last_outage_end =
-      store.transact([](store::Tx& tx) { return platform_repo::last_platform_outage_end(tx); }, store::TxMode::read);
-  const bool heard_since_outage = !last_outage_end || now_ms >= *last_outage_end + offline_ms;
-  for (; heard_since_outage;) {
-    const auto n =
-        store.transact([&](store::Tx& tx) { return mark_offline_machines(tx, settings, now_ms, kOfflinePerTx); });
+  const auto outage =
+      store.transact([](store::Tx& tx) { return platform_repo::last_platform_outage(tx); }, store::TxMode::read);
+  // Until every agent has had its chance to come back and be missed, those not heard since the platform
+  // watched again are not judged; those heard since are, as ever.
+  const std::int64_t heard_from =
+      outage && now_ms < outage->ended_at_ms + offline_ms ? outage->resumed_at_ms : std::int64_t{0};
+  for (;;) {
+    const auto n = store.transact(
+        [&](store::Tx& tx) { return mark_offline_machines(tx, settings, now_ms, kOfflinePerTx, heard_from); });
     r.went_offline += n;
     if (n < kOfflinePerTx) break;
   }

@@ -27,8 +27,9 @@ struct SweepWatch {
 //! Each round records the time it watched (server fact "fleet_watched_until"); a round that resumes the
 //! watch more than `outage_after_ms` after the last one records the break as a platform outage, lasting
 //! until every agent is back (protocol::kAgentRetryMaxMs later; reliability excuses it). Machines silent
-//! past the offline rule go Offline, but none until the offline rule's time after the last outage ended;
-//! telemetry past its retention is pruned.
+//! past the offline rule go Offline; until the offline rule's time after the last outage ended, only those
+//! heard since the platform watched again (the others' agents may still be on their way back). Telemetry
+//! past its retention is pruned.
 MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& settings, std::int64_t now_ms,
                                    const SweepWatch& watch = {});
 

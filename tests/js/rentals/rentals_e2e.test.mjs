@@ -159,9 +159,16 @@ test(`${BACKEND}: a missing image, the server down for 60 s, and the agent kille
     const during = await rentalContainers(engine, id);
     assert.equal(during.length, 1);
     assert.equal(during[0].State, 'running', 'the container keeps running while the server is down');
+    const restarted = Date.now();
     await server.start();
     await sleep(3000);
     assert.equal((await ann.request('GET', `/v1/rentals/${id}`)).json.state, 'running');
+    // The agent retries with a backoff (at most a minute apart): heard again within it. Until then its
+    // machine is not taken for offline (the platform's outage is not the provider's).
+    await until('the agent heard again after the outage', async () => {
+      const m = (await provider.client.request('GET', `/v1/provider/machines/${machine}`)).json;
+      return Date.parse(m.last_seen_at) > restarted;
+    }, 90000, 500);
 
     // The agent killed with SIGKILL and started again: it adopts the container, it starts no second one.
     await provider.agent.stop('SIGKILL');
