@@ -148,6 +148,13 @@ TEST(ParseQuery, SplitsDecodesAndLastWins) {
   EXPECT_EQ(q.count("bad"), 0u);
   EXPECT_EQ(q.size(), 4u);
   EXPECT_TRUE(gpunex::http::parse_query("").empty());
+  // The first name given twice is reported, for the API to refuse.
+  std::string repeated;
+  gpunex::http::parse_query("state=running&limit=5&state=ended&limit=6", &repeated);
+  EXPECT_EQ(repeated, "state");
+  std::string none;
+  gpunex::http::parse_query("state=running,ended&limit=5", &none);
+  EXPECT_EQ(none, "");
 }
 
 TEST(RequestHelpers, HeaderCookieQueryParam) {

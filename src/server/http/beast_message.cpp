@@ -103,7 +103,7 @@ core::Result<Request> request_from_header(const bhttp::request_header<>& msg) {
   std::string_view target = req.target;
   auto q = target.find('?');
   req.raw_path = std::string(target.substr(0, q));
-  if (q != std::string_view::npos) req.query = parse_query(target.substr(q + 1));
+  if (q != std::string_view::npos) req.query = parse_query(target.substr(q + 1), &req.repeated_query);
   auto decoded = percent_decode(req.raw_path, false);
   if (!decoded || req.raw_path.empty() || req.raw_path.front() != '/') {
     return core::Error::make(core::ErrorCode::bad_request, "bad request target");

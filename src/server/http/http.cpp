@@ -162,7 +162,7 @@ std::optional<std::string> percent_decode(std::string_view s, bool form) {
   return out;
 }
 
-std::map<std::string, std::string, std::less<>> parse_query(std::string_view query) {
+std::map<std::string, std::string, std::less<>> parse_query(std::string_view query, std::string* repeated) {
   std::map<std::string, std::string, std::less<>> out;
   while (!query.empty()) {
     auto amp = query.find('&');
@@ -175,6 +175,7 @@ std::map<std::string, std::string, std::less<>> parse_query(std::string_view que
                                               : percent_decode(pair.substr(eq + 1), true);
     // A pair with a bad escape is dropped: guessing its meaning would be worse.
     if (!key || !value || key->empty()) continue;
+    if (repeated != nullptr && repeated->empty() && out.contains(*key)) *repeated = *key;
     out.insert_or_assign(std::move(*key), std::move(*value));
   }
   return out;

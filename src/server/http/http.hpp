@@ -33,6 +33,7 @@ struct Request {
   std::string path;    // percent-decoded path without the query
   std::string raw_path;  // the path as sent (still percent-encoded): what Router::match takes
   std::map<std::string, std::string, std::less<>> query;    // decoded query parameters (last one wins)
+  std::string repeated_query;  // the first query parameter given more than once (refused by the API), or ""
   std::multimap<std::string, std::string, std::less<>> headers;
   std::string body;
   //! Bytes of body received: body.size(), or the count of a counted body (one that is discarded as it
@@ -98,7 +99,9 @@ using AsyncHandler = std::function<void(Request&, Reply)>;
 core::Result<Request> parse_raw_request(std::string_view raw, std::size_t body_limit);
 
 //! Splits "a=1&b=x%20y" into decoded pairs.
-std::map<std::string, std::string, std::less<>> parse_query(std::string_view query);
+//! The decoded parameters of a query string, the last of a repeated name winning; `repeated`, when given,
+//! gets the first name given more than once (left as it was when none is).
+std::map<std::string, std::string, std::less<>> parse_query(std::string_view query, std::string* repeated = nullptr);
 //! Percent-decodes; '+' becomes a space only when form is true. Returns nullopt on a bad escape.
 std::optional<std::string> percent_decode(std::string_view s, bool form);
 

@@ -319,10 +319,20 @@ core::Result<std::optional<Principal>> App::authenticate_api_key(const std::stri
 namespace {
 
 //! A query parameter the route does not read (its RouteDoc::query, what the API document lists) is refused, so
-//! that `GET /v1/rentals?status=running` is not answered with every rental as if a filter had been applied.
+//! that `GET /v1/rentals?status=running` is not answered with every rental as if a filter had been applied;
+//! so is one given twice, which would be read as its last value alone.
 //! The dashboard's files (internal) take any, as browsers add their own.
 std::optional<http::Response> unknown_query_parameter(const http::Request& req, const RouteDoc& doc) {
   if (doc.internal) return std::nullopt;
+  // `?state=running&state=ended` would be answered as the last alone: a list goes in one, comma-separated.
+  if (!req.repeated_query.empty()) {
+    return http::Response::error(Error::make(ErrorCode::invalid_field,
+                                             "query parameter \"" + req.repeated_query +
+                                                 "\" is given more than once: give it once (a list of states "
+                                                 "goes in one, comma-separated: state=running,ended)",
+                                             req.repeated_query)
+                                     .with_code("repeated_parameter"));
+  }
   for (const auto& [name, value] : req.query) {
     if (std::find(doc.query.begin(), doc.query.end(), name) != doc.query.end()) continue;
     std::string takes;
