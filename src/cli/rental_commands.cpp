@@ -126,6 +126,10 @@ std::string rental_text(const nlohmann::json& r) {
   const auto& max_hours = member(r, "max_hours");
   field("Max hours:",
         max_hours.is_number() ? number_text(max_hours.get<double>()) : "none (until stopped or the balance runs out)");
+  if (member(r, "available_until").is_string() && state != "ended") {
+    field("Machine available until:", member(r, "available_until").get<std::string>() +
+                                          " (its schedule: the rental stops then)");
+  }
   field("Created:", format_text(member(r, "created_at")));
   if (member(r, "running_since").is_string()) field("Running since:", member(r, "running_since").get<std::string>());
   if (member(r, "ended_at").is_string()) field("Ended:", member(r, "ended_at").get<std::string>());

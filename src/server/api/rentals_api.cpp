@@ -320,6 +320,7 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
                             {"ssh", oa::nullable(oa::text(1))},
                             {"machine_online", oa::boolean()},
                             {"max_hours", oa::nullable(oa::number())},
+                            {"available_until", when},
                             {"created_at", oa::timestamp()},
                             {"running_since", when},
                             {"ended_at", when},

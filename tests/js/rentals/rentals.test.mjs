@@ -256,6 +256,10 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.deepEqual([unknown.json.error.code, unknown.json.error.field], ['unknown_field', 'status']);
     assert.equal(unknown.json.error.message,
       'unknown query parameter "status": /v1/rentals takes state, limit, cursor');
+    // One given twice would be read as its last value alone (running,ended read as ended): refused.
+    const twice = await ann.request('GET', '/v1/rentals?state=running&state=ended');
+    assert.equal(twice.status, 400, twice.body);
+    assert.deepEqual([twice.json.error.code, twice.json.error.field], ['repeated_parameter', 'state']);
 
     // The stop takes no body: a field it would not read is refused, not taken as if it had been (a force flag).
     const forced = await ann.request('POST', `/v1/rentals/${rental.id}/stop`, { body: { force: true } });

@@ -39,6 +39,9 @@ test(`${BACKEND}: a narrowed schedule drains a machine; maintenance stops its re
     const second = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine, ...RENT } });
     assert.equal(second.status, 201, second.body);
     assert.equal(promised(second.json.id), Date.parse(offer.available_until));
+    // The customer sees it on the rental, as the offer showed it; the 24/7 one has none.
+    assert.equal(second.json.available_until, offer.available_until);
+    assert.equal((await ann.request('GET', `/v1/rentals/${first.json.id}`)).json.available_until, null);
 
     for (const id of [first.json.id, second.json.id]) {
       await voice.send([{ rental_id: id, type: 'starting' }]);
