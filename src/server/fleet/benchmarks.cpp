@@ -116,9 +116,7 @@ std::size_t schedule_benchmarks(store::Store& store, const BenchmarkSettings& s,
 
 void require_verification(Tx& tx, const std::string& machine_id, BenchmarkReason reason, std::int64_t now) {
   BenchmarksRepo repo(tx);
-  repo.unlist_machine(machine_id,
-                      "the machine's GPUs, driver or simulated flag changed: it is verified again before it is "
-                      "listed",
+  repo.unlist_machine(machine_id, std::string(kReverifyReason),
                       "keep the agent running: a new benchmark run was requested and relists the GPUs when it passes",
                       now);
   repo.expire_delivered_before(machine_id, now + 1);
@@ -284,7 +282,10 @@ nlohmann::json record_gpu(Tx& tx, const CheckedRun& run, std::size_t i, const Gp
                       now);
 
   const auto prev = repo.listing(machine_id, g.uuid);
-  const std::optional<bool> was_listed = prev ? std::optional<bool>(prev->first) : std::nullopt;
+  // A GPU unlisted only until the machine is verified again (its hardware changed) was listed: failing now
+  // delists it, which its provider hears of, as for any GPU that was listed.
+  const std::optional<bool> was_listed =
+      prev ? std::optional<bool>(prev->listed || prev->delist_reason == kReverifyReason) : std::nullopt;
   ListingWrite listing{machine_id, g.uuid, pass, j.score, j.quality, std::nullopt, std::nullopt, run_id};
   if (!pass) {
     listing.delist_reason = j.failures.front().describe();
@@ -522,7 +523,7 @@ std::vector<core::reliability::BenchRun> benchmark_runs_for_score(Tx& tx, const 
 std::optional<GpuListing> gpu_listing(Tx& tx, const std::string& machine_id, const std::string& uuid) {
   auto l = BenchmarksRepo(tx).listing(machine_id, uuid);
   if (!l) return std::nullopt;
-  return GpuListing{l->first, l->second};
+  return GpuListing{l->listed, l->perf_score};
 }
 
 }  // namespace gpunex::server

@@ -30,6 +30,10 @@
 
 namespace gpunex::server {
 
+//! Why a machine's GPUs are unlisted after its hardware changed, until a run verifies them again.
+inline constexpr std::string_view kReverifyReason =
+    "the machine's GPUs, driver or simulated flag changed: it is verified again before it is listed";
+
 struct BenchmarkSettings {
   core::bench::Policy policy;
   std::int64_t interval_ms = 7LL * 24 * 3600 * 1000;    // a full run this often

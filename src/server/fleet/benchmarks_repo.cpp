@@ -291,12 +291,11 @@ std::vector<GpuScoreRow> BenchmarksRepo::first_gpu_scores(const std::string& mac
   return out;
 }
 
-std::optional<std::pair<bool, std::optional<double>>> BenchmarksRepo::listing(const std::string& machine_id,
-                                                                              const std::string& uuid) {
-  auto r =
-      tx_.query_one("SELECT listed, perf_score FROM gpu_listing WHERE machine_id = ? AND uuid = ?", {machine_id, uuid});
+std::optional<BenchmarksRepo::Listing> BenchmarksRepo::listing(const std::string& machine_id, const std::string& uuid) {
+  auto r = tx_.query_one("SELECT listed, perf_score, delist_reason FROM gpu_listing WHERE machine_id = ? AND uuid = ?",
+                         {machine_id, uuid});
   if (!r) return std::nullopt;
-  return std::make_pair(r->boolean(0), r->opt_f64(1));
+  return Listing{r->boolean(0), r->opt_f64(1), r->opt_str(2).value_or("")};
 }
 
 void BenchmarksRepo::upsert_listing(const ListingWrite& l, std::int64_t now) {

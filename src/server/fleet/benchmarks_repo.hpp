@@ -167,7 +167,12 @@ class BenchmarksRepo {
   std::vector<GpuScoreRow> first_gpu_scores(const std::string& machine_id);
 
   //! The listing before a run: listed or not, none when never benchmarked; with the perf score.
-  std::optional<std::pair<bool, std::optional<double>>> listing(const std::string& machine_id, const std::string& uuid);
+  struct Listing {
+    bool listed = false;
+    std::optional<double> perf_score;
+    std::string delist_reason;
+  };
+  std::optional<Listing> listing(const std::string& machine_id, const std::string& uuid);
   void upsert_listing(const ListingWrite& l, std::int64_t now_ms);
   //! Every listed GPU of the machine delisted with this reason until a run passes; returns how many.
   std::int64_t unlist_machine(const std::string& machine_id, const std::string& reason,

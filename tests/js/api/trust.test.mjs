@@ -114,6 +114,19 @@ test(`${BACKEND}: in demo mode a simulated machine's offers say simulated; a dri
     await m.send('POST', '/v1/agent/benchmarks', m.report({ run_id: open.id }));
     await m.heartbeat();
     assert.equal((await m.offered())?.simulated, true, 'offered again once the new run passed');
+
+    // Changed again, and this time its run fails: the GPU was listed until the change (unlisted only to be
+    // verified again), so its provider is told it is delisted, as for any listed GPU that fails.
+    await m.register('565.57.01');
+    const reverify = (await m.agent.request('GET', `/v1/provider/machines/${m.machineId}/benchmarks`)).json.runs
+      .find((x) => x.status === 'requested' || x.status === 'delivered');
+    const slow = RESULTS.map((r) => ({ ...r, median: r.median * 0.3, samples: r.samples.map((v) => v * 0.3) }));
+    const failed = await m.send('POST', '/v1/agent/benchmarks', m.report({ run_id: reverify.id,
+      gpus: [{ ...m.report({}).gpus[0], results: slow }] }));
+    assert.equal(failed.gpus[0].listed, false);
+    const told = (await m.provider.client.request('GET', '/v1/notifications')).json.items
+      .filter((n) => n.kind === 'gpu_delisted');
+    assert.equal(told.length, 1, JSON.stringify(told));
   } finally {
     await server.stop();
   }
