@@ -127,8 +127,8 @@ std::string rental_text(const nlohmann::json& r) {
   field("Max hours:",
         max_hours.is_number() ? number_text(max_hours.get<double>()) : "none (until stopped or the balance runs out)");
   if (member(r, "available_until").is_string() && state != "ended") {
-    field("Machine available until:", member(r, "available_until").get<std::string>() +
-                                          " (its schedule: the rental stops then)");
+    field("Machine available until:",
+          member(r, "available_until").get<std::string>() + " (its schedule: the rental stops then)");
   }
   field("Created:", format_text(member(r, "created_at")));
   if (member(r, "running_since").is_string()) field("Running since:", member(r, "running_since").get<std::string>());

@@ -164,10 +164,10 @@ TEST(NetworkGuardOnThisHost, TheGuardsJumpIsFirstAgainAfterAnotherIsPutAheadOfIt
     return out;
   };
   // Another's rule put first, as netavark's jump would be (RETURN: it decides nothing here).
-  ASSERT_EQ(run_process({"iptables", "-w", "10", "-I", parent, "1", "-m", "comment", "--comment", mark, "-j", "RETURN"},
-                        10s)
-                ->exit_code,
-            0);
+  ASSERT_EQ(
+      run_process({"iptables", "-w", "10", "-I", parent, "1", "-m", "comment", "--comment", mark, "-j", "RETURN"}, 10s)
+          ->exit_code,
+      0);
   ASSERT_NE(rules().front().find(mark), std::string::npos);
   const auto ok = guard->check();
   const auto after = rules();

@@ -490,13 +490,13 @@ bool MachinesRepo::hardware_changed_since(const std::string& machine_id, std::in
 }
 
 std::vector<SilentMachine> MachinesRepo::silent_online_machines(std::int64_t cutoff, std::int64_t limit,
-                                                                 std::int64_t heard_from) {
+                                                                std::int64_t heard_from) {
   // Reads every online machine (no index holds last_seen_at, which each heartbeat sets: migration
   // 22): 10 ms at 100,000 machines on SQLite, a few times a heartbeat interval, against an index entry
   // rewritten by each of the 6,667 heartbeats a second those machines send.
-  static const std::string kSilent = "SELECT id, last_seen_at FROM machines WHERE status = " +
-                                     sql(core::MachineStatus::online) +
-                                     " AND last_seen_at < ? AND last_seen_at >= ? ORDER BY last_seen_at LIMIT ?";
+  static const std::string kSilent =
+      "SELECT id, last_seen_at FROM machines WHERE status = " + sql(core::MachineStatus::online) +
+      " AND last_seen_at < ? AND last_seen_at >= ? ORDER BY last_seen_at LIMIT ?";
   std::vector<SilentMachine> out;
   for (const Row& r : tx_.query(kSilent, {cutoff, heard_from, limit})) {
     out.push_back(SilentMachine{r.str(0), r.i64(1)});

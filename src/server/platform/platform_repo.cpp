@@ -383,7 +383,8 @@ void insert_platform_outage(store::Tx& tx, const PlatformOutage& o) {
 }
 
 std::optional<PlatformOutage> last_platform_outage(store::Tx& tx) {
-  auto r = tx.query_one("SELECT started_at, resumed_at, ended_at FROM platform_outages ORDER BY started_at DESC LIMIT 1");
+  auto r =
+      tx.query_one("SELECT started_at, resumed_at, ended_at FROM platform_outages ORDER BY started_at DESC LIMIT 1");
   if (!r) return std::nullopt;
   return PlatformOutage{r->i64(0), r->i64(1), r->i64(2)};
 }

@@ -379,8 +379,9 @@ nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms) {
       {"max_hours", spec.max_hours ? nlohmann::json(*spec.max_hours) : nlohmann::json(nullptr)},
       // The end of availability its offer showed when it was made: it runs until then at least, unless
       // maintenance or its customer stops it (null: none, the machine was on 24/7, or not known).
-      {"available_until", r.promised_until_ms && *r.promised_until_ms > 0 ? nlohmann::json(util::rfc3339(*r.promised_until_ms))
-                                                                         : nlohmann::json(nullptr)},
+      {"available_until", r.promised_until_ms && *r.promised_until_ms > 0
+                              ? nlohmann::json(util::rfc3339(*r.promised_until_ms))
+                              : nlohmann::json(nullptr)},
       {"created_at", util::rfc3339(r.created_at_ms)},
       {"running_since", util::rfc3339_or_null(r.running_since_ms)},
       {"ended_at", util::rfc3339_or_null(r.ended_at_ms)},
