@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <sstream>
@@ -129,32 +130,37 @@ class IptablesGuard final : public NetworkGuard {
 
   // The jump to `chain` as the first rule of `parent`, and the only one. Present is not enough: the engine
   // (netavark, on every network it makes and on a reload) inserts its own jump at the head of FORWARD, whose
-  // chain accepts a bridge's traffic, and a guard below it fences nothing. Inserted first, then the older
-  // jumps deleted by their numbers, so the traffic is never unfenced in between.
+  // chain accepts a bridge's traffic, and a guard below it fences nothing. A new jump is inserted first, then
+  // the others deleted by their exact rule (never by a number, which another program changing the chain
+  // meanwhile would make point elsewhere): each jump carries a mark of its own ("gpunex-guard-<time>"), so
+  // deleting the older ones' rules leaves the new one alone. The traffic is never unfenced in between.
   core::Status ensure_first_jump(const std::string& chain, const std::string& parent) {
-    const auto jumps = [&]() -> std::optional<std::vector<int>> {
-      auto listed = run({"-S", parent});
-      if (!listed || listed->exit_code != 0) return std::nullopt;
-      std::vector<int> at;  // 1-based rule numbers of the jumps to `chain`
-      std::istringstream lines(listed->out);
-      int n = 0;
-      for (std::string line; std::getline(lines, line);) {
-        auto w = words(line);
-        if (w.empty() || w[0] != "-A") continue;
-        ++n;
-        if (w == std::vector<std::string>{"-A", parent, "-j", chain}) at.push_back(n);
-      }
-      return at;
+    auto listed = run({"-S", parent});
+    if (!listed) return std::move(listed).error();
+    if (listed->exit_code != 0) return must({"-S", parent});  // says why
+    std::vector<std::vector<std::string>> rules;              // the rules of `parent` in order, as words
+    std::istringstream lines(listed->out);
+    for (std::string line; std::getline(lines, line);) {
+      auto w = words(line);
+      if (!w.empty() && w[0] == "-A") rules.push_back(std::move(w));
+    }
+    const auto jumps_to_chain = [&](const std::vector<std::string>& w) {
+      return w.size() >= 4 && w[w.size() - 2] == "-j" && w.back() == chain;
     };
-    auto at = jumps();
-    if (at && at->size() == 1 && at->front() == 1) return core::ok_status();
-    if (auto first = must({"-I", parent, "1", "-j", chain}); !first) return first;
-    at = jumps();
-    if (!at) return core::ok_status();
-    // From the last, so that the numbers of those before stay right; the first rule is the one just inserted.
-    for (auto it = at->rbegin(); it != at->rend(); ++it) {
-      if (*it == 1) continue;
-      if (auto removed = must({"-D", parent, std::to_string(*it)}); !removed) return removed;
+    // The rule as iptables takes it back: its words after "-A parent" (a mark, or none: an agent before marks).
+    const auto spec = [](const std::vector<std::string>& w) {
+      return std::vector<std::string>(w.begin() + 2, w.end());
+    };
+    const auto count = std::count_if(rules.begin(), rules.end(), jumps_to_chain);
+    if (count == 1 && jumps_to_chain(rules.front())) return core::ok_status();
+    const std::string mark =
+        "gpunex-guard-" + std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+    if (auto first = must({"-I", parent, "1", "-m", "comment", "--comment", mark, "-j", chain}); !first) return first;
+    for (const auto& w : rules) {
+      if (!jumps_to_chain(w)) continue;
+      const auto old = with({"-D", parent}, spec(w));
+      // Gone already (another agent's check) is as good as deleted.
+      if (auto removed = must(old); !removed && holds(with({"-C", parent}, spec(w)))) return removed;
     }
     return core::ok_status();
   }
