@@ -135,13 +135,16 @@ class BackgroundWorkers {
     machine_settings_.offline_after_missed = cfg.offline_after_missed;
     machine_settings_.telemetry_retention_days = cfg.telemetry_retention_days;
     // A break in the sweep longer than a lease takeover takes (its holder gone, another replica taking
-    // it) is the platform's own outage.
+    // it once the lease has expired, a round later) and some slack is the platform's own outage.
     const auto sweep_every = std::chrono::milliseconds(std::clamp(cfg.heartbeat_interval_s * 1000 / 3, 200, 5000));
-    const std::int64_t outage_after_ms = std::int64_t{cfg.worker_lease_s} * 1000 + 3 * sweep_every.count();
+    const std::int64_t outage_after_ms =
+        (server::workers::lease_outlives(std::chrono::seconds(cfg.worker_lease_s), sweep_every) + sweep_every +
+         std::chrono::seconds(10))
+            .count();
     add("machines", sweep_every, [this, outage_after_ms, watching = watching_for(sweep_every)]() mutable {
       const auto now = clock_.now_ms();
-      watching.begin(now);
-      server::workers::sweep_machines(app_.store(), machine_settings_, now, {watching.fresh(), outage_after_ms});
+      const auto since = watching.begin(now);
+      server::workers::sweep_machines(app_.store(), machine_settings_, now, {since, watching.fresh(), outage_after_ms});
       watching.done();
     });
 

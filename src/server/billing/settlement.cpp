@@ -137,7 +137,13 @@ RentalsRound run_rentals_round(store::Store& store, const RentalsRoundSettings& 
   const auto live = store.transact([](store::Tx& tx) { return rentals::all_live(tx); }, store::TxMode::read);
   RentalsRound out;
   for (const auto& r : live) {
-    store.transact([&](store::Tx& tx) { round_for(tx, r.id, settings, now_ms, out); });
+    // One rental that cannot be settled holds up none of the others (nor the lost agents' watch).
+    try {
+      store.transact([&](store::Tx& tx) { round_for(tx, r.id, settings, now_ms, out); });
+    } catch (const std::exception& e) {
+      ++out.failed;
+      util::log_event("error", "rental round failed", {{"rental", r.id}, {"error", e.what()}});
+    }
   }
   // After the stops: a customer whose rentals were just stopped for their balance is not warned too.
   std::set<std::string> warned;

@@ -48,6 +48,7 @@ struct RentalsRound {
   std::size_t stops = 0;
   std::size_t lost = 0;
   std::size_t balance_warnings = 0;
+  std::size_t failed = 0;  // rentals whose round threw (logged); the others' went on
 };
 //! One round of the rentals worker over every live rental, each in a transaction of its own; then each
 //! customer with a live rental or a standing warning, in one of their own, is warned when their running

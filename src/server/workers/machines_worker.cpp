@@ -43,8 +43,10 @@ MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& s
       store.transact([](store::Tx& tx) { return platform_repo::last_platform_outage(tx); }, store::TxMode::read);
   // Until every agent has had its chance to come back and be missed, those not heard since the platform
   // watched again are not judged; those heard since are, as ever.
-  const std::int64_t heard_from =
+  std::int64_t heard_from =
       outage && now_ms < outage->ended_at_ms + offline_ms ? outage->resumed_at_ms : std::int64_t{0};
+  if (now_ms < watch.since_ms + protocol::kAgentRetryMaxMs + offline_ms)
+    heard_from = std::max(heard_from, watch.since_ms);
   for (;;) {
     const auto n = store.transact(
         [&](store::Tx& tx) { return mark_offline_machines(tx, settings, now_ms, kOfflinePerTx, heard_from); });

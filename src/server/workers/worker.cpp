@@ -44,7 +44,7 @@ void Worker::poke() {
 
 void Worker::loop() {
   // The lease outlives a few rounds, so a crashed replica's work is picked up by another within that time.
-  const std::int64_t ttl_ms = std::max<std::int64_t>(lease_ttl_.count(), 5 * interval_.count());
+  const std::int64_t ttl_ms = lease_outlives(lease_ttl_, interval_).count();
   bool held = false;
   while (true) {
     {

@@ -15,6 +15,12 @@
 
 namespace gpunex::server::workers {
 
+//! How long a worker's lease outlives its holder: `lease_ttl`, but at least five intervals.
+inline std::chrono::milliseconds lease_outlives(std::chrono::milliseconds lease_ttl,
+                                                std::chrono::milliseconds interval) {
+  return std::max(lease_ttl, 5 * interval);
+}
+
 class Worker {
  public:
   //! `work` runs on the worker thread while this replica holds lease `name`; exceptions are logged.
