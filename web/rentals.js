@@ -312,7 +312,7 @@
       r.ssh ? f('ssh', 'SSH', el('code', {}, r.ssh)) : '',
       f('max-hours', 'Stops after', r.max_hours === null || r.max_hours === undefined ? 'no limit: until you stop it' : `${r.max_hours} hours`),
       ...(r.available_until && r.state !== 'ended'
-        ? [f('available-until', 'Machine available until', `${fmtTime(r.available_until)} (its schedule: the rental stops then)`)] : []),
+        ? [f('available-until', 'Machine available until', `${fmtTime(r.available_until)} (the end of availability it was rented with: its schedule may stop it then)`)] : []),
       f('created', 'Requested', fmtTime(r.created_at)),
       r.running_since ? f('running-since', 'Running since', fmtTime(r.running_since)) : '',
       r.ended_at ? f('ended', 'Ended', fmtTime(r.ended_at)) : '',

@@ -128,7 +128,8 @@ std::string rental_text(const nlohmann::json& r) {
         max_hours.is_number() ? number_text(max_hours.get<double>()) : "none (until stopped or the balance runs out)");
   if (member(r, "available_until").is_string() && state != "ended") {
     field("Machine available until:",
-          member(r, "available_until").get<std::string>() + " (its schedule: the rental stops then)");
+          member(r, "available_until").get<std::string>() +
+              " (the end of availability it was rented with: its schedule may stop it then)");
   }
   field("Created:", format_text(member(r, "created_at")));
   if (member(r, "running_since").is_string()) field("Running since:", member(r, "running_since").get<std::string>());

@@ -71,10 +71,14 @@ core::Result<std::vector<rentals::Candidate>> candidates_for(Ctx& ctx, const ren
           .with_code("unknown_machine");
     }
     if (filter.models) {
-      // A model the machine does not offer at all is a wrong request, not a busy machine to wait for.
+      // A model the machine does not have at all is a wrong request, not a busy machine to wait for (one
+      // whose GPUs of the model are all rented is busy: read from its GPUs, not from its free offers).
       std::vector<std::string> offered;
-      for (const auto& offer : book->search(core::OfferFilter{}).items) {
-        if (offer.candidate.machine_id == *req.request.machine_id) offered.push_back(offer.candidate.model);
+      for (const auto& g :
+           ctx.store().transact([&](store::Tx& tx) { return MachinesRepo(tx).present_gpus(*req.request.machine_id); },
+                                store::TxMode::read)) {
+        if (g.model && std::find(offered.begin(), offered.end(), *g.model) == offered.end())
+          offered.push_back(*g.model);
       }
       const bool wanted = std::any_of(offered.begin(), offered.end(), [&](const std::string& m) {
         return std::find(filter.models->begin(), filter.models->end(), m) != filter.models->end();
@@ -83,7 +87,7 @@ core::Result<std::vector<rentals::Candidate>> candidates_for(Ctx& ctx, const ren
         std::string list;
         for (const auto& m : offered) list += (list.empty() ? "" : ", ") + m;
         return Error::make(ErrorCode::invalid_field,
-                           "machine " + *req.request.machine_id + " offers " + list + ", not \"" + *req.model_text +
+                           "machine " + *req.request.machine_id + " has " + list + ", not \"" + *req.model_text +
                                "\" (leave the model out to rent what it offers)",
                            req.model_field)
             .with_code("model_not_offered");

@@ -30,6 +30,9 @@
 
 namespace gpunex::server {
 
+//! How long a requested run waits for the machine's rentals to end before it is delivered anyway.
+inline constexpr std::int64_t kRunWaitsForRentalsMs = 24 * 3'600'000;
+
 //! Why a machine's GPUs are unlisted after its hardware changed, until a run verifies them again.
 inline constexpr std::string_view kReverifyReason =
     "the machine's GPUs, driver or simulated flag changed: it is verified again before it is listed";

@@ -171,11 +171,12 @@ void BenchmarksRepo::expire_delivered_before(const std::string& machine_id, std:
 }
 
 std::optional<RequestedRun> BenchmarksRepo::oldest_requested(const std::string& machine_id) {
-  static const std::string q = "SELECT id, reason FROM benchmark_runs WHERE machine_id = ? AND status = " +
-                               sql(BenchmarkRunStatus::requested) + " ORDER BY requested_at LIMIT 1";
+  static const std::string q =
+      "SELECT id, reason, requested_at FROM benchmark_runs WHERE machine_id = ? AND status = " +
+      sql(BenchmarkRunStatus::requested) + " ORDER BY requested_at LIMIT 1";
   auto r = tx_.query_one(q, {machine_id});
   if (!r) return std::nullopt;
-  return RequestedRun{r->str(0), reason_of(r->str(1))};
+  return RequestedRun{r->str(0), reason_of(r->str(1)), r->i64(2)};
 }
 
 void BenchmarksRepo::mark_delivered(const std::string& run_id, std::int64_t now) {

@@ -36,6 +36,7 @@ struct BenchmarkRunState {
 struct RequestedRun {
   std::string id;
   core::BenchmarkReason reason = core::BenchmarkReason::agent;
+  std::int64_t requested_at_ms = 0;
 };
 
 //! A run as the provider's Benchmarks tab lists it.

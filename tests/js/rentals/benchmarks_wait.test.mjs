@@ -24,7 +24,7 @@ test(`${BACKEND}: a benchmark run waits for the machine's rentals to end`, async
     const asked = await provider.client.request('POST', `/v1/provider/machines/${machine}/benchmarks/run`);
     assert.equal(asked.status, 202, asked.body);
     assert.equal(asked.json.waits_for_rentals,
-      "it runs once the machine's 1 rental end: a benchmark would disturb the customers' jobs");
+      "it runs once the machine's 1 rental end (a day at most): a benchmark would disturb the customers' jobs");
     const runStatus = async () => {
       const r = (await provider.client.request('GET', `/v1/provider/machines/${machine}/benchmarks`)).json;
       return r.runs.find((run) => run.id === asked.json.run_id)?.status;

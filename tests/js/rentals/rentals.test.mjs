@@ -91,7 +91,7 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     const otherModel = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine.id, model: 'H100', ...RENT } });
     assert.equal(otherModel.status, 400, otherModel.body);
     assert.deepEqual([otherModel.json.error.code, otherModel.json.error.field], ['model_not_offered', 'model']);
-    assert.match(otherModel.json.error.message, new RegExp(`^machine ${machine.id} offers L40S, not "H100"`));
+    assert.match(otherModel.json.error.message, new RegExp(`^machine ${machine.id} has L40S, not "H100"`));
     assert.deepEqual((await ann.request('GET', '/v1/rentals')).json.items, []);
 
     // Too little credit for the first hour: 402 naming the amount needed.
