@@ -397,6 +397,18 @@ nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms) {
       {"settled", core::format_usdc(r.settled.charged)}};
 }
 
+namespace {
+
+// How a rental is named to its customer: "1 × L40S", and the link to its page.
+std::string gpus_text(const RentalRow& r) {
+  return std::to_string(r.gpu_count) + " × " + r.model;
+}
+std::string rental_link(const std::string& base_url, const RentalRow& r) {
+  return base_url + "/#/rentals/" + r.id;
+}
+
+}  // namespace
+
 ScheduleEffect tell_schedule_change(store::Tx& tx, const std::string& machine_id, const core::Schedule& before,
                                     const core::Schedule& after, const std::string& base_url, std::int64_t now_ms) {
   ScheduleEffect out;
@@ -409,8 +421,7 @@ ScheduleEffect tell_schedule_change(store::Tx& tx, const std::string& machine_id
     if (!out.first_stop_ms || *stop < *out.first_stop_ms) out.first_stop_ms = stop;
     if (rental::maintenance_stop_at(before, promised, now_ms) == stop) continue;  // told already
     announce(tx, r.customer_id,
-             mail::rental_maintenance({r.id, std::to_string(r.gpu_count) + " × " + r.model, util::rfc3339(*stop),
-                                       base_url + "/#/rentals/" + r.id}),
+             mail::rental_maintenance({r.id, gpus_text(r), util::rfc3339(*stop), rental_link(base_url, r)}),
              std::nullopt, now_ms);
   }
   return out;
@@ -420,11 +431,11 @@ void tell_customer_ended(store::Tx& tx, const RentalRow& r, const std::string& b
   if (r.state != rental::State::ended || !r.end_reason || *r.end_reason == rental::EndReason::customer_stopped) return;
   mail::RentalEndFacts facts;
   facts.rental_id = r.id;
-  facts.gpus_text = std::to_string(r.gpu_count) + " × " + r.model;
+  facts.gpus_text = gpus_text(r);
   facts.why = rental::end_text(*r.end_reason, r.exit_code, r.oom);
   facts.cost_text = core::format_usdc(r.settled.charged);
   facts.charged = r.running_since_ms.has_value();
-  facts.link = base_url + "/#/rentals/" + r.id;
+  facts.link = rental_link(base_url, r);
   announce(tx, r.customer_id, mail::rental_ended(facts), std::nullopt, now_ms);
 }
 

@@ -22,7 +22,8 @@ MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& s
   constexpr std::size_t kOfflinePerTx = 500;
   constexpr std::int64_t kRowsPerTx = 5000;
   MachinesRoundResult r;
-  store.transact([&](store::Tx& tx) {
+  // One transaction: the watch recorded (and an outage found on resuming), and the latest outage read.
+  const auto outage = store.transact([&](store::Tx& tx) {
     const auto watched = platform_repo::find_server_fact(tx, kWatchedUntil);
     if (watch.resumed && watched) {
       const std::int64_t until = std::strtoll(watched->value.c_str(), nullptr, 10);
@@ -33,14 +34,13 @@ MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& s
       }
     }
     platform_repo::replace_server_fact(tx, kWatchedUntil, std::to_string(now_ms), now_ms);
+    return platform_repo::last_platform_outage(tx);
   });
   if (r.outage) {
     util::log_event("warn", "the platform was not watching its fleet: an outage, excused in reliability",
                     {{"from", util::rfc3339(r.outage->started_at_ms)}, {"to", util::rfc3339(r.outage->ended_at_ms)}});
   }
   const std::int64_t offline_ms = std::int64_t{settings.heartbeat_interval_s} * settings.offline_after_missed * 1000;
-  const auto outage =
-      store.transact([](store::Tx& tx) { return platform_repo::last_platform_outage(tx); }, store::TxMode::read);
   // Until every agent has had its chance to come back and be missed, those not heard since the platform
   // watched again are not judged; those heard since are, as ever.
   std::int64_t heard_from =
