@@ -213,9 +213,13 @@ std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64
 
 std::int64_t metered_until(std::optional<std::int64_t> ended_at_ms, std::optional<std::int64_t> stop_asked_at_ms,
                            std::int64_t now_ms, std::optional<std::int64_t> running_since_ms,
-                           std::optional<std::int64_t> max_duration_ms) {
+                           std::optional<std::int64_t> max_duration_ms, std::optional<EndReason> stop_reason) {
   std::int64_t until = ended_at_ms.value_or(now_ms);
-  if (stop_asked_at_ms) until = std::min(until, *stop_asked_at_ms + kStopMeteredMs);
+  if (stop_asked_at_ms) {
+    const bool not_the_customers =
+        stop_reason && (provider_side(*stop_reason) || *stop_reason == EndReason::window_ended);
+    until = std::min(until, *stop_asked_at_ms + (not_the_customers ? 0 : kStopMeteredMs));
+  }
   if (running_since_ms && max_duration_ms) until = std::min(until, *running_since_ms + *max_duration_ms);
   return until;
 }

@@ -149,10 +149,14 @@ std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64
 inline constexpr std::int64_t kStopMeteredMs = 60'000;
 //! Where metering ends: at the end the agent confirmed, or now, never later than kStopMeteredMs after
 //! the stop was asked, and never past `max_duration_ms` of running (max_hours caps the cost, whenever
-//! the worker and the agent get round to stopping it).
+//! the worker and the agent get round to stopping it). A stop the customer did not cause, the provider's
+//! side (provider_stopped, a failed GPU or host) or the end of the availability they were rented with
+//! (window_ended), meters nothing after it was asked: the seconds the agent takes to stop the container
+//! are not the customer's.
 std::int64_t metered_until(std::optional<std::int64_t> ended_at_ms, std::optional<std::int64_t> stop_asked_at_ms,
                            std::int64_t now_ms, std::optional<std::int64_t> running_since_ms = std::nullopt,
-                           std::optional<std::int64_t> max_duration_ms = std::nullopt);
+                           std::optional<std::int64_t> max_duration_ms = std::nullopt,
+                           std::optional<EndReason> stop_reason = std::nullopt);
 
 //! Why a rental ended, from what its agent said and the stop that was asked. A stop that was asked ends
 //! for its reason. Otherwise the agent is believed about the container and its machine only (it exited,

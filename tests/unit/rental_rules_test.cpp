@@ -152,6 +152,22 @@ TEST(RentalRules, MeteringEndsAtTheConfirmedEndAndAtMostAMinuteAfterTheStopWasAs
   EXPECT_EQ(metered_until(std::nullopt, std::nullopt, 1'005'000, 1'000'000, 7'200), 1'005'000) << "not reached yet";
 }
 
+TEST(RentalRules, AStopTheCustomerDidNotCauseMetersNothingAfterItWasAsked) {
+  // Asked at 1,000 s, the container gone at 1,012 s: the customer's own stops (and those their choices
+  // caused) meter the agent's seconds; the provider's side and the window's end do not.
+  for (auto r : {EndReason::customer_stopped, EndReason::balance_exhausted, EndReason::max_duration}) {
+    EXPECT_EQ(metered_until(1'012'000, 1'000'000, 9'000'000, 500'000, std::nullopt, r), 1'012'000) << to_string(r);
+  }
+  for (auto r :
+       {EndReason::provider_stopped, EndReason::gpu_failure, EndReason::host_failure, EndReason::window_ended}) {
+    EXPECT_EQ(metered_until(1'012'000, 1'000'000, 9'000'000, 500'000, std::nullopt, r), 1'000'000) << to_string(r);
+    EXPECT_EQ(metered_until(std::nullopt, 1'000'000, 1'005'000, 500'000, std::nullopt, r), 1'000'000) << to_string(r);
+  }
+  EXPECT_EQ(metered_until(std::nullopt, std::nullopt, 1'005'000, 500'000, std::nullopt, EndReason::provider_stopped),
+            1'005'000)
+      << "no stop asked: metered to now";
+}
+
 TEST(RentalRules, AnAgentIsBelievedAboutTheContainerNotAboutWhoStoppedIt) {
   for (auto r :
        {EndReason::container_exited, EndReason::start_failed, EndReason::gpu_failure, EndReason::host_failure}) {

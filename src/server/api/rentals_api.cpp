@@ -329,6 +329,7 @@ void register_rentals_api(App& app, OfferCache& offers, ScheduleCache& schedules
                             {"running_since", when},
                             {"ended_at", when},
                             {"stop_requested", oa::nullable(oa::text())},
+                            {"stop_requested_at", when},
                             {"end_reason", oa::nullable(oa::text())},
                             {"end_text", oa::nullable(oa::text())},
                             {"exit_code", oa::nullable(oa::number())},

@@ -192,7 +192,8 @@ std::optional<std::int64_t> max_duration_ms(const RentalRow& r) {
 }
 
 std::int64_t metered_until(const RentalRow& r, std::int64_t now_ms) {
-  return rental::metered_until(r.ended_at_ms, r.stop_requested_at_ms, now_ms, r.running_since_ms, max_duration_ms(r));
+  return rental::metered_until(r.ended_at_ms, r.stop_requested_at_ms, now_ms, r.running_since_ms, max_duration_ms(r),
+                               r.stop_reason);
 }
 
 core::MicroUsdc cost_so_far(const RentalRow& r, std::int64_t now_ms) {
@@ -386,6 +387,8 @@ nlohmann::json customer_json(const RentalRow& r, std::int64_t now_ms) {
       {"running_since", util::rfc3339_or_null(r.running_since_ms)},
       {"ended_at", util::rfc3339_or_null(r.ended_at_ms)},
       {"stop_requested", r.stop_reason ? nlohmann::json(rental::to_string(*r.stop_reason)) : nlohmann::json(nullptr)},
+      // When it was asked: a stop on the provider's side meters nothing after it.
+      {"stop_requested_at", util::rfc3339_or_null(r.stop_requested_at_ms)},
       {"end_reason", r.end_reason ? nlohmann::json(rental::to_string(*r.end_reason)) : nlohmann::json(nullptr)},
       {"end_text",
        r.end_reason ? nlohmann::json(rental::end_text(*r.end_reason, r.exit_code, r.oom)) : nlohmann::json(nullptr)},

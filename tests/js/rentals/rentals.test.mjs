@@ -317,9 +317,17 @@ test(`${BACKEND}: customers rent GPUs; the agent hears within a second; usage is
     assert.equal((await bob.request('POST', `/v1/provider/rentals/${again.json.id}/stop`)).status, 403);
     const byProvider = await provider.client.request('POST', `/v1/provider/rentals/${again.json.id}/stop`);
     assert.equal(byProvider.status, 200, byProvider.body);
+    // The agent takes its time to stop the container: those seconds are not the customer's to pay.
+    await new Promise((r) => setTimeout(r, 1500));
     await voice.send([{ rental_id: again.json.id, type: 'ended', exit_code: 137 }]);
     const providerEnded = (await ann.request('GET', `/v1/rentals/${again.json.id}`)).json;
     assert.equal(providerEnded.end_reason, 'provider_stopped');
+    const billedMs = Date.parse(providerEnded.stop_requested_at) - Date.parse(providerEnded.running_since);
+    assert.ok(Date.parse(providerEnded.ended_at) - Date.parse(providerEnded.stop_requested_at) >= 1000,
+      JSON.stringify(providerEnded));
+    assert.equal(micro(providerEnded.cost_so_far), Math.floor((micro(providerEnded.cost_per_hour) * billedMs) / 3600000),
+      JSON.stringify(providerEnded));
+    assert.equal(providerEnded.settled, providerEnded.cost_so_far);
     assert.equal((await provider.client.request('GET', '/v1/provider/rentals')).json.items
       .find((r) => r.id === again.json.id).provider_side, true);
     // A rented GPU that stops answering stops its rental: gpu_failure, the provider's side.
