@@ -1,7 +1,10 @@
 #include "core/marketplace.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
@@ -193,8 +196,42 @@ bool OfferBook::before(OfferSort sort, std::uint32_t ia, std::uint32_t ib) const
   return std::tie(a.candidate->machine_id, a.candidate->model) < std::tie(b.candidate->machine_id, b.candidate->model);
 }
 
+namespace {
+
+double sort_value(OfferSort sort, const OfferCandidate& c, const RankExplanation& rank) {
+  switch (sort) {
+    case OfferSort::price:
+      return static_cast<double>(c.price);
+    case OfferSort::perf:
+      return c.perf_score;
+    case OfferSort::rank:
+      break;
+  }
+  return rank.rank;
+}
+
+}  // namespace
+
+bool OfferBook::after(std::uint32_t i, const OfferCursor& k) const {
+  const Entry& e = entries_[i];
+  const double v = sort_value(k.sort, *e.candidate, e.rank);
+  if (v != k.value) return k.sort == OfferSort::price ? v > k.value : v < k.value;
+  return std::tie(e.candidate->machine_id, e.candidate->model) > std::tie(k.machine_id, k.model);
+}
+
 OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, std::size_t limit) const {
+  return search(f, from, nullptr, limit);
+}
+
+OfferBook::Page OfferBook::search(const OfferFilter& f, const OfferCursor& after, std::size_t limit) const {
+  return search(f, 0, &after, limit);
+}
+
+OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, const OfferCursor* start,
+                                  std::size_t limit) const {
   Page page;
+  std::size_t skipped = 0;  // matching offers before the page
+  bool more = false;
   for (const std::uint32_t i : orders_[static_cast<std::size_t>(f.sort)]) {
     const Entry& e = entries_[i];
     const OfferCandidate& c = *e.candidate;
@@ -204,10 +241,50 @@ OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, std::s
     if (f.max_price && c.price > *f.max_price) continue;
     if (f.min_reliability && e.rank.reliability < *f.min_reliability) continue;
     if (f.tier && c.tier != *f.tier) continue;
-    if (page.total >= from && page.total - from < limit) page.items.push_back(Offer{c, e.rank, std::nullopt});
     ++page.total;
+    if (start ? !after(i, *start) : skipped < from) {
+      ++skipped;
+    } else if (page.items.size() < limit) {
+      page.items.push_back(Offer{c, e.rank, std::nullopt});
+    } else {
+      more = true;
+    }
+  }
+  if (more && !page.items.empty()) {
+    const Offer& last = page.items.back();
+    page.next = OfferCursor{f.sort, sort_value(f.sort, last.candidate, last.rank), last.candidate.machine_id,
+                            last.candidate.model};
   }
   return page;
+}
+
+std::string format_offer_cursor(const OfferCursor& c) {
+  static constexpr std::array<std::string_view, 3> kSorts{"rank", "price", "perf"};
+  char bits[17];
+  std::snprintf(bits, sizeof bits, "%016llx", static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(c.value)));
+  return std::string(kSorts[static_cast<std::size_t>(c.sort)]) + "~" + bits + "~" + c.machine_id + "~" + c.model;
+}
+
+std::optional<OfferCursor> parse_offer_cursor(std::string_view s) {
+  std::array<std::string_view, 4> part;
+  for (std::size_t n = 0; n + 1 < part.size(); ++n) {
+    const auto tilde = s.find('~');
+    if (tilde == std::string_view::npos) return std::nullopt;
+    part[n] = s.substr(0, tilde);
+    s.remove_prefix(tilde + 1);
+  }
+  part[3] = s;
+  const auto sort = parse_offer_sort(part[0]);
+  if (!sort || part[1].size() != 16 || part[2].empty() || part[3].empty() ||
+      part[3].find('~') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::uint64_t bits = 0;
+  const auto [end, ec] = std::from_chars(part[1].data(), part[1].data() + part[1].size(), bits, 16);
+  if (ec != std::errc{} || end != part[1].data() + part[1].size()) return std::nullopt;
+  const double value = std::bit_cast<double>(bits);
+  if (!std::isfinite(value)) return std::nullopt;
+  return OfferCursor{*sort, value, std::string(part[2]), std::string(part[3])};
 }
 
 std::vector<Offer> assemble_offers(std::vector<OfferCandidate> candidates, UtcTime now, const OfferFilter& f,

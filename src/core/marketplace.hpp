@@ -94,6 +94,21 @@ class AvailabilityMemo {
   std::unordered_map<const Schedule*, Known> known_;
 };
 
+//! Where a page of offers ended: its last offer's place in the search's sort order, so that the next
+//! page starts after it whatever was taken or added meanwhile (an offset would skip an offer for each
+//! one taken from an earlier page).
+struct OfferCursor {
+  OfferSort sort = OfferSort::rank;
+  double value = 0;  // the offer's rank, price (micro-USDC, exact in a double) or perf score, by sort
+  std::string machine_id;
+  std::string model;
+};
+//! The API's form, opaque to clients and safe in a query unescaped: "rank~<the value's 64 bits in
+//! hex>~<machine id>~<model>".
+std::string format_offer_cursor(const OfferCursor& c);
+//! nullopt for anything format_offer_cursor does not write.
+std::optional<OfferCursor> parse_offer_cursor(std::string_view s);
+
 //! The offers visible at one instant, ranked against their model and kept in the three sort
 //! orders: what every search at that instant shares, so that a search only filters and pages.
 //! Immutable once built; valid from `now` until valid_until() (the first instant at which a
@@ -120,11 +135,15 @@ class OfferBook {
   struct Page {
     std::vector<Offer> items;  // available_until left empty (see fill_available_until)
     std::size_t total = 0;     // offers matching the filter
+    std::optional<OfferCursor> next;  // after the last item, when more match after it
   };
   //! The offers matching `filter` in its sort order (ties by machine id, then model, so pages are
   //! stable): `limit` of them from position `from`, and how many match in all.
   Page search(const OfferFilter& filter, std::size_t from = 0,
               std::size_t limit = std::numeric_limits<std::size_t>::max()) const;
+  //! The same, `limit` of them from the first that comes after `after` in filter.sort's order
+  //! (after.sort must be filter.sort).
+  Page search(const OfferFilter& filter, const OfferCursor& after, std::size_t limit) const;
 
  private:
   struct Entry {
@@ -138,6 +157,9 @@ class OfferBook {
   };
   //! Whether entry a comes before entry b in `sort`'s order (a strict total order: ties by key).
   bool before(OfferSort sort, std::uint32_t a, std::uint32_t b) const;
+  //! Whether entry i comes after the place `c` names in c.sort's order.
+  bool after(std::uint32_t i, const OfferCursor& c) const;
+  Page search(const OfferFilter& filter, std::size_t from, const OfferCursor* after, std::size_t limit) const;
   //! The visible candidates' ranks against their models' medians.
   void rank_entries(const std::vector<const OfferCandidate*>& visible, const RankConfig& config);
 

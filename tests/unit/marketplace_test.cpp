@@ -354,3 +354,56 @@ TEST(Marketplace, APatchedBookSearchesAsABookBuiltAnew) {
   }
   EXPECT_GT(patched, 200);  // mostly patched, not rebuilt
 }
+
+// Paging by cursor: walking a search page by page gives the whole in order, in each sort; an offer
+// taken (rented out, delisted) between two pages makes the next page skip nothing, as an offset did.
+TEST(Marketplace, ACursorPageStartsAfterTheLastOfferSeen) {
+  std::vector<OfferCandidate> all;
+  for (int i = 0; i < 40; ++i) {
+    // Prices and perf scores repeat, so that ties are ordered by machine and model.
+    all.push_back(
+        candidate("m-" + std::to_string(100 + i), i % 2 ? "L4" : "L40S", 400'000 + (i % 5) * 100'000, 10 + i % 4));
+  }
+  const auto now = utc("2026-03-27T12:00:00Z");
+  for (const auto sort : {OfferSort::rank, OfferSort::price, OfferSort::perf}) {
+    OfferFilter f;
+    f.sort = sort;
+    AvailabilityMemo memo;
+    const OfferBook book(std::make_shared<const std::vector<OfferCandidate>>(all), now, memo);
+    const auto whole = ids(book.search(f).items);
+    std::vector<std::string> walked;
+    auto page = book.search(f, 0, 7);
+    for (int n = 0; n < 10; ++n) {
+      for (const auto& o : page.items) walked.push_back(o.candidate.machine_id);
+      if (!page.next) break;
+      const auto cursor = parse_offer_cursor(format_offer_cursor(*page.next));
+      ASSERT_TRUE(cursor);
+      EXPECT_EQ(cursor->value, page.next->value);  // exactly: the 64 bits travel
+      EXPECT_EQ(page.total, all.size());
+      page = book.search(f, *cursor, 7);
+    }
+    EXPECT_EQ(walked, whole);
+
+    // The first page's offers are taken before the second page is asked for (the book is built anew
+    // without them, their ranks among the rest changed): the second page starts where the first ended.
+    const auto first = book.search(f, 0, 7);
+    std::vector<OfferCandidate> rest;
+    for (const auto& c : all) {
+      if (std::none_of(first.items.begin(), first.items.end(),
+                       [&](const Offer& o) { return o.candidate.machine_id == c.machine_id; }))
+        rest.push_back(c);
+    }
+    AvailabilityMemo memo2;
+    const OfferBook after(std::make_shared<const std::vector<OfferCandidate>>(rest), now, memo2);
+    const auto second = after.search(f, *first.next, 7);
+    if (sort != OfferSort::rank) {  // a rank is against the model's median: it moves when offers go
+      EXPECT_EQ(ids(second.items), std::vector<std::string>(whole.begin() + 7, whole.begin() + 14));
+      EXPECT_EQ(ids(after.search(f, 7, 7).items).front(), whole[14]) << "an offset skips seven";
+    }
+  }
+  for (const auto* bad : {"", "rank", "rank~00~m-1~L4", "best~3ff0000000000000~m-1~L4", "rank~3ff0000000000000~~L4",
+                          "rank~3ff0000000000000~m-1~", "rank~7ff0000000000000~m-1~L4", "rank~3ff000000000000g~m-1~L4",
+                          "rank~3ff0000000000000~m-1~L4~x"}) {
+    EXPECT_FALSE(parse_offer_cursor(bad)) << bad;
+  }
+}

@@ -2,6 +2,7 @@
 // /v1/provider/prices, /v1/provider/price-recommendations,
 // /v1/provider/machines/{id}/schedule, and the public /v1/marketplace/offers.
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -282,20 +283,41 @@ Response offers(Ctx& ctx, OfferCache& cache, ScheduleCache& schedules) {
   }
   auto limit = number_param(ctx.req, "limit", 1, static_cast<double>(core::kMaxOffersPageLimit));
   if (!limit) return Response::error(limit.error());
-  auto cursor = number_param(ctx.req, "cursor", 0, 1e9);
-  if (!cursor) return Response::error(cursor.error());
   const auto page = static_cast<std::size_t>(limit->value_or(core::kDefaultPageLimit));
-  const auto from = static_cast<std::size_t>(cursor->value_or(0));
+  // The cursor names the last offer of the page before (core::OfferCursor); a number is an offset, as
+  // servers before it gave (a client paging through a rolling upgrade).
+  std::optional<core::OfferCursor> after;
+  std::size_t from = 0;
+  if (const auto cursor = ctx.req.query_param("cursor"); cursor && !cursor->empty()) {
+    if (std::all_of(cursor->begin(), cursor->end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      auto offset = number_param(ctx.req, "cursor", 0, 1e9);
+      if (!offset) return Response::error(offset.error());
+      from = static_cast<std::size_t>(offset->value_or(0));
+    } else {
+      after = core::parse_offer_cursor(*cursor);
+      if (!after) {
+        return Response::error(Error::make(ErrorCode::invalid_field,
+                                           "cursor is not one this list gave: pass next_cursor as it came", "cursor"));
+      }
+      if (after->sort != filter->sort) {
+        return Response::error(Error::make(ErrorCode::invalid_field,
+                                           "cursor is from a search sorted by " +
+                                               std::string(cursor->substr(0, cursor->find('~'))) +
+                                               ": keep the sort while paging",
+                                           "cursor"));
+      }
+    }
+  }
   const core::UtcTime now{std::chrono::seconds{ctx.now_ms() / 1000}};
   const auto book = cache.book(ctx.store(), schedules, ctx.app.config().rank, now);
-  auto found = book->search(*filter, from, page);
+  auto found = after ? book->search(*filter, *after, page) : book->search(*filter, from, page);
   auto items = nlohmann::json::array();
   for (auto& offer : found.items) {
     core::fill_available_until(offer, now);
     items.push_back(core::to_json(offer));
   }
   nlohmann::json next = nullptr;
-  if (from + page < found.total) next = std::to_string(from + page);
+  if (found.next) next = core::format_offer_cursor(*found.next);
   nlohmann::json out = {{"items", std::move(items)}, {"next_cursor", next}, {"total", found.total}};
   if (!matched_models.is_null()) out["matched_models"] = std::move(matched_models);
   if (!known_models.is_null()) {
