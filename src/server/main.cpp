@@ -131,9 +131,7 @@ class BackgroundWorkers {
     });
 
     // Offline detection (missed heartbeats) and telemetry retention, a few times per heartbeat interval.
-    machine_settings_.heartbeat_interval_s = cfg.heartbeat_interval_s;
-    machine_settings_.offline_after_missed = cfg.offline_after_missed;
-    machine_settings_.telemetry_retention_days = cfg.telemetry_retention_days;
+    machine_settings_ = server::machine_settings(cfg);
     // A break in the sweep longer than a lease takeover takes (its holder gone, another replica taking
     // it once the lease has expired, a round later) and some slack is the platform's own outage.
     const auto sweep_every = std::chrono::milliseconds(std::clamp(cfg.heartbeat_interval_s * 1000 / 3, 200, 5000));

@@ -21,6 +21,7 @@
 #include "server/fleet/machines.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "server/fleet/pending_telemetry.hpp"
+#include "server/fleet/schedules.hpp"
 #include "server/platform/group_commit.hpp"
 #include "server/rentals/rentals.hpp"
 #include "server/workers/machines_worker.hpp"
@@ -815,3 +816,51 @@ TEST_F(MachinesStore, TheFlusherWritesAMinuteOnceItHasEnded) {
 }
 
 }  // namespace
+
+// A provider is told when their machine goes offline within its availability (mail and notification, with
+// the machine's page), once an hour at most, and not when it is outside its windows (turned off as said).
+TEST_F(MachinesStore, TheProviderIsToldOfAMachineGoingOfflineOnceAnHourWithinItsAvailability) {
+  settings_.base_url = "https://gpunex.example";
+  const auto on = register_machine("always-on");
+  const auto windowed = register_machine("daytime");
+  store_->transact([&](store::Tx& tx) {
+    // kNow is a Wednesday, 10:00 UTC: before the daytime machine's window.
+    auto s = core::parse_schedule(nlohmann::json::parse(
+        R"({"timezone": "UTC", "always": false, "windows": [{"days": ["wed"], "start": "12:00", "end": "18:00"}]})"));
+    ASSERT_TRUE(s.ok());
+    server::save_schedule(tx, "p1", windowed, *s, kNow);
+    tx.exec("UPDATE machines SET status = 'online', last_seen_at = ?", {kNow - 600'000});
+  });
+  const auto told = [&](const char* table) {
+    return store_->transact([&](store::Tx& tx) {
+      return tx.query_one(std::string("SELECT COUNT(*) FROM ") + table + " WHERE kind = 'machine_offline'")->i64(0);
+    });
+  };
+  EXPECT_EQ(store_->transact([&](store::Tx& tx) { return server::mark_offline_machines(tx, settings_, kNow); }), 2u);
+  EXPECT_EQ(told("outbox"), 1);
+  ASSERT_EQ(told("notifications"), 1);
+  const auto notice = store_->transact([&](store::Tx& tx) {
+    return tx.query_one("SELECT user_id, title, body, link FROM notifications WHERE kind = 'machine_offline'");
+  });
+  EXPECT_EQ(notice->str(0), "u1");
+  EXPECT_EQ(notice->str(1), "always-on (" + on + ") is offline");
+  EXPECT_NE(notice->str(2).find("since 2026-12-02T09:50:00"), std::string::npos) << notice->str(2);
+  EXPECT_EQ(notice->str(3), "https://gpunex.example/#/machines/" + on);
+
+  // Back, and gone again within the hour: no second mail.
+  const auto again_at = kNow + 30 * 60'000;
+  store_->transact([&](store::Tx& tx) {
+    tx.exec("UPDATE machines SET status = 'online', last_seen_at = ? WHERE id = ?", {again_at - 600'000, on});
+  });
+  EXPECT_EQ(store_->transact([&](store::Tx& tx) { return server::mark_offline_machines(tx, settings_, again_at); }),
+            1u);
+  EXPECT_EQ(told("notifications"), 1);
+  // Two hours after the first: told again.
+  const auto later = kNow + 2 * 3'600'000;
+  store_->transact([&](store::Tx& tx) {
+    tx.exec("UPDATE machines SET status = 'online', last_seen_at = ? WHERE id = ?", {later - 600'000, on});
+  });
+  EXPECT_EQ(store_->transact([&](store::Tx& tx) { return server::mark_offline_machines(tx, settings_, later); }), 1u);
+  EXPECT_EQ(told("notifications"), 2);
+  EXPECT_EQ(told("outbox"), 2);
+}

@@ -16,20 +16,12 @@ namespace gpunex::server {
 
 namespace {
 
-MachineSettings settings_of(const Config& c) {
-  MachineSettings s;
-  s.heartbeat_interval_s = c.heartbeat_interval_s;
-  s.offline_after_missed = c.offline_after_missed;
-  s.telemetry_retention_days = c.telemetry_retention_days;
-  return s;
-}
-
 template <class Parse, class Apply>
 http::Response agent_call(Ctx& ctx, Parse parse, Apply apply) {
   if (auto refused = require_agent_key(ctx)) return *refused;
   auto req = ctx.read_body(parse);
   if (!req) return http::Response::error(req.error());
-  const auto settings = settings_of(ctx.config());
+  const auto settings = machine_settings(ctx.config());
   const auto now = ctx.now_ms();
   auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
     auto provider = agent_key_provider(tx, ctx.principal->api_key_id);
@@ -84,8 +76,9 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
     *checked = std::move(*machine);
     return core::ok_status();
   };
-  auto work = [key_id = ctx.principal->api_key_id, shared_req, checked, &latest, settings = settings_of(ctx.config()),
-               bench, now, &app = ctx.app](store::Tx& tx) -> core::Result<nlohmann::json> {
+  auto work = [key_id = ctx.principal->api_key_id, shared_req, checked, &latest,
+               settings = machine_settings(ctx.config()), bench, now,
+               &app = ctx.app](store::Tx& tx) -> core::Result<nlohmann::json> {
     const auto& req = *shared_req;
     std::optional<CheckedMachine> machine = std::exchange(*checked, std::nullopt);
     core::Result<nlohmann::json> out = core::Error::make(core::ErrorCode::internal, "not run");

@@ -7,6 +7,8 @@
 
 #include "core/default_schedule.hpp"
 #include "core/gpu_catalog.hpp"
+#include "core/rental.hpp"
+#include "core/schedule.hpp"
 #include "core/text.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/challenges.hpp"
@@ -15,6 +17,7 @@
 #include "server/onboarding/applications.hpp"
 #include "server/onboarding/gpu_catalog.hpp"
 #include "server/onboarding/providers.hpp"
+#include "server/platform/notifications.hpp"
 #include "util/crypto.hpp"
 #include "util/time.hpp"
 
@@ -482,6 +485,43 @@ core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_
   return out;
 }
 
+MachineSettings machine_settings(const Config& c) {
+  MachineSettings s;
+  s.heartbeat_interval_s = c.heartbeat_interval_s;
+  s.offline_after_missed = c.offline_after_missed;
+  s.telemetry_retention_days = c.telemetry_retention_days;
+  s.base_url = c.base_url();
+  return s;
+}
+
+namespace {
+
+//! Tells the provider their machine went offline, unless it is outside its availability or in
+//! maintenance (they turned it off as they said they would) or they were told within the hour.
+void tell_offline(Tx& tx, const MachineSettings& settings, const SilentMachine& m, std::int64_t now) {
+  MachinesRepo repo(tx);
+  if (repo.has_event_since(m.id, "offline", now - kOfflineNoticeEveryMs)) return;
+  // Available when last heard and now: one turned off at (or just before) its window's end is not missed.
+  const auto at = [](std::int64_t ms) { return core::UtcTime{std::chrono::seconds{ms / 1000}}; };
+  if (const auto schedule = load_schedule(tx, m.id);
+      schedule && (!core::is_available(*schedule, at(m.last_seen_ms)) || !core::is_available(*schedule, at(now)))) {
+    return;
+  }
+  const auto facts = repo.host_facts(m.id);
+  if (!facts) return;
+  const auto who = provider_contact(tx, facts->provider_id);
+  if (!who) return;
+  mail::MachineOfflineFacts f;
+  f.machine = facts->hostname + " (" + m.id + ")";
+  f.last_seen_text = util::rfc3339(m.last_seen_ms);
+  f.missed_heartbeats = settings.offline_after_missed;
+  f.rentals_end_after_minutes = static_cast<int>(core::rental::kAgentLostAfterMs / 60'000);
+  f.link = settings.base_url + "/#/machines/" + m.id;
+  announce(tx, who->user_id, mail::machine_offline(f), std::nullopt, now);
+}
+
+}  // namespace
+
 std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::int64_t now, std::size_t limit,
                                   std::int64_t heard_from) {
   MachinesRepo repo(tx);
@@ -490,6 +530,7 @@ std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::
   for (const auto& m :
        repo.silent_online_machines(core::offline_cutoff_ms(rule, now), static_cast<std::int64_t>(limit), heard_from)) {
     if (repo.move_from_online(m.id, core::MachineStatus::offline)) {
+      tell_offline(tx, settings, m, now);
       repo.add_event(m.id, now, "offline",
                      {{"last_seen_at", util::rfc3339(m.last_seen_ms)}, {"missed_heartbeats", settings.offline_after_missed}});
       ++changed;

@@ -21,6 +21,7 @@
 #include "core/result.hpp"
 #include "server/fleet/agent_protocol.hpp"
 #include "server/fleet/pending_telemetry.hpp"
+#include "server/platform/config.hpp"
 #include "server/platform/paging.hpp"
 #include "store/store.hpp"
 
@@ -30,7 +31,13 @@ struct MachineSettings {
   int heartbeat_interval_s = 15;
   int offline_after_missed = 3;       // heartbeats missed before a machine is Offline
   int telemetry_retention_days = 30;  // telemetry_minute, presence_minute
+  std::string base_url;               // the dashboard's links in what providers are told
 };
+MachineSettings machine_settings(const Config& c);
+
+//! A provider is told of their machine going offline at most this often (a machine that comes and goes
+//! mails once, not at every going).
+inline constexpr std::int64_t kOfflineNoticeEveryMs = 3'600'000;
 
 //! Registers or re-attaches (same provider and fingerprint, or the machine id it already has).
 //! Returns the register reply {machine_id, heartbeat_interval_s}. 404 for another provider's machine id.
@@ -110,7 +117,9 @@ core::Result<nlohmann::json> machine_detail(store::Tx& tx, const std::string& pr
                                             const std::string& machine_id, std::int64_t now_ms,
                                             const PendingTelemetry* latest = nullptr);
 
-//! Marks machines whose last heartbeat is older than offline_after_missed intervals Offline, with an event:
+//! Marks machines whose last heartbeat is older than offline_after_missed intervals Offline, with an event,
+//! and tells their providers (machine_offline) when it went within its availability (not in maintenance)
+//! and they were not told in the last kOfflineNoticeEveryMs:
 //! at most `limit` of them (the longest silent first), and none last heard before `heard_from_ms` (after the
 //! platform's outage, those whose agents may still be on their way back). Returns how many changed.
 std::size_t mark_offline_machines(store::Tx& tx, const MachineSettings& settings, std::int64_t now_ms,

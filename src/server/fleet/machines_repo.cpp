@@ -470,6 +470,13 @@ std::optional<ScoredMachineRow> MachinesRepo::scored_machine(const std::string& 
   return ScoredMachineRow{r->str(0), r->str(1), r->str(2), r->i64(3)};
 }
 
+bool MachinesRepo::has_event_since(const std::string& machine_id, const std::string& kind, std::int64_t since_ms) {
+  return tx_
+      .query_one("SELECT 1 FROM machine_events WHERE machine_id = ? AND at >= ? AND kind = ? LIMIT 1",
+                 {machine_id, since_ms, kind})
+      .has_value();
+}
+
 std::vector<MachineEvent> MachinesRepo::recent_events(const std::string& machine_id, std::int64_t limit) {
   std::vector<MachineEvent> out;
   for (const Row& r : tx_.query("SELECT at, kind, detail FROM machine_events WHERE machine_id = ? "

@@ -271,6 +271,8 @@ class MachinesRepo {
   std::optional<ScoredMachineRow> scored_machine(const std::string& machine_id);
   //! The newest events, newest first.
   std::vector<MachineEvent> recent_events(const std::string& machine_id, std::int64_t limit);
+  //! Whether the machine has an event of `kind` at or after `since_ms`.
+  bool has_event_since(const std::string& machine_id, const std::string& kind, std::int64_t since_ms);
   //! Whether a GPU, driver or simulated-flag change was recorded after `after_ms`.
   bool hardware_changed_since(const std::string& machine_id, std::int64_t after_ms);
 

@@ -234,6 +234,23 @@ Announcement reliability_low(const ReliabilityFacts& f) {
   return {std::move(mail), std::move(notice)};
 }
 
+Announcement machine_offline(const MachineOfflineFacts& f) {
+  const std::string title = f.machine + " is offline";
+  const std::string said = "GPUnex has not heard from the agent on " + f.machine + " since " + f.last_seen_text + " (" +
+                           std::to_string(f.missed_heartbeats) + " heartbeats missed).";
+  const std::string body =
+      said +
+      " Until it is back its GPUs are not offered to customers, and the time counts against its reliability "
+      "score.\n\nIf a customer is renting it, the rental ends when the agent has not been heard for " +
+      std::to_string(f.rentals_end_after_minutes) +
+      " minutes, and its customer is told.\n\nWhat to check: that the machine is on and online, and the agent's "
+      "service (systemctl status gpunex-agent; journalctl -u gpunex-agent). Nothing needs doing when it comes "
+      "back: the agent reconnects by itself.";
+  MailText mail{"machine_offline", "GPUnex: " + title, body + "\n\n" + f.link + kSignature};
+  NoticeText notice{"machine_offline", title, said, f.link};
+  return {std::move(mail), std::move(notice)};
+}
+
 MailText email_confirmation(const std::string& full_name, const std::string& email, const std::string& link,
                             std::int64_t expires_at_ms, bool changing) {
   const std::string until = day_text(expires_at_ms) + " at " + core::format_rfc3339_ms(expires_at_ms).substr(11, 5) +

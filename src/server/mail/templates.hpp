@@ -144,6 +144,16 @@ struct RentalMaintenanceFacts {
 };
 Announcement rental_maintenance(const RentalMaintenanceFacts& facts);
 
+//! What a provider is told when one of their machines stops sending heartbeats within its availability.
+struct MachineOfflineFacts {
+  std::string machine;         // "host-a (mch_…)"
+  std::string last_seen_text;  // "2026-12-08T10:00:00Z"
+  int missed_heartbeats = 0;
+  int rentals_end_after_minutes = 0;  // a running rental's agent is lost after this long
+  std::string link;                   // the machine's page
+};
+Announcement machine_offline(const MachineOfflineFacts& facts);
+
 //! What a customer is told when their running rentals will use their balance up within the hour.
 struct BalanceLowFacts {
   std::int64_t minutes_left = 0;     // core::ledger::minutes_left

@@ -107,6 +107,12 @@ test(`${BACKEND}: agent goes Online, Offline, re-attaches, and loses nothing in 
     await until('Offline', async () => (await machines(client))[0].status === 'offline', 15000);
     const detail = await client.request('GET', `/v1/provider/machines/${online.id}`);
     assert.ok(detail.json.events.some((e) => e.kind === 'offline'), detail.body);
+    // Its provider is told, with the way to its page.
+    const offlineNotices = (await client.request('GET', '/v1/notifications')).json.items
+      .filter((n) => n.kind === 'machine_offline');
+    assert.equal(offlineNotices.length, 1, JSON.stringify(offlineNotices));
+    assert.match(offlineNotices[0].title, new RegExp(`\\(${online.id}\\) is offline$`));
+    assert.ok(offlineNotices[0].link.endsWith(`/#/machines/${online.id}`), offlineNotices[0].link);
 
     // Restart: the same machine, never a duplicate.
     agent = new Agent(url, key, dataDir);
