@@ -125,6 +125,9 @@ function machineCard(m, { detail = false } = {}) {
       m.simulated ? el('span', { class: 'badge sim', title: 'This agent reports simulated GPUs (--simulate); not real hardware.' }, 'Simulated') : ''),
     el('dl', { class: 'facts' },
       el('dt', {}, 'Status'), el('dd', { class: 'machine-status-text' }, m.status === 'online' ? 'Online' : 'Offline'),
+      // Whether customers can rent it now, as the marketplace shows it, and if not, why.
+      el('dt', {}, 'Marketplace'), el('dd', { class: `offered ${m.offered ? 'yes' : 'no'}` },
+        m.offered ? 'Offered to customers' : `Not offered: ${m.not_offered_reason || 'unknown'}`),
       el('dt', {}, 'Last seen'), el('dd', { class: 'last-seen' }, m.last_seen_at ? `${fmtTime(m.last_seen_at)} (${agoText(m.last_seen_at)})` : 'never'),
       el('dt', {}, 'Driver / CUDA'), el('dd', {}, `${m.driver_version || '—'} / ${m.cuda_version || '—'}`),
       el('dt', {}, 'Agent'), el('dd', {}, m.agent_version || '—'),

@@ -67,6 +67,13 @@ std::string status_text(const nlohmann::json& m) {
   return m.value("status", std::string("?")) + (m.value("simulated", false) ? " (simulated)" : "");
 }
 
+//! Whether customers can rent it now: "yes", or "no: why".
+std::string offered_text(const nlohmann::json& m) {
+  if (m.value("offered", false)) return "yes";
+  return member(m, "not_offered_reason").is_string() ? "no: " + member(m, "not_offered_reason").get<std::string>()
+                                                     : "no";
+}
+
 class MachinesListCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
@@ -78,15 +85,22 @@ class MachinesListCommand : public Command {
     if (int rc = get_every_page(ctx, "/v1/provider/machines?limit=200", items, page); rc != 0) return rc;
 
     std::vector<std::vector<std::string>> rows;
+    std::string why_not;  // under the table: each machine not offered, and why
     for (const auto& m : items) {
       const auto f = gpu_figures(m);
+      const bool offered = m.value("offered", false);
       rows.push_back({format_text(member(m, "id")), status_text(m), m.value("hostname", std::string()), f.gpus,
-                      f.listed, f.perf, format_text(member(m, "last_seen_at"))});
+                      f.listed, offered ? "yes" : "no", f.perf, format_text(member(m, "last_seen_at"))});
+      if (!offered && member(m, "not_offered_reason").is_string()) {
+        why_not += "\n" + format_text(member(m, "id")) +
+                   " is not offered: " + member(m, "not_offered_reason").get<std::string>();
+      }
     }
-    const std::string human = rows.empty()
-                                  ? "no machines yet: install the agent with `curl -fsSL " + ctx.server +
-                                        "/agent/install.sh | bash` and one of your API keys"
-                                  : format_table({"ID", "STATUS", "HOST", "GPUS", "LISTED", "PERF", "LAST SEEN"}, rows);
+    const std::string human =
+        rows.empty()
+            ? "no machines yet: install the agent with `curl -fsSL " + ctx.server +
+                  "/agent/install.sh | bash` and one of your API keys"
+            : format_table({"ID", "STATUS", "HOST", "GPUS", "LISTED", "OFFERED", "PERF", "LAST SEEN"}, rows) + why_not;
     ctx.print(nlohmann::json{{"items", std::move(items)}, {"next_cursor", nullptr}}, human);
     return 0;
   }
@@ -123,6 +137,7 @@ std::string machine_text(const nlohmann::json& m, const nlohmann::json& prices) 
                       ", CUDA " + m.value("cuda_version", std::string()));
   field("GPUs:", f.gpus);
   field("Listed:", f.listed);
+  field("Offered:", offered_text(m));
   field("Perf:", f.perf);
   if (member(m, "presence_minutes_24h").is_number())
     field("Online:", format_fixed(member(m, "presence_minutes_24h"), 0) + " of the last 1440 minutes");

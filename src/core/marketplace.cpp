@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "core/text.hpp"
@@ -256,6 +257,29 @@ OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, const 
                             last.candidate.model};
   }
   return page;
+}
+
+bool OfferBook::offers_machine(std::string_view machine_id) const {
+  std::call_once(machines_indexed_, [this] {
+    machines_.reserve(entries_.size());
+    for (const Entry& e : entries_) machines_.insert(e.candidate->machine_id);
+  });
+  return machines_.contains(machine_id);
+}
+
+std::string not_offered_reason(const MachineOfferFacts& f) {
+  if (!f.online) return "offline: its agent is not heard from";
+  if (f.rentals_blocked) return "its agent cannot run rentals: " + *f.rentals_blocked;
+  if (f.simulated_hidden) return "simulated GPUs are offered only in the operator's demo mode";
+  if (f.listed_models.empty()) return "no GPU is listed: see its benchmarks";
+  if (!f.available_now) return "outside its availability schedule, or in maintenance";
+  if (f.unpriced_models.size() == std::set<std::string>(f.listed_models.begin(), f.listed_models.end()).size()) {
+    std::string models;
+    for (const auto& m : f.unpriced_models) models += (models.empty() ? "" : ", ") + m;
+    return "no rate set for " + models;
+  }
+  if (f.listed_free == 0) return "every listed GPU is rented";
+  return "not in the marketplace yet: it catches up within seconds";
 }
 
 std::string format_offer_cursor(const OfferCursor& c) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -144,6 +145,8 @@ class OfferBook {
   //! The same, `limit` of them from the first that comes after `after` in filter.sort's order
   //! (after.sort must be filter.sort).
   Page search(const OfferFilter& filter, const OfferCursor& after, std::size_t limit) const;
+  //! Whether any of the machine's GPUs is offered (its index built at the first call, once per book).
+  bool offers_machine(std::string_view machine_id) const;
 
  private:
   struct Entry {
@@ -169,7 +172,24 @@ class OfferBook {
   std::array<std::vector<std::uint32_t>, 3> orders_;  // entry indexes by OfferSort
   UtcTime built_at_{};
   UtcTime valid_until_{};
+  mutable std::once_flag machines_indexed_;
+  mutable std::unordered_set<std::string_view> machines_;  // offers_machine's index
 };
+
+//! What a machine says of itself that decides whether the marketplace can offer it.
+struct MachineOfferFacts {
+  bool online = false;
+  std::optional<std::string> rentals_blocked;  // why its agent cannot run rentals
+  bool simulated_hidden = false;               // simulated GPUs, outside the operator's demo mode
+  bool available_now = true;                   // within its schedule, not in maintenance
+  std::vector<std::string> listed_models;      // each present, listed GPU's model
+  std::vector<std::string> unpriced_models;    // listed models with no rate, each once
+  int listed_free = 0;                         // listed GPUs of priced models that no rental holds
+};
+//! Why a machine that the marketplace does not show is not offered, in a provider's words: the first of
+//! offline, its agent refusing rentals, simulated GPUs, no GPU listed, outside its availability, no rate,
+//! every GPU rented.
+std::string not_offered_reason(const MachineOfferFacts& f);
 
 //! Every visible offer matching `filter`, sorted (OfferBook::search over one instant's book).
 std::vector<Offer> assemble_offers(std::vector<OfferCandidate> candidates, UtcTime now, const OfferFilter& filter,

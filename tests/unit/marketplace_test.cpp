@@ -407,3 +407,27 @@ TEST(Marketplace, ACursorPageStartsAfterTheLastOfferSeen) {
     EXPECT_FALSE(parse_offer_cursor(bad)) << bad;
   }
 }
+
+// Why a machine is not offered: the first cause in the order a provider fixes them.
+TEST(Marketplace, NotOfferedSaysTheFirstCause) {
+  MachineOfferFacts f;
+  EXPECT_EQ(not_offered_reason(f), "offline: its agent is not heard from");
+  f.online = true;
+  f.rentals_blocked = "no container engine answers";
+  EXPECT_EQ(not_offered_reason(f), "its agent cannot run rentals: no container engine answers");
+  f.rentals_blocked.reset();
+  f.simulated_hidden = true;
+  EXPECT_EQ(not_offered_reason(f), "simulated GPUs are offered only in the operator's demo mode");
+  f.simulated_hidden = false;
+  EXPECT_EQ(not_offered_reason(f), "no GPU is listed: see its benchmarks");
+  f.listed_models = {"L40S", "L40S", "L4"};
+  f.available_now = false;
+  EXPECT_EQ(not_offered_reason(f), "outside its availability schedule, or in maintenance");
+  f.available_now = true;
+  f.unpriced_models = {"L4", "L40S"};
+  EXPECT_EQ(not_offered_reason(f), "no rate set for L4, L40S");
+  f.unpriced_models = {"L4"};  // the L40S have a rate: rented
+  EXPECT_EQ(not_offered_reason(f), "every listed GPU is rented");
+  f.listed_free = 1;
+  EXPECT_EQ(not_offered_reason(f), "not in the marketplace yet: it catches up within seconds");
+}

@@ -1,6 +1,11 @@
 // The agent's endpoints (/v1/agent/register, /v1/agent/heartbeat) and the
 // provider's view of its machines (/v1/provider/machines[/{id}]).
 
+#include <algorithm>
+#include <set>
+
+#include "core/marketplace.hpp"
+#include "core/schedule.hpp"
 #include "protocol/heartbeat.hpp"
 #include "protocol/register.hpp"
 #include "server/api/handlers.hpp"
@@ -8,6 +13,8 @@
 #include "server/api/routes.hpp"
 #include "server/fleet/benchmarks.hpp"
 #include "server/fleet/machines.hpp"
+#include "server/fleet/schedules.hpp"
+#include "server/market/prices.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "server/rentals/rentals.hpp"
 #include "util/time.hpp"
@@ -114,15 +121,63 @@ void agent_heartbeat(Ctx& ctx, const http::Reply& reply, PendingTelemetry& lates
       std::move(machine_id), std::move(check));
 }
 
-http::Response provider_machines(Ctx& ctx, const PendingTelemetry& latest) {
+//! Where each of the provider's `machines` stands on the marketplace: `offered` when `book` (the
+//! marketplace now) shows any of its GPUs, else `not_offered_reason` says why, from the machine's own facts
+//! (core::not_offered_reason). The list and the detail page say it alike.
+void tell_offered(store::Tx& tx, const std::string& provider_id, std::vector<nlohmann::json*> machines,
+                  const core::OfferBook& book, bool allow_simulated, std::int64_t now_ms) {
+  std::optional<std::set<std::string>> priced;
+  for (nlohmann::json* m : machines) {
+    const std::string id = m->value("id", std::string());
+    const bool offered = book.offers_machine(id);
+    (*m)["offered"] = offered;
+    (*m)["not_offered_reason"] = nullptr;
+    if (offered) continue;
+    if (!priced) {
+      priced.emplace();
+      for (const auto& p : current_prices(tx, provider_id)) priced->insert(p.model);
+    }
+    core::MachineOfferFacts f;
+    f.online = m->value("status", std::string()) == core::machine_status_name(core::MachineStatus::online);
+    if ((*m)["rentals_blocked"].is_string()) f.rentals_blocked = (*m)["rentals_blocked"].get<std::string>();
+    f.simulated_hidden = m->value("simulated", false) && !allow_simulated;
+    if (const auto schedule = load_schedule(tx, id)) {
+      f.available_now = core::is_available(*schedule, core::UtcTime{std::chrono::seconds{now_ms / 1000}});
+    }
+    const auto allocated = rentals::allocated_uuids(tx, id);
+    std::set<std::string> unpriced;
+    for (const auto& g : (*m)["gpus"]) {
+      if (!g.value("present", false) || !g.value("listed", false) || !g["model"].is_string()) continue;
+      const auto model = g["model"].get<std::string>();
+      f.listed_models.push_back(model);
+      if (!priced->contains(model)) {
+        unpriced.insert(model);
+      } else if (std::find(allocated.begin(), allocated.end(), g.value("uuid", std::string())) == allocated.end()) {
+        ++f.listed_free;
+      }
+    }
+    f.unpriced_models.assign(unpriced.begin(), unpriced.end());
+    (*m)["not_offered_reason"] = core::not_offered_reason(f);
+  }
+}
+
+http::Response provider_machines(Ctx& ctx, const PendingTelemetry& latest, OfferCache& offers,
+                                 ScheduleCache& schedules) {
   auto page = page_params(ctx.req);
   if (!page) return http::Response::error(page.error());
   const auto now = ctx.now_ms();
+  const auto book =
+      offers.book(ctx.store(), schedules, ctx.app.config().rank, core::UtcTime{std::chrono::seconds{now / 1000}});
   auto out = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         const std::string pid = caller_provider(ctx, tx);
         if (pid.empty()) return not_a_provider();
-        return list_machines(tx, pid, *page, now, &latest);
+        auto list = list_machines(tx, pid, *page, now, &latest);
+        if (!list) return list;
+        std::vector<nlohmann::json*> machines;
+        for (auto& m : (*list)["items"]) machines.push_back(&m);
+        tell_offered(tx, pid, machines, *book, ctx.app.config().allow_simulated_offers, now);
+        return list;
       },
       store::TxMode::read);
   if (!out) return http::Response::error(out.error());
@@ -193,14 +248,19 @@ http::Response fleet_machines(Ctx& ctx) {
   return http::Response::json(200, *out);
 }
 
-http::Response provider_machine(Ctx& ctx, const PendingTelemetry& latest) {
+http::Response provider_machine(Ctx& ctx, const PendingTelemetry& latest, OfferCache& offers,
+                                ScheduleCache& schedules) {
   const std::string id = ctx.req.param("id");
   const auto now = ctx.now_ms();
+  const auto book =
+      offers.book(ctx.store(), schedules, ctx.app.config().rank, core::UtcTime{std::chrono::seconds{now / 1000}});
   auto out = ctx.store().transact(
       [&](store::Tx& tx) -> core::Result<nlohmann::json> {
         const std::string pid = caller_provider(ctx, tx);
         if (pid.empty()) return not_a_provider();
-        return machine_detail(tx, pid, id, now, &latest);
+        auto detail = machine_detail(tx, pid, id, now, &latest);
+        if (detail) tell_offered(tx, pid, {&*detail}, *book, ctx.app.config().allow_simulated_offers, now);
+        return detail;
       },
       store::TxMode::read);
   if (!out) return http::Response::error(out.error());
@@ -216,7 +276,7 @@ http::Response install_script(Ctx& ctx) {
 
 }  // namespace
 
-void register_agent_api(App& app) {
+void register_agent_api(App& app, OfferCache& offers, ScheduleCache& schedules) {
   // Sequence numbers make agent messages idempotent; Idempotency-Key replay is not needed here.
   auto agent = RouteOptions::signed_in().no_idempotency().agent_key_only();
   // Each GPU's latest sample and its minutes' sums, written in batches (server/fleet/pending_telemetry.hpp);
@@ -243,21 +303,23 @@ void register_agent_api(App& app) {
                                {"awaiting_challenges", oa::boolean()}},
                               {"uuid", "index", "name", "model", "memory_mib", "present", "benchmarked", "listed",
                                "perf_score", "quality_ratio", "delist_reason", "awaiting_challenges"});
-  const auto machine = oa::component(
-      "Machine", oa::record({{"id", oa::text(1)},
-                             {"status", oa::one_of({"online", "offline"})},
-                             {"last_seen_at", oa::nullable(oa::timestamp())},
-                             {"simulated", oa::boolean()},
-                             {"hostname", oa::text()},
-                             {"created_at", oa::timestamp()},
-                             {"driver_version", oa::text()},
-                             {"cuda_version", oa::text()},
-                             {"agent_version", oa::text()},
-                             {"rentals_blocked", oa::nullable(oa::text())},
-                             {"public_host", oa::nullable(oa::text())},
-                             {"host", oa::any_object()},
-                             {"gpus", oa::array(gpu)}},
-                            {"id", "status", "last_seen_at", "simulated", "hostname", "created_at", "gpus"}));
+  const auto machine = oa::component("Machine", oa::record({{"id", oa::text(1)},
+                                                            {"status", oa::one_of({"online", "offline"})},
+                                                            {"last_seen_at", oa::nullable(oa::timestamp())},
+                                                            {"simulated", oa::boolean()},
+                                                            {"hostname", oa::text()},
+                                                            {"created_at", oa::timestamp()},
+                                                            {"driver_version", oa::text()},
+                                                            {"cuda_version", oa::text()},
+                                                            {"agent_version", oa::text()},
+                                                            {"rentals_blocked", oa::nullable(oa::text())},
+                                                            {"public_host", oa::nullable(oa::text())},
+                                                            {"host", oa::any_object()},
+                                                            {"gpus", oa::array(gpu)},
+                                                            {"offered", oa::boolean()},
+                                                            {"not_offered_reason", oa::nullable(oa::text(1))}},
+                                                           {"id", "status", "last_seen_at", "simulated", "hostname",
+                                                            "created_at", "gpus", "offered", "not_offered_reason"}));
   app.route(
       http::Method::post, "/v1/agent/register",
       agent.doc({.summary = "Agent: register a machine and its GPUs",
@@ -317,12 +379,12 @@ void register_agent_api(App& app) {
   app.route(
       http::Method::get, "/v1/provider/machines",
       provider.doc({.summary = "My machines", .query = {"limit", "cursor"}, .responses = {{200, oa::page(machine)}}}),
-      [&latest](Ctx& ctx) { return provider_machines(ctx, latest); });
+      [&latest, &offers, &schedules](Ctx& ctx) { return provider_machines(ctx, latest, offers, schedules); });
   app.route(http::Method::get, "/v1/provider/machines/{id}",
             provider.doc({.summary = "One of my machines",
                           .responses = {{200, oa::all_of({machine, oa::record({{"events", oa::array(oa::any_object())}},
                                                                               {"events"})})}}}),
-            [&latest](Ctx& ctx) { return provider_machine(ctx, latest); });
+            [&latest, &offers, &schedules](Ctx& ctx) { return provider_machine(ctx, latest, offers, schedules); });
 }
 
 }  // namespace gpunex::server

@@ -22,7 +22,7 @@ std::unique_ptr<App> make_app(Config config, std::unique_ptr<store::Store> store
   register_auth_api(*app);
   register_applications_api(*app);
   register_provider_api(*app);
-  register_agent_api(*app);
+  register_agent_api(*app, offers, schedules);
   register_bench_net_api(*app);
   register_benchmarks_api(*app);
   register_market_api(*app, offers, schedules);

@@ -25,7 +25,8 @@ void register_system_api(App& app);
 void register_auth_api(App& app);
 void register_applications_api(App& app);
 void register_provider_api(App& app);
-void register_agent_api(App& app);
+//! The provider's machines say whether `offers` (built from `schedules`) shows them.
+void register_agent_api(App& app, OfferCache& offers, ScheduleCache& schedules);
 void register_bench_net_api(App& app);
 void register_benchmarks_api(App& app);
 //! The offer search reads `offers`, built from `schedules`: both must outlive the App's requests.

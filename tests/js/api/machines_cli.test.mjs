@@ -101,8 +101,8 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
     assert.equal(expected.gpus, '1 × L40S');
     const list = gpunex(home, ['machines', 'list']);
     assert.equal(list.code, 0, list.err);
-    const rows = parseTable(list.out);
-    assert.deepEqual(Object.keys(rows[0]), ['ID', 'STATUS', 'HOST', 'GPUS', 'LISTED', 'PERF', 'LAST SEEN']);
+    const rows = parseTable(list.out.split('\n\n')[0]);
+    assert.deepEqual(Object.keys(rows[0]), ['ID', 'STATUS', 'HOST', 'GPUS', 'LISTED', 'OFFERED', 'PERF', 'LAST SEEN']);
     assert.equal(rows.length, 1, list.out);
     const row = rows[0];
     assert.equal(row.ID, machine.id);
@@ -129,8 +129,14 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
       assert.equal(gpuRows[i].LISTED.startsWith(g.listed ? 'yes' : 'no'), true, gpuRows[i].LISTED);
     }
     assert.equal(gpuRows.filter((r) => r.LISTED === 'yes').length, Number(row.LISTED.split('/')[0]));
-    // Listed, but no rate yet: the show says the GPU is not offered, and how to offer it.
+    // Listed, but no rate yet: the show says the GPU is not offered, and how to offer it; the list and the
+    // show say the machine is not offered, and why, as the API does.
     assert.match(show.out, /^No rate for L40S: its listed GPUs are not offered to customers\. Set one with `gpunex price set L40S USDC_PER_GPU_HOUR`/m);
+    assert.deepEqual([shown.offered, shown.not_offered_reason], [false, 'no rate set for L40S']);
+    assert.equal(row.OFFERED, 'no');
+    assert.ok(list.out.endsWith(`\n\n${machine.id} is not offered: no rate set for L40S\n`) ||
+      list.out.endsWith(`\n\n${machine.id} is not offered: no rate set for L40S`), list.out);
+    assert.equal(line('Offered'), 'no: no rate set for L40S');
 
     const missing = gpunex(home, ['machines', 'show', 'm_nope']);
     assert.equal(missing.code, 1);
@@ -143,6 +149,10 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
     assert.equal((await client.request('PUT', '/v1/provider/prices/L40S',
       { body: { usdc_per_gpu_hour: '0.95' } })).status, 200);
     assert.doesNotMatch(gpunex(home, ['machines', 'show', machine.id]).out, /No rate for/, 'offered now');
+    const nowOffered = parseTable(gpunex(home, ['machines', 'list']).out)[0];
+    assert.equal(nowOffered.OFFERED, 'yes', 'as the marketplace below shows it');
+    assert.deepEqual([(await client.request('GET', `/v1/provider/machines/${machine.id}`)).json.offered,
+      (await client.request('GET', `/v1/provider/machines/${machine.id}`)).json.not_offered_reason], [true, null]);
 
     const search = (args) => {
       const r = gpunex(home, ['offers', 'search', ...args, '--json']);

@@ -127,6 +127,12 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     await p.reload();
     await p.locator('section.machine .machine-status', { hasText: 'Offline' }).waitFor();
     await p.locator('section.machine .badge.sim').waitFor();
+    // Not offered while offline: the card says so and why, as the API does.
+    const apiMachine = (await (await fetch(`${server.url}/v1/provider/machines/${machineId}`,
+      { headers: { Authorization: `Bearer ${key}` } })).json());
+    assert.deepEqual([apiMachine.offered, apiMachine.not_offered_reason], [false, 'offline: its agent is not heard from']);
+    assert.equal(await p.locator('section.machine dd.offered').textContent(),
+      'Not offered: offline: its agent is not heard from');
     await shot(p, 'offline');
 
     // An agent that says it cannot run rentals (its rentals poll's `blocked`, here sent for it): the
