@@ -83,6 +83,8 @@ std::unique_ptr<Command> make_price_list_command();
 std::unique_ptr<Command> make_price_recommend_command();
 std::unique_ptr<Command> make_schedule_set_command();
 std::unique_ptr<Command> make_schedule_show_command();
+//! `gpunex machines`, the group of a provider's machine commands (machine_commands.cpp, rental_commands.cpp).
+CLI::App* machines_group(CLI::App& parent);
 // Machines and the marketplace for everyday use (machine_commands.cpp, offers_commands.cpp).
 std::unique_ptr<Command> make_machines_list_command();
 std::unique_ptr<Command> make_machines_show_command();
@@ -97,6 +99,9 @@ std::unique_ptr<Command> make_payouts_set_command();
 std::unique_ptr<Command> make_earnings_command();
 // Renting GPUs (rental_commands.cpp).
 std::unique_ptr<Command> make_rent_command();
+//! gpunex machines rentals | stop-rental ID: the rentals on a provider's machines.
+std::unique_ptr<Command> make_machines_rentals_command();
+std::unique_ptr<Command> make_machines_stop_rental_command();
 std::unique_ptr<Command> make_rentals_list_command();
 std::unique_ptr<Command> make_rentals_show_command();
 std::unique_ptr<Command> make_rentals_logs_command();

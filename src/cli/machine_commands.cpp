@@ -9,11 +9,11 @@
 
 namespace gpunex::cli {
 
-namespace {
-
 CLI::App* machines_group(CLI::App& parent) {
-  return command_group(parent, "machines", "your machines and their GPUs (providers)");
+  return command_group(parent, "machines", "your machines, their GPUs and their rentals (providers)");
 }
+
+namespace {
 
 //! The figures the list's row and the show's summary both print, from the same JSON, so they cannot differ.
 struct GpuFigures {
@@ -77,7 +77,8 @@ std::string offered_text(const nlohmann::json& m) {
 class MachinesListCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    return machines_group(parent)->add_subcommand("list", "your machines: status, GPUs, how many are listed");
+    return machines_group(parent)->add_subcommand(
+        "list", "your machines: status, GPUs, how many are listed, whether customers can rent them");
   }
   int run(Context& ctx) override {
     // Every page, so a script gets the whole list in one answer.

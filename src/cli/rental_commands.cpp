@@ -389,8 +389,96 @@ class RentalsStopCommand : public Command {
   std::string id_;
 };
 
+//! A provider's view of the rentals on their machines (GET /v1/provider/rentals): never who rents.
+std::string provider_rentals_text(const nlohmann::json& page) {
+  const auto& items = member(page, "items");
+  if (items.empty()) return "no rentals on your machines yet";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : items) {
+    std::string ended = "-";
+    if (member(r, "end_reason").is_string()) {
+      ended = member(r, "end_reason").get<std::string>() +
+              (member(r, "provider_side") == true ? " (your side: counts against reliability)" : "");
+    }
+    rows.push_back({format_text(member(r, "id")), format_text(member(r, "state")), gpus_text(r),
+                    format_text(member(r, "machine_id")), format_text(member(r, "earnings_per_hour")),
+                    format_text(member(r, "earned_so_far")), format_text(member(r, "running_since")), ended});
+  }
+  std::string out =
+      format_table({"ID", "STATE", "GPUS", "MACHINE", "EARNS USDC/H", "EARNED", "RUNNING SINCE", "ENDED"}, rows);
+  if (member(page, "next_cursor").is_string())
+    out += "more with --cursor " + member(page, "next_cursor").get<std::string>();
+  return out;
+}
+
+class MachinesRentalsCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = machines_group(parent)->add_subcommand(
+        "rentals", "the rentals on your machines, newest first: state, GPUs, what they earn you");
+    c->add_option("--limit", limit_,
+                  "rentals per page, 1 to " + std::to_string(core::kMaxPageLimit) + " (default " +
+                      std::to_string(core::kDefaultPageLimit) + ")")
+        ->type_name("N");
+    c->add_option("--cursor", cursor_, "the next page, as the previous page said")->type_name("CURSOR");
+    c->add_option("--state", state_,
+                  "only rentals in this state: requested, starting, running, stopping or ended (several: "
+                  "comma-separated)")
+        ->type_name("STATE");
+    return c;
+  }
+  int run(Context& ctx) override {
+    std::string query;
+    const auto add = [&](const char* name, const std::string& value) {
+      if (!value.empty()) query += (query.empty() ? "?" : "&") + std::string(name) + "=" + url_encode(value);
+    };
+    add("state", state_);
+    add("limit", limit_);
+    add("cursor", cursor_);
+    nlohmann::json page;
+    if (int rc = get_json(ctx, "/v1/provider/rentals" + query, page)) return rc;
+    if (!member(page, "items").is_array()) return ctx.fail("the server's list of rentals has no items");
+    ctx.print(page, provider_rentals_text(page));
+    return 0;
+  }
+
+ private:
+  std::string limit_, cursor_, state_;
+};
+
+class MachinesStopRentalCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = machines_group(parent)->add_subcommand(
+        "stop-rental",
+        "stop a customer's rental on your machine: it ends as stopped by the provider, which counts against the "
+        "machine's reliability (to stop taking work, narrow the schedule instead: running rentals finish)");
+    c->add_option("ID", id_, "rental id, as `gpunex machines rentals` shows it")->required();
+    return c;
+  }
+  int run(Context& ctx) override {
+    nlohmann::json rental;
+    if (int rc = send_json(ctx, "POST", "/v1/provider/rentals/" + url_encode(id_) + "/stop", std::nullopt, rental))
+      return rc;
+    ctx.print(rental, "Rental " + id_ + " is " + format_text(member(rental, "state")) +
+                          ": its container gets SIGTERM, then is removed; its customer is told it was stopped by "
+                          "the provider (earned so far " +
+                          format_text(member(rental, "earned_so_far")) + " USDC)");
+    return 0;
+  }
+
+ private:
+  std::string id_;
+};
+
 }  // namespace
 
+std::unique_ptr<Command> make_machines_rentals_command() {
+  return std::make_unique<MachinesRentalsCommand>();
+}
+std::unique_ptr<Command> make_machines_stop_rental_command() {
+  return std::make_unique<MachinesStopRentalCommand>();
+}
 std::unique_ptr<Command> make_rent_command() {
   return std::make_unique<RentCommand>();
 }

@@ -57,6 +57,7 @@ test('gpunex rent and rentals: argument errors, before anything is sent', () => 
   fails(gpunex(home, ['rentals', 'show']), /ID is required/);
   fails(gpunex(home, ['rentals', 'logs']), /ID is required/);
   fails(gpunex(home, ['rentals', 'stop']), /ID is required/);
+  fails(gpunex(home, ['machines', 'stop-rental']), /ID is required/);
 
   // Not logged in: said before sending.
   const fresh = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
@@ -287,6 +288,27 @@ test(`${BACKEND}: gpunex rent, rentals list, show, logs, stop against the server
     assert.equal(badText.code, 0, badText.err);
     assert.match(badText.out, /^Why: +Could not start \(not charged\)$/m);
     assert.match(badText.out, /^Error: +pull access denied for busybox$/m);
+
+    // The provider's side: the rentals on their machines, as the API lists them, and a stop by them.
+    const prov = mkdtempSync(path.join(tmpdir(), 'gpunex-home-'));
+    assert.equal(gpunex(prov, ['--server', server.url, 'login', '--email', 'prov@example.com', '--password-stdin'],
+      'correct-horse-battery\n').code, 0);
+    const theirs = gpunex(prov, ['machines', 'rentals', '--json']);
+    assert.equal(theirs.code, 0, theirs.err);
+    assert.deepEqual(JSON.parse(theirs.out), (await provider.client.request('GET', '/v1/provider/rentals')).json);
+    const theirTable = gpunex(prov, ['machines', 'rentals']);
+    assert.match(theirTable.out, /^ID +STATE +GPUS +MACHINE +EARNS USDC\/H +EARNED +RUNNING SINCE +ENDED$/m);
+    assert.match(theirTable.out, new RegExp(`^${rental.id} +ended +1 × L40S +${machine.machineId} .* customer_stopped$`, 'm'));
+    const running = JSON.parse(gpunex(home, ['rent', '--machine', machine.machineId, '--image', 'busybox', '--json']).out);
+    await machine.event(running.id, 'running');
+    assert.equal(gpunex(home, ['machines', 'stop-rental', running.id]).code, 1, 'a customer is no provider');
+    const byThem = gpunex(prov, ['machines', 'stop-rental', running.id]);
+    assert.equal(byThem.code, 0, byThem.err);
+    assert.match(byThem.out, new RegExp(`^Rental ${running.id} is stopping: .*stopped by the provider`));
+    await machine.event(running.id, 'ended');
+    assert.match(gpunex(prov, ['machines', 'rentals', '--state', 'ended']).out,
+      new RegExp(`^${running.id} +ended .* provider_stopped \\(your side: counts against reliability\\)$`, 'm'));
+    assert.equal(JSON.parse(gpunex(home, ['rentals', 'show', running.id, '--json']).out).end_reason, 'provider_stopped');
   } finally {
     if (machine) await machine.stop();
     await server.stop();
