@@ -203,7 +203,11 @@ Status check_can_start(MicroUsdc balance, MicroUsdc price_per_gpu_hour, int gpus
                      "the balance (" + format_usdc(balance) + " USDC" + of_it + ") does not cover " + span + ": " +
                          format_usdc(needed) + " USDC is needed to start, " + format_usdc(needed - free) +
                          " USDC more (your Balance page, or gpunex balance, says how to add credit)")
-      .with_code("insufficient_balance");
+      .with_code("insufficient_balance")
+      .with_detail("balance", format_usdc(balance))
+      .with_detail("held", format_usdc(held))
+      .with_detail("needed", format_usdc(needed))
+      .with_detail("missing", format_usdc(needed - free));
 }
 
 std::int64_t metered_ms(std::optional<std::int64_t> running_since_ms, std::int64_t until_ms) {

@@ -62,9 +62,15 @@ struct Error {
   std::vector<FieldError> fields;
   //! For a refusal that passes with time (429): the seconds until the request would be taken (Retry-After).
   std::optional<std::int64_t> retry_after_s;
+  //! The figures the message gives, by name, for a program to act on (error.details: {"needed": "1.000000"}).
+  std::vector<std::pair<std::string, std::string>> details;
 
   static Error make(ErrorCode c, std::string msg, std::optional<std::string> field = std::nullopt) {
-    return Error{c, std::move(msg), std::move(field), std::nullopt, {}, std::nullopt};
+    return Error{c, std::move(msg), std::move(field), std::nullopt, {}, std::nullopt, {}};
+  }
+  Error&& with_detail(std::string name, std::string value) && {
+    details.emplace_back(std::move(name), std::move(value));
+    return std::move(*this);
   }
   Error&& with_code(std::string c) && {
     detail_code = std::move(c);

@@ -276,18 +276,18 @@ json operation(const RouteInfo& r) {
 
 json components() {
   const json field_error = object({{"field", text()}, {"message", text()}, {"code", text()}}, {"field", "message"});
-  json error_schema = {
-      {"type", "object"},
-      {"required", {"error"}},
-      {"properties",
-       {{"error",
-         {{"type", "object"},
-          {"required", {"code", "message"}},
-          {"properties",
-           {{"code", {{"type", "string"}, {"pattern", "^[a-z0-9_]+$"}}},
-            {"message", {{"type", "string"}}},
-            {"field", {{"type", {"string", "null"}}}},
-            {"fields", array(field_error)}}}}}}}};
+  json error_schema = {{"type", "object"},
+                       {"required", {"error"}},
+                       {"properties",
+                        {{"error",
+                          {{"type", "object"},
+                           {"required", {"code", "message"}},
+                           {"properties",
+                            {{"code", {{"type", "string"}, {"pattern", "^[a-z0-9_]+$"}}},
+                             {"message", {{"type", "string"}}},
+                             {"field", {{"type", {"string", "null"}}}},
+                             {"fields", array(field_error)},
+                             {"details", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}}}}}}}}};
   json schemas = {{"Error", std::move(error_schema)}};
   {
     auto& c = shared_components();

@@ -129,6 +129,11 @@ Response Response::error(const core::Error& e) {
     for (const auto& f : all) fields.push_back({{"field", f.field}, {"message", f.message}, {"code", f.code}});
     body["fields"] = std::move(fields);
   }
+  if (!e.details.empty()) {
+    nlohmann::json details = nlohmann::json::object();
+    for (const auto& [name, value] : e.details) details[name] = value;
+    body["details"] = std::move(details);
+  }
   auto r = json(core::http_status(e.code), {{"error", std::move(body)}});
   if (e.retry_after_s) r.header("Retry-After", std::to_string(*e.retry_after_s));
   // RFC 9110: a 401 names the scheme that would be taken (a session token or an API key, both Bearer).

@@ -168,6 +168,9 @@ test(`${BACKEND}: an unconfirmed stop bills a minute at most, first hours are he
     assert.equal(third.status, 402, third.body);
     assert.equal(third.json.error.code, 'insufficient_balance');
     assert.match(third.json.error.message, /1\.000000 USDC is held for the first hour of your other rentals/);
+    // The figures as fields, for a script to act on: 1.20 of which 1.00 held, 0.50 needed, 0.30 missing.
+    assert.deepEqual(third.json.error.details,
+      { balance: '1.200000', held: '1.000000', needed: '0.500000', missing: '0.300000' });
     assert.equal((await ann.request('GET', '/v1/rentals')).json.items.length, 2, 'the refused one left nothing');
 
     const t0 = await moveTestClock(server, 0);
