@@ -188,6 +188,16 @@ Announcement rental_ended(const RentalEndFacts& f) {
   return a;
 }
 
+Announcement rental_maintenance_called_off(const RentalMaintenanceFacts& f) {
+  const std::string title = "Rental " + f.rental_id + " runs on: the provider called off its maintenance";
+  const std::string facts = "The maintenance that was to stop your rental " + f.rental_id + " (" + f.gpus_text +
+                            ") at " + f.stop_at_text + " is called off: the rental runs on as you rented it.";
+  Announcement a;
+  a.mail = {"rental_maintenance_called_off", "GPUnex: " + title, facts + "\n\nYour rental: " + f.link + "\n"};
+  a.notice = {"rental_maintenance_called_off", title, facts, f.link};
+  return a;
+}
+
 Announcement rental_maintenance(const RentalMaintenanceFacts& f) {
   const std::string title = "Rental " + f.rental_id + " stops at " + f.stop_at_text + ": the provider's maintenance";
   const std::string facts = "The provider of your rental " + f.rental_id + " (" + f.gpus_text +

@@ -143,6 +143,9 @@ struct RentalMaintenanceFacts {
   std::string link;          // the rental's page
 };
 Announcement rental_maintenance(const RentalMaintenanceFacts& facts);
+//! The maintenance a customer was told of will not stop their rental after all (`stop_at_text`: when it
+//! would have).
+Announcement rental_maintenance_called_off(const RentalMaintenanceFacts& facts);
 
 //! What a provider is told when one of their machines stops sending heartbeats within its availability.
 struct MachineOfflineFacts {

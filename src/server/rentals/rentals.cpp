@@ -419,10 +419,20 @@ ScheduleEffect tell_schedule_change(store::Tx& tx, const std::string& machine_id
     ++out.running;
     const std::int64_t promised = r.promised_until_ms.value_or(0);
     const auto stop = rental::maintenance_stop_at(after, promised, now_ms);
-    if (!stop) continue;
+    const auto was = rental::maintenance_stop_at(before, promised, now_ms);
+    if (!stop) {
+      // Told it would be stopped, and now it will not be: told so, that they need not save and leave.
+      if (was) {
+        announce(
+            tx, r.customer_id,
+            mail::rental_maintenance_called_off({r.id, gpus_text(r), util::rfc3339(*was), rental_link(base_url, r)}),
+            std::nullopt, now_ms);
+      }
+      continue;
+    }
     ++out.stopped_by_maintenance;
     if (!out.first_stop_ms || *stop < *out.first_stop_ms) out.first_stop_ms = stop;
-    if (rental::maintenance_stop_at(before, promised, now_ms) == stop) continue;  // told already
+    if (was == stop) continue;  // told already
     announce(tx, r.customer_id,
              mail::rental_maintenance({r.id, gpus_text(r), util::rfc3339(*stop), rental_link(base_url, r)}),
              std::nullopt, now_ms);

@@ -62,6 +62,25 @@ test(`${BACKEND}: a narrowed schedule drains a machine; maintenance stops its re
     const third = await ann.request('POST', '/v1/rentals', { body: { machine_id: machine, ...RENT } });
     assert.equal(third.status, 409, third.body);
 
+    // Maintenance planned for later, then called off: its customers are told of each.
+    const later = Date.now();
+    const planned = [{ category: 'power', note: 'PSU check', start: new Date(later + 20 * 60_000).toISOString(),
+      end: new Date(later + 40 * 60_000).toISOString() }];
+    const plan = await provider.client.request('PUT', `/v1/provider/machines/${machine}/schedule`,
+      { body: { timezone: 'UTC', always: false, windows: [{ days: DAYS, start: hh(h + 3), end: hh(h + 4) }], maintenance: planned } });
+    assert.equal(plan.status, 200, plan.body);
+    assert.match(plan.json.running_rentals_note, /maintenance stops 2 rentals/);
+    const noticesOf = async (kind) => (await ann.request('GET', '/v1/notifications')).json.items.filter((n) => n.kind === kind);
+    assert.equal((await noticesOf('rental_maintenance')).length, 2);
+    assert.deepEqual(await noticesOf('rental_maintenance_called_off'), []);
+    const off = await provider.client.request('PUT', `/v1/provider/machines/${machine}/schedule`,
+      { body: { timezone: 'UTC', always: false, windows: [{ days: DAYS, start: hh(h + 3), end: hh(h + 4) }], maintenance: [] } });
+    assert.equal(off.status, 200, off.body);
+    assert.doesNotMatch(off.json.running_rentals_note, /maintenance/);
+    assert.deepEqual((await noticesOf('rental_maintenance_called_off')).map((n) => n.title).sort(),
+      [first.json.id, second.json.id].sort().map((id) => `Rental ${id} runs on: the provider called off its maintenance`));
+    for (const n of await noticesOf('rental_maintenance_called_off')) assert.match(n.body, new RegExp(` at ${planned[0].start.slice(0, 16)}`));
+
     // Maintenance from now stops both: the customers are told as the provider saves it, and the stops are
     // the provider's side, as a stop by hand would be.
     const now = Date.now();
@@ -71,7 +90,7 @@ test(`${BACKEND}: a narrowed schedule drains a machine; maintenance stops its re
       { body: { timezone: 'UTC', always: false, windows: [{ days: DAYS, start: hh(h + 3), end: hh(h + 4) }], maintenance } });
     assert.equal(down.status, 200, down.body);
     assert.match(down.json.running_rentals_note, /; maintenance stops 2 rentals from \d{4}-\d\d-\d\dT[\d:.]+Z \(the customers are told now\)/);
-    const warned = (await ann.request('GET', '/v1/notifications')).json.items.filter((n) => n.kind === 'rental_maintenance');
+    const warned = (await noticesOf('rental_maintenance')).slice(0, 2);  // newest first: the two planned before
     assert.deepEqual(warned.map((n) => n.title.replace(/ stops at .*/, '')).sort(),
       [first.json.id, second.json.id].sort().map((id) => `Rental ${id}`));
     for (const id of [first.json.id, second.json.id]) {
