@@ -12,6 +12,7 @@
 #include "provider_store.hpp"
 #include "server/fleet/schedules.hpp"
 #include "server/market/offer_candidates.hpp"
+#include "server/platform/platform_repo.hpp"
 #include "server/reliability/reliability_repo.hpp"
 #include "test_time.hpp"
 
@@ -184,4 +185,25 @@ TEST_F(ReliabilityStore, RentalsComeFromTheCallersJobSource) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, core::ErrorCode::not_found);
   });
+}
+
+// The platform down across midnight (23:50 to 00:20), and after the restart the reliability round comes
+// before the machines sweep has recorded the outage: yesterday is not final yet (the outage would be
+// judged as the machine's absence for good); once the sweep has recorded it, the day is final with the
+// outage excused.
+TEST_F(ReliabilityStore, ADayIsFinalOnlyOnceTheFleetWasWatchedPastItsEnd) {
+  const std::int64_t down = kDay0 + cr::kDayMs - 10 * cr::kMinuteMs;
+  const std::int64_t back = kDay0 + cr::kDayMs + 20 * cr::kMinuteMs;
+  beats(kDay0, down);
+  store_->transact([&](store::Tx& tx) { server::platform_repo::record_fleet_watched_until(tx, down); });
+  refresh(back);
+  EXPECT_EQ(count("SELECT final FROM reliability_days WHERE day = " + std::to_string(kDay0)), 0);
+  store_->transact([&](store::Tx& tx) {
+    server::platform_repo::insert_platform_outage(tx, {down, back, back + 60'000});
+    server::platform_repo::record_fleet_watched_until(tx, back);
+  });
+  refresh(back + cr::kMinuteMs);
+  EXPECT_EQ(count("SELECT final FROM reliability_days WHERE day = " + std::to_string(kDay0)), 1);
+  EXPECT_EQ(count("SELECT excused_min FROM reliability_days WHERE day = " + std::to_string(kDay0)), 10);
+  EXPECT_EQ(count("SELECT present_min FROM reliability_days WHERE day = " + std::to_string(kDay0)), 1430);
 }

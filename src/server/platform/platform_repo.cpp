@@ -1,6 +1,7 @@
 #include "server/platform/platform_repo.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 namespace gpunex::server::platform_repo {
@@ -373,6 +374,20 @@ void record_server_fact_if_absent(store::Tx& tx, const std::string& name, const 
 void replace_server_fact(store::Tx& tx, const std::string& name, const std::string& value, std::int64_t now_ms) {
   tx.exec("DELETE FROM server_facts WHERE name = ?", {name});
   tx.exec("INSERT INTO server_facts (name, value, recorded_at) VALUES (?, ?, ?)", {name, value, now_ms});
+}
+
+namespace {
+constexpr const char* kFleetWatchedUntil = "fleet_watched_until";
+}  // namespace
+
+std::optional<std::int64_t> fleet_watched_until(store::Tx& tx) {
+  const auto fact = find_server_fact(tx, kFleetWatchedUntil);
+  if (!fact) return std::nullopt;
+  return std::strtoll(fact->value.c_str(), nullptr, 10);
+}
+
+void record_fleet_watched_until(store::Tx& tx, std::int64_t at_ms) {
+  replace_server_fact(tx, kFleetWatchedUntil, std::to_string(at_ms), at_ms);
 }
 
 void insert_platform_outage(store::Tx& tx, const PlatformOutage& o) {

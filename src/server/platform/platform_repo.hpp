@@ -223,6 +223,11 @@ void record_server_fact_if_absent(store::Tx& tx, const std::string& name, const 
 //! Records the fact, replacing any recorded before.
 void replace_server_fact(store::Tx& tx, const std::string& name, const std::string& value, std::int64_t now_ms);
 
+//! The last instant the machines sweep watched the fleet (the server fact fleet_watched_until, which it
+//! replaces every round in the transaction that records an outage found on resuming); nullopt: never.
+std::optional<std::int64_t> fleet_watched_until(store::Tx& tx);
+void record_fleet_watched_until(store::Tx& tx, std::int64_t at_ms);
+
 //! A stretch of time the platform was not watching its fleet (migration 32): from the last time it
 //! watched, through when it watched again, to when every agent still running was back.
 struct PlatformOutage {

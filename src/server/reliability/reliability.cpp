@@ -109,6 +109,7 @@ Judged judge(Tx& tx, const MachineForScore& m, const JobSource& job_source, cons
   }
 
   Judged out;
+  const auto watched = to_judge.empty() ? std::nullopt : platform_repo::fleet_watched_until(tx);
   out.schedule = load_schedule(tx, m.id).value_or(core::always_available());
   out.declared = maintenance_declared_times(tx, m.id);
   std::map<std::int64_t, bool> changed;
@@ -139,7 +140,9 @@ Judged judge(Tx& tx, const MachineForScore& m, const JobSource& job_source, cons
       const cr::Day day = cr::judge_day(plan, present, m.registered_ms, until, jobs, runs, c);
       row.day_ms = d;
       row.judged_until_ms = until;
-      row.final = now >= d + cr::kDayMs + s.finalize_grace_ms;
+      // Final once its grace is over and the fleet was watched past its end: after the platform's outage
+      // across midnight, the day waits until the machines sweep has recorded the outage it excuses.
+      row.final = now >= d + cr::kDayMs + s.finalize_grace_ms && (!watched || *watched >= d + cr::kDayMs);
       row.full = day.full;
       row.scheduled_hex = cr::to_hex(plan.scheduled);
       row.excused_hex = cr::to_hex(plan.excused);

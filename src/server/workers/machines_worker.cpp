@@ -1,18 +1,10 @@
 #include "server/workers/machines_worker.hpp"
 
-#include <cstdlib>
-
 #include "protocol/version.hpp"
 #include "util/log.hpp"
 #include "util/time.hpp"
 
 namespace gpunex::server::workers {
-
-namespace {
-
-constexpr const char* kWatchedUntil = "fleet_watched_until";
-
-}  // namespace
 
 MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& settings, std::int64_t now_ms,
                                    const SweepWatch& watch) {
@@ -24,16 +16,16 @@ MachinesRoundResult sweep_machines(store::Store& store, const MachineSettings& s
   MachinesRoundResult r;
   // One transaction: the watch recorded (and an outage found on resuming), and the latest outage read.
   const auto outage = store.transact([&](store::Tx& tx) {
-    const auto watched = platform_repo::find_server_fact(tx, kWatchedUntil);
+    const auto watched = platform_repo::fleet_watched_until(tx);
     if (watch.resumed && watched) {
-      const std::int64_t until = std::strtoll(watched->value.c_str(), nullptr, 10);
+      const std::int64_t until = *watched;
       if (until > 0 && now_ms - until > watch.outage_after_ms) {
         // Until every agent still running is back (they retry at most kAgentRetryMaxMs apart).
         r.outage = platform_repo::PlatformOutage{until, now_ms, now_ms + protocol::kAgentRetryMaxMs};
         platform_repo::insert_platform_outage(tx, *r.outage);
       }
     }
-    platform_repo::replace_server_fact(tx, kWatchedUntil, std::to_string(now_ms), now_ms);
+    platform_repo::record_fleet_watched_until(tx, now_ms);
     return platform_repo::last_platform_outage(tx);
   });
   if (r.outage) {
