@@ -127,7 +127,7 @@ class BackgroundWorkers {
     util::log_event("info", "mail", {{"mailer", mailer_->describe()}});
     add("mail", std::chrono::milliseconds(cfg.mail_poll_interval_ms), [this] {
       server::workers::deliver_due_mail(app_.store(), *mailer_, cfg_.mail_from, cfg_.mail_retry_base_ms,
-                                        cfg_.mail_max_attempts, clock_);
+                                        cfg_.mail_max_attempts, clock_, cfg_.server_secret);
     });
 
     // Offline detection (missed heartbeats) and telemetry retention, a few times per heartbeat interval.

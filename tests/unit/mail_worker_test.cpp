@@ -42,6 +42,8 @@ struct OutboxRow {
   std::string last_error;
 };
 
+const std::string kServerSecret = "the server secret of this test, 32+ bytes long";
+
 class MailWorker : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -51,7 +53,7 @@ class MailWorker : public ::testing::Test {
       return server::enqueue_mail(tx,
                                   server::OutgoingMail{"application_approved", "ada@example.com", "Approved",
                                                        std::string("Your key: ") + server::kSecretPlaceholder + "\n",
-                                                       "gpx_the_secret"},
+                                                       server::MailSecret{"gpx_the_secret", kServerSecret}},
                                   0);
     });
   }
@@ -67,11 +69,13 @@ class MailWorker : public ::testing::Test {
     store_->transact([&](store::Tx& tx) { tx.exec("UPDATE outbox SET next_attempt_at = 0 WHERE id = ?", {id_}); });
   }
   server::workers::MailRoundResult round(ScriptedMailer& mailer, std::int64_t max_attempts) {
-    return server::workers::deliver_due_mail(*store_, mailer, "GPUnex <noreply@x.test>", 1000, max_attempts, clock_);
+    return server::workers::deliver_due_mail(*store_, mailer, "GPUnex <noreply@x.test>", 1000, max_attempts, clock_,
+                                             server_secret_);
   }
   util::SystemClock clock_;
   std::unique_ptr<store::Store> store_;
   std::string id_;
+  std::string server_secret_ = kServerSecret;
 };
 
 }  // namespace
@@ -130,8 +134,39 @@ TEST_F(MailWorker, MailIsGivenUpAfterMaxAttemptsAndItsSecretErased) {
   EXPECT_EQ(r.last_error, "gave up: 451 try again later");
   // Never due again, not even by the clock.
   store_->transact([&](store::Tx& tx) {
-    EXPECT_TRUE(server::due_mails(tx, std::numeric_limits<std::int64_t>::max() - 1, 10).empty());
+    EXPECT_TRUE(server::due_mails(tx, std::numeric_limits<std::int64_t>::max() - 1, 10, kServerSecret).empty());
   });
   EXPECT_EQ(round(mailer, 3).failed, 0);
   EXPECT_EQ(mailer.tried.size(), 3u);
+}
+
+// The secret waits in the outbox sealed with the server secret: a copy of the database taken meanwhile
+// does not hold it. A server with another secret cannot unseal it and gives the mail up, naming why.
+TEST_F(MailWorker, TheSecretWaitsSealedAndAnotherServerSecretCannotSendIt) {
+  const auto stored = store_->transact(
+      [&](store::Tx& tx) { return tx.query_one("SELECT secret, body FROM outbox WHERE id = ?", {id_}); });
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->str(0).find("gpx_the_secret"), std::string::npos) << stored->str(0);
+  EXPECT_EQ(stored->str(0).rfind("sealed:", 0), 0u) << stored->str(0);
+  EXPECT_EQ(stored->str(1).find("gpx_the_secret"), std::string::npos);
+
+  server_secret_ = "another server secret, 32+ bytes long as well";
+  ScriptedMailer mailer(0);
+  EXPECT_EQ(round(mailer, 5).failed, 1);
+  EXPECT_TRUE(mailer.tried.empty()) << "nothing sent with the placeholder or a wrong secret";
+  const auto r = row();
+  EXPECT_FALSE(r.sent);
+  EXPECT_FALSE(r.has_secret);
+  EXPECT_EQ(r.last_error,
+            "gave up: its secret does not unseal with this server's server_secret (changed since it "
+            "was queued)");
+}
+
+// A mail queued by a server before the outbox sealed its secrets holds it as it is: still sent.
+TEST_F(MailWorker, AnUnsealedSecretFromBeforeIsSentAsItIs) {
+  store_->transact([&](store::Tx& tx) { tx.exec("UPDATE outbox SET secret = 'gpx_old' WHERE id = ?", {id_}); });
+  ScriptedMailer mailer(0);
+  EXPECT_EQ(round(mailer, 5).sent, 1);
+  ASSERT_EQ(mailer.tried.size(), 1u);
+  EXPECT_EQ(mailer.tried[0].body, "Your key: gpx_old\n");
 }

@@ -44,7 +44,8 @@ core::Result<std::string> address_of(const std::string& typed) {
 
 EmailConfirmationSettings confirmation_settings(Ctx& ctx) {
   const auto& c = ctx.config();
-  return {c.base_url(), std::int64_t{c.email_confirmation_ttl_hours} * 3'600'000, c.email_confirmations_per_hour};
+  return {c.base_url(), std::int64_t{c.email_confirmation_ttl_hours} * 3'600'000, c.email_confirmations_per_hour,
+          c.server_secret};
 }
 
 //! POST /v1/auth/signup {email, password, full_name}.
@@ -255,7 +256,7 @@ Response request_reset(Ctx& ctx) {
   if (!email) return Response::error(email.error());
   const auto& c = ctx.config();
   const PasswordResetSettings settings{c.base_url(), std::int64_t{c.password_reset_ttl_minutes} * 60'000,
-                                       c.password_resets_per_hour};
+                                       c.password_resets_per_hour, c.server_secret};
   auto sent =
       ctx.store().transact([&](store::Tx& tx) { return request_password_reset(tx, *email, settings, ctx.now_ms()); });
   (void)sent;  // not told: the answer must not say whether the address has an account

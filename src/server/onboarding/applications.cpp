@@ -253,9 +253,11 @@ core::Result<DecisionResult> approve(store::Tx& tx, Application app, const User&
   out.provider_id = provider.id;
   out.api_key = key.key;
   out.api_key_id = key.id;
-  announce(tx, app.user_id,
-           mail::application_approved(facts_of(app, base_url), *tier, d.note, base_url, settings.mail_carries_key),
-           settings.mail_carries_key ? std::optional<std::string>(key.key) : std::nullopt, now);
+  announce(
+      tx, app.user_id,
+      mail::application_approved(facts_of(app, base_url), *tier, d.note, base_url, settings.mail_carries_key),
+      settings.mail_carries_key ? std::optional<MailSecret>(MailSecret{key.key, settings.server_secret}) : std::nullopt,
+      now);
   out.app = std::move(app);
   return out;
 }

@@ -36,7 +36,7 @@ core::Status send_email_confirmation(store::Tx& tx, const User& user, const std:
   const auto text = mail::email_confirmation(user.full_name, email,
                                              email_confirmation_link(s.base_url, mail::kSecretPlaceholder), expires,
                                              changing);
-  enqueue_mail(tx, OutgoingMail{text.kind, email, text.subject, text.body, token}, now_ms);
+  enqueue_mail(tx, OutgoingMail{text.kind, email, text.subject, text.body, MailSecret{token, s.server_secret}}, now_ms);
   return core::ok_status();
 }
 

@@ -13,6 +13,10 @@ namespace {
 //! At most this much of a delivery error is kept with the mail.
 constexpr std::size_t kMaxErrorChars = 1000;
 
+//! A mail's secret in the outbox: this prefix, then util::seal's text under kOutboxContext.
+constexpr std::string_view kSealedPrefix = "sealed:";
+constexpr std::string_view kOutboxContext = "gpunex outbox secret";
+
 std::string with_secret(std::string body, const std::string& secret) {
   const std::string ph = kSecretPlaceholder;
   for (auto pos = body.find(ph); pos != std::string::npos; pos = body.find(ph, pos + secret.size())) {
@@ -35,15 +39,31 @@ nlohmann::json notification_json(const platform_repo::NotificationRow& n) {
 
 std::string enqueue_mail(store::Tx& tx, const OutgoingMail& mail, std::int64_t now_ms) {
   std::string id = util::new_id("mail");
-  platform_repo::insert_mail(tx, {id, mail.kind, mail.to, mail.subject, mail.body, mail.secret, now_ms, 0});
+  std::optional<std::string> sealed;
+  if (mail.secret) {
+    sealed = std::string(kSealedPrefix) + util::seal(kOutboxContext, mail.secret->server_secret, mail.secret->value);
+  }
+  platform_repo::insert_mail(tx, {id, mail.kind, mail.to, mail.subject, mail.body, sealed, now_ms, 0});
   return id;
 }
 
-std::vector<DueMail> due_mails(store::Tx& tx, std::int64_t now_ms, int limit) {
+std::vector<DueMail> due_mails(store::Tx& tx, std::int64_t now_ms, int limit, const std::string& server_secret) {
   std::vector<DueMail> out;
   for (auto& r : platform_repo::find_due_mails(tx, now_ms, limit)) {
-    std::string body = r.secret ? with_secret(std::move(r.body), *r.secret) : std::move(r.body);
-    out.push_back(DueMail{r.id, r.to, r.subject, std::move(body), r.created_at_ms, r.attempts});
+    DueMail m{r.id, r.to, r.subject, std::move(r.body), r.created_at_ms, r.attempts, {}};
+    if (r.secret) {
+      // Sealed by enqueue_mail; a mail queued by an older server holds its secret as it is.
+      std::optional<std::string> secret = *r.secret;
+      if (r.secret->starts_with(kSealedPrefix)) {
+        secret = util::unseal(kOutboxContext, server_secret, std::string_view(*r.secret).substr(kSealedPrefix.size()));
+      }
+      if (secret) {
+        m.body = with_secret(std::move(m.body), *secret);
+      } else {
+        m.unsendable = "its secret does not unseal with this server's server_secret (changed since it was queued)";
+      }
+    }
+    out.push_back(std::move(m));
   }
   return out;
 }
@@ -68,7 +88,7 @@ std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms) {
 }
 
 bool announce(store::Tx& tx, const std::string& user_id, const mail::Announcement& a,
-              const std::optional<std::string>& secret, std::int64_t now_ms) {
+              const std::optional<MailSecret>& secret, std::int64_t now_ms) {
   const auto to = platform_repo::verified_email(tx, user_id);
   if (to) enqueue_mail(tx, OutgoingMail{a.mail.kind, *to, a.mail.subject, a.mail.body, secret}, now_ms);
   notify_user(tx, user_id, a.notice.kind, a.notice.title, a.notice.body, a.notice.link, now_ms);

@@ -19,14 +19,22 @@
 
 namespace gpunex::server {
 
-//! A mail to queue. `secret` (an API key) is kept apart from the body, which holds the
-//! placeholder kSecretPlaceholder; it is put in only when sending and erased once sent.
+//! A secret a mail carries (an API key, a link's token), sealed in the outbox with the server secret
+//! (util::seal): a copy of the database taken while the mail waits (a backup, an SMTP outage's retries)
+//! does not hold it.
+struct MailSecret {
+  std::string value;
+  std::string server_secret;
+};
+
+//! A mail to queue. `secret` is kept apart from the body, which holds the placeholder
+//! kSecretPlaceholder; it is put in only when sending and erased once sent.
 struct OutgoingMail {
   std::string kind;  // "application_submitted", ...
   std::string to;
   std::string subject;
   std::string body;
-  std::optional<std::string> secret;
+  std::optional<MailSecret> secret;
 };
 inline constexpr const char* kSecretPlaceholder = mail::kSecretPlaceholder;
 
@@ -41,8 +49,10 @@ struct DueMail {
   std::string body;
   std::int64_t created_at_ms = 0;
   std::int64_t attempts = 0;
+  //! Why it cannot be sent (its secret does not unseal with `server_secret`: the secret changed); empty: none.
+  std::string unsendable;
 };
-std::vector<DueMail> due_mails(store::Tx& tx, std::int64_t now_ms, int limit);
+std::vector<DueMail> due_mails(store::Tx& tx, std::int64_t now_ms, int limit, const std::string& server_secret);
 //! Marks a mail sent and erases its secret.
 void mark_mail_sent(store::Tx& tx, const std::string& id, std::int64_t now_ms);
 //! Records a failed attempt and when to try again.
@@ -57,7 +67,7 @@ std::int64_t mail_retry_delay_ms(std::int64_t attempts, std::int64_t base_ms);
 //! confirmed its address gets the notification only: account mail never goes to an address nobody
 //! has shown to be theirs. Returns whether a mail was queued.
 bool announce(store::Tx& tx, const std::string& user_id, const mail::Announcement& a,
-              const std::optional<std::string>& secret, std::int64_t now_ms);
+              const std::optional<MailSecret>& secret, std::int64_t now_ms);
 
 //! Adds an in-app notification for a user.
 void notify_user(store::Tx& tx, const std::string& user_id, const std::string& kind, const std::string& title,

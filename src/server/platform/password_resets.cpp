@@ -41,7 +41,8 @@ bool request_password_reset(store::Tx& tx, const std::string& email, const Passw
   platform_repo::insert_password_reset(tx, {util::sha256_hex(token), user->id, user->email, now_ms, expires, {}});
   const auto text = mail::password_reset(user->full_name, user->email,
                                          password_reset_link(s.base_url, mail::kSecretPlaceholder), expires);
-  enqueue_mail(tx, OutgoingMail{text.kind, user->email, text.subject, text.body, token}, now_ms);
+  enqueue_mail(tx, OutgoingMail{text.kind, user->email, text.subject, text.body, MailSecret{token, s.server_secret}},
+               now_ms);
   return true;
 }
 

@@ -19,6 +19,7 @@ struct PasswordResetSettings {
   std::string base_url;       // the dashboard the link opens
   std::int64_t ttl_ms = 0;    // how long a link works
   std::int64_t per_hour = 0;  // links one account may be sent in an hour
+  std::string server_secret;  // seals the link's token in the outbox
 };
 
 //! The dashboard page a reset link opens, with `token` in it.

@@ -7,10 +7,17 @@ namespace gpunex::server::workers {
 
 MailRoundResult deliver_due_mail(store::Store& store, mail::Mailer& mailer, const std::string& from,
                                  std::int64_t retry_base_ms, std::int64_t max_attempts, const util::Clock& clock,
-                                 int batch) {
+                                 const std::string& server_secret, int batch) {
   MailRoundResult result;
-  auto due = store.transact([&](store::Tx& tx) { return due_mails(tx, clock.now_ms(), batch); }, store::TxMode::read);
+  auto due = store.transact([&](store::Tx& tx) { return due_mails(tx, clock.now_ms(), batch, server_secret); },
+                            store::TxMode::read);
   for (const auto& m : due) {
+    if (!m.unsendable.empty()) {
+      store.transact([&](store::Tx& tx) { give_up_mail(tx, m.id, m.unsendable); });
+      util::log_event("error", "mail given up", {{"mail_id", m.id}, {"error", m.unsendable}});
+      ++result.failed;
+      continue;
+    }
     mail::Message msg{m.id, from, m.to, m.subject, m.body, clock.now_ms()};
     auto sent = mailer.send(msg);
     const auto now = clock.now_ms();

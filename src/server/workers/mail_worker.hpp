@@ -18,9 +18,10 @@ struct MailRoundResult {
   int failed = 0;
 };
 
-//! One round over the due mails (at most `batch`).
+//! One round over the due mails (at most `batch`); their secrets unsealed with `server_secret`, and a mail
+//! whose secret does not unseal given up.
 MailRoundResult deliver_due_mail(store::Store& store, mail::Mailer& mailer, const std::string& from,
                                  std::int64_t retry_base_ms, std::int64_t max_attempts, const util::Clock& clock,
-                                 int batch = 50);
+                                 const std::string& server_secret, int batch = 50);
 
 }  // namespace gpunex::server::workers
