@@ -10,6 +10,7 @@
 
 #include "agent/bench/bench_runner.hpp"
 #include "agent/host_info.hpp"
+#include "agent/runtime/container_runtime.hpp"
 #include "protocol/heartbeat.hpp"
 #include "protocol/rentals.hpp"
 #include "util/clock.hpp"
@@ -202,7 +203,11 @@ void Runner::wait_until(Clock::time_point until) {
 
 ExitCode Runner::register_machine() {
   const bool same_server = state_.identity().server_url == cfg_.server_url;
-  host_ = read_host_info(state_.data_dir());
+  // The engine's version from the engine rentals use (Podman's socket is not Docker's).
+  HostSources sources;
+  sources.docker_socket = runtime::docker_socket_path(cfg_.rentals.docker_host.empty() ? runtime::docker_host_from_env()
+                                                                                       : cfg_.rentals.docker_host);
+  host_ = read_host_info(state_.data_dir(), sources);
   if (!cfg_.public_host.empty()) host_.public_host = cfg_.public_host;
   const std::string body = register_request(state_, host_, gpus_, backend_.simulated(), same_server).to_json().dump();
   while (!stop_.load()) {

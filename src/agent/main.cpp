@@ -22,6 +22,7 @@
 #include "agent/bench/backend_targets.hpp"
 #include "agent/bench/bench_command.hpp"
 #include "agent/host_info.hpp"
+#include "agent/runtime/container_runtime.hpp"
 #include "agent/state.hpp"
 #include "core/text.hpp"
 #include "gpu/nvml/nvml_backend.hpp"
@@ -224,9 +225,11 @@ int info_command(const Options& o) {
   if (!gpus) return backend_error(gpus.error(), false);
   std::error_code ec;
   const std::string disk_dir = std::filesystem::is_directory(o.data_dir, ec) ? o.data_dir : "/";
+  const std::string docker_socket =
+      gpunex::agent::runtime::docker_socket_path(gpunex::agent::runtime::docker_host_from_env());
   nlohmann::json out = {{"simulated", (*backend)->simulated()},
                         {"backend", (*backend)->describe()},
-                        {"host", gpunex::agent::read_host_info(disk_dir).to_json()},
+                        {"host", gpunex::agent::read_host_info(disk_dir, {.docker_socket = docker_socket}).to_json()},
                         {"gpus", nlohmann::json::array()}};
   for (const auto& g : *gpus) {
     nlohmann::json gj = g.to_json();
@@ -325,6 +328,11 @@ int main(int argc, char** argv) {
   CLI::App app{"gpunex-agent: registers this host's GPUs with a GPUnex server and reports their health"};
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
+  // What a service manager or an install script acts on (ExitCode): 4 needs a new key, not a restart.
+  app.footer(
+      "Exit status: 0 done (stopped by a signal, or --max-heartbeats reached); 1 a failure (a file or the "
+      "server's address unusable); 2 the command line is wrong; 3 no NVIDIA driver (NVML) and no --simulate; "
+      "4 the server refused the API key (revoked or rotated: give the agent a new one).");
   Options o;
   app.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")->envname("GPUNEX_LOG_LEVEL");
   add_run_command(app, o);

@@ -115,5 +115,7 @@ std::string docker_host_from_env();
 //! A runtime over the Docker Engine API at `docker_host` (unix:///path). Negotiates the API version
 //! with the engine on first use.
 std::unique_ptr<ContainerRuntime> make_docker_runtime(const std::string& docker_host);
+//! The socket's path of a unix:// docker host ("unix:///run/podman/podman.sock" -> "/run/podman/podman.sock").
+std::string docker_socket_path(const std::string& docker_host);
 
 }  // namespace gpunex::agent::runtime

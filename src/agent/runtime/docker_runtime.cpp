@@ -248,10 +248,12 @@ std::string docker_host_from_env() {
   return std::string(kDefaultHost);
 }
 
+std::string docker_socket_path(const std::string& docker_host) {
+  return docker_host.rfind("unix://", 0) == 0 ? docker_host.substr(7) : docker_host;
+}
+
 std::unique_ptr<ContainerRuntime> make_docker_runtime(const std::string& docker_host) {
-  std::string socket = docker_host;
-  if (socket.rfind("unix://", 0) == 0) socket = socket.substr(7);
-  return std::make_unique<DockerRuntime>(std::move(socket));
+  return std::make_unique<DockerRuntime>(docker_socket_path(docker_host));
 }
 
 }  // namespace gpunex::agent::runtime

@@ -4,7 +4,7 @@
 // no NVIDIA driver without --simulate is a clear error.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -172,4 +172,14 @@ test(`${BACKEND}: no NVIDIA driver and no --simulate is exit 3 with what to inst
     ['--nvml-library', 'libnvidia-ml-absent-for-test.so.1']);
   assert.equal(await agent.exited, 3);
   assert.match(agent.logs.join(''), /no NVIDIA driver found \(libnvidia-ml-absent-for-test\.so\.1 not loadable\): install the NVIDIA driver, or run with --simulate MODEL:COUNT/);
+});
+
+// The help says what each exit status means: an install script or a service manager acts on 4 (a new key
+// is needed, a restart would not help) and 3 (no driver) differently from a failure.
+test('gpunex-agent --help names its exit statuses', () => {
+  const help = spawnSync(path.join(BIN, 'gpunex-agent'), ['--help'], { encoding: 'utf8' });
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /Exit status: 0 done .*; 1 a failure .*; 2 the command line is wrong; 3 no NVIDIA driver .*; 4 the server refused the API key/s);
+  const unit = readFileSync(new URL('../../../deploy/agent/gpunex-agent.service', import.meta.url), 'utf8');
+  assert.match(unit, /^RestartPreventExitStatus=4 3 2$/m, 'systemd does not restart into the same refusal');
 });

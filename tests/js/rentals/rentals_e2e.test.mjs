@@ -46,8 +46,11 @@ test(`${BACKEND}: a customer rents a simulated L4, sees its output, stops it, an
       agentArgs: ['--docker-host', engine, '--stop-grace-s', '2', '--public-host', 'gpu1.example.net'] });
     const machine = provider.machine.id;
     // The agent names where customers reach it (behind NAT the address it connects from is not that).
-    assert.equal((await provider.client.request('GET', `/v1/provider/machines/${machine}`)).json.public_host,
-      'gpu1.example.net');
+    const registered = (await provider.client.request('GET', `/v1/provider/machines/${machine}`)).json;
+    assert.equal(registered.public_host, 'gpu1.example.net');
+    // The engine's version comes from the engine it runs rentals on (here Podman's socket, not Docker's).
+    const version = (await dockerApi(engine, 'GET', '/version')).json.Version;
+    assert.equal(registered.host.docker_version, version, JSON.stringify(registered.host));
     const ann = await customerWithCredit(server, '100.00');
     const bob = await customerWithCredit(server, '100.00');
 
