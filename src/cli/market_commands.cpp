@@ -134,6 +134,27 @@ class ScheduleSetCommand : public Command {
     auto* c = schedule_group(parent)->add_subcommand("set", "replace a machine's schedule from a TOML (or JSON) file");
     c->add_option("MACHINE", machine_, "machine id")->required();
     c->add_option("--file", file_, "schedule.toml: timezone, always, [[windows]], [[maintenance]]")->required();
+    c->footer(
+        "The file replaces the whole schedule: keep its windows when you add maintenance. For example:\n\n"
+        "  timezone = \"Europe/Berlin\"\n"
+        "  always = false\n"
+        "  [[windows]]\n"
+        "  days = [\"mon\", \"tue\", \"wed\", \"thu\", \"fri\"]\n"
+        "  start = \"18:00\"\n"
+        "  end = \"08:00\"          # at or before start: ends the next day\n"
+        "  [[maintenance]]         # once, in UTC\n"
+        "  category = \"power\"     # power, network, disk, gpu, software or other\n"
+        "  note = \"new PSU\"\n"
+        "  start = \"2026-12-20T09:00:00Z\"\n"
+        "  end = \"2026-12-20T12:00:00Z\"\n"
+        "  [[maintenance]]         # every week, in the schedule's time zone\n"
+        "  category = \"software\"\n"
+        "  start = \"03:00\"\n"
+        "  end = \"04:00\"\n"
+        "  recurrence = { days = [\"sun\"] }    # or { nth = 1, weekday = \"mon\" }: monthly\n\n"
+        "Maintenance declared at least a day ahead does not count against reliability; maintenance that "
+        "begins while rentals run stops them (their customers are told when you save it). Narrowing the "
+        "windows stops no running rental: each runs on to the end of availability it was rented with.");
     return c;
   }
   int run(Context& ctx) override {

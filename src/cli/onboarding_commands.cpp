@@ -348,7 +348,9 @@ class KeysRotateCommand : public Command {
   CLI::App* add_to(CLI::App& parent) override {
     auto* c = command_group(parent, "keys", "provider API keys")
                   ->add_subcommand("rotate", "create a new API key (shown once), optionally revoking an old one");
-    c->add_option("--revoke", revoke_, "id of the key to revoke in the same step");
+    c->add_option("--revoke", revoke_,
+                  "id of the key to revoke in the same step (agents still using it are refused from then on and "
+                  "exit with status 4: give them the new key)");
     return c;
   }
   int run(Context& ctx) override {
@@ -359,7 +361,11 @@ class KeysRotateCommand : public Command {
     std::string human = k["api_key"].get<std::string>();
     if (!ctx.json) {
       *ctx.err << "New API key " << str(k, "id") << " (shown only now; keep it secret)"
-               << (revoke_.empty() ? "" : "; key " + revoke_ + " is revoked") << ":\n";
+               << (revoke_.empty() ? ""
+                                   : "; key " + revoke_ +
+                                         " is revoked: agents still using it stop (exit status 4) until they are "
+                                         "given this one")
+               << ":\n";
     }
     ctx.print(k, human);
     return 0;
@@ -372,14 +378,18 @@ class KeysRotateCommand : public Command {
 class KeysRevokeCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    auto* c = command_group(parent, "keys", "provider API keys")->add_subcommand("revoke", "revoke an API key at once");
+    auto* c = command_group(parent, "keys", "provider API keys")
+                  ->add_subcommand("revoke",
+                                   "revoke an API key at once: agents using it are refused and stop (exit status 4)");
     c->add_option("id", id_, "key id")->required();
     return c;
   }
   int run(Context& ctx) override {
     nlohmann::json k;
     if (int rc = request_json(ctx, "DELETE", "/v1/provider/api-keys/" + id_, std::nullopt, 200, k); rc != 0) return rc;
-    ctx.print(k, "revoked " + id_ + " (" + str(k, "prefix") + "...)");
+    ctx.print(k, "revoked " + id_ + " (" + str(k, "prefix") +
+                     "...): agents still using it are refused from now on and stop (exit status 4) until they are "
+                     "given another key (gpunex keys rotate)");
     return 0;
   }
 

@@ -172,6 +172,7 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
     const rotated = gpunex(alice, ['keys', 'rotate', '--revoke', a.api_key_id]);
     assert.equal(rotated.code, 0, rotated.err);
     assert.match(rotated.err, /shown only now/);
+    assert.match(rotated.err, /is revoked: agents still using it stop \(exit status 4\) until they are given this one/);
     const key = rotated.out.trim();
     assert.match(key, /^gpx_[A-Za-z0-9_-]{43}$/);
     const prof = await fetch(`${server.url}/v1/provider/profile`, { headers: { Authorization: `Bearer ${key}` } });
@@ -184,6 +185,8 @@ location = { city = "Berlin", country = "DE", region = "eu-central" }
     const newId = JSON.parse(gpunex(alice, ['keys', 'list', '--json']).out).items.find((k) => k.active && k.id !== created.id).id;
     const revoked = json(gpunex(alice, ['keys', 'revoke', newId, '--json']));
     assert.equal(revoked.active, false);
+    const revokedText = gpunex(alice, ['keys', 'revoke', created.id]);
+    assert.match(revokedText.out, /^revoked .*: agents still using it are refused from now on and stop \(exit status 4\)/);
     const gone = await fetch(`${server.url}/v1/provider/profile`, { headers: { Authorization: `Bearer ${key}` } });
     assert.equal(gone.status, 401);
     const missing = gpunex(alice, ['keys', 'rotate', '--revoke', 'key_nope']);

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BACKEND, BENCH_SERVER_ARGS, BIN, TestServer, until } from '../lib/server.mjs';
@@ -224,6 +224,22 @@ test(`${BACKEND}: gpunex machines list|show and offers search`, async () => {
     const alias = gpunex(home, ['market', 'search', '--model', 'L40S', '--json']);
     assert.equal(alias.code, 0, alias.err);
     assert.deepEqual(JSON.parse(alias.out).items.map((o) => o.machine_id), [machine.id]);
+
+    // `schedule set --help` gives an example file: the server takes it as it is (its one date moved to
+    // ten days from now, whatever the day the test runs).
+    const help = gpunex(home, ['schedule', 'set', '--help']);
+    assert.equal(help.code, 0, help.err);
+    const example = help.out.split('For example:\n\n')[1].split('\n\n')[0]
+      .split('\n').map((l) => l.replace(/^ {2}/, '')).join('\n');
+    const day = new Date(Date.now() + 10 * 86400_000).toISOString().slice(0, 10);
+    assert.equal(example.match(/\d{4}-\d\d-\d\dT/g).length, 2, example);
+    const exampleFile = path.join(home, 'example-schedule.toml');
+    writeFileSync(exampleFile, example.replace(/\d{4}-\d\d-\d\dT/g, `${day}T`));
+    const applied = gpunex(home, ['schedule', 'set', machine.id, '--file', exampleFile, '--json']);
+    assert.equal(applied.code, 0, `${applied.out}${applied.err}\n${example}`);
+    const saved = JSON.parse(applied.out);
+    assert.deepEqual(saved.maintenance.map((m) => m.category), ['power', 'software']);
+    assert.equal(saved.windows[0].start, '18:00');
   } finally {
     if (agent && agent.exitCode === null) { agent.kill('SIGTERM'); await new Promise((r) => agent.on('exit', r)); }
     await server.stop();
