@@ -233,7 +233,19 @@ OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, const 
   Page page;
   std::size_t skipped = 0;  // matching offers before the page
   bool more = false;
-  for (const std::uint32_t i : orders_[static_cast<std::size_t>(f.sort)]) {
+  const auto& order = orders_[static_cast<std::size_t>(f.sort)];
+  // By rank, the page starts after the cursor's offer where it stands now: a rank is against its model's
+  // median, which moves when an offer of the model is taken or added, so the rank the cursor kept may
+  // fall anywhere among the others now. A price or a perf score stays: the page starts after the value.
+  std::optional<std::size_t> anchor;
+  if (start && start->sort == OfferSort::rank) {
+    for (std::size_t k = 0; k < order.size() && !anchor; ++k) {
+      const OfferCandidate& c = *entries_[order[k]].candidate;
+      if (c.machine_id == start->machine_id && c.model == start->model) anchor = k;
+    }
+  }
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::uint32_t i = order[k];
     const Entry& e = entries_[i];
     const OfferCandidate& c = *e.candidate;
     if (f.models && std::find(f.models->begin(), f.models->end(), c.model) == f.models->end()) continue;
@@ -243,7 +255,8 @@ OfferBook::Page OfferBook::search(const OfferFilter& f, std::size_t from, const 
     if (f.min_reliability && e.rank.reliability < *f.min_reliability) continue;
     if (f.tier && c.tier != *f.tier) continue;
     ++page.total;
-    if (start ? !after(i, *start) : skipped < from) {
+    const bool before_page = start ? (anchor ? k <= *anchor : !after(i, *start)) : skipped < from;
+    if (before_page) {
       ++skipped;
     } else if (page.items.size() < limit) {
       page.items.push_back(Offer{c, e.rank, std::nullopt});
@@ -279,7 +292,7 @@ std::string not_offered_reason(const MachineOfferFacts& f) {
     return "no rate set for " + models;
   }
   if (f.listed_free == 0) return "every listed GPU is rented";
-  return "not in the marketplace yet: it catches up within seconds";
+  return "not in the marketplace now (it catches up within seconds of a change)";
 }
 
 std::string format_offer_cursor(const OfferCursor& c) {

@@ -143,7 +143,8 @@ class OfferBook {
   Page search(const OfferFilter& filter, std::size_t from = 0,
               std::size_t limit = std::numeric_limits<std::size_t>::max()) const;
   //! The same, `limit` of them from the first that comes after `after` in filter.sort's order
-  //! (after.sort must be filter.sort).
+  //! (after.sort must be filter.sort); by rank, after the cursor's offer where it stands now when the
+  //! book still has it (ranks move with their model's median).
   Page search(const OfferFilter& filter, const OfferCursor& after, std::size_t limit) const;
   //! Whether any of the machine's GPUs is offered (its index built at the first call, once per book).
   bool offers_machine(std::string_view machine_id) const;

@@ -401,6 +401,45 @@ TEST(Marketplace, ACursorPageStartsAfterTheLastOfferSeen) {
       EXPECT_EQ(ids(after.search(f, 7, 7).items).front(), whole[14]) << "an offset skips seven";
     }
   }
+
+  // By rank: an offer taken moves its model's median, so every rank of the model moves; the next page
+  // starts after the last offer seen where it stands now, skipping none and showing none twice.
+  OfferFilter f;
+  AvailabilityMemo memo;
+  const OfferBook book(std::make_shared<const std::vector<OfferCandidate>>(all), now, memo);
+  const auto first = book.search(f, 0, 7);
+  ASSERT_TRUE(first.next);
+  // The worst offer of the model of the page's last: far from the page, and its model's median moves.
+  std::string taken;
+  for (const auto& o : book.search(f).items) {
+    if (o.candidate.model == first.items.back().candidate.model) taken = o.candidate.machine_id;
+  }
+  std::vector<OfferCandidate> rest;
+  for (const auto& c : all) {
+    if (c.machine_id != taken) rest.push_back(c);
+  }
+  AvailabilityMemo memo2;
+  const OfferBook after(std::make_shared<const std::vector<OfferCandidate>>(rest), now, memo2);
+  const auto now_all = after.search(f).items;
+  const auto now_order = ids(now_all);
+  const auto last_seen = std::find(now_order.begin(), now_order.end(), first.items.back().candidate.machine_id);
+  ASSERT_NE(last_seen, now_order.end());
+  EXPECT_NE(now_all[last_seen - now_order.begin()].rank.rank, first.next->value) << "its rank moved";
+  const auto second = ids(after.search(f, *first.next, 7).items);
+  EXPECT_EQ(second, std::vector<std::string>(last_seen + 1, std::min(last_seen + 8, now_order.end())));
+  for (const auto& o : first.items) {
+    EXPECT_EQ(std::count(second.begin(), second.end(), o.candidate.machine_id), 0) << "shown twice";
+  }
+  // The offer the cursor names is gone itself: the page starts after its rank.
+  std::vector<OfferCandidate> without_it;
+  for (const auto& c : all) {
+    if (c.machine_id != first.items.back().candidate.machine_id) without_it.push_back(c);
+  }
+  AvailabilityMemo memo3;
+  const OfferBook gone(std::make_shared<const std::vector<OfferCandidate>>(without_it), now, memo3);
+  const auto page = gone.search(f, *first.next, 7);
+  ASSERT_FALSE(page.items.empty());
+  for (const auto& o : page.items) EXPECT_LE(o.rank.rank, first.next->value);
   for (const auto* bad : {"", "rank", "rank~00~m-1~L4", "best~3ff0000000000000~m-1~L4", "rank~3ff0000000000000~~L4",
                           "rank~3ff0000000000000~m-1~", "rank~7ff0000000000000~m-1~L4", "rank~3ff000000000000g~m-1~L4",
                           "rank~3ff0000000000000~m-1~L4~x"}) {
@@ -429,5 +468,5 @@ TEST(Marketplace, NotOfferedSaysTheFirstCause) {
   f.unpriced_models = {"L4"};  // the L40S have a rate: rented
   EXPECT_EQ(not_offered_reason(f), "every listed GPU is rented");
   f.listed_free = 1;
-  EXPECT_EQ(not_offered_reason(f), "not in the marketplace yet: it catches up within seconds");
+  EXPECT_EQ(not_offered_reason(f), "not in the marketplace now (it catches up within seconds of a change)");
 }

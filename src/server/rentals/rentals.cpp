@@ -421,8 +421,9 @@ ScheduleEffect tell_schedule_change(store::Tx& tx, const std::string& machine_id
     const auto stop = rental::maintenance_stop_at(after, promised, now_ms);
     const auto was = rental::maintenance_stop_at(before, promised, now_ms);
     if (!stop) {
-      // Told it would be stopped, and now it will not be: told so, that they need not save and leave.
-      if (was) {
+      // Told it would be stopped, and now it will not be: told so, that they need not save and leave
+      // (unless it is being stopped already: by the maintenance begun, or by its customer).
+      if (was && !r.stop_reason) {
         announce(
             tx, r.customer_id,
             mail::rental_maintenance_called_off({r.id, gpus_text(r), util::rfc3339(*was), rental_link(base_url, r)}),

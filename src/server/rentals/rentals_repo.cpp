@@ -264,10 +264,15 @@ void mark_running(store::Tx& tx, const std::string& id, std::int64_t since_ms, c
 }
 
 void request_stop(store::Tx& tx, const std::string& id, rental::EndReason reason, std::int64_t now_ms) {
+  // Never before its last settlement (one taken at a later instant, on another replica's clock, or read
+  // before this transaction began): a stop on the provider's side meters nothing after it was asked, so
+  // an earlier one would leave the rental settled past what it is billed.
   tx.exec(
       "UPDATE rentals SET state = ?, stop_reason = COALESCE(stop_reason, ?), "
-      "stop_requested_at = COALESCE(stop_requested_at, ?) WHERE id = ? AND ended_at IS NULL",
-      {std::string(rental::to_string(rental::State::stopping)), std::string(rental::to_string(reason)), now_ms, id});
+      "stop_requested_at = COALESCE(stop_requested_at, CASE WHEN last_settled_at > ? THEN last_settled_at ELSE ? "
+      "END) WHERE id = ? AND ended_at IS NULL",
+      {std::string(rental::to_string(rental::State::stopping)), std::string(rental::to_string(reason)), now_ms, now_ms,
+       id});
 }
 
 void record_settled(store::Tx& tx, const std::string& id, const core::ledger::Settled& before,
