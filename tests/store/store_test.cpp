@@ -1298,6 +1298,42 @@ TEST_P(StoreTest, ARentalsSettledTotalsMoveOnlyFromWhatTheSettlementRead) {
   EXPECT_EQ(now->settled.provider, 160);
 }
 
+// A stop asked with a clock behind the rental's last settlement (read before its transaction began, or
+// another replica's) is recorded at the settlement: a stop on the provider's side meters nothing after it,
+// so an earlier one would leave the rental settled past its bill. The first stop asked is kept.
+TEST_P(StoreTest, AStopIsNeverBeforeTheRentalsLastSettlement) {
+  gpunex::store::migrate(*store_);
+  namespace rentals = gpunex::server::rentals;
+  namespace rental = gpunex::core::rental;
+  store_->transact([&](Tx& tx) {
+    add_provider_machine(tx, "1");
+    add_user(tx, "uc");
+    rentals::RentalRow row;
+    row.id = "r1";
+    row.customer_id = "uc";
+    row.provider_id = "p1";
+    row.machine_id = "m1";
+    row.model = "L4";
+    row.gpu_count = 1;
+    row.price = 3'600'000;  // 1 micro-USDC a millisecond
+    row.spec = "{}";
+    row.gpu_uuids = {"GPU-0"};
+    ASSERT_TRUE(rentals::insert_with_gpus(tx, row).ok());
+    rentals::mark_running(tx, "r1", 1'000'000, "[]");
+    rentals::record_settled(tx, "r1", {0, 0}, {5'000, 4'000}, 1'005'000);
+    rentals::request_stop(tx, "r1", rental::EndReason::provider_stopped, 1'003'000);
+  });
+  auto r = store_->transact([&](Tx& tx) { return rentals::find(tx, "r1"); }, TxMode::read);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stop_requested_at_ms, 1'005'000);
+  EXPECT_EQ(rentals::metered_until(*r, 2'000'000), 1'005'000);
+  EXPECT_GE(rentals::cost_so_far(*r, 2'000'000), r->settled.charged);
+  store_->transact([&](Tx& tx) { rentals::request_stop(tx, "r1", rental::EndReason::customer_stopped, 1'009'000); });
+  r = store_->transact([&](Tx& tx) { return rentals::find(tx, "r1"); }, TxMode::read);
+  EXPECT_EQ(r->stop_requested_at_ms, 1'005'000) << "the first stop asked is kept";
+  EXPECT_EQ(r->stop_reason, rental::EndReason::provider_stopped);
+}
+
 // The change feed (cache invalidation across replicas): notify_change() is heard by a listener once
 // its transaction commits, never after a rollback; a listener whose connection the server dropped says
 // it may have missed changes, reconnects and hears again. SQLite has no feed: one process owns it.

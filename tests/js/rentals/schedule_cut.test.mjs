@@ -94,10 +94,16 @@ test(`${BACKEND}: a narrowed schedule drains a machine; maintenance stops its re
     assert.deepEqual(warned.map((n) => n.title.replace(/ stops at .*/, '')).sort(),
       [first.json.id, second.json.id].sort().map((id) => `Rental ${id}`));
     for (const id of [first.json.id, second.json.id]) {
-      const stopping = await until(`rental ${id} to be stopped`, async () => {
-        const r = (await ann.request('GET', `/v1/rentals/${id}`)).json;
-        return r.state === 'stopping' ? r : null;
-      }, 10000);
+      await until(`rental ${id} to be stopped`, async () => (await ann.request('GET', `/v1/rentals/${id}`)).json.state === 'stopping', 10000);
+    }
+    // Called off once begun: the rentals are being stopped already, so nobody is told they run on.
+    const late = await provider.client.request('PUT', `/v1/provider/machines/${machine}/schedule`,
+      { body: { timezone: 'UTC', always: false, windows: [{ days: DAYS, start: hh(h + 3), end: hh(h + 4) }], maintenance: [] } });
+    assert.equal(late.status, 200, late.body);
+    assert.equal((await noticesOf('rental_maintenance_called_off')).length, 2, 'only the two told before');
+    for (const id of [first.json.id, second.json.id]) {
+      const stopping = (await ann.request('GET', `/v1/rentals/${id}`)).json;
+      assert.equal(stopping.state, 'stopping');
       assert.equal(stopping.stop_requested, 'provider_stopped');
       const ended = await voice.send([{ rental_id: id, type: 'ended', exit_code: 143 }]);
       assert.equal(ended.status, 200, ended.body);
