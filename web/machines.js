@@ -107,6 +107,37 @@ function gpuTable(m) {
     el('tbody', {}, rows));
 }
 
+// "Remove machine" on an offline machine, asking first in place; gone from the list once removed (the
+// machine's page goes back to the list).
+function removeControl(m, detail) {
+  const box = el('div', { class: 'remove-machine' });
+  const error = el('span', { class: 'form-error', role: 'alert' });
+  const idle = () => {
+    delete box.dataset.confirming;
+    box.replaceChildren(el('button', { type: 'button', class: 'ghost', onclick: ask }, 'Remove machine'));
+  };
+  const ask = () => {
+    box.dataset.confirming = 'true';
+    box.replaceChildren(el('span', { class: 'warning' },
+      'Remove it from your machines? Its rentals and earnings stay in your history; its agent heard again brings it back.'), ' ',
+    el('button', { type: 'button', class: 'danger', onclick: async (ev) => {
+      ev.target.disabled = true;
+      const r = await api('DELETE', `/v1/provider/machines/${encodeURIComponent(m.id)}`);
+      if (!r.ok) {
+        error.textContent = r.data && r.data.error ? r.data.error.message : 'It could not be removed; try again.';
+        ev.target.disabled = false;
+        return;
+      }
+      delete box.dataset.confirming;
+      if (detail) location.hash = '#/machines';
+      else box.closest('section.machine').remove();
+    } }, 'Yes, remove'), ' ',
+    el('button', { type: 'button', class: 'ghost', onclick: idle }, 'Cancel'), ' ', error);
+  };
+  idle();
+  return box;
+}
+
 function machineCard(m, { detail = false } = {}) {
   const hid = `machine-${m.id}-h`;
   const nowMs = Date.now();
@@ -138,6 +169,7 @@ function machineCard(m, { detail = false } = {}) {
       el('strong', {}, 'Not offered to customers: '), 'the agent cannot run rentals on this machine — ',
       el('span', { class: 'why' }, m.rentals_blocked),
       '. Its GPUs return to the market by themselves once it can; the agent\'s log says more.') : '',
+    m.status !== 'online' && !m.removed_at ? removeControl(m, detail) : '',
     scrollBox(gpuTable(m)),
     charts,
     detail && Array.isArray(m.events) && m.events.length ? [el('h3', {}, 'Recent events'),
@@ -217,8 +249,9 @@ pages.machines = async function machines(id, tab) {
   const hash = location.hash;
   machinesTimer = setInterval(async () => {
     if (!body.isConnected || location.hash !== hash) { clearInterval(machinesTimer); machinesTimer = null; return; }
+    if (body.querySelector('[data-confirming]')) return;  // a question asked: not redrawn under the user
     const next = await loadMachines(id);
-    if (body.isConnected) body.replaceChildren(...machinesBody(next, id).flat());
+    if (body.isConnected && !body.querySelector('[data-confirming]')) body.replaceChildren(...machinesBody(next, id).flat());
   }, MACHINES_POLL_MS);
   const title = id && res.items && res.items[0] ? `Machine ${res.items[0].hostname}` : 'Machines';
   if (id && res.items && res.items[0]) document.title = `${res.items[0].hostname} — GPUnex`;

@@ -167,6 +167,17 @@ int get_json(Context& ctx, const std::string& path, nlohmann::json& out) {
   return 0;
 }
 
+int send_json(Context& ctx, const std::string& method, const std::string& path,
+              const std::optional<nlohmann::json>& body, nlohmann::json& out) {
+  if (!ctx.token()) return ctx.fail("not logged in to " + ctx.server + "; run `gpunex login`");
+  auto r = call(ctx, method, path, body);
+  if (!r) return ctx.fail(r.error().message);
+  if (r->status < 200 || r->status >= 300) return report_http_error(ctx, *r);
+  out = nlohmann::json::parse(r->body, nullptr, false);
+  if (out.is_discarded()) return ctx.fail("the server's answer to " + method + " " + path + " is not JSON");
+  return 0;
+}
+
 CLI::App* command_group(CLI::App& parent, const std::string& name, const std::string& description) {
   auto found = parent.get_subcommands([&](CLI::App* a) { return a->get_name() == name; });
   if (!found.empty()) return found.front();

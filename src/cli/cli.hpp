@@ -88,6 +88,7 @@ CLI::App* machines_group(CLI::App& parent);
 // Machines and the marketplace for everyday use (machine_commands.cpp, offers_commands.cpp).
 std::unique_ptr<Command> make_machines_list_command();
 std::unique_ptr<Command> make_machines_show_command();
+std::unique_ptr<Command> make_machines_remove_command();
 std::unique_ptr<Command> make_reliability_command();
 std::unique_ptr<Command> make_fleet_command();
 std::unique_ptr<Command> make_offers_search_command();
@@ -122,6 +123,9 @@ core::Result<util::HttpResponse> call(Context& ctx, const std::string& method, c
 int report_http_error(const Context& ctx, const util::HttpResponse& r);
 //! GETs `path` and parses the JSON answer into `out`; on failure prints it and returns the exit code (0: ok).
 int get_json(Context& ctx, const std::string& path, nlohmann::json& out);
+//! Sends `body` (or nothing) with `method` and parses the 2xx JSON answer into `out`; 0, or the exit code.
+int send_json(Context& ctx, const std::string& method, const std::string& path,
+              const std::optional<nlohmann::json>& body, nlohmann::json& out);
 
 //! The group subcommand ("machines", "offers") under `parent`, made on first use; it needs a verb.
 CLI::App* command_group(CLI::App& parent, const std::string& name, const std::string& description);

@@ -334,6 +334,30 @@ class FleetCommand : public Command {
   std::string status_;
 };
 
+class MachinesRemoveCommand : public Command {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    auto* c = machines_group(parent)->add_subcommand(
+        "remove",
+        "remove a machine you no longer run (offline, no live rental): out of your list, the marketplace and "
+        "reliability, its history kept; its agent heard again brings it back");
+    c->add_option("ID", id_, "machine id, as `gpunex machines list` shows it")->required();
+    return c;
+  }
+  int run(Context& ctx) override {
+    nlohmann::json out;
+    if (int rc = send_json(ctx, "DELETE", "/v1/provider/machines/" + url_encode(id_), std::nullopt, out)) return rc;
+    ctx.print(out, "removed " + id_ + " (its rentals and earnings stay in your history)");
+    return 0;
+  }
+
+ private:
+  std::string id_;
+};
+
+std::unique_ptr<Command> make_machines_remove_command() {
+  return std::make_unique<MachinesRemoveCommand>();
+}
 std::unique_ptr<Command> make_fleet_command() {
   return std::make_unique<FleetCommand>();
 }

@@ -76,10 +76,10 @@ int main(int argc, char** argv) {
         cli::make_keys_rotate_command, cli::make_keys_revoke_command, cli::make_price_set_command,
         cli::make_price_list_command, cli::make_price_recommend_command, cli::make_schedule_set_command,
         cli::make_schedule_show_command, cli::make_machines_list_command, cli::make_machines_show_command,
-        cli::make_machines_rentals_command, cli::make_machines_stop_rental_command, cli::make_reliability_command,
-        cli::make_fleet_command, cli::make_offers_search_command, cli::make_balance_command, cli::make_credit_command,
-        cli::make_earnings_command, cli::make_rent_command, cli::make_rentals_list_command,
-        cli::make_rentals_show_command, cli::make_rentals_logs_command,
+        cli::make_machines_rentals_command, cli::make_machines_stop_rental_command, cli::make_machines_remove_command,
+        cli::make_reliability_command, cli::make_fleet_command, cli::make_offers_search_command,
+        cli::make_balance_command, cli::make_credit_command, cli::make_earnings_command, cli::make_rent_command,
+        cli::make_rentals_list_command, cli::make_rentals_show_command, cli::make_rentals_logs_command,
         // `payouts set` before `payouts`: the first parsed command runs, and `payouts` is parsed with it.
         cli::make_rentals_stop_command, cli::make_payouts_set_command, cli::make_payouts_command}) {
     auto cmd = make();

@@ -141,18 +141,6 @@ std::string rental_text(const nlohmann::json& r) {
   return out;
 }
 
-//! Sends `body` (or nothing) with `method` and parses the 2xx JSON answer into `out`; 0, or the exit code.
-int send_json(Context& ctx, const std::string& method, const std::string& path,
-              const std::optional<nlohmann::json>& body, nlohmann::json& out) {
-  if (!ctx.token()) return ctx.fail("not logged in to " + ctx.server + "; run `gpunex login`");
-  auto r = call(ctx, method, path, body);
-  if (!r) return ctx.fail(r.error().message);
-  if (r->status < 200 || r->status >= 300) return report_http_error(ctx, *r);
-  out = nlohmann::json::parse(r->body, nullptr, false);
-  if (out.is_discarded()) return ctx.fail("the server's answer to " + method + " " + path + " is not JSON");
-  return 0;
-}
-
 class RentCommand : public Command {
  public:
   CLI::App* add_to(CLI::App& parent) override {
@@ -460,10 +448,18 @@ class MachinesStopRentalCommand : public Command {
     nlohmann::json rental;
     if (int rc = send_json(ctx, "POST", "/v1/provider/rentals/" + url_encode(id_) + "/stop", std::nullopt, rental))
       return rc;
-    ctx.print(rental, "Rental " + id_ + " is " + format_text(member(rental, "state")) +
-                          ": its container gets SIGTERM, then is removed; its customer is told it was stopped by "
-                          "the provider (earned so far " +
-                          format_text(member(rental, "earned_so_far")) + " USDC)");
+    std::string human;
+    if (member(rental, "state") == "ended") {
+      // It had not started (ended at once), or had ended before: its end reason says which.
+      human = "Rental " + id_ + " ended: " + format_text(member(rental, "end_reason")) + "; earned " +
+              format_text(member(rental, "earned_so_far")) + " USDC";
+    } else {
+      human = "Rental " + id_ + " is " + format_text(member(rental, "state")) +
+              ": its container gets SIGTERM, then is removed; its customer is told it was stopped by the provider "
+              "(earned so far " +
+              format_text(member(rental, "earned_so_far")) + " USDC)";
+    }
+    ctx.print(rental, human);
     return 0;
   }
 

@@ -1012,6 +1012,11 @@ CREATE TABLE platform_outages (
   ended_at BIGINT NOT NULL
 );
 )sql"},
+      // Migration 33: a machine its provider removed (an old host, a reinstalled agent's former self): left
+      // out of their lists, the fleet and reliability, its history kept; its agent heard again brings it back.
+      {33, "fleet: removed machines", R"sql(
+ALTER TABLE machines ADD COLUMN removed_at BIGINT;
+)sql"},
   };
   return list;
 }

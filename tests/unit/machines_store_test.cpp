@@ -863,4 +863,17 @@ TEST_F(MachinesStore, TheProviderIsToldOfAMachineGoingOfflineOnceAnHourWithinIts
   EXPECT_EQ(store_->transact([&](store::Tx& tx) { return server::mark_offline_machines(tx, settings_, later); }), 1u);
   EXPECT_EQ(told("notifications"), 2);
   EXPECT_EQ(told("outbox"), 2);
+
+  // The daytime machine gone at 11:40, before its window: not told; back, and gone again at 12:10, within
+  // its window and within the hour of the first: told (the hour counts what the provider was told).
+  const auto silent_at = [&](std::int64_t last_seen, std::int64_t at) {
+    store_->transact([&](store::Tx& tx) {
+      tx.exec("UPDATE machines SET status = 'online', last_seen_at = ? WHERE id = ?", {last_seen, windowed});
+    });
+    return store_->transact([&](store::Tx& tx) { return server::mark_offline_machines(tx, settings_, at); });
+  };
+  EXPECT_EQ(silent_at(kNow + 100 * 60'000, kNow + 110 * 60'000), 1u);
+  EXPECT_EQ(told("notifications"), 2);
+  EXPECT_EQ(silent_at(kNow + 130 * 60'000, kNow + 140 * 60'000), 1u);
+  EXPECT_EQ(told("notifications"), 3);
 }

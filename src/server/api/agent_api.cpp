@@ -139,14 +139,16 @@ void tell_offered(store::Tx& tx, const std::string& provider_id, std::vector<nlo
     }
     core::MachineOfferFacts f;
     f.online = m->value("status", std::string()) == core::machine_status_name(core::MachineStatus::online);
-    if ((*m)["rentals_blocked"].is_string()) f.rentals_blocked = (*m)["rentals_blocked"].get<std::string>();
+    if (const auto blocked = m->find("rentals_blocked"); blocked != m->end() && blocked->is_string()) {
+      f.rentals_blocked = blocked->get<std::string>();
+    }
     f.simulated_hidden = m->value("simulated", false) && !allow_simulated;
     if (const auto schedule = load_schedule(tx, id)) {
       f.available_now = core::is_available(*schedule, core::UtcTime{std::chrono::seconds{now_ms / 1000}});
     }
     const auto allocated = rentals::allocated_uuids(tx, id);
     std::set<std::string> unpriced;
-    for (const auto& g : (*m)["gpus"]) {
+    for (const auto& g : m->value("gpus", nlohmann::json::array())) {
       if (!g.value("present", false) || !g.value("listed", false) || !g["model"].is_string()) continue;
       const auto model = g["model"].get<std::string>();
       f.listed_models.push_back(model);
@@ -267,6 +269,18 @@ http::Response provider_machine(Ctx& ctx, const PendingTelemetry& latest, OfferC
   return http::Response::json(200, *out);
 }
 
+http::Response remove_provider_machine(Ctx& ctx) {
+  const std::string id = ctx.req.param("id");
+  const auto now = ctx.now_ms();
+  auto out = ctx.store().transact([&](store::Tx& tx) -> core::Result<nlohmann::json> {
+    const std::string pid = caller_provider(ctx, tx);
+    if (pid.empty()) return not_a_provider();
+    return remove_machine(tx, pid, id, now);
+  });
+  if (!out) return http::Response::error(out.error());
+  return http::Response::json(200, *out);
+}
+
 http::Response install_script(Ctx& ctx) {
   http::Response r;
   r.content_type = "text/x-shellscript; charset=utf-8";
@@ -316,6 +330,7 @@ void register_agent_api(App& app, OfferCache& offers, ScheduleCache& schedules) 
                                                             {"public_host", oa::nullable(oa::text())},
                                                             {"host", oa::any_object()},
                                                             {"gpus", oa::array(gpu)},
+                                                            {"removed_at", oa::nullable(oa::timestamp())},
                                                             {"offered", oa::boolean()},
                                                             {"not_offered_reason", oa::nullable(oa::text(1))}},
                                                            {"id", "status", "last_seen_at", "simulated", "hostname",
@@ -385,6 +400,12 @@ void register_agent_api(App& app, OfferCache& offers, ScheduleCache& schedules) 
                           .responses = {{200, oa::all_of({machine, oa::record({{"events", oa::array(oa::any_object())}},
                                                                               {"events"})})}}}),
             [&latest, &offers, &schedules](Ctx& ctx) { return provider_machine(ctx, latest, offers, schedules); });
+  app.route(http::Method::del, "/v1/provider/machines/{id}",
+            provider.doc({.summary = "Remove one of my machines (offline, no live rental): out of my list, the fleet "
+                                     "and reliability; its agent heard again brings it back",
+                          .responses = {{200, oa::record({{"id", oa::text(1)}, {"removed_at", oa::timestamp()}},
+                                                         {"id", "removed_at"})}}}),
+            remove_provider_machine);
 }
 
 }  // namespace gpunex::server

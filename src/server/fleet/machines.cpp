@@ -11,6 +11,7 @@
 #include "core/schedule.hpp"
 #include "core/text.hpp"
 #include "server/fleet/benchmarks.hpp"
+#include "server/fleet/benchmarks_repo.hpp"
 #include "server/fleet/challenges.hpp"
 #include "server/fleet/machines_repo.hpp"
 #include "server/fleet/schedules.hpp"
@@ -108,6 +109,7 @@ nlohmann::json machine_summary(MachinesRepo& repo, const MachineCard& m, const P
           {"agent_version", m.agent_version},
           {"rentals_blocked", m.rentals_blocked ? nlohmann::json(*m.rentals_blocked) : nlohmann::json()},
           {"public_host", m.public_host ? nlohmann::json(*m.public_host) : nlohmann::json()},
+          {"removed_at", m.removed_ms ? nlohmann::json(util::rfc3339(*m.removed_ms)) : nlohmann::json()},
           {"host", nlohmann::json::parse(m.host_json, nullptr, false)},
           {"gpus", std::move(gpus)}};
 }
@@ -485,6 +487,31 @@ core::Result<nlohmann::json> machine_detail(Tx& tx, const std::string& provider_
   return out;
 }
 
+core::Result<nlohmann::json> remove_machine(Tx& tx, const std::string& provider_id, const std::string& machine_id,
+                                            std::int64_t now) {
+  MachinesRepo repo(tx);
+  const auto m = repo.card(machine_id, provider_id);
+  if (!m || m->removed_ms) return machine_not_found(machine_id);
+  if (m->status == core::MachineStatus::online) {
+    return Error::make(ErrorCode::conflict,
+                       "the agent on " + m->hostname +
+                           " is still heard from: stop it first (systemctl stop gpunex-agent), then remove the "
+                           "machine once it shows offline")
+        .with_code("machine_online");
+  }
+  if (const auto live = BenchmarksRepo(tx).live_rentals(machine_id); live > 0) {
+    return Error::make(ErrorCode::conflict, std::to_string(live) + (live == 1 ? " rental is" : " rentals are") +
+                                                " still live on " + m->hostname +
+                                                ": it can be removed once they have ended")
+        .with_code("machine_has_rentals");
+  }
+  if (!repo.remove(machine_id, now)) {
+    return Error::make(ErrorCode::conflict, "the machine came back online meanwhile").with_code("machine_online");
+  }
+  repo.add_event(machine_id, now, "removed", nlohmann::json::object());
+  return nlohmann::json{{"id", machine_id}, {"removed_at", util::rfc3339(now)}};
+}
+
 MachineSettings machine_settings(const Config& c) {
   MachineSettings s;
   s.heartbeat_interval_s = c.heartbeat_interval_s;
@@ -497,20 +524,21 @@ MachineSettings machine_settings(const Config& c) {
 namespace {
 
 //! Tells the provider their machine went offline, unless it is outside its availability or in
-//! maintenance (they turned it off as they said they would) or they were told within the hour.
-void tell_offline(Tx& tx, const MachineSettings& settings, const SilentMachine& m, std::int64_t now) {
+//! maintenance (they turned it off as they said they would) or they were told of it within the hour.
+//! Returns whether they were told.
+bool tell_offline(Tx& tx, const MachineSettings& settings, const SilentMachine& m, std::int64_t now) {
   MachinesRepo repo(tx);
-  if (repo.has_event_since(m.id, "offline", now - kOfflineNoticeEveryMs)) return;
+  if (repo.offline_told_since(m.id, now - kOfflineNoticeEveryMs)) return false;
   // Available when last heard and now: one turned off at (or just before) its window's end is not missed.
   const auto at = [](std::int64_t ms) { return core::UtcTime{std::chrono::seconds{ms / 1000}}; };
   if (const auto schedule = load_schedule(tx, m.id);
       schedule && (!core::is_available(*schedule, at(m.last_seen_ms)) || !core::is_available(*schedule, at(now)))) {
-    return;
+    return false;
   }
   const auto facts = repo.host_facts(m.id);
-  if (!facts) return;
+  if (!facts) return false;
   const auto who = provider_contact(tx, facts->provider_id);
-  if (!who) return;
+  if (!who) return false;
   mail::MachineOfflineFacts f;
   f.machine = facts->hostname + " (" + m.id + ")";
   f.last_seen_text = util::rfc3339(m.last_seen_ms);
@@ -518,6 +546,7 @@ void tell_offline(Tx& tx, const MachineSettings& settings, const SilentMachine& 
   f.rentals_end_after_minutes = static_cast<int>(core::rental::kAgentLostAfterMs / 60'000);
   f.link = settings.base_url + "/#/machines/" + m.id;
   announce(tx, who->user_id, mail::machine_offline(f), std::nullopt, now);
+  return true;
 }
 
 }  // namespace
@@ -530,9 +559,11 @@ std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::
   for (const auto& m :
        repo.silent_online_machines(core::offline_cutoff_ms(rule, now), static_cast<std::int64_t>(limit), heard_from)) {
     if (repo.move_from_online(m.id, core::MachineStatus::offline)) {
-      tell_offline(tx, settings, m, now);
+      const bool told = tell_offline(tx, settings, m, now);
       repo.add_event(m.id, now, "offline",
-                     {{"last_seen_at", util::rfc3339(m.last_seen_ms)}, {"missed_heartbeats", settings.offline_after_missed}});
+                     {{"last_seen_at", util::rfc3339(m.last_seen_ms)},
+                      {"missed_heartbeats", settings.offline_after_missed},
+                      {"provider_told", told}});
       ++changed;
     }
   }

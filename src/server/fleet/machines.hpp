@@ -117,6 +117,12 @@ core::Result<nlohmann::json> machine_detail(store::Tx& tx, const std::string& pr
                                             const std::string& machine_id, std::int64_t now_ms,
                                             const PendingTelemetry* latest = nullptr);
 
+//! DELETE /v1/provider/machines/{id}: removes an Offline machine with no live rental from the provider's list,
+//! the fleet and reliability (its history kept: rentals, earnings, events); its agent heard again brings it
+//! back. 409 machine_online while its agent is heard, machine_has_rentals while a rental is live on it.
+core::Result<nlohmann::json> remove_machine(store::Tx& tx, const std::string& provider_id,
+                                            const std::string& machine_id, std::int64_t now_ms);
+
 //! Marks machines whose last heartbeat is older than offline_after_missed intervals Offline, with an event,
 //! and tells their providers (machine_offline) when it went within its availability (not in maintenance)
 //! and they were not told in the last kOfflineNoticeEveryMs:

@@ -32,12 +32,12 @@ std::optional<MachineRecord> record_of(const std::optional<Row>& r) {
 
 constexpr const char* kCardColumns =
     "SELECT id, status, last_seen_at, simulated, hostname, created_at, driver_version, cuda_version, agent_version, "
-    "host, rentals_blocked, public_host FROM machines ";
+    "host, rentals_blocked, public_host, removed_at FROM machines ";
 
 MachineCard card_of(const Row& m) {
   return MachineCard{
-      m.str(0), status_of(m.str(1)), m.opt_i64(2), m.boolean(3), m.str(4), m.i64(5), m.str(6), m.str(7), m.str(8),
-      m.str(9), m.opt_str(10),       m.opt_str(11)};
+      m.str(0), status_of(m.str(1)), m.opt_i64(2),  m.boolean(3), m.str(4), m.i64(5), m.str(6), m.str(7), m.str(8),
+      m.str(9), m.opt_str(10),       m.opt_str(11), m.opt_i64(12)};
 }
 
 }  // namespace
@@ -64,7 +64,8 @@ std::vector<FleetMachine> MachinesRepo::fleet_page(std::optional<core::MachineSt
       "(SELECT COUNT(*) FROM " +
       std::string(kListedPresent) +
       " AND l.machine_id = m.id) "
-      "FROM machines m JOIN providers p ON p.id = m.provider_id JOIN users u ON u.id = p.user_id WHERE 1 = 1";
+      "FROM machines m JOIN providers p ON p.id = m.provider_id JOIN users u ON u.id = p.user_id WHERE "
+      "m.removed_at IS NULL";
   std::vector<store::Value> params;
   if (status) {
     q += " AND m.status = ?";
@@ -113,12 +114,18 @@ std::vector<FleetMachine> MachinesRepo::fleet_page(std::optional<core::MachineSt
 
 FleetCounts MachinesRepo::fleet_counts() {
   FleetCounts c;
-  for (const auto& r : tx_.query("SELECT status, COUNT(*) FROM machines GROUP BY status", {})) {
+  for (const auto& r :
+       tx_.query("SELECT status, COUNT(*) FROM machines WHERE removed_at IS NULL GROUP BY status", {})) {
     c.machines += r.i64(1);
     if (core::parse_machine_status(r.str(0)) == core::MachineStatus::online) c.online += r.i64(1);
   }
-  if (auto r = tx_.query_one("SELECT COUNT(*) FROM machine_gpus WHERE present = 1", {})) c.gpus = r->i64(0);
-  if (auto r = tx_.query_one(std::string("SELECT COUNT(*) FROM ") + kListedPresent, {})) {
+  static const std::string kKept = "SELECT id FROM machines WHERE removed_at IS NULL";
+  if (auto r =
+          tx_.query_one("SELECT COUNT(*) FROM machine_gpus WHERE present = 1 AND machine_id IN (" + kKept + ")", {})) {
+    c.gpus = r->i64(0);
+  }
+  if (auto r = tx_.query_one(
+          std::string("SELECT COUNT(*) FROM ") + kListedPresent + " AND l.machine_id IN (" + kKept + ")", {})) {
     c.listed = r->i64(0);
   }
   return c;
@@ -167,7 +174,8 @@ void MachinesRepo::insert(const std::string& id, const MachineRegistration& r, s
 void MachinesRepo::update_registration(const std::string& id, const MachineRegistration& r, std::int64_t now) {
   tx_.exec(
       "UPDATE machines SET fingerprint = ?, hostname = ?, host = ?, simulated = ?, agent_version = ?, "
-      "protocol_version = ?, driver_version = ?, cuda_version = ?, registered_at = ?, public_host = ? WHERE id = ?",
+      "protocol_version = ?, driver_version = ?, cuda_version = ?, registered_at = ?, public_host = ?, "
+      "removed_at = NULL WHERE id = ?",
       {r.fingerprint, r.hostname, r.host_json, std::int64_t{r.simulated}, r.agent_version, r.protocol_version,
        r.driver_version, r.cuda_version, now, r.public_host ? store::Value(*r.public_host) : store::Value(nullptr),
        id});
@@ -338,17 +346,28 @@ bool MachinesRepo::record_heartbeat(const std::string& machine_id, core::Machine
                {now, seq, machine_id, seq, status_name}) != 0) {
     return true;
   }
-  return tx_.exec("UPDATE machines SET last_seen_at = ?, status = ?, last_seq = ? WHERE id = ? AND last_seq < ?",
-                  {now, status_name, seq, machine_id, seq}) != 0;
+  // A removed machine's agent heard again brings it back.
+  return tx_.exec(
+             "UPDATE machines SET last_seen_at = ?, status = ?, last_seq = ?, removed_at = NULL WHERE id = ? AND "
+             "last_seq < ?",
+             {now, status_name, seq, machine_id, seq}) != 0;
 }
 
 std::vector<MachineCard> MachinesRepo::cards_of_provider(const std::string& provider_id) {
   std::vector<MachineCard> out;
-  for (const Row& m : tx_.query(std::string(kCardColumns) + "WHERE provider_id = ? ORDER BY created_at, id",
-                                {provider_id})) {
+  for (const Row& m :
+       tx_.query(std::string(kCardColumns) + "WHERE provider_id = ? AND removed_at IS NULL ORDER BY created_at, id",
+                 {provider_id})) {
     out.push_back(card_of(m));
   }
   return out;
+}
+
+bool MachinesRepo::remove(const std::string& machine_id, std::int64_t now) {
+  static const std::string kRemove =
+      "UPDATE machines SET removed_at = ? WHERE id = ? AND removed_at IS NULL AND status = " +
+      sql(core::MachineStatus::offline);
+  return tx_.exec(kRemove, {now, machine_id}) == 1;
 }
 
 std::optional<MachineCard> MachinesRepo::card(const std::string& machine_id, const std::string& provider_id) {
@@ -458,7 +477,8 @@ std::vector<std::int64_t> MachinesRepo::presence_between(const std::string& mach
 
 std::vector<ScoredMachineRow> MachinesRepo::scored_machines() {
   std::vector<ScoredMachineRow> out;
-  for (const Row& r : tx_.query("SELECT id, provider_id, hostname, created_at FROM machines ORDER BY id")) {
+  for (const Row& r :
+       tx_.query("SELECT id, provider_id, hostname, created_at FROM machines WHERE removed_at IS NULL ORDER BY id")) {
     out.push_back(ScoredMachineRow{r.str(0), r.str(1), r.str(2), r.i64(3)});
   }
   return out;
@@ -470,10 +490,13 @@ std::optional<ScoredMachineRow> MachinesRepo::scored_machine(const std::string& 
   return ScoredMachineRow{r->str(0), r->str(1), r->str(2), r->i64(3)};
 }
 
-bool MachinesRepo::has_event_since(const std::string& machine_id, const std::string& kind, std::int64_t since_ms) {
+bool MachinesRepo::offline_told_since(const std::string& machine_id, std::int64_t since_ms) {
+  // The detail as add_event writes it (nlohmann's dump: no spaces).
   return tx_
-      .query_one("SELECT 1 FROM machine_events WHERE machine_id = ? AND at >= ? AND kind = ? LIMIT 1",
-                 {machine_id, since_ms, kind})
+      .query_one(
+          "SELECT 1 FROM machine_events WHERE machine_id = ? AND at >= ? AND kind = 'offline' AND detail LIKE "
+          "'%\"provider_told\":true%' LIMIT 1",
+          {machine_id, since_ms})
       .has_value();
 }
 

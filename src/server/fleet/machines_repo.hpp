@@ -89,6 +89,7 @@ struct MachineCard {
   std::string host_json;
   std::optional<std::string> rentals_blocked;  // why its agent cannot run rentals now, as it said
   std::optional<std::string> public_host;      // where customers reach its rentals' ports
+  std::optional<std::int64_t> removed_ms;      // removed by its provider (migration 33)
 };
 
 //! A GPU on a machine card: the registration, the latest sample and the listing the benchmarks decided.
@@ -252,7 +253,10 @@ class MachinesRepo {
                         std::int64_t now_ms);
 
   //! A provider's machines, oldest first.
+  //! The provider's machines, less those they removed.
   std::vector<MachineCard> cards_of_provider(const std::string& provider_id);
+  //! Marks an Offline machine removed; false when it is online or removed already.
+  bool remove(const std::string& machine_id, std::int64_t now_ms);
   std::optional<MachineCard> card(const std::string& machine_id, const std::string& provider_id);
   //! The machine's GPUs, present first, by index.
   std::vector<GpuCard> gpu_cards(const std::string& machine_id);
@@ -271,8 +275,8 @@ class MachinesRepo {
   std::optional<ScoredMachineRow> scored_machine(const std::string& machine_id);
   //! The newest events, newest first.
   std::vector<MachineEvent> recent_events(const std::string& machine_id, std::int64_t limit);
-  //! Whether the machine has an event of `kind` at or after `since_ms`.
-  bool has_event_since(const std::string& machine_id, const std::string& kind, std::int64_t since_ms);
+  //! Whether an offline event at or after `since_ms` told the machine's provider (detail provider_told).
+  bool offline_told_since(const std::string& machine_id, std::int64_t since_ms);
   //! Whether a GPU, driver or simulated-flag change was recorded after `after_ms`.
   bool hardware_changed_since(const std::string& machine_id, std::int64_t after_ms);
 

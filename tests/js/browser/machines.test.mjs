@@ -7,7 +7,7 @@
 // shows Offline once the configured missed heartbeats have passed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BACKEND, TestServer } from '../lib/server.mjs';
+import { BACKEND, TestServer, until } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
 import { startAgent } from '../lib/agent.mjs';
 import { launchBrowser, screenshotter } from '../lib/browser.mjs';
@@ -150,6 +150,16 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     await p.getByRole('link', { name: '← All machines' }).waitFor();
     assert.equal(await p.locator('section.machine .rentals-blocked .why').textContent(), why);
     await shot(p, 'rentals-blocked');
+
+    // An offline machine can be removed, asking first: gone from the page and from the API's list.
+    await p.getByRole('link', { name: '← All machines' }).click();
+    await p.getByRole('button', { name: 'Remove machine' }).click();
+    await p.getByText(/Remove it from your machines\?/).waitFor();
+    await shot(p, 'remove-machine');
+    await p.getByRole('button', { name: 'Yes, remove' }).click();
+    await until('the card to go', async () => (await p.locator('section.machine').count()) === 0, 10000);
+    const left = await (await fetch(`${server.url}/v1/provider/machines`, { headers: { Authorization: `Bearer ${key}` } })).json();
+    assert.deepEqual(left.items, []);
     assert.deepEqual(errors, []);
   } finally {
     if (agent) await agent.stop();

@@ -94,5 +94,7 @@ export async function postedMachine(server, provider, { gpus = 1, price = '0.50'
     },
     // Ends the heartbeats (the machine goes offline after the server's missed-heartbeat limit).
     async stop() { clearInterval(timer); await sequence.chain; },
+    // One heartbeat, as the agent sends them (after stop(): the agent heard from again).
+    async beat() { return must('heartbeat', heartbeat()); },
   };
 }
