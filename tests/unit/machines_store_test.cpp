@@ -877,3 +877,27 @@ TEST_F(MachinesStore, TheProviderIsToldOfAMachineGoingOfflineOnceAnHourWithinIts
   EXPECT_EQ(silent_at(kNow + 130 * 60'000, kNow + 140 * 60'000), 1u);
   EXPECT_EQ(told("notifications"), 3);
 }
+
+// A site's outage is one mail: the machines of one provider found offline in one sweep are told together.
+TEST_F(MachinesStore, MachinesGoneOfflineTogetherAreToldInOneMail) {
+  settings_.base_url = "https://gpunex.example";
+  const auto a = register_machine("rack-a");
+  const auto b = register_machine("rack-b");
+  store_->transact(
+      [&](store::Tx& tx) { tx.exec("UPDATE machines SET status = 'online', last_seen_at = ?", {kNow - 600'000}); });
+  EXPECT_EQ(store_->transact([&](store::Tx& tx) { return server::mark_offline_machines(tx, settings_, kNow); }), 2u);
+  const auto rows = store_->transact([&](store::Tx& tx) {
+    return tx.query("SELECT title, body, link FROM notifications WHERE kind = 'machine_offline'");
+  });
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].str(0), "2 machines are offline");
+  for (const auto& id : {a, b}) {
+    EXPECT_NE(rows[0].str(1).find("(" + id + "), last heard 2026-12-02T09:50:00"), std::string::npos) << rows[0].str(1);
+    EXPECT_NE(rows[0].str(1).find("https://gpunex.example/#/machines/" + id), std::string::npos);
+  }
+  EXPECT_EQ(rows[0].str(2), "https://gpunex.example/#/machines");
+  EXPECT_EQ(store_->transact([&](store::Tx& tx) {
+    return tx.query_one("SELECT COUNT(*) FROM outbox WHERE kind = 'machine_offline'")->i64(0);
+  }),
+            1);
+}

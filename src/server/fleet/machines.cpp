@@ -523,10 +523,11 @@ MachineSettings machine_settings(const Config& c) {
 
 namespace {
 
-//! Tells the provider their machine went offline, unless it is outside its availability or in
-//! maintenance (they turned it off as they said they would) or they were told of it within the hour.
-//! Returns whether they were told.
-bool tell_offline(Tx& tx, const MachineSettings& settings, const SilentMachine& m, std::int64_t now) {
+//! Whether the provider is to be told their machine went offline: not when it is outside its availability or
+//! in maintenance (they turned it off as they said they would), nor when they were told of it within the
+//! hour. Adds it to what its provider's user is told (`told`) and returns whether it did.
+bool tell_offline(Tx& tx, const MachineSettings& settings, const SilentMachine& m, std::int64_t now,
+                  std::map<std::string, mail::MachineOfflineFacts>& told) {
   MachinesRepo repo(tx);
   if (repo.offline_told_since(m.id, now - kOfflineNoticeEveryMs)) return false;
   // Available when last heard and now: one turned off at (or just before) its window's end is not missed.
@@ -539,13 +540,12 @@ bool tell_offline(Tx& tx, const MachineSettings& settings, const SilentMachine& 
   if (!facts) return false;
   const auto who = provider_contact(tx, facts->provider_id);
   if (!who) return false;
-  mail::MachineOfflineFacts f;
-  f.machine = facts->hostname + " (" + m.id + ")";
-  f.last_seen_text = util::rfc3339(m.last_seen_ms);
+  mail::MachineOfflineFacts& f = told[who->user_id];
+  f.machines.push_back(
+      {facts->hostname + " (" + m.id + ")", util::rfc3339(m.last_seen_ms), settings.base_url + "/#/machines/" + m.id});
   f.missed_heartbeats = settings.offline_after_missed;
   f.rentals_end_after_minutes = static_cast<int>(core::rental::kAgentLostAfterMs / 60'000);
-  f.link = settings.base_url + "/#/machines/" + m.id;
-  announce(tx, who->user_id, mail::machine_offline(f), std::nullopt, now);
+  f.machines_link = settings.base_url + "/#/machines";
   return true;
 }
 
@@ -556,10 +556,11 @@ std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::
   MachinesRepo repo(tx);
   const core::OfflineRule rule{settings.heartbeat_interval_s, settings.offline_after_missed};
   std::size_t changed = 0;
+  std::map<std::string, mail::MachineOfflineFacts> to_tell;  // by the provider's user: one announcement each
   for (const auto& m :
        repo.silent_online_machines(core::offline_cutoff_ms(rule, now), static_cast<std::int64_t>(limit), heard_from)) {
     if (repo.move_from_online(m.id, core::MachineStatus::offline)) {
-      const bool told = tell_offline(tx, settings, m, now);
+      const bool told = tell_offline(tx, settings, m, now, to_tell);
       repo.add_event(m.id, now, "offline",
                      {{"last_seen_at", util::rfc3339(m.last_seen_ms)},
                       {"missed_heartbeats", settings.offline_after_missed},
@@ -567,6 +568,7 @@ std::size_t mark_offline_machines(Tx& tx, const MachineSettings& settings, std::
       ++changed;
     }
   }
+  for (const auto& [user_id, facts] : to_tell) announce(tx, user_id, mail::machine_offline(facts), std::nullopt, now);
   return changed;
 }
 

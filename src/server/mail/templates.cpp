@@ -245,19 +245,32 @@ Announcement reliability_low(const ReliabilityFacts& f) {
 }
 
 Announcement machine_offline(const MachineOfflineFacts& f) {
-  const std::string title = f.machine + " is offline";
-  const std::string said = "GPUnex has not heard from the agent on " + f.machine + " since " + f.last_seen_text + " (" +
-                           std::to_string(f.missed_heartbeats) + " heartbeats missed).";
+  const bool one = f.machines.size() == 1;
+  const auto& first = f.machines.front();
+  const std::string title =
+      one ? first.name + " is offline" : std::to_string(f.machines.size()) + " machines are offline";
+  std::string said;
+  if (one) {
+    said = "GPUnex has not heard from the agent on " + first.name + " since " + first.last_seen_text + " (" +
+           std::to_string(f.missed_heartbeats) + " heartbeats missed).";
+  } else {
+    said = "GPUnex has not heard from the agents on these machines (" + std::to_string(f.missed_heartbeats) +
+           " heartbeats missed):";
+    for (const auto& m : f.machines) said += "\n- " + m.name + ", last heard " + m.last_seen_text + ": " + m.link;
+  }
+  const std::string them = one ? "it" : "each";
   const std::string body =
-      said +
-      " Until it is back its GPUs are not offered to customers, and the time counts against its reliability "
-      "score.\n\nIf a customer is renting it, the rental ends when the agent has not been heard for " +
-      std::to_string(f.rentals_end_after_minutes) +
-      " minutes, and its customer is told.\n\nWhat to check: that the machine is on and online, and the agent's "
-      "service (systemctl status gpunex-agent; journalctl -u gpunex-agent). Nothing needs doing when it comes "
-      "back: the agent reconnects by itself.";
-  MailText mail{"machine_offline", "GPUnex: " + title, body + "\n\n" + f.link + kSignature};
-  NoticeText notice{"machine_offline", title, said, f.link};
+      said + "\n\nUntil " + (one ? "it is" : "they are") +
+      " back, their GPUs are not offered to customers, and the time counts against their reliability score.\n\n"
+      "If a customer is renting one, the rental ends when its agent has not been heard for " +
+      std::to_string(f.rentals_end_after_minutes) + " minutes, and its customer is told.\n\nWhat to check: that " +
+      them +
+      " is on and online, and the agent's service (systemctl status gpunex-agent; journalctl -u gpunex-agent). "
+      "Nothing needs doing when " +
+      (one ? "it comes" : "they come") + " back: the agent reconnects by itself.";
+  const std::string link = one ? first.link : f.machines_link;
+  MailText mail{"machine_offline", "GPUnex: " + title, body + "\n\n" + link + kSignature};
+  NoticeText notice{"machine_offline", title, said, link};
   return {std::move(mail), std::move(notice)};
 }
 

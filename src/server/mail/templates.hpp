@@ -147,13 +147,18 @@ Announcement rental_maintenance(const RentalMaintenanceFacts& facts);
 //! would have).
 Announcement rental_maintenance_called_off(const RentalMaintenanceFacts& facts);
 
-//! What a provider is told when one of their machines stops sending heartbeats within its availability.
+//! What a provider is told when machines of theirs stop sending heartbeats within their availability: one
+//! announcement for those found in one sweep (a site's outage is one mail, not one a machine).
 struct MachineOfflineFacts {
-  std::string machine;         // "host-a (mch_…)"
-  std::string last_seen_text;  // "2026-12-08T10:00:00Z"
+  struct Machine {
+    std::string name;            // "host-a (mch_…)"
+    std::string last_seen_text;  // "2026-12-08T10:00:00Z"
+    std::string link;            // the machine's page
+  };
+  std::vector<Machine> machines;  // at least one
   int missed_heartbeats = 0;
   int rentals_end_after_minutes = 0;  // a running rental's agent is lost after this long
-  std::string link;                   // the machine's page
+  std::string machines_link;          // the Machines page (for several)
 };
 Announcement machine_offline(const MachineOfflineFacts& facts);
 
