@@ -243,9 +243,10 @@ class BackgroundWorkers {
   }
 
   void add(std::string name, std::chrono::milliseconds interval, std::function<void()> work) {
-    workers_.push_back(std::make_unique<server::workers::Worker>(app_.store(), clock_, std::move(name), interval,
-                                                                 std::move(work),
-                                                                 std::chrono::seconds(cfg_.worker_lease_s)));
+    auto on_failed = [&metrics = app_.metrics(), name] { metrics.count_worker_failure(name); };
+    workers_.push_back(
+        std::make_unique<server::workers::Worker>(app_.store(), clock_, std::move(name), interval, std::move(work),
+                                                  std::chrono::seconds(cfg_.worker_lease_s), std::move(on_failed)));
   }
 
   server::App& app_;

@@ -2,6 +2,7 @@
 
 #include "server/api/openapi.hpp"
 #include "server/api/routes.hpp"
+#include "server/fleet/machines_repo.hpp"
 #include "server/platform/platform_repo.hpp"
 #include "server/platform/request_pipeline.hpp"
 #include "store/migrations.hpp"
@@ -68,6 +69,33 @@ http::Response metrics(Ctx& ctx) {
   http::Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = ctx.app.metrics().render();
+  // The store's side, read at the scrape: what waits to be mailed, and the fleet (every replica says the same).
+  const auto now = ctx.now_ms();
+  struct StoreFigures {
+    platform_repo::OutboxBacklog outbox;
+    FleetCounts fleet;
+  };
+  const auto f = ctx.store().transact(
+      [](store::Tx& tx) {
+        return StoreFigures{platform_repo::outbox_backlog(tx), MachinesRepo(tx).fleet_counts()};
+      },
+      store::TxMode::read);
+  const auto gauge = [&](const char* name, const char* help, const std::string& samples) {
+    r.body += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + samples;
+  };
+  gauge("gpunex_outbox_pending", "Mails queued and not sent yet (retrying ones included, given-up ones not).",
+        "gpunex_outbox_pending " + std::to_string(f.outbox.pending) + "\n");
+  gauge("gpunex_outbox_oldest_pending_seconds", "How long the oldest unsent mail has waited (0: none waits).",
+        "gpunex_outbox_oldest_pending_seconds " +
+            std::to_string(
+                f.outbox.oldest_created_ms ? std::max<std::int64_t>(0, now - *f.outbox.oldest_created_ms) / 1000 : 0) +
+            "\n");
+  gauge("gpunex_machines", "Providers' machines (removed ones aside), by status.",
+        "gpunex_machines{status=\"online\"} " + std::to_string(f.fleet.online) +
+            "\ngpunex_machines{status=\"offline\"} " + std::to_string(f.fleet.machines - f.fleet.online) + "\n");
+  gauge("gpunex_gpus", "GPUs present on providers' machines, and how many of them are listed.",
+        "gpunex_gpus{listed=\"true\"} " + std::to_string(f.fleet.listed) + "\ngpunex_gpus{listed=\"false\"} " +
+            std::to_string(f.fleet.gpus - f.fleet.listed) + "\n");
   return r;
 }
 

@@ -85,6 +85,13 @@ void Metrics::observe_offer_reload(double seconds) {
   offer_reload_.observe(seconds);
 }
 
+void Metrics::count_worker_failure(std::string_view worker) {
+  std::lock_guard lock(mu_);
+  auto it = worker_failures_.find(worker);
+  if (it == worker_failures_.end()) it = worker_failures_.emplace(std::string(worker), 0).first;
+  ++it->second;
+}
+
 std::string Metrics::render() const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -120,6 +127,11 @@ std::string Metrics::render() const {
   out += "# HELP gpunex_offer_cache_reload_seconds Reloads of the marketplace's offers after a change.\n";
   out += "# TYPE gpunex_offer_cache_reload_seconds histogram\n";
   offer_reload_.render(out, "gpunex_offer_cache_reload_seconds", "");
+  out += "# HELP gpunex_worker_round_failures_total Background worker rounds that failed (logged), by worker.\n";
+  out += "# TYPE gpunex_worker_round_failures_total counter\n";
+  for (const auto& [worker, n] : worker_failures_) {
+    out += "gpunex_worker_round_failures_total{worker=\"" + escape_label(worker) + "\"} " + std::to_string(n) + "\n";
+  }
   return out;
 }
 

@@ -37,6 +37,8 @@ class Metrics {
   void observe_group_commit(std::size_t requests);
   //! One reload of the marketplace's offer cache (every candidate read again).
   void observe_offer_reload(double seconds);
+  //! A round of background worker `worker` that threw (it is logged, and the next round tries again).
+  void count_worker_failure(std::string_view worker);
   //! The Prometheus text exposition of everything observed.
   std::string render() const;
 
@@ -56,6 +58,7 @@ class Metrics {
   std::map<std::tuple<std::string, std::string, int>, std::uint64_t, RequestKeyLess> requests_;
   std::map<std::string, Histogram, std::less<>> request_latency_;  // by route
   std::map<std::string, Histogram, std::less<>> store_latency_;    // by statement kind
+  std::map<std::string, std::uint64_t, std::less<>> worker_failures_;  // by worker
   std::uint64_t group_commit_batches_ = 0;
   std::uint64_t group_commit_requests_ = 0;
   Histogram offer_reload_;

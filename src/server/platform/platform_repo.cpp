@@ -287,6 +287,16 @@ std::vector<OutboxRow> find_due_mails(store::Tx& tx, std::int64_t now_ms, int li
   return out;
 }
 
+OutboxBacklog outbox_backlog(store::Tx& tx) {
+  // By the outbox_due index: unsent, and not given up (set_mail_given_up's next attempt is never).
+  const auto r = tx.query_one(
+      "SELECT COUNT(*), MIN(created_at) FROM outbox WHERE sent_at IS NULL AND "
+      "next_attempt_at < ?",
+      {std::numeric_limits<std::int64_t>::max()});
+  if (!r) return {};
+  return OutboxBacklog{r->i64(0), r->opt_i64(1)};
+}
+
 void set_mail_sent(store::Tx& tx, const std::string& id, std::int64_t now_ms) {
   tx.exec("UPDATE outbox SET sent_at = ?, secret = NULL, attempts = attempts + 1, last_error = NULL WHERE id = ?",
           {now_ms, id});

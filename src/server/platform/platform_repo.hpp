@@ -173,6 +173,12 @@ struct OutboxRow {
 void insert_mail(store::Tx& tx, const OutboxRow& mail);
 //! Unsent mails due at `now_ms`, the longest waiting first.
 std::vector<OutboxRow> find_due_mails(store::Tx& tx, std::int64_t now_ms, int limit);
+//! The mails not sent yet (given up aside): how many, and when the oldest was queued.
+struct OutboxBacklog {
+  std::int64_t pending = 0;
+  std::optional<std::int64_t> oldest_created_ms;
+};
+OutboxBacklog outbox_backlog(store::Tx& tx);
 //! Sent: counts the attempt, erases the secret.
 void set_mail_sent(store::Tx& tx, const std::string& id, std::int64_t now_ms);
 //! Failed: counts the attempt, keeps `error`, due again at `next_attempt_ms`.

@@ -8,14 +8,15 @@
 namespace gpunex::server::workers {
 
 Worker::Worker(store::Store& store, const util::Clock& clock, std::string name, std::chrono::milliseconds interval,
-               std::function<void()> work, std::chrono::milliseconds lease_ttl)
+               std::function<void()> work, std::chrono::milliseconds lease_ttl, std::function<void()> on_failed)
     : store_(store),
       clock_(clock),
       name_(std::move(name)),
       holder_(util::new_id("wrk")),
       interval_(interval),
       lease_ttl_(lease_ttl),
-      work_(std::move(work)) {}
+      work_(std::move(work)),
+      on_failed_(std::move(on_failed)) {}
 
 Worker::~Worker() { stop(); }
 
@@ -56,6 +57,7 @@ void Worker::loop() {
       if (held) work_();
     } catch (const std::exception& e) {
       util::log_event("error", "worker round failed", {{"worker", name_}, {"error", e.what()}});
+      if (on_failed_) on_failed_();
     }
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, interval_, [&] { return stopping_ || poked_; });

@@ -26,8 +26,10 @@ class Worker {
   //! `work` runs on the worker thread while this replica holds lease `name`; exceptions are logged.
   //! `clock` times the lease and must outlive the worker. The lease outlives its holder by
   //! `lease_ttl` (at least five intervals): a replica that dies is replaced within that time.
+  //! `on_failed` is told of each round that threw (the metrics count them).
   Worker(store::Store& store, const util::Clock& clock, std::string name, std::chrono::milliseconds interval,
-         std::function<void()> work, std::chrono::milliseconds lease_ttl = std::chrono::seconds(30));
+         std::function<void()> work, std::chrono::milliseconds lease_ttl = std::chrono::seconds(30),
+         std::function<void()> on_failed = {});
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -48,6 +50,7 @@ class Worker {
   std::chrono::milliseconds interval_;
   std::chrono::milliseconds lease_ttl_;
   std::function<void()> work_;
+  std::function<void()> on_failed_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

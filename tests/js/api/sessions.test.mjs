@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { BACKEND, TestServer, Client } from '../lib/server.mjs';
 import { approvedProvider } from '../lib/provider.mjs';
+import { postedMachine } from '../lib/rental_machine.mjs';
 
 function sql(server, statement) {
   if (server.db.startsWith('sqlite:')) execFileSync('sqlite3', [server.db.slice(7), statement]);
@@ -98,6 +99,30 @@ test(`${BACKEND}: metrics count requests by route and status`, async () => {
     assert.match(m.body, /gpunex_http_request_duration_seconds_bucket\{route="\/healthz",le="\+Inf"\} 1/);
     assert.match(m.body, /gpunex_store_statement_duration_seconds_count\{op="select"\} \d+/);
   } finally {
+    await server.stop();
+  }
+});
+
+// The store's side of /metrics, read at the scrape: mail waiting (here no SMTP server answers, so the
+// signup's confirmation waits and retries) and the fleet by status, with its GPUs listed or not.
+test(`${BACKEND}: metrics give the outbox's backlog and the fleet`, async () => {
+  const server = await new TestServer(['--smtp-url', 'smtp://127.0.0.1:9', '--heartbeat-interval', '1']).start();
+  let machine;
+  try {
+    const provider = await approvedProvider(server, 'metrics-provider@example.com');
+    machine = await postedMachine(server, provider, { gpus: 2, name: 'metered' });
+    const ann = new Client(server.url);
+    await ann.signupAndLogin('metrics-customer@example.com');
+    const figure = (body, name) => Number(body.match(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm'))?.[1]);
+    const m = (await new Client(server.url).request('GET', '/metrics')).body;
+    assert.ok(figure(m, 'gpunex_outbox_pending') >= 1, m);
+    assert.ok(figure(m, 'gpunex_outbox_oldest_pending_seconds') >= 0, m);
+    assert.equal(figure(m, 'gpunex_machines{status="online"}'), 1, m);
+    assert.equal(figure(m, 'gpunex_machines{status="offline"}'), 0, m);
+    assert.equal(figure(m, 'gpunex_gpus{listed="true"}'), 2, m);
+    assert.match(m, /^# TYPE gpunex_worker_round_failures_total counter$/m);
+  } finally {
+    if (machine) await machine.stop();
     await server.stop();
   }
 });
