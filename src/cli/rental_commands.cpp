@@ -266,10 +266,11 @@ class RentCommand : public Command {
   CLI::Option* max_hours_opt_ = nullptr;
 };
 
-class RentalsListCommand : public Command {
- public:
-  CLI::App* add_to(CLI::App& parent) override {
-    auto* c = rentals_group(parent)->add_subcommand("list", "your rentals, newest first: state, GPUs, cost so far");
+//! A page of rentals from `path` (the customer's or the provider's list), with --limit, --cursor and
+//! --state as both lists take them, printed by `text`.
+class RentalPageCommand : public Command {
+ protected:
+  CLI::App* with_options(CLI::App* c) {
     c->add_option("--limit", limit_,
                   "rentals per page, 1 to " + std::to_string(core::kMaxPageLimit) + " (default " +
                       std::to_string(core::kDefaultPageLimit) + ")")
@@ -281,7 +282,7 @@ class RentalsListCommand : public Command {
         ->type_name("STATE");
     return c;
   }
-  int run(Context& ctx) override {
+  int print_page(Context& ctx, const std::string& path, std::string (*text)(const nlohmann::json&)) {
     std::string query;
     const auto add = [&](const char* name, const std::string& value) {
       if (!value.empty()) query += (query.empty() ? "?" : "&") + std::string(name) + "=" + url_encode(value);
@@ -290,14 +291,23 @@ class RentalsListCommand : public Command {
     add("limit", limit_);
     add("cursor", cursor_);
     nlohmann::json page;
-    if (int rc = get_json(ctx, "/v1/rentals" + query, page)) return rc;
+    if (int rc = get_json(ctx, path + query, page)) return rc;
     if (!member(page, "items").is_array()) return ctx.fail("the server's list of rentals has no items");
-    ctx.print(page, rentals_text(page));
+    ctx.print(page, text(page));
     return 0;
   }
 
  private:
   std::string limit_, cursor_, state_;
+};
+
+class RentalsListCommand : public RentalPageCommand {
+ public:
+  CLI::App* add_to(CLI::App& parent) override {
+    return with_options(
+        rentals_group(parent)->add_subcommand("list", "your rentals, newest first: state, GPUs, cost so far"));
+  }
+  int run(Context& ctx) override { return print_page(ctx, "/v1/rentals", rentals_text); }
 };
 
 class RentalsShowCommand : public Command {
@@ -399,39 +409,13 @@ std::string provider_rentals_text(const nlohmann::json& page) {
   return out;
 }
 
-class MachinesRentalsCommand : public Command {
+class MachinesRentalsCommand : public RentalPageCommand {
  public:
   CLI::App* add_to(CLI::App& parent) override {
-    auto* c = machines_group(parent)->add_subcommand(
-        "rentals", "the rentals on your machines, newest first: state, GPUs, what they earn you");
-    c->add_option("--limit", limit_,
-                  "rentals per page, 1 to " + std::to_string(core::kMaxPageLimit) + " (default " +
-                      std::to_string(core::kDefaultPageLimit) + ")")
-        ->type_name("N");
-    c->add_option("--cursor", cursor_, "the next page, as the previous page said")->type_name("CURSOR");
-    c->add_option("--state", state_,
-                  "only rentals in this state: requested, starting, running, stopping or ended (several: "
-                  "comma-separated)")
-        ->type_name("STATE");
-    return c;
+    return with_options(machines_group(parent)->add_subcommand(
+        "rentals", "the rentals on your machines, newest first: state, GPUs, what they earn you"));
   }
-  int run(Context& ctx) override {
-    std::string query;
-    const auto add = [&](const char* name, const std::string& value) {
-      if (!value.empty()) query += (query.empty() ? "?" : "&") + std::string(name) + "=" + url_encode(value);
-    };
-    add("state", state_);
-    add("limit", limit_);
-    add("cursor", cursor_);
-    nlohmann::json page;
-    if (int rc = get_json(ctx, "/v1/provider/rentals" + query, page)) return rc;
-    if (!member(page, "items").is_array()) return ctx.fail("the server's list of rentals has no items");
-    ctx.print(page, provider_rentals_text(page));
-    return 0;
-  }
-
- private:
-  std::string limit_, cursor_, state_;
+  int run(Context& ctx) override { return print_page(ctx, "/v1/provider/rentals", provider_rentals_text); }
 };
 
 class MachinesStopRentalCommand : public Command {

@@ -1240,24 +1240,27 @@ TEST_P(StoreTest, ARentalPassesOverAnOfferTheBalanceDoesNotCoverForTheNext) {
 // A rental's settled totals move only from what a settlement read: a second settlement of the same time
 // (the rentals worker and an agent's end at once) waits for the first's row lock on PostgreSQL (SQLite's
 // writers run one at a time) and reads its totals; totals that moved under a settlement roll it back.
+//! Rental r1 of customer uc on provider p1's machine m1 (one L4 GPU, GPU-0) at `price` a GPU-hour.
+void one_rental(Tx& tx, gpunex::core::MicroUsdc price) {
+  add_provider_machine(tx, "1");
+  add_user(tx, "uc");
+  gpunex::server::rentals::RentalRow row;
+  row.id = "r1";
+  row.customer_id = "uc";
+  row.provider_id = "p1";
+  row.machine_id = "m1";
+  row.model = "L4";
+  row.gpu_count = 1;
+  row.price = price;
+  row.spec = "{}";
+  row.gpu_uuids = {"GPU-0"};
+  ASSERT_TRUE(gpunex::server::rentals::insert_with_gpus(tx, row).ok());
+}
+
 TEST_P(StoreTest, ARentalsSettledTotalsMoveOnlyFromWhatTheSettlementRead) {
   gpunex::store::migrate(*store_);
   namespace rentals = gpunex::server::rentals;
-  store_->transact([&](Tx& tx) {
-    add_provider_machine(tx, "1");
-    add_user(tx, "uc");
-    rentals::RentalRow row;
-    row.id = "r1";
-    row.customer_id = "uc";
-    row.provider_id = "p1";
-    row.machine_id = "m1";
-    row.model = "L4";
-    row.gpu_count = 1;
-    row.price = 500'000;
-    row.spec = "{}";
-    row.gpu_uuids = {"GPU-0"};
-    ASSERT_TRUE(rentals::insert_with_gpus(tx, row).ok());
-  });
+  store_->transact([&](Tx& tx) { one_rental(tx, 500'000); });
   const gpunex::core::ledger::Settled zero{0, 0}, first{100, 80}, second{150, 120};
   // A settlement from totals that are no longer there is refused and changes nothing.
   store_->transact([&](Tx& tx) { rentals::record_settled(tx, "r1", zero, first, 1000); });
@@ -1306,19 +1309,7 @@ TEST_P(StoreTest, AStopIsNeverBeforeTheRentalsLastSettlement) {
   namespace rentals = gpunex::server::rentals;
   namespace rental = gpunex::core::rental;
   store_->transact([&](Tx& tx) {
-    add_provider_machine(tx, "1");
-    add_user(tx, "uc");
-    rentals::RentalRow row;
-    row.id = "r1";
-    row.customer_id = "uc";
-    row.provider_id = "p1";
-    row.machine_id = "m1";
-    row.model = "L4";
-    row.gpu_count = 1;
-    row.price = 3'600'000;  // 1 micro-USDC a millisecond
-    row.spec = "{}";
-    row.gpu_uuids = {"GPU-0"};
-    ASSERT_TRUE(rentals::insert_with_gpus(tx, row).ok());
+    one_rental(tx, 3'600'000);  // 1 micro-USDC a millisecond
     rentals::mark_running(tx, "r1", 1'000'000, "[]");
     rentals::record_settled(tx, "r1", {0, 0}, {5'000, 4'000}, 1'005'000);
     rentals::request_stop(tx, "r1", rental::EndReason::provider_stopped, 1'003'000);
