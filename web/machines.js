@@ -170,6 +170,8 @@ function machineCard(m, { detail = false } = {}) {
       el('span', { class: 'why' }, m.rentals_blocked),
       '. Its GPUs return to the market by themselves once it can; the agent\'s log says more.') : '',
     m.status !== 'online' && !m.removed_at ? removeControl(m, detail) : '',
+    m.removed_at ? el('p', { class: 'callout removed', role: 'status' },
+      `Removed ${fmtTime(m.removed_at)}: not in your machines, not offered. Its agent heard again brings it back.`) : '',
     scrollBox(gpuTable(m)),
     charts,
     detail && Array.isArray(m.events) && m.events.length ? [el('h3', {}, 'Recent events'),

@@ -160,6 +160,10 @@ test(`${BACKEND}: Machines page shows a simulated agent Online, then Offline aft
     await until('the card to go', async () => (await p.locator('section.machine').count()) === 0, 10000);
     const left = await (await fetch(`${server.url}/v1/provider/machines`, { headers: { Authorization: `Bearer ${key}` } })).json();
     assert.deepEqual(left.items, []);
+    // Its page, opened by its address, says so.
+    await p.goto(`${server.url}/#/machines/${machineId}`);
+    assert.match(await p.locator('section.machine .callout.removed').innerText(), /^Removed .*: not in your machines, not offered\./);
+    assert.equal(await p.getByRole('button', { name: 'Remove machine' }).count(), 0);
     assert.deepEqual(errors, []);
   } finally {
     if (agent) await agent.stop();
