@@ -13,10 +13,26 @@
 
 namespace gpunex::core {
 
+namespace {
+constexpr std::array<OfferSort, 3> kOfferSorts{OfferSort::rank, OfferSort::price, OfferSort::perf};
+}  // namespace
+
+std::string_view offer_sort_name(OfferSort s) {
+  switch (s) {
+    case OfferSort::price:
+      return "price";
+    case OfferSort::perf:
+      return "perf";
+    case OfferSort::rank:
+      break;
+  }
+  return "rank";
+}
+
 std::optional<OfferSort> parse_offer_sort(std::string_view s) {
-  if (s == "rank") return OfferSort::rank;
-  if (s == "price") return OfferSort::price;
-  if (s == "perf") return OfferSort::perf;
+  for (const OfferSort sort : kOfferSorts) {
+    if (s == offer_sort_name(sort)) return sort;
+  }
   return std::nullopt;
 }
 
@@ -296,10 +312,9 @@ std::string not_offered_reason(const MachineOfferFacts& f) {
 }
 
 std::string format_offer_cursor(const OfferCursor& c) {
-  static constexpr std::array<std::string_view, 3> kSorts{"rank", "price", "perf"};
   char bits[17];
   std::snprintf(bits, sizeof bits, "%016llx", static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(c.value)));
-  return std::string(kSorts[static_cast<std::size_t>(c.sort)]) + "~" + bits + "~" + c.machine_id + "~" + c.model;
+  return std::string(offer_sort_name(c.sort)) + "~" + bits + "~" + c.machine_id + "~" + c.model;
 }
 
 std::optional<OfferCursor> parse_offer_cursor(std::string_view s) {

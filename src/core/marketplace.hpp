@@ -49,7 +49,9 @@ struct OfferCandidate {
 using CandidateSet = std::vector<std::shared_ptr<const OfferCandidate>>;
 
 enum class OfferSort { rank, price, perf };
-//! "rank" / "price" / "perf"; nullopt for anything else.
+//! "rank" / "price" / "perf": the API's name of a sort.
+std::string_view offer_sort_name(OfferSort s);
+//! The sort offer_sort_name names; nullopt for anything else.
 std::optional<OfferSort> parse_offer_sort(std::string_view s);
 
 struct OfferFilter {

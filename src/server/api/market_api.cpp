@@ -302,7 +302,7 @@ Response offers(Ctx& ctx, OfferCache& cache, ScheduleCache& schedules) {
       if (after->sort != filter->sort) {
         return Response::error(Error::make(ErrorCode::invalid_field,
                                            "cursor is from a search sorted by " +
-                                               std::string(cursor->substr(0, cursor->find('~'))) +
+                                               std::string(core::offer_sort_name(after->sort)) +
                                                ": keep the sort while paging",
                                            "cursor"));
       }
