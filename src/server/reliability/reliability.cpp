@@ -109,7 +109,10 @@ Judged judge(Tx& tx, const MachineForScore& m, const JobSource& job_source, cons
   }
 
   Judged out;
-  const auto watched = to_judge.empty() ? std::nullopt : platform_repo::fleet_watched_until(tx);
+  // Read only when a day judged now is past its grace (the oldest is first): once a day per machine, not
+  // every round, as today is always judged and never final.
+  const bool grace_over = !to_judge.empty() && now >= to_judge.front() + cr::kDayMs + s.finalize_grace_ms;
+  const auto watched = grace_over ? platform_repo::fleet_watched_until(tx) : std::nullopt;
   out.schedule = load_schedule(tx, m.id).value_or(core::always_available());
   out.declared = maintenance_declared_times(tx, m.id);
   std::map<std::int64_t, bool> changed;
